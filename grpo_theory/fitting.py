@@ -335,9 +335,10 @@ class FitResult:
 
     def predict(self, t):
         """Model reward at times ``t`` (steps since the first point of the fit)."""
-        return np.asarray(_SPECS[self.model].curve(np.asarray(t, dtype=float),
-                                                   *[self.params[k] for k in self.param_names]),
-                          dtype=float)
+        with np.errstate(all="ignore"):
+            return np.asarray(_SPECS[self.model].curve(
+                np.asarray(t, dtype=float), *[self.params[k] for k in self.param_names]),
+                dtype=float)
 
     def prediction_sd(self, t):
         """Delta-method standard deviation of the fitted curve at ``t`` (parameter uncertainty)."""
@@ -386,7 +387,8 @@ def time_to_fraction(curve, initial, plateau, fraction=0.9, *, horizon=1e7):
     target = initial + fraction * (plateau - initial)
     sign = 1.0 if plateau > initial else -1.0
     grid = np.concatenate([[0.0], np.logspace(-3, math.log10(horizon), 4000)])
-    vals = np.asarray(curve(grid), dtype=float)
+    with np.errstate(all="ignore"):
+        vals = np.asarray(curve(grid), dtype=float)
     hit = np.nonzero(sign * (vals - target) >= 0)[0]
     if not hit.size:
         return math.nan
@@ -396,7 +398,9 @@ def time_to_fraction(curve, initial, plateau, fraction=0.9, *, horizon=1e7):
     a, b = grid[i - 1], grid[i]
     for _ in range(60):
         mid = 0.5 * (a + b)
-        if sign * (float(np.asarray(curve(np.array([mid])))[0]) - target) >= 0:
+        with np.errstate(all="ignore"):
+            v = float(np.asarray(curve(np.array([mid])))[0])
+        if sign * (v - target) >= 0:
             b = mid
         else:
             a = mid
@@ -428,10 +432,6 @@ def fit_curve(t, y, model: str = "exponential", *, starts=None) -> FitResult:
     guess = _quick_exponential(ts, y)
     lo, hi = (np.array(b, dtype=float) for b in spec.bounds(ts, y))
     p0s = starts if starts is not None else spec.starts(ts, y, guess)
-    if model == "oscillator" or model.startswith(("mean_field", "mixture")):
-        # also start from the best exponential fit's plateau/initial/tau
-        pass
-
     def resid(p):
         try:
             r = np.asarray(spec.curve(ts, *p), dtype=float) - y
@@ -477,7 +477,8 @@ def fit_curve(t, y, model: str = "exponential", *, starts=None) -> FitResult:
     bic = n * math.log(rss_n) + p_count * math.log(n)
     plateau = float(spec.plateau(params))
     curve = lambda tt: spec.curve(tt, *sol.x)  # noqa: E731
-    initial = float(np.asarray(curve(np.array([0.0])))[0])
+    with np.errstate(all="ignore"):
+        initial = float(np.asarray(curve(np.array([0.0])))[0])
     t90 = time_to_fraction(curve, initial, plateau, 0.9)
     return FitResult(model=model, param_names=spec.params, params=params, stderr=stderr,
                      covariance=cov, rss=rss, n=n, r2=r2, aic=aic, bic=bic, plateau=plateau,

@@ -19,6 +19,7 @@ tolerated and recorded in ``TrainingLog.warnings``.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -177,6 +178,8 @@ def from_simulation(result, run: int = 0, *, extra: dict | None = None) -> Train
         raise ParameterError("result", type(result).__name__, "a simulation result with a 'reward' array")
     config = {}
     for src in (get("config"), get("params")):
+        if dataclasses.is_dataclass(src) and not isinstance(src, type):
+            src = {f.name: getattr(src, f.name) for f in dataclasses.fields(src)}
         if isinstance(src, dict):
             config.update({k: v for k, v in src.items() if isinstance(v, (int, float, str, bool))})
     for key in _SIM_CONFIG:
