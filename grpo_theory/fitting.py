@@ -603,3 +603,36 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
         objects["forecast"] = fc
     out["_objects"] = objects
     return out
+
+
+def plot_fit(objects: dict, path, *, title: str = "") -> None:
+    """Write a figure: the data, every fitted model, and the forecast with its 95 % band.
+
+    ``objects`` is the ``"_objects"`` entry of :func:`fit_log`.  Uses the Agg backend.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps, values = objects["steps"], objects["values"]
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    ax.plot(steps, values, ".", ms=2, color="0.5", label="log")
+    for name, fr in objects["fits"].items():
+        ax.plot(steps, fr.predict(steps - fr.t0), lw=1.2, label=f"{name} (R²={fr.r2:.3f})")
+    fc = objects.get("forecast")
+    if fc is not None:
+        b = fc.fits[fc.best]
+        th = fc.t_holdout
+        ax.plot(th, b.predict(th - b.t0), "k--", lw=1.2,
+                label=f"forecast {fc.best} (RMSE {fc.holdout_rmse[fc.best]:.3g})")
+        ax.fill_between(th, fc.band[0], fc.band[1], color="k", alpha=0.12, label="95 % band")
+        ax.axvline(fc.split_step, color="k", lw=0.8, ls=":")
+    ax.set_xlabel("step")
+    ax.set_ylabel("reward")
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
