@@ -34,6 +34,7 @@ binomial draw per run and prompt for ``K = 2``), so they agree to rounding.
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,7 +108,8 @@ def _advantages(counts, rewards, group_size, normalization, adv_eps):
                 == np.where(present, rewards, np.inf).min(axis=-1))
     if normalization == "std":
         s = np.sqrt((counts * dev * dev).sum(axis=-1) / (G - 1.0))
-        adv = dev / (s + adv_eps)[..., None]
+        denom = np.where(zero_var, 1.0, s + adv_eps)[..., None]
+        adv = dev / denom
     else:
         adv = dev
     adv = np.where(zero_var[..., None], 0.0, adv)
@@ -189,9 +191,75 @@ def group_loss(theta, theta_old, theta_ref, offsets, rewards, counts, *, group_s
 # K = 2
 # ---------------------------------------------------------------------------
 
-def _log_sigmoid(x):
-    """:math:`\\log\\sigma(x) = -\\log(1+e^{-x})`, stable for both signs."""
-    return -np.logaddexp(0.0, -x)
+def _sigmoid_parts(x, need_sp=True):
+    r"""``(q, sp)`` with :math:`q = \sigma(x)` and :math:`sp = \log(1 + e^{-x}) = -\log\sigma(x)`.
+
+    One ``exp`` and (if ``need_sp``; else ``sp`` is None) one ``log1p``, stable
+    for both signs: :math:`\log\sigma(-x) = -x - sp`.
+    """
+    e = np.exp(-np.abs(x))
+    inv = 1.0 / (1.0 + e)
+    q = np.where(x >= 0, inv, e * inv)
+    if not need_sp:
+        return q, None
+    sp = np.log1p(e)
+    sp += np.maximum(-x, 0.0)
+    return q, sp
+
+
+def _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, dr, *, group_size, normalization,
+                     adv_eps, surrogate, clip_low, clip_high, kl, kl_coef, u_minus_ref):
+    """Gradient component g0 for two actions from precomputed policy parts (``(R, B)``)."""
+    G = float(group_size)
+    n0 = n0.astype(float)
+    n1 = G - n0
+    nn = n0 * n1
+    zero_var = nn == 0.0 if dr != 0.0 else np.ones(n0.shape, dtype=bool)
+    # deviations r_a − r̄:  r0 − r̄ = n1·dr/G,  r1 − r̄ = −n0·dr/G;  Â_a = dev_a·(scale·G/dr)
+    if normalization == "std":
+        s = np.sqrt(nn * (dr * dr / (G * (G - 1.0))))
+        s += adv_eps
+        if adv_eps > 0:
+            scale = (dr / G) / s
+        else:
+            scale = np.divide(dr / G, s, out=np.zeros_like(s), where=~zero_var)
+    else:
+        scale = np.full(n0.shape, dr / G)
+    # zero-variance groups: nn = 0 makes the products below vanish, except
+    # when scale is non-finite, which the masked division above excludes.
+    if surrogate == "ratio" and x_old is not x:
+        adv0 = n1 * scale
+        adv1 = -n0 * scale
+        rho0 = np.exp(sp_old - sp)                         # π(0)/π_old(0)
+        rho1 = np.exp((x_old - x) + (sp_old - sp))         # π(1)/π_old(1)
+        _, un0 = _clip_masks(rho0, adv0, clip_low, clip_high)
+        _, un1 = _clip_masks(rho1, adv1, clip_low, clip_high)
+        c0 = -(n0 / G) * np.where(un0, rho0 * adv0, 0.0)
+        c1 = -(n1 / G) * np.where(un1, rho1 * adv1, 0.0)
+        clip_frac = (n0 * ~un0 + n1 * ~un1).sum(axis=1) / (G * n0.shape[1])
+        g0 = c0 * (1.0 - q) - c1 * q
+    else:
+        # ρ ≡ 1 (or ignored): c0 = −(n0/G)Â0 = −nn·scale/G = −c1, so g0 = c0
+        g0 = nn * scale
+        g0 *= -1.0 / G
+        clip_frac = None
+        if kl == "k3":
+            c0 = g0
+            c1 = -g0
+    if kl == "k3":
+        # c_a += β (n_a/G)(1 − π_ref(a)/π(a)),  log π(0) = −sp,  log π(1) = −x − sp
+        lr0 = -np.logaddexp(0.0, -x_ref)                   # log π_ref(0), (B,)
+        lr1 = lr0 - x_ref                                  # log π_ref(1)
+        k0 = kl_coef * (n0 / G) * (1.0 - np.exp(lr0 + sp))
+        k1 = kl_coef * (n1 / G) * (1.0 - np.exp(lr1 + x + sp))
+        g0 = g0 + k0 * (1.0 - q) - k1 * q
+    if kl == "exact":
+        g0 = g0 + kl_coef * q * (1.0 - q) * u_minus_ref[:, None]
+    g0 = g0[:, 0] if g0.shape[1] == 1 else g0.mean(axis=1)
+    zvf = zero_var[:, 0].astype(float) if zero_var.shape[1] == 1 else zero_var.mean(axis=1)
+    if clip_frac is None:
+        clip_frac = np.zeros(n0.shape[0])
+    return g0, zvf, clip_frac
 
 
 def two_action_gradient(u, u_old, u_ref, delta, r0, r1, n0, *, group_size, normalization,
@@ -200,74 +268,55 @@ def two_action_gradient(u, u_old, u_ref, delta, r0, r1, n0, *, group_size, norma
 
     ``u = θ_0 − θ_1`` (``(R,)``), prompt offsets ``delta = d_{b0} − d_{b1}`` (``(B,)``),
     ``n0`` the count of action 0 in each group (``(R, B)``).  Returns
-    ``(g0, zero_var_frac, clip_frac)``, each ``(R,)``.
+    ``(g0, zero_var_frac, clip_frac)``, each ``(R,)``.  Same result as
+    :func:`group_gradient` (first component) for ``K = 2``.
     """
-    G = float(group_size)
-    n0 = np.asarray(n0, dtype=float)
-    n1 = G - n0
-    x = u[:, None] + delta                    # logit of π(0) per prompt
-    q = 1.0 / (1.0 + np.exp(-x))              # π(0)
-    dr = r0 - r1
-    zero_var = (n0 == 0.0) | (n1 == 0.0) if dr != 0.0 else np.ones(n0.shape, dtype=bool)
-    # deviations r_a − r̄:  r0 − r̄ = n1·dr/G,  r1 − r̄ = −n0·dr/G
-    if normalization == "std":
-        s = abs(dr) * np.sqrt(n0 * n1 / (G * (G - 1.0)))
-        scale = dr / (G * (s + adv_eps))
-    else:
-        scale = np.full(n0.shape, dr / G)
-    scale[zero_var] = 0.0
-    adv0 = n1 * scale
-    adv1 = -n0 * scale
-    w0 = n0 / G
-    w1 = n1 / G
-    if surrogate == "ratio":
-        x_old = u_old[:, None] + delta
-        rho0 = np.exp(_log_sigmoid(x) - _log_sigmoid(x_old))
-        rho1 = np.exp(_log_sigmoid(-x) - _log_sigmoid(-x_old))
-        _, un0 = _clip_masks(rho0, adv0, clip_low, clip_high)
-        _, un1 = _clip_masks(rho1, adv1, clip_low, clip_high)
-        c0 = -w0 * np.where(un0, rho0 * adv0, 0.0)
-        c1 = -w1 * np.where(un1, rho1 * adv1, 0.0)
-        clip_frac = (n0 * ~un0 + n1 * ~un1).sum(axis=1) / (G * n0.shape[1])
-    else:
-        c0 = -w0 * adv0
-        c1 = -w1 * adv1
-        clip_frac = None
-    if kl == "k3":
-        x_ref = u_ref + delta
-        # 1 − π_ref(a)/π(a)
-        c0 = c0 + kl_coef * w0 * (1.0 - np.exp(_log_sigmoid(x_ref) - _log_sigmoid(x)))
-        c1 = c1 + kl_coef * w1 * (1.0 - np.exp(_log_sigmoid(-x_ref) - _log_sigmoid(-x)))
-    g0 = c0 * (1.0 - q) - c1 * q
-    if kl == "exact":
-        g0 = g0 + kl_coef * q * (1.0 - q) * (u - u_ref)[:, None]
-    if clip_frac is None:
-        clip_frac = np.zeros(u.shape[0])
-    return g0.mean(axis=1), zero_var.mean(axis=1), clip_frac
-
-
-def _two_action_state(u, delta, u_ref, r0, r1, record, out, t):
-    """Fill the state observables at row ``t`` of ``out`` for two actions."""
+    delta = np.asarray(delta, dtype=float)
     x = u[:, None] + delta
-    q = 1.0 / (1.0 + np.exp(-x))
-    p = (r1 + (r0 - r1) * q).mean(axis=1)
-    if "reward" in out:
-        out["reward"][t] = p
+    q, sp = _sigmoid_parts(x)
+    if u_old is u:
+        x_old, sp_old = x, sp
+    else:
+        x_old = u_old[:, None] + delta
+        _, sp_old = _sigmoid_parts(x_old)
+    return _two_action_core(x, q, sp, x_old, sp_old, u_ref + delta, np.asarray(n0),
+                            float(r0 - r1), group_size=group_size,
+                            normalization=normalization, adv_eps=adv_eps,
+                            surrogate=surrogate, clip_low=clip_low, clip_high=clip_high,
+                            kl=kl, kl_coef=kl_coef, u_minus_ref=u - u_ref)
+
+
+def _two_action_state(x, q, sp, x_ref, lr1, r0, r1, out, t, z_is_x):
+    """Fill the state observables at row ``t`` of ``out`` for two actions.
+
+    Entropy :math:`H = sp + (1-q)x`; :math:`KL = -H - \\log\\pi_{ref}(1) - q\\,x_{ref}`.
+    """
+    qm = q[:, 0] if q.shape[1] == 1 else None
+    if "reward" in out or ("z" in out and not z_is_x):
+        pq = q if r0 == 1.0 and r1 == 0.0 else r1 + (r0 - r1) * q
+        p = pq[:, 0] if qm is not None else pq.mean(axis=1)
+        if "reward" in out:
+            out["reward"][t] = p
     if "z" in out:
-        with np.errstate(divide="ignore"):
-            out["z"][t] = np.log(p) - np.log1p(-p)
+        if z_is_x:
+            out["z"][t] = x[:, 0]
+        else:
+            with np.errstate(divide="ignore"):
+                out["z"][t] = np.log(p) - np.log1p(-p)
     if "entropy" in out or "kl" in out:
-        lq0 = _log_sigmoid(x)
-        lq1 = _log_sigmoid(-x)
+        h = (1.0 - q) * x
+        h += sp
         if "entropy" in out:
-            out["entropy"][t] = -(q * lq0 + (1.0 - q) * lq1).mean(axis=1)
+            out["entropy"][t] = h[:, 0] if qm is not None else h.mean(axis=1)
         if "kl" in out:
-            x_ref = u_ref + delta
-            kl = q * (lq0 - _log_sigmoid(x_ref)) + (1.0 - q) * (lq1 - _log_sigmoid(-x_ref))
-            out["kl"][t] = kl.mean(axis=1)
+            kl = q * x_ref
+            kl += h
+            kl += lr1
+            kl *= -1.0
+            out["kl"][t] = kl[:, 0] if qm is not None else kl.mean(axis=1)
 
 
-def _generic_state(theta, theta_ref, offsets, rewards, record, out, t):
+def _generic_state(theta, theta_ref, offsets, rewards, out, t):
     logp = log_softmax(theta[:, None, :] + offsets)
     pi = np.exp(logp)
     p = (pi * rewards).sum(axis=-1).mean(axis=1)
@@ -337,11 +386,29 @@ class Optimizer:
 # driver
 # ---------------------------------------------------------------------------
 
+def _empty_rows(rows, cols):
+    """An uninitialised float array ``(rows, cols)``.
+
+    Large arrays are mapped with ``MAP_POPULATE`` where available: the pages are
+    faulted in by one system call instead of one fault per page while the
+    simulation writes row by row (measured 2–6x cheaper; see docs/simulation.md).
+    """
+    nbytes = rows * cols * 8
+    populate = getattr(mmap, "MAP_POPULATE", None)
+    if nbytes < (1 << 22) or populate is None:
+        return np.empty((rows, cols))
+    try:
+        buf = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
+    except (OSError, ValueError):
+        return np.empty((rows, cols))
+    return np.frombuffer(buf, dtype=float).reshape(rows, cols)
+
+
 def _allocate(plan, runs):
     T = plan.steps
     out = {}
     for name in plan.record:
-        arr = np.empty((T + 1, runs))        # time-major while filling: contiguous rows
+        arr = _empty_rows(T + 1, runs)   # time-major while filling: contiguous rows
         if name in UPDATE_OBSERVABLES:
             arr[T] = np.nan
         out[name] = arr
@@ -392,7 +459,8 @@ def _grad_kwargs(plan):
 
 
 def _finish(out):
-    return {name: np.ascontiguousarray(arr.T) for name, arr in out.items()}
+    # (T+1, R) filled row by row; hand out the (R, T+1) transposed view (no copy)
+    return {name: arr.T for name, arr in out.items()}
 
 
 def _run_two_action(plan, rng, steps_iter):
@@ -402,30 +470,48 @@ def _run_two_action(plan, rng, steps_iter):
     u = u0.copy()
     u_ref = float(plan.theta_ref[0] - plan.theta_ref[1])
     delta = plan.offsets[:, 0] - plan.offsets[:, 1]
+    x_ref = u_ref + delta                                   # (B,)
+    lr1 = -np.logaddexp(0.0, x_ref)                         # log π_ref(1) per prompt
     r0, r1 = float(plan.rewards[0]), float(plan.rewards[1])
+    z_is_x = delta.size == 1 and delta[0] == 0.0 and r0 == 1.0 and r1 == 0.0
     out = _allocate(plan, R)
+    state_out = {n: out[n] for n in STATE_OBSERVABLES if n in out}
     opt = Optimizer(plan.optimizer, (R,), learning_rate=plan.learning_rate,
                     momentum=plan.momentum, betas=plan.adam_betas, eps=plan.adam_eps)
     kw = _grad_kwargs(plan)
+    on_policy = ((plan.lag_model == "refresh" and plan.refresh_interval == 1)
+                 or (plan.lag_model == "delay" and plan.delay == 0))
     ring = np.repeat(u0[None], plan.delay + 1, axis=0) if plan.lag_model == "delay" else None
     old = u0.copy()
-    state_names = [n for n in STATE_OBSERVABLES if n in out]
-    _two_action_state(u, delta, u_ref, r0, r1, plan.record, {n: out[n] for n in state_names}, 0)
+    # log σ(x) is needed for entropy, KL, k3 and off-policy ratios; skip it otherwise
+    need_sp = ("entropy" in out or "kl" in out or plan.kl == "k3"
+               or (plan.surrogate == "ratio" and not on_policy))
+    x = u[:, None] + delta
+    q, sp = _sigmoid_parts(x, need_sp)
+    _two_action_state(x, q, sp, x_ref, lr1, r0, r1, state_out, 0, z_is_x)
     for t in steps_iter:
-        u_old = _lagged(plan, t, u, ring, old)
-        q_old = 1.0 / (1.0 + np.exp(-(u_old[:, None] + delta)))
+        if on_policy:
+            x_old, q_old, sp_old = x, q, sp
+        else:
+            u_old = _lagged(plan, t, u, ring, old)
+            x_old = u_old[:, None] + delta
+            q_old, sp_old = _sigmoid_parts(x_old, need_sp)
         n0 = rng.binomial(G, q_old)
-        g0, zvf, cf = two_action_gradient(u, u_old, u_ref, delta, r0, r1, n0, **kw)
+        g0, zvf, cf = _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, r0 - r1,
+                                       u_minus_ref=u - u_ref, **kw)
         if "zero_var_frac" in out:
             out["zero_var_frac"][t] = zvf
         if "clip_frac" in out:
             out["clip_frac"][t] = cf
         if "grad_norm" in out:
-            out["grad_norm"][t] = np.sqrt(2.0) * np.abs(g0)
+            out["grad_norm"][t] = np.abs(g0) * np.sqrt(2.0)
         # θ_0 += Δ, θ_1 −= Δ  ⇒  u += 2Δ
-        u = u + 2.0 * opt.step(g0)
-        _two_action_state(u, delta, u_ref, r0, r1, plan.record,
-                          {n: out[n] for n in state_names}, t + 1)
+        step = opt.step(g0)
+        step *= 2.0
+        u = u + step
+        x = u[:, None] + delta
+        q, sp = _sigmoid_parts(x, need_sp)
+        _two_action_state(x, q, sp, x_ref, lr1, r0, r1, state_out, t + 1, z_is_x)
     shift = 0.5 * (u - u0)
     theta = plan.theta0 + np.stack([shift, -shift], axis=1)
     return _finish(out), theta
@@ -443,7 +529,7 @@ def _run_generic(plan, rng, steps_iter):
             if plan.lag_model == "delay" else None)
     old = theta.copy()
     state_out = {n: out[n] for n in STATE_OBSERVABLES if n in out}
-    _generic_state(theta, plan.theta_ref, plan.offsets, plan.rewards, plan.record, state_out, 0)
+    _generic_state(theta, plan.theta_ref, plan.offsets, plan.rewards, state_out, 0)
     for t in steps_iter:
         theta_old = _lagged(plan, t, theta, ring, old)
         if K == 2:   # same stream as the two-action kernel: one binomial per group
@@ -463,6 +549,5 @@ def _run_generic(plan, rng, steps_iter):
         if "grad_norm" in out:
             out["grad_norm"][t] = np.sqrt((g * g).sum(axis=1))
         theta = theta + opt.step(g)
-        _generic_state(theta, plan.theta_ref, plan.offsets, plan.rewards, plan.record,
-                       state_out, t + 1)
+        _generic_state(theta, plan.theta_ref, plan.offsets, plan.rewards, state_out, t + 1)
     return _finish(out), theta
