@@ -61,7 +61,10 @@ OBSERVABLES = ("reward", "z", "entropy", "zero_var_frac", "kl", "grad_norm", "cl
 
 @dataclass
 class KernelPlan:
-    """Everything a kernel needs, already validated (see :class:`grpo_theory.simulate.SimulationConfig`)."""
+    """Everything a kernel needs, already validated.
+
+    See :class:`grpo_theory.simulate.SimulationConfig` for the meaning of the fields.
+    """
 
     theta0: np.ndarray        # (R, K) initial logits
     theta_ref: np.ndarray     # (K,) reference logits

@@ -278,7 +278,9 @@ class Comparison:
     def deviation(self) -> float:
         """(estimate − expected) in standard errors."""
         if self.stderr == 0:
-            return 0.0 if self.estimate == self.expected else math.copysign(math.inf, self.estimate - self.expected)
+            if self.estimate == self.expected:
+                return 0.0
+            return math.copysign(math.inf, self.estimate - self.expected)
         return (self.estimate - self.expected) / self.stderr
 
     @property

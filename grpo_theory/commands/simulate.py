@@ -128,8 +128,8 @@ def run(args) -> int:
     shown = sorted({0, T // 4, T // 2, (3 * T) // 4, T})
     sem = result.sem("reward")
     for t in shown:
-        lines.append(f"{t:8d} {mean_r[t]:12.4f} {math.sqrt(var_r[t]) if cfg.runs > 1 else float('nan'):15.4f} "
-                     f"{sem[t]:10.4f}")
+        sd = math.sqrt(var_r[t]) if cfg.runs > 1 else float("nan")
+        lines.append(f"{t:8d} {mean_r[t]:12.4f} {sd:15.4f} {sem[t]:10.4f}")
     zv = result.mean("zero_var_frac")[:-1]
     lines.append(f"zero-variance groups: {zv.mean():.3f} of all groups; "
                  f"final KL to reference {result.mean('kl')[T]:.4f}; "
