@@ -31,10 +31,10 @@ Detectors and their thresholds (justified in ``docs/logs_and_fitting.md``):
 ``dynamical_instability``
     The damping ratio :math:`\zeta` of the L3 fit, plus growth of the detrended
     fluctuation and a late collapse of the reward.  Flag when the run is
-    visibly oscillatory (:math:`\zeta < 1` with a first overshoot larger than
-    2 noise standard deviations), the late fluctuation is > 2× the mid-run one,
-    or the reward falls from its (smoothed) peak by more than 4 noise sd and
-    10 % of its rise.
+    lightly damped (:math:`\zeta < 0.3`, near the stability boundary, with a first
+    overshoot larger than 2 noise standard deviations), the late fluctuation is > 2× the mid-run one,
+    or the reward falls from a (smoothed) peak reached after the first third of
+    the run by more than 4 noise sd and 25 % of its rise.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def advantage_degeneracy(log, reward_metric=None, group_size=None, *, threshold=
                    group_size=G, threshold=threshold)
 
 
-def policy_concentration(log, reward_metric=None, *, threshold=0.5):
+def policy_concentration(log, reward_metric=None, *, threshold=0.25):
     """Entropy lost after the reward plateaued (see module docstring)."""
     hname = log.role("entropy")
     if hname is None:
@@ -230,14 +230,18 @@ def policy_concentration(log, reward_metric=None, *, threshold=0.5):
     if not (h_onset > 0) or j_on >= hs.size - k:
         return _result(False, None, f"reward plateau reached only at step {onset_step:g}: "
                        "no plateau phase to judge", onset_step=onset_step)
-    score = 1.0 - h_end / h_onset
+    # entropy still falling late in the plateau: compare the midpoint of the plateau phase
+    j_mid = (j_on + hs.size) // 2
+    h_mid = float(np.median(hv[max(j_on, j_mid - k // 2): j_mid + k // 2 + 1]))
+    score = 1.0 - h_end / h_mid if h_mid > 0 else None
     total = 1.0 - h_end / h_start if h_start > 0 else None
-    flag = score > threshold
+    flag = score is not None and score > threshold
     ev = (f"{hname}: {h_start:.4g} at start, {h_onset:.4g} when the reward reached 90 % of its "
-          f"rise (step {onset_step:g}), {h_end:.4g} at the end: {100 * score:.0f} % of the "
-          f"plateau-onset entropy lost at constant reward")
+          f"rise (step {onset_step:g}), {h_mid:.4g} at step {hs[j_mid]:g}, {h_end:.4g} at the end: "
+          f"{100 * score:.0f} % lost over the second half of the plateau "
+          f"({100 * (total or 0):.0f} % over the run)")
     return _result(flag, score, ev, onset_step=onset_step, entropy_start=h_start,
-                   entropy_onset=h_onset, entropy_end=h_end, total_collapse=total,
+                   entropy_onset=h_onset, entropy_mid_plateau=h_mid, entropy_end=h_end, total_collapse=total,
                    threshold=threshold)
 
 
@@ -287,7 +291,8 @@ def reward_hacking(log, reward_metric=None, *, gap_threshold=0.1):
                    correlation=corr, kl_growth=kl_growth, threshold=gap_threshold)
 
 
-def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold=2.0):
+def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold=2.0,
+                          zeta_threshold=0.3):
     """Damping ratio of the L3 fit, fluctuation growth and late collapse (see module docstring)."""
     try:
         rname = log.reward_metric(reward_metric)
@@ -307,7 +312,8 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     rise = abs(float(np.median(smooth[-max(1, n // 20):]) - np.median(rv[:3]))) or 1e-12
     peak_i = int(np.argmax(smooth)) if smooth[-1] >= smooth[0] else int(np.argmin(smooth))
     drop = abs(float(smooth[peak_i] - np.median(smooth[-max(1, n // 20):])))
-    collapse = drop > 4 * noise and drop > 0.1 * rise and peak_i < n - max(1, n // 20)
+    # a late fall from the peak (a transient overshoot peaks in the first third)
+    collapse = (drop > 4 * noise and drop > 0.25 * rise and third <= peak_i < n - max(1, n // 20))
     zeta, overshoot, regime = None, None, None
     try:
         from .fitting import fit_curve
@@ -320,7 +326,10 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
                 -math.pi * zeta / math.sqrt(1 - zeta * zeta))
     except (ParameterError, ImportError, ValueError) as exc:  # pragma: no cover - defensive
         regime = f"fit failed: {exc}"
-    oscillating = zeta is not None and zeta < 1 and overshoot is not None and overshoot > 2 * noise
+    # lightly damped (zeta < 0.3: lag/momentum have eroded damping to < 30 % of critical,
+    # overshoot > 37 % of the rise) and the overshoot visible above the noise
+    oscillating = (zeta is not None and zeta < zeta_threshold and overshoot is not None
+                   and overshoot > 2 * noise)
     growing = growth > growth_threshold
     flag = oscillating or growing or collapse
     parts = [f"L3 fit damping ratio zeta = {zeta:.3g} ({regime})" if zeta is not None
