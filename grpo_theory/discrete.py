@@ -589,7 +589,7 @@ def refresh_thresholds(momentum, refresh_interval):
     """
     mu = np.asarray(momentum, dtype=float)
     k = np.asarray(refresh_interval, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         flip = np.asarray(_num("discrete.refresh_flip_threshold")(mu, k), dtype=float)
         q = mu**k
         s1 = np.where(mu > 0, mu * (1 - q) / (1 - mu), 0.0)
