@@ -393,8 +393,8 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None) -> di
     pred["l2"] = l2
     if why:
         out["missing"].append(why + " (exact L2 threshold not reported; L3 used)")
-    out["missing"].append("grpo_theory.noise stationary variance not available: expected "
-                          "fluctuation not reported") if not _has("noise") else None
+    out["missing"].append("expected fluctuation: gradient-noise variance sigma^2 unknown from "
+                          "a config (grpo_theory.noise.stationary_variance needs it)")
     pred["expected_fluctuation"] = _fluctuation(eta, mu, refresh, K, mp.value("group_size"))
     best = l2 if l2 else pred["l3"]
     pred["stable"] = best.get("stable")
@@ -413,18 +413,11 @@ def _has(module):
 
 
 def _fluctuation(eta, mu, refresh, K, G):
-    """Stationary reward fluctuation from :mod:`grpo_theory.noise`, if the core provides it."""
-    if not _has("noise"):
-        return None
-    try:
-        from . import noise
-        fn = getattr(noise, "stationary_variance", None) or getattr(noise, "reward_fluctuation")
-        v = fn(learning_rate=eta, momentum=mu, refresh_interval=int(round(refresh)),
-               stiffness=K, group_size=G)
-        v = getattr(v, "value", v)
-        return {"value": float(v), "source": "grpo_theory.noise"}
-    except Exception as exc:  # noqa: BLE001 - API of a module being written
-        return {"value": None, "source": f"grpo_theory.noise not usable here ({exc})"}
+    """Expected reward fluctuation: needs the gradient-noise variance, which a config does not hold."""
+    return {"value": None,
+            "source": "not computed: grpo_theory.noise.stationary_variance needs the per-step "
+                      "gradient-noise variance sigma^2 (~1/G) at the fixed point, which is not in "
+                      "a config (measure it from a run, e.g. the reward's scatter at the plateau)"}
 
 
 def _json_safe(x):

@@ -88,18 +88,17 @@ def degenerate_group_probability(p, group_size):
     r"""Probability that a group of ``group_size`` binary rewards has zero variance.
 
     :math:`P_{deg} = p^G + (1-p)^G` (all correct or all wrong) at success
-    probability ``p`` — taken from the symbolic core when it provides it.
+    probability ``p`` — from :func:`grpo_theory.drift.degenerate_probability` (the
+    core's derived expression).
     """
-    try:  # the core's derived expression, if available
-        from .derived import get
-        fn = get("drift.degenerate_probability").numeric
-        return np.asarray(fn(np.asarray(p, dtype=float), group_size), dtype=float)
-    except Exception:  # noqa: BLE001 - core not (yet) providing it
-        # TODO(core): grpo_theory.drift should export the degenerate-group probability
-        # (THEORY.md §3.1); this temporary fallback is the literal definition
-        # P(all G outcomes equal) for i.i.d. Bernoulli(p) rewards.
+    try:
+        from .drift import degenerate_probability
+    except ImportError:  # pragma: no cover - only while the core is incomplete
+        # TODO(core): temporary fallback while grpo_theory.drift is absent: the literal
+        # definition P(all G outcomes equal) for i.i.d. Bernoulli(p) rewards.
         p = np.asarray(p, dtype=float)
         return p ** group_size + (1.0 - p) ** group_size
+    return np.asarray(degenerate_probability(p, group_size), dtype=float)
 
 
 def group_size_from_config(config: dict):
