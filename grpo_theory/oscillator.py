@@ -442,13 +442,16 @@ def coefficients(learning_rate, momentum, lag, stiffness, *, stale_fraction=1.0)
     Parameters: ``learning_rate`` eta > 0 (per step); ``momentum`` mu in [0, 1);
     ``lag`` ell >= 0 (steps; for refresh interval k the first-order model of the
     paper uses ell = k); ``stiffness`` K > 0 (per unit learning rate);
-    ``stale_fraction`` the part of K acting through the (lagged) sampling policy.
+    ``stale_fraction`` K_s/K, the part of K acting through the (lagged) sampling
+    policy (1 for the stale surrogate without KL; any real number in general).
     """
     eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
     mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
     ell = check_real("lag", lag, low=0)
     Kv = check_real("stiffness", stiffness, low=0, low_open=True)
-    phi = check_real("stale_fraction", stale_fraction, low=0, high=1)
+    # K_s/K may lie outside [0, 1]: near p -> 1 the exact-KL force acting on the current
+    # iterate is destabilising (K_f < 0), so the stale part exceeds K.
+    phi = check_real("stale_fraction", stale_fraction)
     return Oscillator(float(get("oscillator.mass").numeric(mu)),
                       float(get("oscillator.damping").numeric(mu, eta, phi * Kv, ell)),
                       float(get("oscillator.spring").numeric(eta, Kv)))

@@ -32,8 +32,8 @@ kappa = sp.Symbol("kappa", positive=True)           #: geometric factor K/(c(K-c
 eta = sp.Symbol("eta", positive=True)               #: learning rate
 mu = sp.Symbol("mu", nonnegative=True)              #: heavy-ball momentum
 K = sp.Symbol("K", positive=True)                   #: stiffness -F'(z*) (per unit learning rate)
-K_fresh = sp.Symbol("K_f", nonnegative=True)        #: stiffness acting on the current iterate
-K_stale = sp.Symbol("K_s", nonnegative=True)        #: stiffness acting through the sampling policy
+K_fresh = sp.Symbol("K_f", real=True)           #: stiffness acting on the current iterate
+K_stale = sp.Symbol("K_s", real=True)           #: stiffness acting through the sampling policy
 k_ref = sp.Symbol("k_ref", integer=True, positive=True)  #: refresh interval (steps per pi_old)
 d = sp.Symbol("d", integer=True, nonnegative=True)  #: constant staleness (delay), steps
 ell = sp.Symbol("ell", nonnegative=True)            #: effective lag (continuous model), steps
@@ -86,3 +86,21 @@ def sigmoid(expr):
 def logit(expr):
     """``log(expr/(1-expr))`` as a sympy expression."""
     return sp.log(expr / (1 - expr))
+
+
+# --- added for the drift / fixed-point derivations ------------------------------------------
+# Probabilities are carried as independent symbols p and q (= 1 - p) so that derivatives
+# in z use d/dz = p q (d/dp - d/dq) exactly and numerics stay accurate as p -> 1.
+q_fail = sp.Symbol("q", positive=True)              #: failure probability 1 - p
+p_old = sp.Symbol("p_old", positive=True)           #: success probability of pi_old
+q_old = sp.Symbol("q_old", positive=True)           #: 1 - p_old
+q_ref = sp.Symbol("q_ref", positive=True)           #: 1 - p_ref
+n_actions = sp.Symbol("K_a", integer=True, positive=True)   #: number of actions
+n_correct = sp.Symbol("c", integer=True, positive=True)     #: number of correct actions
+h = sp.Symbol("h", positive=True)                   #: 1/G, the expansion parameter
+LATEX_NAMES.update({
+    p_old: r"p_{\mathrm{old}}",
+    q_old: r"q_{\mathrm{old}}",
+    q_ref: r"q_{\mathrm{ref}}",
+    n_actions: r"K_{a}",
+})
