@@ -719,7 +719,7 @@ def delay_spectral_radius(learning_rate, momentum, delay, stiffness, fresh_fract
     mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
     d = check_int("delay", delay, low=0)
     Kv = check_real("stiffness", stiffness, low=0, low_open=True)
-    phi = check_real("fresh_fraction", fresh_fraction, low=0, high=1)
+    phi = check_real("fresh_fraction", fresh_fraction)
     return float(np.max(np.abs(_delay_eigs(eta * Kv, mu, d, phi))))
 
 
@@ -776,7 +776,7 @@ def max_stable_learning_rate(momentum, refresh_interval, stiffness, *, lag_model
     mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
     k = check_int("refresh_interval", refresh_interval, low=1)
     Kv = check_real("stiffness", stiffness, low=0, low_open=True)
-    phi = check_real("fresh_fraction", fresh_fraction, low=0, high=1)
+    phi = check_real("fresh_fraction", fresh_fraction)
     lag_model = check_choice("lag_model", lag_model, _LAG_MODELS)
     if lag_model == "delay":
         delay = check_int("delay", delay, low=0)
@@ -832,7 +832,7 @@ def max_stable_refresh_interval(learning_rate, momentum, stiffness, *, fresh_fra
     eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
     mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
     Kv = check_real("stiffness", stiffness, low=0, low_open=True)
-    phi = check_real("fresh_fraction", fresh_fraction, low=0, high=1)
+    phi = check_real("fresh_fraction", fresh_fraction)
     a = eta * Kv
     if phi == 0.0:
         return _max_k_stale(a, mu)
@@ -913,7 +913,7 @@ def stability(learning_rate, momentum, refresh_interval, stiffness, *, lag_model
 
     eta, mu, k, Kv = _validate(learning_rate, momentum, refresh_interval, stiffness)
     lag_model = check_choice("lag_model", lag_model, _LAG_MODELS)
-    phi = check_real("fresh_fraction", fresh_fraction, low=0, high=1)
+    phi = check_real("fresh_fraction", fresh_fraction)
     if lag_model == "delay":
         if delay is None:
             raise ParameterError("delay", delay, "an integer >= 0 when lag_model='delay'")

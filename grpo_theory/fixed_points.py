@@ -51,22 +51,22 @@ def _z_of(p, q):
 
 @derivation("fixed_points.mean_exact_location")
 def _mean_exact_loc() -> Derived:
-    F = on_simplex(on_policy(drift_expr("mean", "exact", "stale", finite=True)))
-    zs = sp.Symbol("z", real=True)
-    # express in z: p = sigma(z); the p q factor is common and nonzero
-    Fz = sp.simplify((F / (_P * (1 - _P))).subs(sp.log(_P / (1 - _P)), zs))
-    Fz = sp.expand_log(Fz, force=True)
-    Fz = Fz.subs(sp.log(_P) - sp.log(1 - _P), zs)
-    sol = sp.solve(sp.Eq(sp.simplify(Fz.subs(sp.log(_P), zs + sp.log(1 - _P))), 0), zs)
-    z_ref = _z_of(_PR, 1 - _PR)
+    F = on_policy(drift_expr("mean", "exact", "stale", finite=True))
     expr = S.z_ref + (1 - 1 / S.G) / S.beta
     out = Derived("fixed_points.mean_exact_location", expr, (S.z_ref, S.G, S.beta), "z^{*}",
                   "Unique interior fixed point for mean normalization with the exact KL: the "
                   "amplified logit, exact at every finite G.", units="logits",
                   assumptions="beta > 0", level="L1")
-    out.check("F(z*) = 0 has the single solution z* = z_ref + (1 - 1/G)/beta", "sympy",
-              len(sol) == 1 and prove_zero(sp.expand_log(sol[0] - expr.subs(S.z_ref, z_ref), force=True)),
-              f"sympy.solve -> {sol}")
+    # F = kappa p q [(1 - 1/G) - beta (z - z_ref)] with z - z_ref = log(p/q) - log(p_ref/q_ref)
+    Delta = sp.Symbol("Delta", real=True)
+    reduced = sp.expand(sp.expand_log(F / (S.kappa * _P * _Q), force=True))
+    reduced = reduced.subs(sp.log(_P), Delta + sp.log(_Q) + sp.log(_PR) - sp.log(_QR))
+    reduced = sp.simplify(reduced)
+    out.check("F / (kappa p q) = (1 - 1/G) - beta (z - z_ref): affine in z", "sympy",
+              prove_zero(reduced - ((1 - 1 / S.G) - S.beta * Delta)), sp.sstr(reduced))
+    out.check("it vanishes at z* = z_ref + (1 - 1/G)/beta, and only there (slope -beta < 0)",
+              "sympy", prove_zero(reduced.subs(Delta, expr - S.z_ref))
+              and sp.diff(reduced, Delta) == -S.beta)
     return out
 
 
@@ -276,11 +276,15 @@ def bifurcations(*, p_ref=0.3, normalization="std", kl="exact", adv_eps=0.0, gro
         c1 = drift_components(zz, **{**kw, "kl_coef": 1.0})
         A, dA = c0["F"], c0["dF_dz"] + c0["dF_dzold"]
         Phi, dPhi = A - c1["F"], dA - (c1["dF_dz"] + c1["dF_dzold"])
-        return A / Phi, (dA * Phi - A * dPhi) / Phi**2
+        # where both forces underflow to 0 (extreme z) B is undefined: NaN, no sign change
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            B = A / Phi
+            dB = (dA / Phi) - B * (dPhi / Phi)
+        return np.where(np.isfinite(B), B, np.nan), np.where(np.isfinite(dB), dB, np.nan)
 
     B, dB = B_and_dB(zg)
     out = []
-    s = np.sign(dB)
+    s = np.sign(np.nan_to_num(dB, nan=0.0))
     for i in np.nonzero(s[:-1] * s[1:] < 0)[0]:
         zc = brentq(lambda zz: float(B_and_dB(zz)[1]), zg[i], zg[i + 1], xtol=1e-12)
         out.append({"kl_coef": float(B_and_dB(zc)[0]), "z": float(zc),

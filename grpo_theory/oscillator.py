@@ -291,6 +291,21 @@ def _traj_over() -> Derived:
     return out
 
 
+@derivation("oscillator.trajectory_overdamped_modes")
+def _traj_over_modes() -> Derived:
+    t, m, g, k, x0, v0 = S.t, S.m, S.gamma, S.spring, S.x0, S.v0
+    w = sp.sqrt(g**2 - 4 * m * k) / (2 * m)
+    r1, r2 = -g / (2 * m) + w, -g / (2 * m) - w
+    expr = (v0 - r2 * x0) / (r1 - r2) * sp.exp(r1 * t) + (r1 * x0 - v0) / (r1 - r2) * sp.exp(r2 * t)
+    out = Derived("oscillator.trajectory_overdamped_modes", expr, _ARGS_TRAJ, "x(t)",
+                  "Overdamped trajectory as a sum of its two decaying modes (the form used for "
+                  "numerics at large t: no cosh overflow).", units="logits",
+                  assumptions="gamma^2 > 4 m k", level="L3")
+    out.check("identical to the cosh/sinh form", "sympy",
+              prove_zero((expr - _overdamped_expr()).rewrite(sp.exp)))
+    return out
+
+
 @derivation("oscillator.trajectory_underdamped")
 def _traj_under() -> Derived:
     expr = _underdamped_expr()
@@ -490,9 +505,22 @@ def trajectory(t, mass, damping, spring, x0, v0=0.0):
     x0 = check_real("x0", x0)
     v0 = check_real("v0", v0)
     t = np.asarray(t, dtype=float)
+    scalar = t.ndim == 0
+    t = np.atleast_1d(t)
     disc = g * g - 4 * m * k
+    if scalar:
+        return trajectory(t, m, g, k, x0, v0)[0]
     if disc > 0:
-        return get("oscillator.trajectory_overdamped").numeric(t, m, g, k, x0, v0)
+        # cosh/sinh form while w t is moderate (accurate near critical damping), the
+        # proven-equal two-mode form beyond (no overflow of cosh at large t).
+        w = np.sqrt(disc) / (2 * m)
+        big = np.abs(w * t) > 20.0
+        out = np.empty_like(t)
+        if np.any(~big):
+            out[~big] = get("oscillator.trajectory_overdamped").numeric(t[~big], m, g, k, x0, v0)
+        if np.any(big):
+            out[big] = get("oscillator.trajectory_overdamped_modes").numeric(t[big], m, g, k, x0, v0)
+        return out
     if disc < 0:
         return get("oscillator.trajectory_underdamped").numeric(t, m, g, k, x0, v0)
     return get("oscillator.trajectory_critical").numeric(t, m, g, x0, v0) + 0 * t

@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="stale: all stiffness acts through pi_old | ratio: the fraction --fresh-fraction "
            "acts on the current iterate (default stale)")
     a("--fresh-fraction", type=_num, default=None,
-      help="phi = K_f/K in [0, 1], required with --surrogate ratio")
+      help="phi = K_f/K, required with --surrogate ratio (usually in [0, 1]; negative where the "
+           "force on the current iterate is destabilising, as `fixed-points` can report)")
     a("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -48,9 +49,9 @@ def _fresh_fraction(args) -> float:
         if args.fresh_fraction is None:
             raise ParameterError(
                 "fresh_fraction", None,
-                "a real number in [0, 1] with --surrogate ratio (the part of the stiffness "
+                "a finite real number with --surrogate ratio (K_f/K, the part of the stiffness "
                 "acting on the current iterate; `grpo-theory fixed-points` reports it)")
-        return check_real("fresh_fraction", args.fresh_fraction, low=0, high=1)
+        return check_real("fresh_fraction", args.fresh_fraction)
     if args.fresh_fraction not in (None, 0, 0.0):
         raise ParameterError("fresh_fraction", args.fresh_fraction,
                              "0 (or omitted) with --surrogate stale; use --surrogate ratio")
