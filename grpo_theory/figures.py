@@ -213,13 +213,13 @@ def _segments(x, y, mask):
             yield xs, ys, bool(ms[0])
 
 
-def bifurcation(out_dir, stem, panels, *, mroueh=None, beta_range=(1e-2, 10.0),
-                p_ref=None) -> list[Path]:
+def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
+                beta_range=(1e-2, 10.0), p_ref=None) -> list[Path]:
     """Fixed-point branches p* vs β.  ``panels`` = {title: [(label, beta, p, stable_mask)]};
-    ``mroueh`` = (beta, p) points overlaid on every panel."""
+    ``mroueh`` = (beta, p) points overlaid on the first ``mroueh_panels`` panels (all if None)."""
     with style() as plt:
         fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 2.8), sharey=True)
-        for ax, (title, curves) in zip(np.atleast_1d(axes), panels.items()):
+        for i_ax, (ax, (title, curves)) in enumerate(zip(np.atleast_1d(axes), panels.items())):
             for i, (label, beta, p, stable) in enumerate(curves):
                 col = PALETTE[i % len(PALETTE)]
                 first = True
@@ -227,7 +227,7 @@ def bifurcation(out_dir, stem, panels, *, mroueh=None, beta_range=(1e-2, 10.0),
                     ax.plot(xs, ys, color=col, ls="-" if st else "--", lw=1.3 if st else 1.0,
                             label=label if first else None)
                     first = False
-            if mroueh is not None:
+            if mroueh is not None and (mroueh_panels is None or i_ax < mroueh_panels):
                 ax.plot(*mroueh, ls="none", marker="o", ms=2.5, mfc="none", color="k",
                         label="Mroueh (2025) recurrence")
             if p_ref is not None:
