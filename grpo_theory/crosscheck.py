@@ -515,7 +515,7 @@ def check_refresh_threshold(quick=True, seed_seq=None, base=None, learning_rate=
     base = dict(THRESHOLD_VARIANT if base is None else base)
     seed_seq = seed_seq or np.random.SeedSequence(2)
     s_probe, s_sweep = seed_seq.spawn(2)
-    R = 1000 if quick else 8000
+    R = 3000 if quick else 12000
     windows = 4
     var = _variant(base)
     fp = stable_fixed_point(**var)
@@ -591,11 +591,14 @@ def check_refresh_threshold(quick=True, seed_seq=None, base=None, learning_rate=
                     "momentum) vs exact L2 threshold from the measured stiffness",
         predicted=k_pred, measured=k_emp if k_emp is not None else float("nan"),
         error=(k_emp - k_pred) if k_emp is not None else float("nan"),
-        band={"tolerance": 0,
+        band={"tolerance": (first_unstable - k_emp) if (k_emp is not None and first_unstable)
+              else float("nan"),
               "derivation": f"runs start at z*; per k, rho_hat = sqrt((V3-V2)/(V2-V1)) from "
                             f"the across-run variance V_n of z at window starts; stable if rho_hat "
                             f"< 1 - 4 SE, unstable if > 1 + 4 SE (jackknife, 10 batches of R={R} "
-                            f"runs), else undecided; pass iff no k <= k_pred is unstable, no "
+                            f"runs), else undecided; measured = largest stable k, tolerance = width "
+                            f"of the empirical bracket (largest stable, smallest unstable); "
+                            f"pass iff no k <= k_pred is unstable, no "
                             f"k > k_pred is stable, both classes occur, and at every k rho_hat "
                             f"agrees within 4 SE with the same estimator evaluated on the exact "
                             f"L2 window map (measured K); rho_hat is a finite-window estimate, "
