@@ -223,10 +223,6 @@ def _times(steps, n):
     return np.unique(np.linspace(1, steps, min(n, steps)).round().astype(int))
 
 
-def _settings(quick):
-    return dict(runs=600 if quick else 4000)
-
-
 # ----------------------------------------------------------------------------------
 # 1. mean trajectory vs L1 and L3
 # ----------------------------------------------------------------------------------
