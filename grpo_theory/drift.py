@@ -33,7 +33,7 @@ import sympy as sp
 from scipy.special import expit
 
 from . import symbols as S
-from .derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
+from .derived import Derived, derivation, get, prove_equal, prove_zero
 from .validate import ParameterError, check_choice, check_int, check_probability, check_real
 
 __all__ = [
@@ -60,6 +60,8 @@ SURROGATES = ("stale", "ratio")
 _P, _Q, _PO, _QO = S.p, S.q_fail, S.p_old, S.q_old
 _PR, _QR = S.p_ref, S.q_ref
 _MROUEH = ("mroueh2025",)
+_G_REAL = sp.Symbol("G", positive=True)    # real stand-ins for the numerically safe log weight
+_N_REAL = sp.Symbol("n", positive=True)
 
 
 # ----------------------------------------------------------------------------------
@@ -340,7 +342,6 @@ def _ea_mean() -> Derived:
     # ... and the binomial theorem sum_j C(M,j) p^j q^(M-j) = (p+q)^M = 1
     M, j = sp.Symbol("M", integer=True, nonnegative=True), sp.Symbol("j", integer=True, nonnegative=True)
     bt = sp.Sum(sp.binomial(M, j) * _PO**j * _QO ** (M - j), (j, 0, M)).doit()
-    first = bt.args[1].args[0][0] * bt.args[0] if isinstance(bt, sp.Mul) else bt
     bt_val = [a for a in sp.Mul.make_args(bt) if not isinstance(a, sp.Piecewise)]
     pw = [a for a in sp.Mul.make_args(bt) if isinstance(a, sp.Piecewise)]
     closed = sp.Mul(*bt_val) * (pw[0].args[0][0] if pw else 1)
@@ -420,6 +421,28 @@ def _verify_correction(out, normalization, c1_expr):
               "successive ratios of G^2 residuals: " + ", ".join(f"{float(a):.3f}/{float(b):.3f}" for a, b in ratios))
 
 
+@derivation("drift.binomial_log_weight")
+def _log_weight() -> Derived:
+    pmf = sp.binomial(S.G, S.n) * _PO**S.n * _QO ** (S.G - S.n)
+    # real-positive stand-ins keep loggamma unevaluated (it lambdifies to scipy's gammaln;
+    # with integer symbols sympy turns it into log(gamma(.)), which overflows at large G)
+    Gr, nr = _G_REAL, _N_REAL
+    expr = (sp.loggamma(Gr + 1) - sp.loggamma(nr + 1) - sp.loggamma(Gr - nr + 1)
+            + nr * sp.log(_PO) + (Gr - nr) * sp.log(_QO))
+    out = Derived("drift.binomial_log_weight", expr, (nr, Gr, _PO, _QO), r"\log w_n",
+                  "Logarithm of the binomial weight of n correct samples (the numerically safe form "
+                  "of the weights in the finite-G sums: no overflow of C(G, n) at large G).",
+                  units="dimensionless", level="L1")
+    as_log_gamma = expr.replace(sp.loggamma, lambda arg: sp.log(sp.gamma(arg))).subs({Gr: S.G, nr: S.n})
+    out.check("log w_n = log(C(G, n) p^n q^(G-n)) (loggamma = log gamma: all arguments >= 1)", "sympy",
+              prove_zero(sp.expand_log(sp.log(pmf.rewrite(sp.gamma)), force=True)
+                         - sp.expand_log(as_log_gamma, force=True)))
+    score = sp.simplify(d_dz_old(sp.exp(expr)) / sp.exp(expr)).subs({Gr: S.G, nr: S.n})
+    out.check("d/dz_old log w_n = n q - (G - n) p = n - G p on the simplex", "sympy",
+              prove_zero(on_simplex(score) - (S.n - S.G * _PO)), sp.sstr(score))
+    return out
+
+
 @derivation("drift.degenerate_probability")
 def _degenerate() -> Derived:
     pmf = sp.binomial(S.G, S.n) * _P**S.n * _Q ** (S.G - S.n)
@@ -497,9 +520,15 @@ def _pieces(normalization, kl, surrogate, finite):
     R = get("drift.ratio_factor").expr if surrogate == "ratio" else sp.Integer(1)
     Phi = kl_force_expr(kl)
     if finite and normalization == "std":
-        summand = _summand("std")
-        A_sum = sp.lambdify((S.n, S.G, _PO, _QO, S.eps), summand, ["scipy", "numpy"])
-        dA_sum = sp.lambdify((S.n, S.G, _PO, _QO, S.eps), d_dz_old(summand), ["scipy", "numpy"])
+        # sum_n w_n A_+(n) with w_n = exp(log w_n); d/dz_old w_n = w_n * score_n (derived)
+        logw_d = get("drift.binomial_log_weight")
+        weight = logw_d.numeric
+        score = sp.lambdify(logw_d.args, sp.simplify(d_dz_old(sp.exp(logw_d.expr)) / sp.exp(logw_d.expr)),
+                            "numpy")
+        adv = sp.lambdify((S.n, S.G, S.eps), advantage_sum_expr("std"), "numpy")
+        A_sum = lambda n, G, p, q, eps: np.exp(weight(n, G, p, q)) * adv(n, G, eps)  # noqa: E731
+        dA_sum = lambda n, G, p, q, eps: (np.exp(weight(n, G, p, q)) * score(n, G, p, q)  # noqa: E731
+                                          * adv(n, G, eps))
         A = dA = None
     else:
         A_expr = _advantage_expr(normalization, finite)

@@ -22,7 +22,7 @@ import sympy as sp
 from scipy.optimize import brentq
 
 from . import symbols as S
-from .derived import Derived, derivation, get, prove_equal, prove_zero
+from .derived import Derived, derivation, get, prove_zero
 from .drift import (Variant, check_group_size, d_dz, drift_components, drift_expr, on_policy,
                     on_simplex)
 from .validate import ParameterError, check_probability, check_real

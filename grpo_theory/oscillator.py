@@ -28,7 +28,7 @@ import sympy as sp
 
 from . import symbols as S
 from .derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
-from .validate import ParameterError, check_real
+from .validate import check_real
 
 __all__ = [
     "Oscillator",
@@ -152,7 +152,6 @@ def _critical_momentum() -> Derived:
     g, mm, kk = damping_expr().subs(S.K_stale, S.K), mass_expr(), spring_expr()
     sols = sp.solve(sp.Eq(g**2, 4 * mm * kk), S.mu)
     # The physical branch is the one below 1 - eta K ell (gamma > 0).
-    a = S.eta * S.K
     chosen = None
     for sol in sols:
         val = sol.subs({S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1})
@@ -231,7 +230,7 @@ def _ode():
 
 def _unified_parts():
     r"""x(t) = e^{-gamma t/2m} [x0 C + (v0 + gamma x0/2m) Sh] with C = cosh(w t), Sh = sinh(w t)/w."""
-    t, m, g, k, x0, v0 = S.t, S.m, S.gamma, S.spring, S.x0, S.v0
+    t, m, g, x0, v0 = S.t, S.m, S.gamma, S.x0, S.v0
     return sp.exp(-g * t / (2 * m)), x0, v0 + g * x0 / (2 * m)
 
 
@@ -327,7 +326,7 @@ def _traj_under() -> Derived:
 
 @derivation("oscillator.trajectory_critical")
 def _traj_critical() -> Derived:
-    t, m, g, k = S.t, S.m, S.gamma, S.spring
+    m, g, k = S.m, S.gamma, S.spring
     over = _overdamped_expr()
     # exact limit gamma^2 - 4 m k -> 0+: substitute k = (gamma^2 - (2 m w)^2)/(4 m), let w -> 0
     w = sp.Symbol("w", positive=True)

@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import subprocess
 import time
 import warnings
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -94,7 +91,7 @@ def key_numbers(model=None) -> dict:
     eta, mu, k = m["learning_rate"], m["momentum"], m["refresh_interval"]
     K = fp.stiffness
     phi = fp.fresh_fraction
-    phi_used = min(max(phi, 0.0), 1.0)
+    phi_used = phi  # K_f/K may exceed 1 (or be negative): the L2/L3 analysis takes any real value
     st = discrete.stability(eta, mu, k, K, fresh_fraction=phi_used)
     stale = discrete.stability(eta, mu, k, K, fresh_fraction=0.0)
     osc = oscillator.coefficients(eta, mu, k, K, stale_fraction=1 - phi_used)
@@ -181,81 +178,17 @@ def _derivation_status():
     return out
 
 
-_TEX_HEAD = r"""\documentclass[10pt]{article}
-\usepackage[margin=2cm]{geometry}
-\usepackage{amsmath,amssymb}
-\allowdisplaybreaks
-\title{GRPO training dynamics: derived equations}
-\author{grpo-theory}
-\begin{document}
-\maketitle
-"""
-
-
-def _tex_escape(s):
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"),
-                 ("#", r"\#"), ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\~{}"),
-                 ("^", r"\^{}")):
-        s = s.replace(a, b)
-    return s
-
-
-def _fallback_equations(status) -> str:
-    """A minimal standalone document (used only when :mod:`grpo_theory.latex` is absent)."""
-    parts = [_TEX_HEAD, "Every equation is rendered by sympy from the expression the package "
-             "computes with.\n"]
-    section = None
-    for name, d in status.items():
-        mod = name.split(".")[0]
-        if mod != section:
-            section = mod
-            parts.append(f"\\section*{{{_tex_escape(mod)}}}\n")
-        label = "eq:" + name.replace(".", ":").replace("_", "-")
-        if isinstance(d, Exception):
-            parts.append(f"\\paragraph{{{_tex_escape(name)}}} \\label{{{label}}} "
-                         f"Derivation failed: {_tex_escape(str(d)[:300])}\n")
-            continue
-        parts.append(f"\\paragraph{{{_tex_escape(name)}}} {_tex_escape(d.description)}\n"
-                     f"\\begin{{equation}}\\label{{{label}}}\n{d.latex()}\n\\end{{equation}}\n")
-    parts.append("\\end{document}\n")
-    return "".join(parts)
-
-
-def _pdflatex(tex: Path) -> Path | None:
-    exe = shutil.which("pdflatex")
-    if exe is None:
-        return None
-    for _ in range(2):
-        subprocess.run([exe, "-interaction=nonstopmode", "-halt-on-error", tex.name],
-                       cwd=tex.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=300, check=False)
-    pdf = tex.with_suffix(".pdf")
-    return pdf if pdf.exists() else None
-
-
 def _write_equations(out_dir: Path, status, notes) -> dict:
-    try:
-        from . import latex  # written by the lead; optional in this build
-    except ImportError:
-        latex = None
-    files = {}
-    if latex is not None and hasattr(latex, "write_equations"):
-        res = latex.write_equations(out_dir)
-        files["equations.tex"] = out_dir / "equations.tex"
-        pdf = out_dir / "equations.pdf"
-        if pdf.exists():
-            files["equations.pdf"] = pdf
-        elif isinstance(res, Path) and res.suffix == ".pdf" and res.exists():
-            files["equations.pdf"] = res
-        return files
-    notes.append("grpo_theory.latex is not available in this build: equations.tex was written "
-                 "by the report's minimal renderer (same sympy expressions, no notation section).")
-    tex = out_dir / "equations.tex"
-    tex.write_text(_fallback_equations(status))
-    files["equations.tex"] = tex
-    pdf = _pdflatex(tex)
-    if pdf is not None:
-        files["equations.pdf"] = pdf
+    """equations.tex (+ .pdf with pdflatex) and references.bib, from :mod:`grpo_theory.latex`."""
+    from . import latex
+
+    failed = [n for n, d in status.items() if isinstance(d, Exception)]
+    if failed:
+        notes.append("derivations that failed and are left out of equations.tex: " + ", ".join(failed))
+    latex.write_equations(out_dir, names=[n for n in status if n not in failed])
+    files = {"equations.tex": out_dir / "equations.tex", "references.bib": out_dir / "references.bib"}
+    if (out_dir / "equations.pdf").exists():
+        files["equations.pdf"] = out_dir / "equations.pdf"
     return files
 
 
@@ -375,7 +308,7 @@ def _fig_fluctuation(out_dir, model, full):
         fp = stable_fixed_point(**v)
         s2 = float(update_variance(fp.p, normalization=v["normalization"], kl=v["kl"], group_size=G,
                                    kl_coef=v["kl_coef"], p_ref=v["p_ref"], adv_eps=v["adv_eps"]))
-        phi = min(max(fp.fresh_fraction, 0.0), 1.0)
+        phi = fp.fresh_fraction
         var_th = noise.stationary_variance(eta, mu, fp.stiffness, s2, fresh_fraction=phi)
         var_c = noise.stationary_variance(eta, mu, fp.stiffness, s2, model="continuous",
                                           fresh_fraction=phi)
@@ -540,9 +473,6 @@ def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = 
     done("derivations")
     stage("equations")
     rr.files.update(_write_equations(out, status, notes))
-    bib = resources.files("grpo_theory") / "data" / "references.bib"
-    (out / "references.bib").write_bytes(bib.read_bytes())
-    rr.files["references.bib"] = out / "references.bib"
     done("equations")
     stage("numbers")
     nums = key_numbers(model)
@@ -699,9 +629,9 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
     a("")
     a(f"The stiffness splits into a part acting on the current iterate (K_f/K = "
       f"{_f(fp['fresh_fraction'])}) and a part acting through the lagged sampling policy. "
-      "Only the second is delayed by off-policy lag. For std normalisation with the k3 estimator, "
-      "K_f/K is slightly above 1. The L2/L3 numbers above clip it to "
-      f"{_f(fp['fresh_fraction_used'])}, so in this model the lag barely changes the damping.\n")
+      "Only the second is delayed by off-policy lag. For std normalisation with the k3 estimator "
+      "K_f/K is slightly above 1 (the stale part is slightly destabilising), so in this model the "
+      "lag barely changes the damping; the L2/L3 numbers above use the measured split as it is.\n")
     a("### Thresholds: exact (L2) vs published (first-order continuous)\n")
     a(f"These use the stale surrogate (all stiffness through the sampling policy: the setting of the "
       f"published threshold) at μ = {model['momentum']}, k = {model['refresh_interval']}.\n")

@@ -99,3 +99,16 @@ def test_fit_cli_real_log_json(capsys, tmp_path):
     assert main(["fit", str(VERL), "--train-fraction", "2"]) == 2
     assert main(["fit", str(VERL), "--metric", "nope"]) == 2
     assert "metric must be" in capsys.readouterr().err
+
+
+def test_mixture_recovers_parameters_within_reported_errors():
+    # independent of the real log: data generated from known per-prompt difficulty spread
+    from grpo_theory import fitting as F
+
+    t = np.arange(0, 800.0)
+    true = {"mu_z": -1.0, "sigma_z": 1.5, "rate": 0.02, "ceiling": 0.9}
+    y = F._mixture_curve("std")(t, *true.values()) + np.random.default_rng(0).normal(0, 0.01, t.size)
+    res = F.fit_curve(t, y, "mixture_std")
+    for k, v in true.items():
+        assert abs(res.params[k] - v) < 4 * res.stderr[k], (k, res.params[k], res.stderr[k])
+    assert res.r2 > 0.95
