@@ -32,6 +32,7 @@ __all__ = [
     "fixed_points",
     "stable_fixed_point",
     "bifurcations",
+    "bifurcations_in_adv_eps",
     "mroueh_map",
     "mroueh_fixed_point",
     "mroueh_fixed_points",
@@ -295,6 +296,51 @@ def bifurcations(*, p_ref=0.3, normalization="std", kl="exact", adv_eps=0.0, gro
 def mroueh_map(p, *, p_ref, kl_coef, adv_eps=0.0):
     """Mroueh's recurrence p_n = f(p_{n-1}) (quoted from arXiv 2503.06639), vectorised."""
     return get("fixed_points.mroueh_map").numeric(np.asarray(p, float), p_ref, kl_coef, adv_eps)
+
+
+def bifurcations_in_adv_eps(*, p_ref=0.3, kl_coef=0.5, normalization="std", kl="exact",
+                            group_size=None, eps_range=(1e-6, 1.0), grid=60, actions=2,
+                            correct=1) -> list[dict]:
+    """Values of the advantage epsilon where interior fixed points are born or vanish (fixed beta).
+
+    The number of interior fixed points is piecewise constant in epsilon; it is
+    scanned on a log grid over ``eps_range`` and every change is located by
+    bisection to a relative width of 1e-9; a change is kept only when a beta-bifurcation
+    (:func:`bifurcations`) at that epsilon equals ``kl_coef``.  Returns dicts ``adv_eps``,
+    ``count_below``, ``count_above`` and ``kind`` ("birth" or "death" as epsilon grows).
+    """
+    lo_e = check_real("eps_range[0]", eps_range[0], low=0, low_open=True)
+    hi_e = check_real("eps_range[1]", eps_range[1], low=lo_e, low_open=True)
+    kw = dict(p_ref=p_ref, kl_coef=kl_coef, normalization=normalization, kl=kl,
+              group_size=group_size, actions=actions, correct=correct)
+
+    def count(e):
+        return len(fixed_points(adv_eps=float(e), **kw))
+
+    es = np.geomspace(lo_e, hi_e, int(grid))
+    counts = [count(e) for e in es]
+    out = []
+    for (e0, c0), (e1, c1) in zip(zip(es, counts), zip(es[1:], counts[1:])):
+        if c0 == c1:
+            continue
+        a_, b_ = float(e0), float(e1)
+        while b_ / a_ - 1 > 1e-9:
+            mid = math.sqrt(a_ * b_)
+            if count(mid) == c0:
+                a_ = mid
+            else:
+                b_ = mid
+        e_c = math.sqrt(a_ * b_)
+        # a genuine bifurcation in epsilon at this beta is where a beta-bifurcation curve
+        # passes through beta; count changes from a root entering or leaving the finite
+        # search window (the high fixed point near z_ref + 1/(epsilon beta)) are discarded
+        betas = [b["kl_coef"] for b in bifurcations(adv_eps=e_c, **{k: v for k, v in kw.items()
+                                                                    if k != "kl_coef"})]
+        if not any(abs(b - kl_coef) <= 1e-5 * kl_coef for b in betas):
+            continue
+        out.append({"adv_eps": e_c, "count_below": c0, "count_above": c1,
+                    "kind": "birth" if c1 > c0 else "death"})
+    return out
 
 
 def mroueh_fixed_points(*, p_ref, kl_coef, adv_eps=0.0, span=60.0) -> list[float]:

@@ -73,6 +73,25 @@ def test_saddle_node_bifurcation_counts_fixed_points():
     assert len(FP.fixed_points(p_ref=0.3, kl_coef=mid, group_size=None, adv_eps=0.01)) == 3
 
 
+def test_bifurcation_in_adv_eps_is_where_beta_c_crosses_beta():
+    (b,) = FP.bifurcations_in_adv_eps(p_ref=0.3, kl_coef=2.0, group_size=None)
+    assert (b["count_below"], b["count_above"], b["kind"]) == (3, 1, "death")
+    eps_c = b["adv_eps"]
+    # independently: just below eps_c there are three roots, just above one
+    assert len(FP.fixed_points(p_ref=0.3, kl_coef=2.0, group_size=None, adv_eps=eps_c * 0.99)) == 3
+    assert len(FP.fixed_points(p_ref=0.3, kl_coef=2.0, group_size=None, adv_eps=eps_c * 1.01)) == 1
+    # and at eps_c the fixed-point equation h(z) = (z - z_ref)(sqrt(pq) + eps) = 1/beta has a
+    # double root: h rises, peaks, dips and rises again; h grows with eps, so the two upper roots
+    # merge and vanish where the local MINIMUM of h reaches 1/beta = 0.5
+    import numpy as np
+
+    z_ref = math.log(0.3 / 0.7)
+    z = z_ref + np.linspace(1e-3, 40, 400_001)
+    h = (z - z_ref) * (np.sqrt(1 / (2 + 2 * np.cosh(z))) + eps_c)
+    i = np.nonzero((h[1:-1] < h[:-2]) & (h[1:-1] < h[2:]))[0]
+    assert len(i) == 1 and h[i[0] + 1] == pytest.approx(0.5, rel=1e-6)
+
+
 def test_mroueh_matches_std_exact_large_G_only():
     rows = FP.compare_with_mroueh(p_ref=0.3, kl_coef=2.0, group_size=8)
     by = {(r["variant"], r["group_size"]): r for r in rows}
@@ -97,6 +116,9 @@ def test_cli_fixed_points_json_and_errors(capsys):
     assert main(["fixed-points", "--group-size", "inf", "--kl-coef", "0.5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["fixed_points"] == [] and out["escapes_to_one"] is True
+    assert main(["fixed-points", "--group-size", "inf", "--kl-coef", "2", "--eps-bifurcations", "--json"]) == 0
+    (eb,) = json.loads(capsys.readouterr().out)["adv_eps_bifurcations"]
+    assert eb["kind"] == "death" and 0.03 < eb["adv_eps"] < 0.05
     for bad, name in ((["--group-size", "1"], "group_size"), (["--p-ref", "0"], "p_ref"),
                       (["--kl", "bogus"], "kl")):
         assert main(["fixed-points", *bad]) == 2

@@ -25,12 +25,16 @@ def add_arguments(p):
     a("--group-size", type=_group, default="8", help="G >= 2, or 'inf' for the large-G limit")
     a("--actions", type=int, default=2, help="number of actions K >= 2")
     a("--correct", type=int, default=1, help="number of correct actions c in [1, K-1]")
+    a("--eps-bifurcations", action="store_true",
+      help="also locate the advantage-epsilon values where fixed points are born or vanish "
+           "(scan of epsilon in [1e-6, 1]; a few seconds)")
     a("--json", action="store_true", help="print JSON")
 
 
 def run(args) -> int:
     from ..drift import check_group_size
-    from ..fixed_points import bifurcations, fixed_points, mroueh_fixed_point
+    from ..fixed_points import (bifurcations, bifurcations_in_adv_eps, fixed_points,
+                                mroueh_fixed_point)
 
     G = check_group_size(args.group_size)
     kw = dict(p_ref=args.p_ref, kl_coef=args.kl_coef, normalization=args.normalization, kl=args.kl,
@@ -45,11 +49,16 @@ def run(args) -> int:
 
     z_top = math.log(args.p_ref / (1 - args.p_ref)) + 60.0
     escapes = bool(drift(z_top, **kw) > 0)
+    eps_bifs = None
+    if args.eps_bifurcations and args.kl != "none":
+        eps_bifs = bifurcations_in_adv_eps(**{k: v for k, v in kw.items()
+                                              if k not in {"adv_eps", "surrogate"}})
     out = {
         "inputs": {**kw, "group_size": "inf" if G is None else G},
         "fixed_points": [fp.to_dict() for fp in fps],
         "escapes_to_one": escapes,
         "bifurcations": bifs,
+        "adv_eps_bifurcations": eps_bifs,
         "mroueh_fixed_point": mroueh,
         "notes": "stiffness per unit learning rate (the spring constant is eta*K); "
                  "stable means K > 0 (small steps); see `grpo-theory stability` for the discrete "
@@ -69,6 +78,9 @@ def run(args) -> int:
         print("  (above the largest fixed point the reward escapes to p = 1)")
     for b in bifs:
         print(f"  bifurcation ({b['kind']}) at beta = {b['kl_coef']:.6g}, p = {b['p']:.6f}")
+    for b in eps_bifs or []:
+        print(f"  at adv_eps = {b['adv_eps']:.6g} fixed points: {b['count_below']} -> {b['count_above']} "
+              f"({b['kind']} as epsilon grows)")
     if mroueh is not None:
         print(f"  Mroueh's recurrence: lowest interior fixed point p = {mroueh:.6f}")
     return 0
