@@ -88,6 +88,7 @@ class KernelPlan:
     refresh_interval: int
     delay: int
     record: tuple
+    divergence_bound: float = 300.0   # max logit spread of a live run (see run())
 
 
 # ---------------------------------------------------------------------------
@@ -289,6 +290,28 @@ def two_action_gradient(u, u_old, u_ref, delta, r0, r1, n0, *, group_size, norma
                             kl=kl, kl_coef=kl_coef, u_minus_ref=u - u_ref)
 
 
+def _log(w):
+    """``log(w)`` for ``w >= 0`` (``-inf`` at 0, no warning)."""
+    with np.errstate(divide="ignore"):
+        return np.log(w)
+
+
+def _log_mean_exp(a, axis):
+    r""":math:`\log` of the mean of :math:`e^a` over ``axis`` (``-inf`` entries allowed)."""
+    m = a.max(axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        s = np.log(np.exp(a - m).mean(axis=axis, keepdims=True))
+    return np.squeeze(s + m, axis=axis)
+
+
+def _z_from_logs(logp_hit, logp_miss, axis):
+    r"""``z = log p − log(1 − p)`` with ``p`` the mean over ``axis`` of :math:`e^{logp\_hit}`
+    and ``1 − p`` that of :math:`e^{logp\_miss}`, both in the log domain, so ``z``
+    stays finite when ``p`` rounds to 0 or 1 (only degenerate rewards give ±inf)."""
+    return _log_mean_exp(logp_hit, axis) - _log_mean_exp(logp_miss, axis)
+
+
 def _two_action_state(x, q, sp, x_ref, lr1, r0, r1, out, t, z_is_x):
     """Fill the state observables at row ``t`` of ``out`` for two actions.
 
@@ -304,8 +327,12 @@ def _two_action_state(x, q, sp, x_ref, lr1, r0, r1, out, t, z_is_x):
         if z_is_x:
             out["z"][t] = x[:, 0]
         else:
-            with np.errstate(divide="ignore"):
-                out["z"][t] = np.log(p) - np.log1p(-p)
+            if sp is None:
+                _, sp = _sigmoid_parts(x)
+            lq, l1q = -sp, -x - sp                 # log π(0), log π(1)
+            hit = np.logaddexp(_log(r0) + lq, _log(r1) + l1q)
+            miss = np.logaddexp(_log(1.0 - r0) + lq, _log(1.0 - r1) + l1q)
+            out["z"][t] = _z_from_logs(hit, miss, 1)
     if "entropy" in out or "kl" in out:
         h = (1.0 - q) * x
         h += sp
@@ -326,8 +353,10 @@ def _generic_state(theta, theta_ref, offsets, rewards, out, t):
     if "reward" in out:
         out["reward"][t] = p
     if "z" in out:
-        with np.errstate(divide="ignore"):
-            out["z"][t] = np.log(p) - np.log1p(-p)
+        R = logp.shape[0]
+        hit = (logp + _log(rewards)).reshape(R, -1)
+        miss = (logp + _log(1.0 - rewards)).reshape(R, -1)
+        out["z"][t] = _z_from_logs(hit, miss, 1)
     if "entropy" in out:
         out["entropy"][t] = -(pi * logp).sum(axis=-1).mean(axis=1)
     if "kl" in out:
@@ -365,6 +394,14 @@ class Optimizer:
         elif kind == "adam":
             self.m = np.zeros(shape)
             self.v = np.zeros(shape)
+
+    def reset(self, mask):
+        """Zero the optimizer state of the runs selected by ``mask`` (frozen runs)."""
+        if self.kind == "momentum":
+            self.buf[mask] = 0.0
+        elif self.kind == "adam":
+            self.m[mask] = 0.0
+            self.v[mask] = 0.0
 
     def step(self, g):
         self.t += 1
@@ -439,10 +476,22 @@ def _lagged(plan, t, current, ring, old):
 
 
 def run(plan: KernelPlan, rng: np.random.Generator, *, steps_iter=None, kernel="auto"):
-    """Integrate the plan; returns ``(observables, final_theta)``.
+    r"""Integrate the plan; returns ``(observables, final_theta, diverged_at)``.
 
     ``observables`` maps each recorded name to an array ``(R, T+1)``; per-update
-    observables have NaN in the last column.  ``steps_iter`` wraps
+    observables have NaN in the last column.
+
+    Divergence: after every update the logit spread
+    :math:`\max_a\theta_a - \min_a\theta_a` of each live run (``|u|`` for the
+    two-action kernel) is compared with ``plan.divergence_bound``; a run whose new
+    state exceeds it or is not finite is *frozen*: its state is reset to the last
+    accepted one (so it stays finite), its optimizer state is zeroed, it takes no
+    further updates, and ``diverged_at[r]`` is the step t + 1 of the rejected
+    state (-1 for runs that never diverged).  The observables of a frozen run
+    repeat its last accepted state (update observables are evaluated there) and
+    are placeholders; :class:`grpo_theory.simulate.SimulationResult` excludes them
+    from its ensemble statistics.  The check is two reductions per step; the rest
+    runs only once some run has diverged.  ``steps_iter`` wraps
     ``range(steps)`` (a progress bar).  ``kernel`` is ``"auto"`` (two-action
     kernel when ``K = 2``), ``"generic"`` or ``"two_action"``.
     """
@@ -459,6 +508,15 @@ def _grad_kwargs(plan):
     return dict(group_size=plan.group_size, normalization=plan.normalization,
                 adv_eps=plan.adv_eps, surrogate=plan.surrogate, clip_low=plan.clip_low,
                 clip_high=plan.clip_high, kl=plan.kl, kl_coef=plan.kl_coef)
+
+
+def _freeze(ok, active, diverged_at, t, opt):
+    """Bookkeeping for runs whose proposed state at step ``t`` was rejected."""
+    newly = active & ~ok
+    diverged_at[newly] = t
+    opt.reset(newly)
+    active &= ok
+    return active
 
 
 def _finish(out):
@@ -492,6 +550,10 @@ def _run_two_action(plan, rng, steps_iter):
     x = u[:, None] + delta
     q, sp = _sigmoid_parts(x, need_sp)
     _two_action_state(x, q, sp, x_ref, lr1, r0, r1, state_out, 0, z_is_x)
+    bound = plan.divergence_bound
+    active = np.ones(R, dtype=bool)
+    diverged_at = np.full(R, -1, dtype=np.int64)
+    frozen = False
     for t in steps_iter:
         if on_policy:
             x_old, q_old, sp_old = x, q, sp
@@ -509,15 +571,24 @@ def _run_two_action(plan, rng, steps_iter):
         if "grad_norm" in out:
             out["grad_norm"][t] = np.abs(g0) * np.sqrt(2.0)
         # θ_0 += Δ, θ_1 −= Δ  ⇒  u += 2Δ
-        step = opt.step(g0)
-        step *= 2.0
-        u = u + step
+        with np.errstate(over="ignore", invalid="ignore"):
+            step = opt.step(g0)
+            step *= 2.0
+            u_new = u + step
+            # NaN fails both comparisons; one reduction each on the fast path
+            safe = u_new.max() <= bound and u_new.min() >= -bound
+            if frozen or not safe:
+                ok = np.abs(u_new) <= bound
+                active = _freeze(ok, active, diverged_at, t + 1, opt)
+                frozen = not active.all()
+                u_new = np.where(active, u_new, u)
+        u = u_new
         x = u[:, None] + delta
         q, sp = _sigmoid_parts(x, need_sp)
         _two_action_state(x, q, sp, x_ref, lr1, r0, r1, state_out, t + 1, z_is_x)
     shift = 0.5 * (u - u0)
     theta = plan.theta0 + np.stack([shift, -shift], axis=1)
-    return _finish(out), theta
+    return _finish(out), theta, diverged_at
 
 
 def _run_generic(plan, rng, steps_iter):
@@ -533,6 +604,10 @@ def _run_generic(plan, rng, steps_iter):
     old = theta.copy()
     state_out = {n: out[n] for n in STATE_OBSERVABLES if n in out}
     _generic_state(theta, plan.theta_ref, plan.offsets, plan.rewards, state_out, 0)
+    bound = plan.divergence_bound
+    active = np.ones(R, dtype=bool)
+    diverged_at = np.full(R, -1, dtype=np.int64)
+    frozen = False
     for t in steps_iter:
         theta_old = _lagged(plan, t, theta, ring, old)
         if K == 2:   # same stream as the two-action kernel: one binomial per group
@@ -551,6 +626,14 @@ def _run_generic(plan, rng, steps_iter):
             out["clip_frac"][t] = cf
         if "grad_norm" in out:
             out["grad_norm"][t] = np.sqrt((g * g).sum(axis=1))
-        theta = theta + opt.step(g)
+        with np.errstate(over="ignore", invalid="ignore"):
+            theta_new = theta + opt.step(g)
+            spread = theta_new.max(axis=1) - theta_new.min(axis=1)
+            if frozen or not spread.max() <= bound:
+                ok = spread <= bound
+                active = _freeze(ok, active, diverged_at, t + 1, opt)
+                frozen = not active.all()
+                theta_new = np.where(active[:, None], theta_new, theta)
+        theta = theta_new
         _generic_state(theta, plan.theta_ref, plan.offsets, plan.rewards, state_out, t + 1)
-    return _finish(out), theta
+    return _finish(out), theta, diverged_at

@@ -63,6 +63,9 @@ NORMALIZATIONS = ("std", "mean")
 SURROGATES = ("stale", "ratio")
 KL_KINDS = ("none", "exact", "k3")
 LAG_MODELS = ("refresh", "delay")
+#: Largest allowed ``divergence_bound`` (logits): below it every intermediate of a
+#: step (ratios π/π_old ≤ K·e^bound, their squares in Adam) stays far from overflow.
+MAX_DIVERGENCE_BOUND = 300.0
 
 
 def _as_tuple(x):
@@ -107,6 +110,7 @@ class SimulationConfig:
     refresh_interval: int = 1
     delay: int = 0
     difficulty_spread: float = 0.0
+    divergence_bound: float = MAX_DIVERGENCE_BOUND
     seed: int = 0
     record: tuple = OBSERVABLES
     progress: bool | None = field(default=None, compare=False)
@@ -124,6 +128,8 @@ class SimulationConfig:
     def validate(self) -> None:
         """Raise :class:`ParameterError` for the first invalid parameter."""
         check_int("steps", self.steps, low=0)
+        check_real("divergence_bound", self.divergence_bound, low=0.0, low_open=True,
+                   high=MAX_DIVERGENCE_BOUND)
         check_int("runs", self.runs, low=1)
         check_int("group_size", self.group_size, low=2)
         check_int("prompts", self.prompts, low=1)
@@ -147,6 +153,11 @@ class SimulationConfig:
             if th.shape not in {(K,), (self.runs, K)}:
                 raise ParameterError("theta0", f"an array of shape {th.shape}",
                                      f"an array of shape ({K},) or ({self.runs}, {K})")
+            spread = float((th.max(axis=-1) - th.min(axis=-1)).max())
+            if spread > self.divergence_bound:
+                raise ParameterError("theta0", f"logits with spread {spread:g}",
+                                     "logits whose spread max - min is at most "
+                                     f"divergence_bound = {self.divergence_bound:g}")
         if self.theta_ref is not None:
             th = check_finite_array("theta_ref", self.theta_ref)
             if th.shape != (K,):
@@ -318,6 +329,17 @@ class SimulationResult:
     ``(runs, steps + 1)``; ``t`` is ``0..steps`` (optimizer steps).
     ``final_logits`` is ``(runs, K)``; ``theta0``/``theta_ref`` the initial and
     reference logits; ``offsets`` ``(prompts, K)`` the difficulty offsets.
+
+    Divergence: ``diverged_at`` (``(runs,)`` int) is the first step whose state
+    left the safe region (logit spread above ``config.divergence_bound`` or not
+    finite), ``-1`` for runs that never did; ``diverged`` is ``diverged_at >= 0``.
+    A diverged run is frozen at its last accepted state, so its raw arrays stay
+    finite but hold placeholders from ``diverged_at`` on (``active`` is the mask of
+    valid entries) and ``final_logits`` is that last accepted state.  The ensemble
+    statistics (:meth:`mean`, :meth:`var`, :meth:`sem`, :meth:`per_step`,
+    :meth:`summary`, :meth:`to_csv`) at step t use the ``n_active[t]`` runs still
+    live at t (survivors only: conditioned on not having diverged yet); they are
+    NaN (``None`` in :meth:`summary`) where fewer runs than needed are left.
     """
 
     config: SimulationConfig
@@ -327,6 +349,11 @@ class SimulationResult:
     theta0: np.ndarray
     theta_ref: np.ndarray
     offsets: np.ndarray
+    diverged_at: np.ndarray = None
+
+    def __post_init__(self):
+        if self.diverged_at is None:
+            object.__setattr__(self, "diverged_at", np.full(self.config.runs, -1, np.int64))
 
     def __getattr__(self, name):
         obs = object.__getattribute__(self, "observables")
@@ -351,45 +378,101 @@ class SimulationResult:
     def steps(self) -> int:
         return self.config.steps
 
+    # -- divergence --------------------------------------------------------------
+    @property
+    def diverged(self) -> np.ndarray:
+        """``(runs,)`` bool: the run left the safe region (see class docstring)."""
+        return self.diverged_at >= 0
+
+    @property
+    def any_diverged(self) -> bool:
+        return bool(np.any(self.diverged_at >= 0))
+
+    @property
+    def diverged_fraction(self) -> float:
+        """Fraction of the runs that diverged within ``steps``."""
+        return float(np.mean(self.diverged_at >= 0))
+
+    @property
+    def active(self) -> np.ndarray:
+        """``(runs, steps + 1)`` bool: the entry is a real state, ``t < diverged_at``."""
+        end = np.where(self.diverged_at >= 0, self.diverged_at, self.steps + 1)
+        return self.t[None, :] < end[:, None]
+
+    @property
+    def n_active(self) -> np.ndarray:
+        """``(steps + 1,)`` int: runs still live at each step (the statistics' sample size)."""
+        if not self.any_diverged:
+            return np.full(self.steps + 1, self.runs, dtype=np.int64)
+        return self.active.sum(axis=0)
+
+    # -- statistics over live runs -------------------------------------------------
     def mean(self, name: str) -> np.ndarray:
-        """Ensemble mean per step, ``(steps + 1,)``."""
-        return self._get(name).mean(axis=0)
+        """Ensemble mean per step over the live runs, ``(steps + 1,)``; NaN where none."""
+        x = self._get(name)
+        if not self.any_diverged:
+            return x.mean(axis=0)
+        act = self.active
+        n = act.sum(axis=0)
+        total = np.where(act, x, 0.0).sum(axis=0)
+        return np.divide(total, n, out=np.full(n.shape, np.nan), where=n > 0)
 
     def var(self, name: str) -> np.ndarray:
-        """Variance across runs per step (ddof = 1); NaN for a single run."""
+        """Variance across the live runs per step (ddof = 1); NaN with fewer than 2."""
         x = self._get(name)
-        if x.shape[0] < 2:
-            return np.full(x.shape[1], np.nan)
-        return x.var(axis=0, ddof=1)
+        if not self.any_diverged:
+            if x.shape[0] < 2:
+                return np.full(x.shape[1], np.nan)
+            return x.var(axis=0, ddof=1)
+        act = self.active
+        n = act.sum(axis=0)
+        dev = np.where(act, x - self.mean(name), 0.0)
+        return np.divide((dev * dev).sum(axis=0), n - 1, out=np.full(n.shape, np.nan),
+                         where=n > 1)
 
     def sem(self, name: str) -> np.ndarray:
-        """Standard error of the ensemble mean per step."""
-        return np.sqrt(self.var(name) / self._get(name).shape[0])
+        """Standard error of the ensemble mean per step (over the live runs)."""
+        if not self.any_diverged:
+            return np.sqrt(self.var(name) / self._get(name).shape[0])
+        n = self.n_active
+        v = self.var(name)
+        return np.sqrt(np.divide(v, n, out=np.full(n.shape, np.nan), where=n > 0))
 
     def compare_mean(self, name: str, step: int, expected: float, *,
                      n_sigma: float = 4.0) -> Comparison:
-        """The ensemble mean of ``name`` at ``step`` against a prediction."""
-        return compare(self._get(name)[:, step], expected, n_sigma=n_sigma)
+        """The ensemble mean of ``name`` at ``step`` (live runs) against a prediction."""
+        x = self._get(name)[:, step]
+        if self.any_diverged:
+            x = x[self.active[:, step]]
+        return compare(x, expected, n_sigma=n_sigma)
 
     def summary(self) -> dict:
-        """Plain-dict summary: settings and, per observable, the last defined
-        ensemble mean, variance and standard error."""
+        """Plain-dict summary: settings, divergence (``diverged_fraction``,
+        ``n_diverged``, ``divergence_bound``) and, per observable, the last defined
+        ensemble mean, variance and standard error over the ``n_active`` live runs
+        (``None`` where undefined, so the dict is valid JSON as is)."""
         out = {"runs": self.runs, "steps": self.steps,
                "group_size": self.config.group_size, "seed": self.config.seed,
+               "divergence_bound": self.config.divergence_bound,
+               "n_diverged": int(self.diverged.sum()),
+               "diverged_fraction": self.diverged_fraction,
                "final": {}}
+        n_active = self.n_active
         for name in self.observables:
             step = self.steps - 1 if name in _k.UPDATE_OBSERVABLES else self.steps
             if step < 0:
                 continue
-            out["final"][name] = {"step": step, "mean": float(self.mean(name)[step]),
-                                  "var": float(self.var(name)[step]),
-                                  "sem": float(self.sem(name)[step])}
+            out["final"][name] = {"step": step, "n_active": int(n_active[step]),
+                                  "mean": _json_float(self.mean(name)[step]),
+                                  "var": _json_float(self.var(name)[step]),
+                                  "sem": _json_float(self.sem(name)[step])}
         return out
 
     def per_step(self) -> dict:
-        """Per-step ensemble statistics: ``{"step": [...], "mean_<name>": [...],
-        "var_<name>": [...], "sem_<name>": [...]}`` (NaN where undefined)."""
-        out = {"step": self.t.tolist()}
+        """Per-step ensemble statistics over the live runs: ``{"step": [...],
+        "n_active": [...], "mean_<name>": [...], "var_<name>": [...],
+        "sem_<name>": [...]}`` (NaN where undefined)."""
+        out = {"step": self.t.tolist(), "n_active": self.n_active.tolist()}
         for name in self.observables:
             out[f"mean_{name}"] = self.mean(name).tolist()
             out[f"var_{name}"] = self.var(name).tolist()
@@ -397,7 +480,8 @@ class SimulationResult:
         return out
 
     def to_csv(self, path) -> None:
-        """Write per-step ensemble mean, variance and standard error as CSV."""
+        """Write per-step ``n_active`` and ensemble mean, variance and standard error
+        (over the live runs) as CSV; undefined entries are written as ``nan``."""
         table = self.per_step()
         cols = list(table)
         with open(path, "w", newline="") as fh:
@@ -405,6 +489,11 @@ class SimulationResult:
             w.writerow(cols)
             for row in zip(*(table[c] for c in cols)):
                 w.writerow([repr(v) if isinstance(v, float) else v for v in row])
+
+
+def _json_float(v):
+    v = float(v)
+    return v if math.isfinite(v) else None
 
 
 # ---------------------------------------------------------------------------
@@ -473,14 +562,17 @@ def simulate(config: SimulationConfig | None = None, /, *, _kernel: str = "auto"
         learning_rate=config.learning_rate, momentum=config.momentum,
         adam_betas=config.adam_betas, adam_eps=config.adam_eps,
         lag_model=config.lag_model, refresh_interval=config.refresh_interval,
-        delay=config.delay, record=config.record)
+        delay=config.delay, record=config.record,
+        divergence_bound=config.divergence_bound)
     steps_iter = _progress(range(config.steps), total=config.steps, desc="simulate",
                            enabled=config.progress)
     rng = np.random.default_rng(sample_seq)
     try:
-        observables, final = _k.run(plan, rng, steps_iter=steps_iter, kernel=_kernel)
+        observables, final, diverged_at = _k.run(plan, rng, steps_iter=steps_iter,
+                                                 kernel=_kernel)
     finally:
         steps_iter.close()
     return SimulationResult(config=config, t=np.arange(config.steps + 1),
                             observables=observables, final_logits=final,
-                            theta0=theta0, theta_ref=theta_ref, offsets=offsets)
+                            theta0=theta0, theta_ref=theta_ref, offsets=offsets,
+                            diverged_at=diverged_at)

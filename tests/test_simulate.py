@@ -595,3 +595,128 @@ def test_cli_bad_input_exit_code_2_one_line(capsys, argv, name):
     assert rc == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("grpo-theory simulate: error: " + name)
+
+
+# ---------------------------------------------------------------------------
+# divergence: detection, freezing, statistics over live runs
+# ---------------------------------------------------------------------------
+
+UNSTABLE = [
+    dict(learning_rate=50.0, refresh_interval=20),
+    dict(learning_rate=10.0, optimizer="momentum", momentum=0.99),
+    dict(learning_rate=50.0, refresh_interval=20, surrogate="ratio", kl="k3", kl_coef=0.1),
+    dict(learning_rate=50.0, refresh_interval=20, actions=3),
+    dict(learning_rate=5.0, optimizer="momentum", momentum=0.99, refresh_interval=50,
+         kl="k3", kl_coef=0.1, actions=3),
+    dict(learning_rate=1e300, optimizer="adam"),
+]
+
+
+@pytest.mark.parametrize("kw", UNSTABLE)
+def test_unstable_runs_complete_without_warnings_and_report_divergence(kw, recwarn):
+    import warnings
+    steps, runs = 300, 32
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = simulate(steps=steps, runs=runs, seed=1, **kw)
+        s = res.summary()
+        table = res.per_step()
+        for name in res.observables:
+            res.mean(name), res.var(name), res.sem(name)
+    assert len(recwarn) == 0
+    d = res.diverged_at
+    assert d.shape == (runs,) and d.dtype.kind == "i"
+    assert res.diverged.any()
+    np.testing.assert_array_equal(res.diverged, d >= 0)
+    assert np.all((d == -1) | ((d >= 1) & (d <= steps)))
+    assert res.diverged_fraction == pytest.approx(np.mean(d >= 0))
+    # raw arrays stay finite; frozen runs repeat their last accepted state
+    for name in K.STATE_OBSERVABLES:
+        assert np.all(np.isfinite(res[name]))
+    for name in K.UPDATE_OBSERVABLES:
+        assert np.all(np.isfinite(res[name][:, :-1]))
+    for r in np.flatnonzero(res.diverged):
+        assert np.all(res.z[r, d[r]:] == res.z[r, d[r] - 1])
+    th = res.final_logits
+    assert np.all(np.isfinite(th))
+    assert np.all(th.max(axis=1) - th.min(axis=1) <= res.config.divergence_bound)
+    # statistics over live runs, with n_active per step
+    act = res.active
+    np.testing.assert_array_equal(act, res.t[None, :] < np.where(d >= 0, d, steps + 1)[:, None])
+    np.testing.assert_array_equal(res.n_active, act.sum(axis=0))
+    assert table["n_active"] == res.n_active.tolist()
+    for t in range(0, steps + 1, 7):
+        live = res.reward[act[:, t], t]
+        if live.size == 0:
+            assert math.isnan(res.mean("reward")[t])
+            continue
+        assert res.mean("reward")[t] == pytest.approx(live.mean(), rel=1e-12)
+        if live.size > 1:
+            assert res.var("reward")[t] == pytest.approx(live.var(ddof=1), rel=1e-9, abs=1e-20)
+            assert res.sem("reward")[t] == pytest.approx(
+                math.sqrt(live.var(ddof=1) / live.size), rel=1e-9, abs=1e-12)
+        else:
+            assert math.isnan(res.var("reward")[t])
+    json.dumps(s, allow_nan=False)                    # summary is valid JSON as is
+    assert s["diverged_fraction"] == res.diverged_fraction
+    assert s["n_diverged"] == int(res.diverged.sum())
+    assert s["final"]["reward"]["n_active"] == res.n_active[-1]
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(actions=3, learning_rate=0.5),
+                                dict(optimizer="adam", learning_rate=0.05, steps=300)])
+def test_stable_runs_report_no_divergence(kw):
+    kw = {"steps": 100, **kw}
+    res = simulate(runs=50, seed=2, **kw)
+    assert not res.diverged.any() and np.all(res.diverged_at == -1)
+    assert res.diverged_fraction == 0.0 and res.summary()["diverged_fraction"] == 0.0
+    assert np.all(res.active) and np.all(res.n_active == 50)
+    x = res.reward
+    np.testing.assert_array_equal(res.mean("reward"), x.mean(axis=0))
+    np.testing.assert_array_equal(res.var("reward"), x.var(axis=0, ddof=1))
+
+
+def test_divergence_reproducible_and_kernels_agree():
+    kw = dict(steps=200, runs=64, learning_rate=50.0, refresh_interval=20, seed=5)
+    a, b = simulate(**kw), simulate(**kw)
+    np.testing.assert_array_equal(a.diverged_at, b.diverged_at)
+    for name in K.OBSERVABLES:
+        np.testing.assert_array_equal(a[name], b[name])
+    np.testing.assert_array_equal(a.final_logits, b.final_logits)
+    g = simulate(_kernel="generic", **kw)
+    np.testing.assert_array_equal(a.diverged_at, g.diverged_at)
+
+
+def test_divergence_bound_option_and_validation():
+    res = simulate(steps=200, runs=32, learning_rate=1.0, divergence_bound=5.0, seed=0)
+    assert res.diverged.all()
+    assert np.all(np.abs(res.z) <= 5.0)          # K = 2: z = θ₀ − θ₁, frozen below the bound
+    for bad in (0.0, -1.0, 301.0, math.inf):
+        with pytest.raises(ParameterError, match="divergence_bound"):
+            SimulationConfig(steps=1, divergence_bound=bad)
+    with pytest.raises(ParameterError, match="theta0"):
+        SimulationConfig(steps=1, theta0=(10.0, 0.0), divergence_bound=5.0)
+
+
+def test_z_stays_finite_for_saturated_policies():
+    """z from log p − log(1 − p) in the log domain: finite where p rounds to 1."""
+    res = simulate(steps=0, runs=2, actions=3, theta0=(100.0, 0.0, 0.0))
+    assert res.z[:, 0] == pytest.approx([100.0 - math.log(2.0)] * 2, rel=1e-14)
+    res = simulate(steps=0, runs=2, prompts=2, difficulty_spread=0.5, theta0=(80.0, 0.0))
+    off = res.offsets[:, 0] - res.offsets[:, 1]
+    miss = np.mean(np.exp(-(80.0 + off)))           # 1 − p to leading order
+    assert res.z[:, 0] == pytest.approx([-math.log(miss)] * 2, rel=1e-12)
+
+
+def test_cli_reports_divergence(capsys):
+    argv = ["simulate", "--steps", "200", "--runs", "16", "--learning-rate", "10",
+            "--momentum", "0.99"]
+    assert cli_main(argv + ["--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert 0 < data["diverged_fraction"] <= 1 and data["n_diverged"] > 0
+    assert len(data["n_active"]) == 201 and data["n_active"][0] == 16
+    assert cli_main(argv) == 0
+    text = capsys.readouterr().out
+    assert "WARNING" in text and "diverged" in text
+    assert cli_main(["simulate", "--steps", "10", "--runs", "8"]) == 0
+    assert "WARNING" not in capsys.readouterr().out

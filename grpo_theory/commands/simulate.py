@@ -7,6 +7,8 @@ import json
 import math
 import os
 
+import numpy as np
+
 from ..simulate import (KL_KINDS, LAG_MODELS, NORMALIZATIONS, OPTIMIZERS, SURROGATES,
                         simulate)
 from ..validate import ParameterError, check_int
@@ -65,10 +67,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="sigma of the per-prompt logit offset of the correct actions (default 0)")
     a("--clip-low", type=_float, default=0.2, help="epsilon_low of the ratio clip")
     a("--clip-high", type=_float, default=0.2, help="epsilon_high of the ratio clip")
+    a("--divergence-bound", type=_float, default=300.0,
+      help="a run whose logit spread max-min exceeds this (or is not finite) counts as "
+           "diverged and is frozen; in (0, 300] (default 300)")
     a("--seed", type=_int, default=0, help="random seed (default 0)")
     a("--json", action="store_true", help="print machine-readable JSON")
     a("--out", metavar="FILE.csv", default=None,
       help="write per-step ensemble mean/var/sem as CSV")
+
+
+def _fmt(v, width, digits=4):
+    """``v`` with ``digits`` decimals, or ``n/a`` when undefined (no live runs)."""
+    return f"{v:{width}.{digits}f}" if math.isfinite(v) else f"{'n/a':>{width}s}"
 
 
 def _clean(values):
@@ -93,7 +103,8 @@ def run(args) -> int:
         normalization=args.normalization, adv_eps=args.adv_eps, surrogate=args.surrogate,
         clip_low=args.clip_low, clip_high=args.clip_high, kl=args.kl, kl_coef=args.kl_coef,
         lag_model=lag_model, refresh_interval=args.refresh_interval, delay=args.delay,
-        difficulty_spread=args.difficulty_spread, seed=args.seed)
+        difficulty_spread=args.difficulty_spread, divergence_bound=args.divergence_bound,
+        seed=args.seed)
     if args.out:
         try:
             result.to_csv(args.out)
@@ -108,11 +119,14 @@ def run(args) -> int:
                    "normalization": cfg.normalization, "surrogate": cfg.surrogate,
                    "kl": cfg.kl, "kl_coef": cfg.kl_coef, "lag_model": cfg.lag_model,
                    "refresh_interval": cfg.refresh_interval, "delay": cfg.delay,
-                   "p_ref": cfg.p_ref, "step": result.t.tolist()}
+                   "p_ref": cfg.p_ref, "divergence_bound": cfg.divergence_bound,
+                   "n_diverged": int(result.diverged.sum()),
+                   "diverged_fraction": result.diverged_fraction,
+                   "step": result.t.tolist(), "n_active": result.n_active.tolist()}
         for name in result.observables:
             payload[f"mean_{name}"] = _clean(result.mean(name).tolist())
             payload[f"var_{name}"] = _clean(result.var(name).tolist())
-        print(json.dumps(payload))
+        print(json.dumps(payload, allow_nan=False))
         return 0
     mean_r, var_r = result.mean("reward"), result.var("reward")
     lines = [f"GRPO softmax-bandit simulation: {cfg.runs} runs x {cfg.steps} steps, "
@@ -128,12 +142,19 @@ def run(args) -> int:
     shown = sorted({0, T // 4, T // 2, (3 * T) // 4, T})
     sem = result.sem("reward")
     for t in shown:
-        sd = math.sqrt(var_r[t]) if cfg.runs > 1 else float("nan")
-        lines.append(f"{t:8d} {mean_r[t]:12.4f} {sd:15.4f} {sem[t]:10.4f}")
+        sd = math.sqrt(var_r[t]) if math.isfinite(var_r[t]) else float("nan")
+        lines.append(f"{t:8d} {_fmt(mean_r[t], 12)} {_fmt(sd, 15)} {_fmt(sem[t], 10)}")
     zv = result.mean("zero_var_frac")[:-1]
-    lines.append(f"zero-variance groups: {zv.mean():.3f} of all groups; "
-                 f"final KL to reference {result.mean('kl')[T]:.4f}; "
-                 f"final entropy {result.mean('entropy')[T]:.4f}")
+    zv = zv[~np.isnan(zv)]
+    lines.append(f"zero-variance groups: {_fmt(zv.mean() if zv.size else math.nan, 0, 3)} "
+                 f"of all groups; final KL to reference {_fmt(result.mean('kl')[T], 0)}; "
+                 f"final entropy {_fmt(result.mean('entropy')[T], 0)}")
+    if result.any_diverged:
+        d = result.diverged_at[result.diverged]
+        lines.append(f"WARNING: {d.size} of {cfg.runs} runs ({100 * d.size / cfg.runs:.1f}%) "
+                     f"diverged (logit spread > {cfg.divergence_bound:g}), first at step "
+                     f"{d.min()}, median {int(np.median(d))}; they are frozen and excluded "
+                     f"from the statistics above ({result.n_active[T]} runs left at the end)")
     if args.out:
         lines.append(f"per-step summary written to {args.out}")
     print("\n".join(lines))
