@@ -33,7 +33,11 @@ import os
 
 from .validate import ParameterError, check_real
 
-__all__ = ["ModelParameters", "read_config", "map_config", "stiffness_from_log", "check_config"]
+__all__ = ["ModelParameters", "read_config", "map_config", "stiffness_from_log", "check_config",
+           "predict_fluctuation", "observed_fluctuation"]
+
+#: the advantage epsilon each framework adds to the group std (fixed in their code)
+ADV_EPS = {"trl": 1e-4, "verl": 1e-6}
 
 
 def _flatten(d, prefix=""):
@@ -164,6 +168,20 @@ def map_config(cfg: dict, kind: str) -> ModelParameters:
         spg_v = _number("steps_per_generation", spg, ks) if ks else gas_v
         it_v = _number("num_iterations", it, ki) if ki else 1.0
         refresh = spg_v * it_v / gas_v
+        kp, pdb = _get(cfg, "per_device_train_batch_size")
+        kw, ws = _get(cfg, "world_size", "num_processes")
+        pdb_v = _number("per_device_train_batch_size", pdb, kp) if kp else 8.0
+        ws_v = _number("world_size", ws, kw) if kw else 1.0
+        G_v = float(mp.value("group_size"))
+        mp.put("prompts_per_step", pdb_v * gas_v * ws_v / G_v,
+               f"per_device_train_batch_size ({pdb_v:g}{'' if kp else ', TrainingArguments default'})"
+               f" x gradient_accumulation_steps ({gas_v:g}{'' if kg else ', default'}) x world_size "
+               f"({ws_v:g}{'' if kw else ', assumed: not in a GRPOConfig'}) / num_generations "
+               f"({G_v:g})", assumed=not (kp and kw))
+        mp.put("rollout_prompts", pdb_v * spg_v * ws_v / G_v,
+               "per_device_train_batch_size x steps_per_generation x world_size / num_generations "
+               "(prompts per generation batch)", assumed=not (kp and kw))
+        mp.put("adv_eps", ADV_EPS["trl"], "TRL adds 1e-4 to the group std")
         mp.put("refresh_interval", refresh,
                f"steps_per_generation ({spg_v:g}{'' if ks else ', default = GAS'}) x num_iterations "
                f"({it_v:g}{'' if ki else ', default'}) / gradient_accumulation_steps "
@@ -217,6 +235,19 @@ def map_config(cfg: dict, kind: str) -> ModelParameters:
         km, mbs = _get(cfg, "actor_rollout_ref.actor.ppo_mini_batch_size",
                        "actor.ppo_mini_batch_size")
         ep_v = _number("ppo_epochs", ep, ke) if ke else 1.0
+        if km:
+            mp.put("prompts_per_step", _number("ppo_mini_batch_size", mbs, km),
+                   f"{km} (prompts per optimizer update; verl multiplies it by rollout.n)")
+        elif kb:
+            mp.put("prompts_per_step", _number("train_batch_size", tbs, kb),
+                   f"{kb}: ppo_mini_batch_size missing, one update per rollout batch assumed",
+                   assumed=True)
+        else:
+            mp.put("prompts_per_step", None, "ppo_mini_batch_size and train_batch_size missing",
+                   assumed=True)
+        mp.put("rollout_prompts", _number("train_batch_size", tbs, kb) if kb else None,
+               kb or "train_batch_size missing", assumed=kb is None)
+        mp.put("adv_eps", ADV_EPS["verl"], "verl adds 1e-6 to the group std")
         if kb and km:
             refresh = ep_v * _number("train_batch_size", tbs, kb) / _number("ppo_mini_batch_size", mbs, km)
             mp.put("refresh_interval", refresh,
@@ -281,8 +312,15 @@ def stiffness_from_log(path, *, learning_rate=None, metric=None, momentum=None,
         lo /= 2
     K = brentq(mismatch, lo, hi, xtol=1e-12 * naive)
     K_se = K * tau_se / tau if math.isfinite(tau_se) else None
+    step_90 = fit.t0 + fit.time_to_90 if math.isfinite(fit.time_to_90) else None
     return {"value": K, "stderr": K_se, "naive": naive, "tau_steps": tau, "tau_stderr": tau_se,
-            "r2": fit.r2, "learning_rate": eta, "learning_rate_source": src,
+            "r2": fit.r2, "plateau_reward": fit.params["plateau"],
+            "plateau_reward_stderr": fit.stderr["plateau"],
+            "initial_reward": fit.params["initial"], "step_90": step_90,
+            "observed_fluctuation": observed_fluctuation(steps, values, step_90),
+            "earlier_group_size": earlier.value("group_size") if earlier else None,
+            "earlier_rollout_prompts": earlier.value("rollout_prompts") if earlier else None,
+            "learning_rate": eta, "learning_rate_source": src,
             "momentum": mu, "refresh_interval": ell, "metric": name, "source": os.fspath(path),
             "assumption": (f"earlier run overdamped with tau = {tau:.4g} steps; K chosen so that the "
                            f"core's L3 time scale gamma/k equals tau at the earlier run's eta = "
@@ -361,7 +399,232 @@ def _l2_prediction(eta, mu, refresh, K):
     return out, None
 
 
-def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None) -> dict:
+def observed_fluctuation(steps, values, plateau_start=None, *, window=50) -> dict:
+    r"""Late-run reward fluctuation of a log: rolling standard deviation over the plateau.
+
+    The plateau is the last half of the run, or from ``plateau_start`` (e.g. the
+    step at which a fit covered 90 % of its rise) if that is later.  The reward is
+    cut into consecutive windows of ``window`` points; the reported ``std`` is the
+    pooled within-window standard deviation (RMS of the windows' sample sd,
+    ddof = 1), which removes the slow drift of a still-creeping plateau.  Also
+    returned: the plateau mean and the plain standard deviation over the plateau.
+    """
+    import numpy as np
+
+    steps = np.asarray(steps, dtype=float)
+    values = np.asarray(values, dtype=float)
+    ok = np.isfinite(steps) & np.isfinite(values)
+    steps, values = steps[ok], values[ok]
+    out = {"std": None, "mean": None, "plain_std": None, "window": int(window), "windows": 0,
+           "plateau_start_step": None, "n": 0,
+           "definition": f"pooled sd within consecutive {window}-point windows over the plateau "
+                         "(last half of the run, or after the fit's 90 % point if later)"}
+    if steps.size < 2 * window:
+        out["note"] = f"fewer than {2 * window} points: no observed fluctuation"
+        return out
+    start = float(steps[steps.size // 2])
+    if plateau_start is not None and math.isfinite(plateau_start):
+        start = max(start, float(plateau_start))
+    y = values[steps >= start]
+    nw = y.size // window
+    if nw < 1:
+        out["note"] = "plateau shorter than one window"
+        return out
+    sds = [float(np.std(y[i * window:(i + 1) * window], ddof=1)) for i in range(nw)]
+    out.update(std=float(np.sqrt(np.mean(np.square(sds)))), mean=float(np.mean(y)),
+               plain_std=float(np.std(y, ddof=1)), windows=nw, plateau_start_step=start,
+               n=int(y.size))
+    return out
+
+
+def _kl_kind(estimator, kl_coef):
+    """The drift variant's KL kind for a config's estimator (``none``/``exact``/``k3``) and a note."""
+    if not kl_coef or estimator is None:
+        return "none", None
+    if estimator == "k3":
+        return "k3", None
+    return "exact", (f"KL estimator {estimator} modelled by the analytic (exact) KL gradient: "
+                     "no sampled KL noise (only none/exact/k3 are derived)")
+
+
+def predict_fluctuation(mp, *, stiffness=None, stiffness_source=None, reward_level=None,
+                        reward_level_source=None, p_ref=None, p_ref_source=None,
+                        observed=None, measurement_samples=None) -> dict:
+    r"""Predicted stationary reward fluctuation at the plateau, from the config and the theory.
+
+    Chain (every piece from the core):
+
+    1. :math:`\sigma^2` = :func:`grpo_theory.drift.update_variance` at the reward
+       level :math:`p`, group size :math:`G`, normalization, KL variant and
+       coefficient, the framework's advantage epsilon and :math:`B` prompts per
+       optimizer step (exact binomial sum; :math:`\propto 1/(BG)`);
+    2. :math:`\operatorname{Var} z` = :func:`grpo_theory.noise.stationary_variance`
+       (exact L2, refresh interval rounded to an integer, momentum = Adam
+       :math:`\beta_1`, all stiffness delayed by the lag: ``fresh_fraction = 0``);
+    3. :math:`\operatorname{sd}\,p = \sqrt{\,}` :func:`grpo_theory.noise.reward_fluctuation`.
+
+    The reward level is, in order: ``reward_level`` (a fit's plateau or given), else
+    the stable fixed point of the bandit model when a KL is set (needs ``p_ref``),
+    else missing.  Without a stiffness the fixed point's own stiffness is used when
+    it was computed.  Everything missing is listed under ``needed``; values are
+    ``None`` then (never NaN).  With ``observed`` (see :func:`observed_fluctuation`)
+    the predicted and observed std are reported side by side with their ratio.
+    ``measurement_samples`` (prompts x G behind one logged reward) gives the
+    binomial sampling floor of the logged batch mean, which the model does not contain.
+    """
+    from .drift import update_variance
+    from .noise import reward_fluctuation, stationary_variance
+
+    G = mp.value("group_size")
+    B = mp["prompts_per_step"]["value"] if "prompts_per_step" in mp else None
+    norm = mp.value("normalization")
+    kl_coef = mp.value("kl_coef") or 0.0
+    kl, kl_note = _kl_kind(mp.value("kl_estimator"), kl_coef)
+    eps = mp["adv_eps"]["value"] if "adv_eps" in mp else 0.0
+    eta, mu = mp.value("learning_rate"), mp.value("momentum")
+    k_raw = mp.value("refresh_interval")
+    k_int = max(1, int(round(k_raw)))
+    out = {"reward_std": None, "var_z": None, "logit_std": None, "noise_variance": None,
+           "noise_variance_per_prompt": None, "reward_level": None, "reward_level_source": None,
+           "p_ref": p_ref, "p_ref_source": p_ref_source, "stiffness": stiffness,
+           "stiffness_source": stiffness_source, "group_size": G, "prompts_per_step": B,
+           "normalization": norm, "kl": kl, "kl_coef": kl_coef, "adv_eps": eps,
+           "learning_rate": eta, "momentum": mu, "refresh_interval": k_int,
+           "model": "exact L2 (noise.stationary_variance, model='discrete')",
+           "needed": [], "assumptions": [], "observed": observed, "ratio_observed_over_predicted": None}
+    out["value"] = None
+    A = out["assumptions"]
+    A.append("noise model: the per-step gradient noise of the logit update on the two-action "
+             "softmax bandit (drift.update_variance: binomial number of correct samples per "
+             "group, exact in G) transferred to the LLM's reward logit -- the LLM's "
+             "gradient-to-logit gain (Adam preconditioning, parameter sharing across prompts) is "
+             "not modelled, so the sigma^2 per unit lr^2 is the bandit's")
+    A.append(f"B = {B} prompts per optimizer step from the batch sizes "
+             f"({mp['prompts_per_step']['source'] if 'prompts_per_step' in mp else 'n/a'}); "
+             "prompts treated as independent draws at the same reward level p (no difficulty "
+             "spread)")
+    A.append(f"momentum mu = Adam beta1 = {mu:g} (heavy-ball reading; Adam's second moment ignored)")
+    A.append(f"refresh interval {k_raw:g} used as {k_int} (integer window for the exact L2 "
+             "variance); fresh_fraction = 0 (the whole stiffness acts through the sampling policy)")
+    A.append(f"advantage epsilon {eps:g} (the framework's constant)")
+    if kl_note:
+        A.append(kl_note)
+    if G < 2:
+        out["needed"].append(f"group size >= 2 (got {G})")
+    if B is None or B < 1:
+        out["needed"].append("prompts per optimizer step B (batch sizes not in the config)")
+    Bi = max(1, int(round(B))) if B else None
+    if B is not None and B >= 1 and abs(Bi - B) > 1e-9:
+        A.append(f"B = {B:g} rounded to {Bi}")
+    if kl == "k3" and p_ref is None:
+        out["needed"].append("p_ref, the reference policy's reward (--p-ref or --from-log; "
+                             "enters the sampled k3 gradient)")
+    p = reward_level
+    src = reward_level_source
+    fp_stiffness = None
+    if p is None:
+        if kl != "none" and p_ref is not None and G >= 2:
+            from .fixed_points import stable_fixed_point
+            try:
+                fp = stable_fixed_point(p_ref=p_ref, kl_coef=kl_coef, normalization=norm, kl=kl,
+                                        group_size=G, adv_eps=eps)
+                p, fp_stiffness = fp.p, fp.stiffness
+                src = (f"stable fixed point of the bandit mean-field drift ({norm}, {kl} KL, "
+                       f"beta = {kl_coef:g}, p_ref = {p_ref:g}, G = {G})")
+            except ParameterError as exc:
+                out["needed"].append(f"a reward level: the bandit model has no stable fixed point "
+                                     f"here ({exc}); give --reward-level or --from-log")
+        elif kl == "none":
+            out["needed"].append("a reward level p (--reward-level or --from-log): without a KL "
+                                 "the model has no interior fixed point")
+        elif p_ref is None:
+            out["needed"].append("a reward level p (--reward-level, --from-log, or --p-ref for "
+                                 "the model's fixed point)")
+    if p is not None and not (0.0 < p < 1.0):
+        out["needed"].append(f"a reward level strictly between 0 and 1 (got {p:.6g}; the noise "
+                             "model is for a binary reward)")
+        p = None
+    out["reward_level"], out["reward_level_source"] = p, src
+    K, Ksrc = stiffness, stiffness_source
+    if K is None and fp_stiffness is not None and fp_stiffness > 0:
+        K, Ksrc = fp_stiffness, "stiffness of the bandit fixed point (bandit units, per unit lr)"
+    out["stiffness"], out["stiffness_source"] = K, Ksrc
+    if K is None:
+        out["needed"].append("a stiffness K (--stiffness or --from-log)")
+    if p is not None and measurement_samples:
+        out["measurement_floor_std"] = math.sqrt(p * (1 - p) / measurement_samples)
+        A.append(f"measurement floor: a logged reward averages {measurement_samples:g} samples; "
+                 "their binomial sd sqrt(p(1-p)/n) is sampling noise of the log, not a policy "
+                 "fluctuation (an upper bound: a difficulty spread lowers it)")
+    if out["needed"]:
+        out["source"] = "not computed: " + "; ".join(out["needed"])
+        return out
+    s2 = float(update_variance(p, normalization=norm, kl=kl, group_size=G, kl_coef=kl_coef,
+                               p_ref=p_ref if p_ref is not None else 0.5, adv_eps=eps, prompts=Bi))
+    out["noise_variance"] = s2
+    out["noise_variance_per_prompt"] = s2 * Bi
+    vz = stationary_variance(eta, mu, K, s2, refresh_interval=k_int, model="discrete")
+    if not math.isfinite(vz):
+        out["source"] = "no stationary state: the exact L2 window map is unstable at this K"
+        out["needed"].append("a stable configuration")
+        return out
+    out["var_z"] = vz
+    out["logit_std"] = math.sqrt(vz)
+    out["reward_std"] = out["value"] = math.sqrt(reward_fluctuation(p, vz))
+    out["source"] = ("sd p = sqrt(noise.reward_fluctuation(p, noise.stationary_variance(eta, mu, K, "
+                     "drift.update_variance(p, ..., prompts=B), refresh_interval=k)))")
+    out["gain_matched"] = _gain_matched(out, p, norm, kl, G, kl_coef, p_ref, eps, s2, K, fp_stiffness)
+    obs = (observed or {}).get("std")
+    if obs is not None and out["reward_std"] > 0:
+        out["ratio_observed_over_predicted"] = obs / out["reward_std"]
+        gm = out["gain_matched"].get("reward_std")
+        out["gain_matched"]["ratio_observed_over_predicted"] = obs / gm if gm else None
+        floor = out.get("measurement_floor_std")
+        if floor is not None:
+            out["observed_above_floor_std"] = math.sqrt(max(obs * obs - floor * floor, 0.0))
+    return out
+
+
+def _gain_matched(out, p, norm, kl, G, kl_coef, p_ref, eps, s2, K, fp_stiffness):
+    r"""Second reading: the LLM logit as a bandit logit with a gain :math:`c = K/K_{bandit}`.
+
+    If the LLM's per-unit-lr response to the GRPO force is :math:`c` times the
+    bandit's, its drift slope is :math:`cK_{bandit}` (= the measured :math:`K`) and its
+    noise variance :math:`c^2\sigma^2`.  :math:`K_{bandit} = -(\partial_z F + \partial_{z_{old}} F)`
+    of the bandit drift at :math:`z = \mathrm{logit}(p)` (on-policy), not a fit to the
+    observed fluctuation.  Not computed when the stiffness already is the bandit's.
+    """
+    from .drift import drift_components
+    from .noise import reward_fluctuation, stationary_variance
+
+    res = {"reward_std": None, "gain": None, "bandit_slope": None,
+           "meaning": "LLM logit = bandit logit with gain c = K_measured / K_bandit(p): noise "
+                      "variance scaled by c^2 (c from the stiffness, not from the observed "
+                      "fluctuation); K_bandit = -(dF/dz + dF/dz_old) of the bandit drift at "
+                      "logit(p), on-policy (a flow slope when p is not a fixed point)"}
+    if fp_stiffness is not None and K == fp_stiffness:
+        res["note"] = "stiffness already in bandit units: gain 1"
+        return res
+    z = math.log(p / (1 - p))
+    c = drift_components(z, normalization=norm, kl=kl, group_size=G, kl_coef=kl_coef,
+                         p_ref=p_ref if p_ref is not None else 0.5, adv_eps=eps)
+    kb = -(float(c["dF_dz"]) + float(c["dF_dzold"]))
+    res["bandit_slope"] = kb
+    if not (kb > 0):
+        res["note"] = "the bandit drift is not restoring at this p: no gain defined"
+        return res
+    gain = K / kb
+    vz = stationary_variance(out["learning_rate"], out["momentum"], K, gain * gain * s2,
+                             refresh_interval=out["refresh_interval"], model="discrete")
+    res["gain"] = gain
+    if math.isfinite(vz):
+        res["var_z"] = vz
+        res["reward_std"] = math.sqrt(reward_fluctuation(p, vz))
+    return res
+
+
+def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, reward_level=None,
+                 p_ref=None) -> dict:
     """Map a config to the model and, with a stiffness, predict its dynamics (JSON-ready dict)."""
     cfg, kind = read_config(path)
     mp = map_config(cfg, kind)
@@ -382,10 +645,13 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None) -> di
         K_info = stiffness_from_log(from_log, learning_rate=from_log_lr)
         out["assumptions"].append("stiffness: " + K_info["assumption"])
     out["stiffness"] = K_info
+    fl = _fluctuation(mp, K_info, reward_level, p_ref)
+    out["expected_fluctuation"] = fl
+    out["assumptions"].extend("fluctuation: " + a for a in fl["assumptions"])
     if K_info is None:
         out["prediction"] = None
         out["note"] = "give --stiffness K or --from-log LOG for regime and stability predictions"
-        return out
+        return _json_safe(out)
     K = K_info["value"]
     eta, mu, refresh = mp.value("learning_rate"), mp.value("momentum"), mp.value("refresh_interval")
     pred = {"eta_K": eta * K, "l3": _l3_prediction(eta, mu, refresh, K)}
@@ -393,9 +659,9 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None) -> di
     pred["l2"] = l2
     if why:
         out["missing"].append(why + " (exact L2 threshold not reported; L3 used)")
-    out["missing"].append("expected fluctuation: gradient-noise variance sigma^2 unknown from "
-                          "a config (grpo_theory.noise.stationary_variance needs it)")
-    pred["expected_fluctuation"] = _fluctuation(eta, mu, refresh, K, mp.value("group_size"))
+    if fl["needed"]:
+        out["missing"].append("expected fluctuation needs: " + "; ".join(fl["needed"]))
+    pred["expected_fluctuation"] = fl
     best = l2 if l2 else pred["l3"]
     pred["stable"] = best.get("stable")
     pred["regime"] = pred["l3"]["regime"]
@@ -412,12 +678,46 @@ def _has(module):
     return importlib.util.find_spec(f"grpo_theory.{module}") is not None
 
 
-def _fluctuation(eta, mu, refresh, K, G):
-    """Expected reward fluctuation: needs the gradient-noise variance, which a config does not hold."""
-    return {"value": None,
-            "source": "not computed: grpo_theory.noise.stationary_variance needs the per-step "
-                      "gradient-noise variance sigma^2 (~1/G) at the fixed point, which is not in "
-                      "a config (measure it from a run, e.g. the reward's scatter at the plateau)"}
+def _fluctuation(mp, K_info, reward_level, p_ref):
+    """Gather the reward level, p_ref, stiffness and observation, then :func:`predict_fluctuation`."""
+    p_src = pr_src = None
+    observed = None
+    samples = None
+    if reward_level is not None:
+        reward_level = check_real("reward_level", reward_level, low=0, high=1, low_open=True,
+                                  high_open=True)
+        p_src = "given (--reward-level)"
+    if p_ref is not None:
+        p_ref = check_real("p_ref", p_ref, low=0, high=1, low_open=True, high_open=True)
+        pr_src = "given (--p-ref)"
+    K = K_src = None
+    if K_info is not None:
+        K, K_src = K_info["value"], K_info.get("source")
+        if "plateau_reward" in K_info:  # --from-log
+            if reward_level is None:
+                reward_level = K_info["plateau_reward"]
+                p_src = (f"plateau of the single-exponential fit of {K_info['source']} "
+                         f"({K_info['plateau_reward']:.4g})")
+            ini = K_info.get("initial_reward")
+            if p_ref is None and ini is not None and 0 < ini < 1:
+                p_ref = ini
+                pr_src = ("initial reward of the earlier run's fit (the reference policy is the "
+                          "initial policy)")
+            observed = K_info.get("observed_fluctuation")
+            if K_info.get("earlier_rollout_prompts") and K_info.get("earlier_group_size"):
+                samples = K_info["earlier_rollout_prompts"] * K_info["earlier_group_size"]
+        else:
+            K_src = "given (--stiffness), per unit learning rate"
+    if samples is None and (mp.get("rollout_prompts") or {}).get("value"):
+        samples = mp.value("rollout_prompts") * mp.value("group_size")
+    out = predict_fluctuation(mp, stiffness=K, stiffness_source=K_src, reward_level=reward_level,
+                              reward_level_source=p_src, p_ref=p_ref, p_ref_source=pr_src,
+                              observed=observed, measurement_samples=samples)
+    if observed is not None:
+        out["assumptions"].append("observed: " + observed["definition"] + " of the earlier log; "
+                                  "it also contains the log's sampling noise and any slow drift "
+                                  "within a window")
+    return out
 
 
 def _json_safe(x):

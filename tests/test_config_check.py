@@ -1,7 +1,10 @@
 """check-config: TRL / verl mapping, stiffness from a log, CLI."""
 
 import json
+import math
 from pathlib import Path
+
+import numpy as np
 
 import pytest
 
@@ -72,3 +75,104 @@ def test_bad_config_names_file_and_line(tmp_path, capsys):
     assert main(["check-config", str(p)]) == 2
     err = capsys.readouterr().err
     assert "bad.json line 3" in err and len(err.strip().splitlines()) == 1
+
+
+# --- expected fluctuation -------------------------------------------------------------------
+
+def _trl(tmp_path, name="grpo.json", **over):
+    cfg = {"num_generations": 8, "learning_rate": 1e-2, "beta": 0.0, "adam_beta1": 0.5,
+           "per_device_train_batch_size": 32, "gradient_accumulation_steps": 2, "world_size": 2,
+           "steps_per_generation": 2}
+    cfg.update(over)
+    p = tmp_path / name
+    p.write_text(json.dumps(cfg))
+    return p
+
+
+def test_fluctuation_equals_core_chain(tmp_path):
+    # hand-built TRL config: B = 32 x 2 x 2 / 8 = 16 prompts, refresh 2*1/2 = 1
+    from grpo_theory.drift import update_variance
+    from grpo_theory.noise import reward_fluctuation, stationary_variance
+
+    res = check_config(_trl(tmp_path), stiffness=3.0, reward_level=0.6)
+    fl = res["expected_fluctuation"]
+    assert res["parameters"]["prompts_per_step"]["value"] == 16
+    s2 = update_variance(0.6, normalization="std", kl="none", group_size=8, adv_eps=1e-4, prompts=16)
+    vz = stationary_variance(1e-2, 0.5, 3.0, s2, refresh_interval=1)
+    assert fl["noise_variance"] == pytest.approx(s2, rel=1e-12)
+    assert fl["var_z"] == pytest.approx(vz, rel=1e-12)
+    assert fl["reward_std"] == pytest.approx(math.sqrt(reward_fluctuation(0.6, vz)), rel=1e-12)
+    # independent of the core's closed form: on-policy heavy-ball AR(2) variance by iteration
+    a, mu, eta = 1e-2 * 3.0, 0.5, 1e-2
+    A = np.array([[1 + mu - a, -mu], [1, 0]])
+    P = np.zeros((2, 2))
+    for _ in range(20000):
+        P = A @ P @ A.T + np.diag([eta ** 2 * s2, 0])
+    assert fl["var_z"] == pytest.approx(P[0, 0], rel=1e-6)
+    assert res["expected_fluctuation"] is res["prediction"]["expected_fluctuation"] or \
+        res["prediction"]["expected_fluctuation"] == fl
+    assert any("bandit" in a for a in res["assumptions"])
+    assert any("Adam beta1" in a for a in res["assumptions"])
+
+
+def test_fluctuation_scales_with_prompts_and_group_size(tmp_path):
+    base = check_config(_trl(tmp_path), stiffness=3.0, reward_level=0.3)["expected_fluctuation"]
+    # 4x the prompts per step (per-device batch x4 at the same G): Var z / 4 exactly
+    b4 = check_config(_trl(tmp_path, "b.json", per_device_train_batch_size=128), stiffness=3.0,
+                      reward_level=0.3)["expected_fluctuation"]
+    assert b4["prompts_per_step"] == 4 * base["prompts_per_step"]
+    assert b4["var_z"] == pytest.approx(base["var_z"] / 4, rel=1e-10)
+    # larger G at the same number of prompts: Var z follows sigma^2 exactly (linear in it), and
+    # sigma^2 ~ 1/G once G min(p, 1-p) >> 1 (G = 32 -> 128 at p = 0.3); faster at small G
+    from grpo_theory.drift import update_variance
+
+    g = {}
+    for G in (8, 32, 128):
+        r = check_config(_trl(tmp_path, f"g{G}.json", num_generations=G,
+                              per_device_train_batch_size=16 * G), stiffness=3.0, reward_level=0.3)
+        g[G] = r["expected_fluctuation"]
+        assert g[G]["prompts_per_step"] == 64
+        assert g[G]["noise_variance"] == pytest.approx(
+            update_variance(0.3, group_size=G, kl="none", adv_eps=1e-4, prompts=64), rel=1e-12)
+    assert 3.6 < g[32]["var_z"] / g[128]["var_z"] < 4.8
+    assert g[8]["var_z"] / g[32]["var_z"] > g[32]["var_z"] / g[128]["var_z"]
+    # reward sd ~ 1/sqrt(G) at large G
+    assert g[32]["reward_std"] / g[128]["reward_std"] == pytest.approx(
+        (g[32]["var_z"] / g[128]["var_z"]) ** 0.5, rel=1e-9)
+
+
+def test_fluctuation_needs_and_fixed_point(tmp_path, capsys):
+    # no stiffness, no level, no KL: nothing computed, the needs are listed, JSON has no NaN
+    res = check_config(_trl(tmp_path))
+    fl = res["expected_fluctuation"]
+    assert fl["reward_std"] is None and fl["needed"]
+    assert any("reward level" in n for n in fl["needed"]) and any("stiffness" in n for n in fl["needed"])
+    json.dumps(res, allow_nan=False)
+    # with a KL and p_ref the model's own fixed point (and its stiffness) supply the level
+    from grpo_theory.fixed_points import stable_fixed_point
+
+    res = check_config(_trl(tmp_path, "kl.json", beta=0.5), p_ref=0.3)
+    fl = res["expected_fluctuation"]
+    fp = stable_fixed_point(p_ref=0.3, kl_coef=0.5, normalization="std", kl="k3", group_size=8,
+                            adv_eps=1e-4)
+    assert fl["reward_level"] == pytest.approx(fp.p) and fl["stiffness"] == pytest.approx(fp.stiffness)
+    assert fl["reward_std"] > 0
+    json.dumps(res, allow_nan=False)
+    assert main(["check-config", str(_trl(tmp_path)), "--reward-level", "1.5"]) == 2
+
+
+def test_fluctuation_real_log_predicted_vs_observed(capsys):
+    assert main(["check-config", str(VERL), "--from-log", str(VERL), "--json"]) == 0
+    text = capsys.readouterr().out
+    assert "NaN" not in text and "Infinity" not in text
+    out = json.loads(text)
+    fl = out["expected_fluctuation"]
+    assert fl["prompts_per_step"] == 256 and fl["group_size"] == 5 and fl["kl"] == "k3"
+    obs = fl["observed"]
+    assert 0.001 < obs["std"] < 0.05 and obs["plateau_start_step"] >= 500
+    # predicted and observed side by side, the ratio is what it is (not tuned)
+    assert fl["ratio_observed_over_predicted"] == pytest.approx(obs["std"] / fl["reward_std"])
+    assert fl["measurement_floor_std"] == pytest.approx(
+        math.sqrt(fl["reward_level"] * (1 - fl["reward_level"]) / (1024 * 5)))
+    assert main(["check-config", str(VERL), "--from-log", str(VERL)]) == 0
+    assert "observed / predicted" in capsys.readouterr().out

@@ -112,3 +112,17 @@ def test_mixture_recovers_parameters_within_reported_errors():
     for k, v in true.items():
         assert abs(res.params[k] - v) < 4 * res.stderr[k], (k, res.params[k], res.stderr[k])
     assert res.r2 > 0.95
+
+
+def test_fit_cli_marks_best_and_shows_progress(capsys, monkeypatch):
+    monkeypatch.setenv("GRPO_THEORY_PROGRESS", "1")
+    assert main(["fit", str(VERL), "--models", "exponential,oscillator"]) == 0
+    cap = capsys.readouterr()
+    assert "fitting" in cap.err  # the progress display over models (forced on)
+    lines = cap.out.splitlines()
+    starred = [ln for ln in lines if ln.lstrip().startswith("* ")]
+    assert len(starred) == 1 and "oscillator" in starred[0]
+    assert "mechanistic reading:" in cap.out and "damping_ratio" in cap.out
+    monkeypatch.setenv("GRPO_THEORY_PROGRESS", "0")
+    assert main(["fit", str(VERL), "--models", "exponential"]) == 0
+    assert "fitting" not in capsys.readouterr().err

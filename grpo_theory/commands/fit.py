@@ -78,19 +78,27 @@ def run(args) -> int:
           f"{result['n']} points, steps {_fmt(result['first_step'], 'g')}..{_fmt(result['last_step'], 'g')}")
     for w in result["warnings"]:
         print(f"  warning: {w}")
-    print(f"  {'model':<16} {'R^2':>8} {'AIC':>11} {'BIC':>11} {'plateau':>9} {'t90 (steps)':>12}")
+    print(f"    {'model':<16} {'R^2':>8} {'AIC':>11} {'BIC':>11} {'plateau':>9} {'t90 (steps)':>12}")
     for name, m in result["models"].items():
-        print(f"  {name:<16} {_fmt(m['r2'], '.4f'):>8} {_fmt(m['aic'], '.1f'):>11} "
+        mark = "*" if name == result["best"] else " "
+        print(f"  {mark} {name:<16} {_fmt(m['r2'], '.4f'):>8} {_fmt(m['aic'], '.1f'):>11} "
               f"{_fmt(m['bic'], '.1f'):>11} {_fmt(m['plateau'], '.4f'):>9} "
               f"{_fmt(m['time_to_90_steps'], '.1f'):>12}")
     for name, why in result["unavailable"].items():
-        print(f"  {name:<16} unavailable: {why}")
+        print(f"    {name:<16} unavailable: {why}")
+    print("  (* = best by AIC" + ("" if result["best_bic"] == result["best"] else
+                                  f"; best by BIC: {result['best_bic']}") + ")")
     best = result["models"][result["best"]]
-    print(f"best (AIC): {result['best']}; parameters ± standard error:")
+    print(f"best model (AIC): {result['best']}   {best['formula']}")
+    print("  parameters ± standard error (independent-noise lower bounds):")
     for k, v in best["params"].items():
-        print(f"  {k} = {_fmt(v)} ± {_fmt(best['stderr'].get(k))}")
-    print("  reading: " + "; ".join(f"{k} = {v if isinstance(v, str) else _fmt(v)}"
-                                    for k, v in best["reading"].items() if k != "note"))
+        print(f"    {k} = {_fmt(v)} ± {_fmt(best['stderr'].get(k))}")
+    print("  mechanistic reading:")
+    for k, v in best["reading"].items():
+        if k != "note":
+            print(f"    {k:<32} {v if isinstance(v, str) else _fmt(v)}")
+    if best["reading"].get("note"):
+        print(f"    ({best['reading']['note']})")
     if "forecast" in result:
         fc = result["forecast"]
         print(f"forecast: fitted on {fc['n_train']} points (to step {_fmt(fc['split_step'], 'g')}), "
@@ -98,5 +106,7 @@ def run(args) -> int:
               f"{_fmt(fc['holdout_rmse'])}, plateau {_fmt(fc['plateau'])}, 90 % at step "
               f"{_fmt(fc['step_90'], '.1f')}")
         for name, m in fc["models"].items():
-            print(f"  {name:<16} holdout RMSE {_fmt(m['holdout_rmse'])}  plateau {_fmt(m['plateau'])}")
+            mark = "*" if name == fc["best"] else " "
+            print(f"  {mark} {name:<16} holdout RMSE {_fmt(m['holdout_rmse'])}  "
+                  f"plateau {_fmt(m['plateau'])}  R^2 (train) {_fmt(m['r2_train'], '.4f')}")
     return 0
