@@ -667,6 +667,45 @@ def _noise_coeff() -> Derived:
     return out
 
 
+@derivation("drift.update_variance_rare_failure")
+def _noise_rare() -> Derived:
+    # q = 1 - p -> 0 at fixed G: only the groups with exactly one failure (n = G - 1) contribute
+    # at O(q); every other non-degenerate group has weight O(q^2), and the mean update is O(q).
+    G, qq = S.G, _Q
+    w_one_failure = G * (1 - qq) ** (G - 1) * qq                  # C(G, G-1) p^(G-1) q
+    u = S.kappa * advantage_sum_expr("std").subs(S.n, G - 1)      # its per-group logit update
+    lead = sp.series(w_one_failure, qq, 0, 2).removeO()
+    expr = sp.simplify(lead.coeff(qq, 1) * u**2)
+    out = Derived("drift.update_variance_rare_failure", expr, (S.G, S.kappa, S.eps),
+                  r"\lim_{q \to 0} \frac{\operatorname{Var}}{q}",
+                  "Rare-failure limit of the per-group update variance (std normalization, exact or no "
+                  "KL): Var = coefficient * (1 - p) + O((1 - p)^2). At eps = 0 it is kappa^2 (1 - 1/G)^2, "
+                  "independent of G: the single failing sample carries an advantage of order sqrt(G) "
+                  "and occurs with probability G q, so the 1/G law needs G (1 - p) >> 1.",
+                  units="logits^2 per unit lr^2 per unit failure probability",
+                  assumptions="fixed G, p -> 1", level="L1")
+    out.check("the one-failure weight is G q + O(q^2)", "sympy", prove_zero(lead - G * qq))
+    out.check("at eps = 0 the coefficient is kappa^2 (1 - 1/G)^2", "sympy",
+              prove_zero(expr.subs(S.eps, 0) - S.kappa**2 * (1 - 1 / G) ** 2))
+    f = sp.lambdify((S.n, S.G, S.kappa, S.eps), S.kappa * advantage_sum_expr("std"), "mpmath")
+    cf = sp.lambdify((S.G, S.kappa, S.eps), expr, "mpmath")
+    ratios = []
+    with mpmath.workdps(40):
+        for g in (8, 64):
+            for qv in (mpmath.mpf("1e-8"), mpmath.mpf("1e-10")):
+                pv = 1 - qv
+                w = [mpmath.binomial(g, k_) * pv**k_ * qv ** (g - k_) for k_ in range(g + 1)]
+                x = [f(k_, g, 2, 0) if 0 < k_ < g else 0 for k_ in range(g + 1)]
+                m1 = mpmath.fsum(a_ * b_ for a_, b_ in zip(w, x))
+                var = mpmath.fsum(a_ * (b_ - m1) ** 2 for a_, b_ in zip(w, x))
+                ratios.append(var / (cf(g, 2, 0) * qv))
+    errs = [abs(r - 1) for r in ratios]
+    out.check("exact binomial variance / (coefficient q) -> 1 with error O(q) (G = 8, 64; "
+              "q = 1e-8, 1e-10; mpmath 40 digits)", "mpmath",
+              all(e < 1e-5 for e in errs), ", ".join(mpmath.nstr(e, 3) for e in errs))
+    return out
+
+
 def update_variance(p, *, normalization="std", kl="exact", group_size=8, kl_coef=0.0, p_ref=0.3,
                     adv_eps=0.0, actions=2, correct=1, prompts=1):
     """Exact variance of the on-policy per-step logit update per unit learning rate squared.

@@ -194,7 +194,7 @@ def refresh_phase_variances(learning_rate, momentum, stiffness, noise_variance, 
     mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
     Kv = check_real("stiffness", stiffness, low=0, low_open=True)
     s2 = check_real("noise_variance", noise_variance, low=0)
-    phi = check_real("fresh_fraction", fresh_fraction, low=0, high=1)
+    phi = check_real("fresh_fraction", fresh_fraction)
     A = step_matrix(eta, mu, Kv, phi)
     E = np.array([[1.0, 0], [0, 1], [1, 0]])
     b = eta * np.array([1.0, 1.0, 0.0])
@@ -232,7 +232,7 @@ def stationary_variance(learning_rate, momentum, stiffness, noise_variance, *, r
     s2 = check_real("noise_variance", noise_variance, low=0)
     k = check_int("refresh_interval", refresh_interval, low=1)
     model = check_choice("model", model, ("discrete", "continuous"))
-    phi = check_real("fresh_fraction", fresh_fraction, low=0, high=1)
+    phi = check_real("fresh_fraction", fresh_fraction)
     if model == "continuous":
         osc = oscillator.coefficients(eta, mu, (k - 1) / 2, Kv, stale_fraction=1 - phi)
         if osc.damping <= 0:

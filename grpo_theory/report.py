@@ -79,6 +79,10 @@ def _finite(x):
     return x
 
 
+#: KL coefficient of the Mroueh comparison: above the G -> infinity saddle-node (~1.08 at p_ref 0.3)
+MROUEH_KL_COEF = 2.0
+
+
 def key_numbers(model=None) -> dict:
     """Fixed point, stiffness, oscillator, regime and thresholds of ``model`` (default
     :data:`DEFAULT_MODEL`), computed from the package API.  JSON-ready dict."""
@@ -478,7 +482,10 @@ def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = 
     nums = key_numbers(model)
     from .fixed_points import compare_with_mroueh
 
-    nums["mroueh"] = compare_with_mroueh(p_ref=model["p_ref"], kl_coef=0.5,
+    # beta above the G -> infinity saddle-node (about 1.08 at p_ref = 0.3), so Mroueh's
+    # recurrence has an interior fixed point to compare with
+    nums["mroueh_kl_coef"] = MROUEH_KL_COEF
+    nums["mroueh"] = compare_with_mroueh(p_ref=model["p_ref"], kl_coef=MROUEH_KL_COEF,
                                          adv_eps=0.0, group_size=model["group_size"])
     from .discrete import threshold_error_table
 
@@ -670,9 +677,12 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
            "from the exact binomial update variance. A flat curve would mean Var z ∝ 1/G. For the "
            "default variant (std normalisation, k3 KL, p* ≈ 0.97), G·Var z keeps growing up to "
            "G = 128, so Var z is nearly constant. The simulation agrees with the exact theory, so this "
-           "is a property of the variant and not a numerical error. It is not yet explained. Small "
-           "groups are often degenerate (probability p^G + (1 − p)^G), and the fixed point and the "
-           "stiffness move with G."))
+           "is a property of the variant and not a numerical error. The reason is the rare-failure "
+           "regime (`drift.update_variance_rare_failure`): at p* near 1 most groups are degenerate "
+           "(probability p^G + (1 − p)^G) and the informative ones hold a single failure, whose "
+           "std-normalised advantage is of order √G; to first order in q = 1 − p* the per-step "
+           "variance is κ²(1 − 1/G)²·q, independent of G. The 1/G law only sets in once G·q* ≫ 1 "
+           "(here G·q* ≈ 1 only at G = 128). The fixed point and the stiffness also move with G."))
     a("| G | p* | K | σ² (per step) | Var z simulated | ± se | Var z exact L2 | Var z L3 |\n"
       "|---|---|---|---|---|---|---|---|")
     for r in nums["fluctuation_law"]:
@@ -689,8 +699,9 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
         for b in nums["bifurcations"]:
             a(f"| {b['normalization']} | {b['kl']} | {b['group_size'] or '∞'} | {_f(b['kl_coef'])} | {_f(b['p'])} |")
         a("")
-    a(f"Comparison with Mroueh's fixed point at β = 0.5, p_ref = {model['p_ref']}, ε = 0 "
-      "(`fixed_points.compare_with_mroueh`):\n")
+    a(f"Comparison with Mroueh's fixed point at β = {nums['mroueh_kl_coef']}, p_ref = {model['p_ref']}, "
+      "ε = 0 (`fixed_points.compare_with_mroueh`). Only std normalisation with the exact KL at G → ∞ "
+      "reproduces it (proven in `fixed_points.mroueh_agreement`):\n")
     if nums["mroueh"]:
         keys = list(nums["mroueh"][0])
         a("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
