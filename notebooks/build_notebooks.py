@@ -644,8 +644,8 @@ ax.plot(ks, np.minimum(flip, cx), "k", lw=2, label="exact threshold (L2)")
 ax.plot(ks, get("discrete.published_threshold_learning_rate").numeric(mu, ks), "r--", lw=2, label="published (1 − μ)/k")
 for code_, name in enumerate(["overdamped", "alternating", "oscillatory", "unstable"]):
     ax.fill_between([], [], color=cmap(code_), label=name)
-ax.set(yscale="log", xlabel="refresh interval k (steps)", ylabel="ηK (per step)", title=f"exact L2 regimes, μ = {mu}")
-ax.legend(loc="lower left", fontsize=7); plt.show()
+ax.set(yscale="log", ylim=(aK[0], aK[-1]), xlabel="refresh interval k (steps)", ylabel="ηK (per step)", title=f"exact L2 regimes, μ = {mu}")
+ax.legend(loc="upper right", fontsize=7, framealpha=0.9); plt.show()
 """),
     md(r"""
 ## 4.4 Simulation: the threshold in a real GRPO run
@@ -933,6 +933,7 @@ from grpo_theory.drift import degenerate_probability
 assert np.isclose(my_frac, degenerate_probability(p_end, 5))
 p_end, my_frac
 """),
+    md("At the plateau most groups of 5 carry **no signal at all**: GRPO learns from the few groups that still contain a wrong answer. This is why a plateau near 1 is so stiff to move, and why larger $G$ (or harder prompts) matters late in training."),
 ]
 
 
