@@ -219,17 +219,20 @@ def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
     ``mroueh`` = (beta, p) points overlaid on the first ``mroueh_panels`` panels (all if None)."""
     with style() as plt:
         fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 2.8), sharey=True)
+        from matplotlib.lines import Line2D
+
         for i_ax, (ax, (title, curves)) in enumerate(zip(np.atleast_1d(axes), panels.items())):
+            handles = []
             for i, (label, beta, p, stable) in enumerate(curves):
                 col = PALETTE[i % len(PALETTE)]
-                first = True
                 for xs, ys, st in _segments(np.asarray(beta), np.asarray(p), np.asarray(stable)):
-                    ax.plot(xs, ys, color=col, ls="-" if st else "--", lw=1.3 if st else 1.0,
-                            label=label if first else None)
-                    first = False
+                    ax.plot(xs, ys, color=col, ls="-" if st else "--", lw=1.3 if st else 1.0)
+                handles.append(Line2D([], [], color=col, lw=1.3, label=label))
+            handles += [Line2D([], [], color="0.3", lw=1.3, label="stable"),
+                        Line2D([], [], color="0.3", lw=1.0, ls="--", label="unstable")]
             if mroueh is not None and (mroueh_panels is None or i_ax < mroueh_panels):
-                ax.plot(*mroueh, ls="none", marker="o", ms=2.5, mfc="none", color="k",
-                        label="Mroueh (2025) recurrence")
+                handles.append(ax.plot(*mroueh, ls="none", marker="o", ms=2.5, mfc="none", color="k",
+                                       label="Mroueh (2025) recurrence")[0])
             if p_ref is not None:
                 ax.axhline(p_ref, color="0.6", lw=0.7, ls=":")
             ax.set_xscale("log")
@@ -237,7 +240,7 @@ def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
             ax.set_ylim(p_ref - 0.02 if p_ref is not None else 0, 1.005)
             ax.set_xlabel(r"KL coefficient $\beta$")
             ax.set_title(title)
-            ax.legend(frameon=False, loc="lower left")
+            ax.legend(handles=handles, frameon=False, loc="lower left")
         np.atleast_1d(axes)[0].set_ylabel(r"fixed point $p^*$ (reward)")
         fig.tight_layout()
         return save(fig, out_dir, stem)
