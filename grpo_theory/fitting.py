@@ -404,6 +404,15 @@ def time_to_fraction(curve, initial, plateau, fraction=0.9, *, horizon=1e7):
     return 0.5 * (a + b)
 
 
+def _finite_sorted(t, y):
+    """Drop non-finite points and sort by step (stable for duplicated steps)."""
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    ok = np.isfinite(t) & np.isfinite(y)
+    order = np.argsort(t[ok], kind="stable")
+    return t[ok][order], y[ok][order]
+
+
 def _max_nfev(model, p_count):
     # the 4-parameter mixture is expensive per evaluation and weakly identified in its spread:
     # cap it (the reported standard errors say how well the spread is determined)
@@ -419,12 +428,7 @@ def fit_curve(t, y, model: str = "exponential", *, starts=None) -> FitResult:
     the core lacks the needed closed form.
     """
     check_choice("model", model, MODEL_NAMES)
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    ok = np.isfinite(t) & np.isfinite(y)
-    t, y = t[ok], y[ok]
-    order = np.argsort(t, kind="stable")
-    t, y = t[order], y[order]
+    t, y = _finite_sorted(t, y)
     spec = _SPECS[model]
     p_count = len(spec.params)
     if t.size < p_count + 2:
@@ -553,12 +557,7 @@ def _plateau_se(fit: FitResult):
 def forecast(t, y, train_fraction: float, models=None) -> ForecastResult:
     """Fit on the first ``train_fraction`` of the points (by step) and predict the rest."""
     f = check_real("train_fraction", train_fraction, low=0, high=1, low_open=True, high_open=True)
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    ok = np.isfinite(t) & np.isfinite(y)
-    t, y = t[ok], y[ok]
-    order = np.argsort(t, kind="stable")
-    t, y = t[order], y[order]
+    t, y = _finite_sorted(t, y)
     n_train = int(math.ceil(f * t.size))
     if n_train < 8 or t.size - n_train < 1:
         raise ParameterError("train_fraction", train_fraction,

@@ -141,67 +141,44 @@ def _damping_ratio() -> Derived:
     return out
 
 
-def _zeta_in_hyperparameters():
-    return (damping_expr()
-            / (2 * sp.sqrt(mass_expr() * spring_expr()))).subs(S.K_stale, S.K)
+def _critical(name, var, args, lhs, description, units, sample, upper=None) -> Derived:
+    """Critical damping gamma^2 = 4 m k of the continuous model (all stiffness stale) solved for
+    ``var``; the physical root is the one in range with gamma > 0 at the ``sample`` point."""
+    g, mm, kk = damping_expr().subs(S.K_stale, S.K), mass_expr(), spring_expr()
+    disc = g**2 - 4 * mm * kk
+    chosen = None
+    for sol in sp.solve(sp.Eq(disc, 0), var):
+        val = sol.subs(sample)
+        in_range = val.is_real and val >= 0 and (upper is None or val < upper)
+        if in_range and g.subs({**sample, var: val}) > 0:
+            chosen = sp.simplify(sol)
+    out = Derived(name, chosen, args, lhs, description, units=units,
+                  assumptions="K_s = K; root with gamma > 0", level="L3", references=_PAPER)
+    out.check(f"zeta = 1 at the root for {var}", "sympy", prove_zero(disc.subs(var, chosen)))
+    return out
 
 
 @derivation("oscillator.critical_momentum")
 def _critical_momentum() -> Derived:
-    # gamma^2 = 4 m k with all stiffness stale (the refresh/stale case): solve for mu.
-    g, mm, kk = damping_expr().subs(S.K_stale, S.K), mass_expr(), spring_expr()
-    sols = sp.solve(sp.Eq(g**2, 4 * mm * kk), S.mu)
-    # The physical branch is the one below 1 - eta K ell (gamma > 0).
-    chosen = None
-    for sol in sols:
-        val = sol.subs({S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1})
-        if val.is_real and 0 <= val < 1 - sp.Rational(1, 10):
-            chosen = sp.simplify(sol)
-    out = Derived(
-        "oscillator.critical_momentum", chosen, (S.eta, S.K, S.ell), r"\mu_c",
-        "Momentum at critical damping (zeta = 1) of the continuous model, all stiffness stale; "
-        "mu > mu_c is oscillatory.", units="dimensionless",
-        assumptions="K_s = K; branch with gamma > 0", level="L3", references=_PAPER)
-    out.check("zeta(mu_c) = 1", "sympy", prove_zero((g**2 - 4 * mm * kk).subs(S.mu, chosen)))
-    return out
+    return _critical("oscillator.critical_momentum", S.mu, (S.eta, S.K, S.ell), r"\mu_c",
+                     "Momentum at critical damping (zeta = 1) of the continuous model, all stiffness "
+                     "stale; mu > mu_c is oscillatory.", "dimensionless",
+                     {S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1}, upper=1)
 
 
 @derivation("oscillator.critical_learning_rate")
 def _critical_learning_rate() -> Derived:
-    g, mm, kk = damping_expr().subs(S.K_stale, S.K), mass_expr(), spring_expr()
-    sols = sp.solve(sp.Eq(g**2, 4 * mm * kk), S.eta)
-    chosen = None
-    for sol in sols:  # smaller root: gamma > 0 there (the larger root lies beyond gamma = 0)
-        val = sol.subs({S.mu: sp.Rational(1, 2), S.K: 1, S.ell: 1})
-        gval = g.subs({S.mu: sp.Rational(1, 2), S.K: 1, S.ell: 1, S.eta: val})
-        if val.is_real and val > 0 and gval > 0:
-            chosen = sp.simplify(sol)
-    out = Derived(
-        "oscillator.critical_learning_rate", chosen, (S.mu, S.K, S.ell), r"\eta_c",
-        "Learning rate at critical damping of the continuous model (all stiffness stale); "
-        "eta > eta_c is oscillatory.", units="per step",
-        assumptions="K_s = K; root with gamma > 0", level="L3", references=_PAPER)
-    out.check("zeta(eta_c) = 1", "sympy", prove_zero((g**2 - 4 * mm * kk).subs(S.eta, chosen)))
-    return out
+    return _critical("oscillator.critical_learning_rate", S.eta, (S.mu, S.K, S.ell), r"\eta_c",
+                     "Learning rate at critical damping of the continuous model (all stiffness "
+                     "stale); eta > eta_c is oscillatory.", "per step",
+                     {S.mu: sp.Rational(1, 2), S.K: 1, S.ell: 1})
 
 
 @derivation("oscillator.critical_stiffness")
 def _critical_stiffness() -> Derived:
-    g, mm, kk = damping_expr().subs(S.K_stale, S.K), mass_expr(), spring_expr()
-    sols = sp.solve(sp.Eq(g**2, 4 * mm * kk), S.K)
-    chosen = None
-    for sol in sols:
-        val = sol.subs({S.mu: sp.Rational(1, 2), S.eta: 1, S.ell: 1})
-        gval = g.subs({S.mu: sp.Rational(1, 2), S.eta: 1, S.ell: 1, S.K: val})
-        if val.is_real and val > 0 and gval > 0:
-            chosen = sp.simplify(sol)
-    out = Derived(
-        "oscillator.critical_stiffness", chosen, (S.mu, S.eta, S.ell), r"K_c",
-        "Stiffness at critical damping of the continuous model (all stiffness stale).",
-        units="per unit learning rate", assumptions="K_s = K; root with gamma > 0",
-        level="L3", references=_PAPER)
-    out.check("zeta(K_c) = 1", "sympy", prove_zero((g**2 - 4 * mm * kk).subs(S.K, chosen)))
-    return out
+    return _critical("oscillator.critical_stiffness", S.K, (S.mu, S.eta, S.ell), r"K_c",
+                     "Stiffness at critical damping of the continuous model (all stiffness stale).",
+                     "per unit learning rate", {S.mu: sp.Rational(1, 2), S.eta: 1, S.ell: 1})
 
 
 @derivation("oscillator.published_threshold")

@@ -12,65 +12,47 @@ import numpy as np
 from ..simulate import (KL_KINDS, LAG_MODELS, NORMALIZATIONS, OPTIMIZERS, SURROGATES,
                         simulate)
 from ..validate import ParameterError, check_int
+from . import number
 
 NAME = "simulate"
 HELP = ("Simulate an ensemble of GRPO runs on the softmax bandit and report the "
         "per-step ensemble mean and variance of the reward.")
 
 
-def _int(text):
-    """argparse type that defers validation (and its message) to the simulator."""
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            f = float(text)
-        except ValueError:
-            return text
-        return int(f) if f.is_integer() else f
-
-
-def _float(text):
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     a = parser.add_argument
-    a("--group-size", type=_int, default=8, help="G, samples per group (default 8)")
-    a("--runs", type=_int, default=256, help="independent runs in the ensemble (default 256)")
-    a("--steps", type=_int, default=200, help="optimizer steps (default 200)")
-    a("--learning-rate", type=_float, default=0.1, help="eta (default 0.1)")
+    a("--group-size", type=number, default=8, help="G, samples per group (default 8)")
+    a("--runs", type=number, default=256, help="independent runs in the ensemble (default 256)")
+    a("--steps", type=number, default=200, help="optimizer steps (default 200)")
+    a("--learning-rate", type=number, default=0.1, help="eta (default 0.1)")
     a("--optimizer", choices=OPTIMIZERS, default=None,
       help="sgd | momentum | adam (default sgd, or momentum when --momentum > 0)")
-    a("--momentum", type=_float, default=0.0, help="heavy-ball mu in [0, 1) (default 0)")
+    a("--momentum", type=number, default=0.0, help="heavy-ball mu in [0, 1) (default 0)")
     a("--lag-model", choices=LAG_MODELS, default=None,
       help="refresh | delay (default refresh, or delay when --delay > 0)")
-    a("--refresh-interval", type=_int, default=1,
+    a("--refresh-interval", type=number, default=1,
       help="k: pi_old refreshed every k steps (default 1 = on-policy)")
-    a("--delay", type=_int, default=0, help="d: groups drawn from the policy d steps back")
+    a("--delay", type=number, default=0, help="d: groups drawn from the policy d steps back")
     a("--surrogate", choices=SURROGATES, default="stale",
       help="stale (ignore the ratio) | ratio (clipped PPO ratio) (default stale)")
     a("--kl", choices=KL_KINDS, default="none", help="none | exact | k3 (default none)")
-    a("--kl-coef", type=_float, default=0.0, help="beta (default 0)")
+    a("--kl-coef", type=number, default=0.0, help="beta (default 0)")
     a("--normalization", choices=NORMALIZATIONS, default="std",
       help="std | mean advantages (default std)")
-    a("--adv-eps", type=_float, default=1e-4, help="epsilon in the std normalization")
-    a("--p-ref", type=_float, default=0.3, help="success probability of the reference policy")
-    a("--p0", type=_float, default=None, help="starting success probability (default p_ref)")
-    a("--actions", type=_int, default=2, help="K actions (default 2)")
-    a("--correct", type=_int, default=1, help="number of correct actions (default 1)")
-    a("--prompts", type=_int, default=1, help="B prompts per step (default 1)")
-    a("--difficulty-spread", type=_float, default=0.0,
+    a("--adv-eps", type=number, default=1e-4, help="epsilon in the std normalization")
+    a("--p-ref", type=number, default=0.3, help="success probability of the reference policy")
+    a("--p0", type=number, default=None, help="starting success probability (default p_ref)")
+    a("--actions", type=number, default=2, help="K actions (default 2)")
+    a("--correct", type=number, default=1, help="number of correct actions (default 1)")
+    a("--prompts", type=number, default=1, help="B prompts per step (default 1)")
+    a("--difficulty-spread", type=number, default=0.0,
       help="sigma of the per-prompt logit offset of the correct actions (default 0)")
-    a("--clip-low", type=_float, default=0.2, help="epsilon_low of the ratio clip")
-    a("--clip-high", type=_float, default=0.2, help="epsilon_high of the ratio clip")
-    a("--divergence-bound", type=_float, default=300.0,
+    a("--clip-low", type=number, default=0.2, help="epsilon_low of the ratio clip")
+    a("--clip-high", type=number, default=0.2, help="epsilon_high of the ratio clip")
+    a("--divergence-bound", type=number, default=300.0,
       help="a run whose logit spread max-min exceeds this (or is not finite) counts as "
            "diverged and is frozen; in (0, 300] (default 300)")
-    a("--seed", type=_int, default=0, help="random seed (default 0)")
+    a("--seed", type=number, default=0, help="random seed (default 0)")
     a("--json", action="store_true", help="print machine-readable JSON")
     a("--out", metavar="FILE.csv", default=None,
       help="write per-step ensemble mean/var/sem as CSV")

@@ -7,6 +7,7 @@ import json
 import math
 
 from ..validate import ParameterError, check_real
+from . import number
 
 NAME = "stability"
 HELP = ("Exact discrete (L2) stability at a fixed point: spectral radius of the refresh-window "
@@ -14,31 +15,20 @@ HELP = ("Exact discrete (L2) stability at a fixed point: spectral radius of the 
         "continuous (L3) oscillator with the published first-order threshold.")
 
 
-def _num(text):
-    """argparse type that defers validation (and its message) to the library."""
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     a = parser.add_argument
-    a("--learning-rate", type=_num, required=True, help="eta > 0 (per step)")
-    a("--momentum", type=_num, required=True, help="heavy-ball mu in [0, 1)")
-    a("--refresh-interval", type=_num, default=1,
+    a("--learning-rate", type=number, required=True, help="eta > 0 (per step)")
+    a("--momentum", type=number, required=True, help="heavy-ball mu in [0, 1)")
+    a("--refresh-interval", type=number, default=1,
       help="k >= 1: pi_old refreshed every k steps (default 1 = on-policy)")
-    a("--stiffness", type=_num, required=True, help="K > 0, -F'(z*) per unit learning rate")
+    a("--stiffness", type=number, required=True, help="K > 0, -F'(z*) per unit learning rate")
     a("--lag-model", choices=("refresh", "delay"), default="refresh",
       help="refresh (lag cycles 0..k-1) | delay (constant staleness d) (default refresh)")
-    a("--delay", type=_num, default=None, help="d >= 0 steps (required with --lag-model delay)")
+    a("--delay", type=number, default=None, help="d >= 0 steps (required with --lag-model delay)")
     a("--surrogate", choices=("stale", "ratio"), default="stale",
       help="stale: all stiffness acts through pi_old | ratio: the fraction --fresh-fraction "
            "acts on the current iterate (default stale)")
-    a("--fresh-fraction", type=_num, default=None,
+    a("--fresh-fraction", type=number, default=None,
       help="phi = K_f/K, required with --surrogate ratio (usually in [0, 1]; negative where the "
            "force on the current iterate is destabilising, as `fixed-points` can report)")
     a("--json", action="store_true", help="print JSON instead of a table")

@@ -197,3 +197,29 @@ def records_to_metrics(records, *, warnings: list, source: str = "<log>"):
         vals = np.array([d[s] for s in steps], dtype=float)
         metrics[name] = (steps, vals)
     return metrics
+
+
+def iter_csv_rows(path, rows, step_col: int, warnings: list, step_name: str = "step"):
+    """Yield ``(lineno, step, row)`` for the data rows of a parsed CSV (``rows[0]`` is the header).
+
+    Blank rows are skipped; a short *last* row (a file cut off while being written) is
+    skipped with a note in ``warnings``; any other row whose width differs from the
+    header's, or whose step is not a number, raises :class:`LogFormatError` naming the line.
+    """
+    ncol = len(rows[0])
+    last = len(rows) - 1
+    for idx, row in enumerate(rows[1:], start=1):
+        lineno = idx + 1
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) != ncol:
+            if idx == last and len(row) < ncol:
+                warnings.append(f"{path} line {lineno}: last row is cut off "
+                                f"({len(row)} of {ncol} cells); skipped")
+                continue
+            raise LogFormatError(path, lineno, f"{len(row)} cells, the header has {ncol}")
+        try:
+            step = float(row[step_col])
+        except ValueError:
+            raise LogFormatError(path, lineno, f"{step_name} {row[step_col]!r} is not a number") from None
+        yield lineno, step, row

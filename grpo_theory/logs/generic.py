@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 
-from .base import LogFormatError, TrainingLog, records_to_metrics
+from .base import LogFormatError, TrainingLog, iter_csv_rows, records_to_metrics
 from .verl import iter_jsonl
 
 __all__ = ["read_csv", "read_jsonl", "STEP_NAMES"]
@@ -46,20 +46,7 @@ def read_csv(path, text: str | None = None, *, step_column: str | None = None,
     step_col = header.index(step_name)
     warnings: list[str] = []
     records = []
-    last = len(rows) - 1
-    for idx, row in enumerate(rows[1:], start=1):
-        lineno = idx + 1
-        if not any(c.strip() for c in row):
-            continue
-        if len(row) != len(header):
-            if idx == last and len(row) < len(header):
-                warnings.append(f"{path} line {lineno}: last row is cut off; skipped")
-                continue
-            raise LogFormatError(path, lineno, f"{len(row)} cells, the header has {len(header)}")
-        try:
-            step = float(row[step_col])
-        except ValueError:
-            raise LogFormatError(path, lineno, f"step {row[step_col]!r} is not a number") from None
+    for lineno, step, row in iter_csv_rows(path, rows, step_col, warnings, step_name):
         values = {}
         for i, h in enumerate(header):
             if i == step_col or not h:
@@ -90,10 +77,7 @@ def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
     rename = dict(rename or {})
     warnings: list[str] = []
     records = []
-    for lineno, obj in iter_jsonl(path, text):
-        if obj is None:
-            warnings.append(f"{path} line {lineno}: last line is not complete JSON (cut off); skipped")
-            continue
+    for lineno, obj in iter_jsonl(path, text, warnings):
         flat = _flatten(obj)
         key = _find_step(flat, step_column, path, lineno)
         step = flat.pop(key)

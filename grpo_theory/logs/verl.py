@@ -135,8 +135,12 @@ def read_verl_console(path, text: str | None = None) -> TrainingLog:
                        warnings=warnings, default_metric="critic/score/mean")
 
 
-def iter_jsonl(path, text: str):
-    """Yield ``(lineno, obj)``; a broken *last* line is reported, any other raises."""
+def iter_jsonl(path, text: str, warnings: list):
+    """Yield ``(lineno, obj)`` for each JSON-object line.
+
+    A broken *last* line (a log cut off while being written) is skipped with a
+    note in ``warnings``; any other broken line raises :class:`LogFormatError`.
+    """
     lines = text.split("\n")
     nonblank = [i for i, l in enumerate(lines) if l.strip()]
     last = nonblank[-1] if nonblank else -1
@@ -147,7 +151,7 @@ def iter_jsonl(path, text: str):
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             if i == last:
-                yield i + 1, None  # truncated last line
+                warnings.append(f"{path} line {i + 1}: last line is not complete JSON (cut off); skipped")
                 continue
             raise LogFormatError(path, i + 1, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
         if not isinstance(obj, dict):
@@ -162,10 +166,7 @@ def read_verl_jsonl(path, text: str | None = None) -> TrainingLog:
             text = fh.read()
     warnings: list[str] = []
     records = []
-    for lineno, obj in iter_jsonl(path, text):
-        if obj is None:
-            warnings.append(f"{path} line {lineno}: last line is not complete JSON (cut off); skipped")
-            continue
+    for lineno, obj in iter_jsonl(path, text, warnings):
         step = obj.get("step")
         data = obj.get("data")
         if not isinstance(step, (int, float)) or isinstance(step, bool):

@@ -13,7 +13,7 @@ import csv
 import io
 
 from ..validate import ParameterError
-from .base import LogFormatError, TrainingLog, records_to_metrics
+from .base import LogFormatError, TrainingLog, iter_csv_rows, records_to_metrics
 
 __all__ = ["read_wandb_csv", "is_wandb_header"]
 
@@ -63,22 +63,7 @@ def read_wandb_csv(path, text: str | None = None, run: str | None = None) -> Tra
             raise ParameterError("run", run, "one of " + ", ".join(repr(r) for r in runs))
         chosen = run
     records = []
-    ncol = len(header)
-    last = len(rows) - 1
-    for idx, row in enumerate(rows[1:], start=1):
-        lineno = idx + 1
-        if not any(c.strip() for c in row):
-            continue
-        if len(row) != ncol:
-            if idx == last and len(row) < ncol:
-                warnings.append(f"{path} line {lineno}: last row is cut off "
-                                f"({len(row)} of {ncol} cells); skipped")
-                continue
-            raise LogFormatError(path, lineno, f"{len(row)} cells, the header has {ncol}")
-        try:
-            step = float(row[step_col])
-        except ValueError:
-            raise LogFormatError(path, lineno, f"Step {row[step_col]!r} is not a number") from None
+    for lineno, step, row in iter_csv_rows(path, rows, step_col, warnings, "Step"):
         values = {}
         for i, (r, metric) in cols.items():
             if r != chosen:
