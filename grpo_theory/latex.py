@@ -180,9 +180,11 @@ def write_equations(out_dir, *, compile_pdf: bool = True, names=None) -> Path:
         for _ in range(2):  # second pass resolves references
             proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name],
                                   cwd=out, capture_output=True, text=True, timeout=300)
-            if proc.returncode != 0:
+            if proc.returncode != 0:  # keep equations.log for the user to inspect
                 tail = "\n".join(proc.stdout.splitlines()[-20:])
-                raise RuntimeError(f"pdflatex failed on {tex}:\n{tail}")
+                raise RuntimeError(f"pdflatex failed on {tex} (see {out / 'equations.log'}):\n{tail}")
+        for ext in (".aux", ".log", ".out"):  # pdflatex's by-products
+            (out / f"equations{ext}").unlink(missing_ok=True)
     return tex
 
 
