@@ -31,6 +31,7 @@ import json
 import math
 import os
 
+from .logs.base import flatten
 from .validate import ParameterError, check_real
 
 __all__ = ["ModelParameters", "read_config", "map_config", "stiffness_from_log", "check_config",
@@ -40,15 +41,9 @@ __all__ = ["ModelParameters", "read_config", "map_config", "stiffness_from_log",
 ADV_EPS = {"trl": 1e-4, "verl": 1e-6}
 
 
-def _flatten(d, prefix=""):
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
+def _flatten(d):
+    """Dotted keys, as in verl's overrides (``actor_rollout_ref.rollout.n``)."""
+    return flatten(d, sep=".")
 
 
 def read_config(path) -> tuple[dict, str]:

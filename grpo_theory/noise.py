@@ -27,8 +27,8 @@ import scipy.linalg
 import sympy as sp
 
 from . import symbols as S
-from .derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
-from .validate import ParameterError, check_choice, check_int, check_probability, check_real
+from .derived import Derived, derivation, get, prove_equal, prove_zero
+from .validate import check_choice, check_int, check_probability, check_real
 
 __all__ = ["stationary_variance", "reward_fluctuation", "refresh_phase_variances"]
 

@@ -223,3 +223,15 @@ def iter_csv_rows(path, rows, step_col: int, warnings: list, step_name: str = "s
         except ValueError:
             raise LogFormatError(path, lineno, f"{step_name} {row[step_col]!r} is not a number") from None
         yield lineno, step, row
+
+
+def flatten(d: dict, sep: str = "/", prefix: str = "") -> dict:
+    """Nested dicts to one level: ``{"a": {"b": 1}}`` -> ``{"a<sep>b": 1}``."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, sep, key + sep))
+        else:
+            out[key] = v
+    return out

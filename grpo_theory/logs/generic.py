@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 
-from .base import LogFormatError, TrainingLog, iter_csv_rows, records_to_metrics
+from .base import LogFormatError, TrainingLog, flatten, iter_csv_rows, records_to_metrics
 from .verl import iter_jsonl
 
 __all__ = ["read_csv", "read_jsonl", "STEP_NAMES"]
@@ -78,7 +78,7 @@ def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
     warnings: list[str] = []
     records = []
     for lineno, obj in iter_jsonl(path, text, warnings):
-        flat = _flatten(obj)
+        flat = flatten(obj)
         key = _find_step(flat, step_column, path, lineno)
         step = flat.pop(key)
         if not isinstance(step, (int, float)) or isinstance(step, bool):
@@ -94,12 +94,3 @@ def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
                        default_metric="reward" if "reward" in metrics else None)
 
 
-def _flatten(obj, prefix=""):
-    out = {}
-    for k, v in obj.items():
-        name = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, name + "/"))
-        else:
-            out[name] = v
-    return out
