@@ -19,6 +19,7 @@ The reward is :math:`p(t) = \sigma(z(t))`; it never saturates to a plateau below
 
 from __future__ import annotations
 
+import functools
 import mpmath
 import numpy as np
 import sympy as sp
@@ -82,6 +83,21 @@ def _no_kl_std() -> Derived:
     return out
 
 
+@derivation("closed_forms.no_kl_std_time")
+def _no_kl_std_time() -> Derived:
+    g, g_simple, T = _time_integral("std")
+    expr = (T - T.subs(S.z, _z0)) / _r
+    out = Derived("closed_forms.no_kl_std_time", expr, (S.z, _z0, _r), "t(z)",
+                  "Mean-field time to reach logit z without KL, std normalization (large G, "
+                  "epsilon = 0): the inverse of the explicit trajectory.", units="steps",
+                  assumptions="continuous time; r = eta kappa (per step)", level="L1 (nonlinear)")
+    z_of_t = get("closed_forms.no_kl_std").expr
+    out.check("t(z(t)) = t for the explicit trajectory z(t)", "sympy",
+              prove_zero(expr.subs(S.z, z_of_t) - S.t))
+    out.check("dt/dz = 1/(r g(z))", "sympy", prove_zero(sp.diff(expr, S.z) - 1 / (_r * g_simple)))
+    return out
+
+
 @derivation("closed_forms.no_kl_mean")
 def _no_kl_mean() -> Derived:
     g, g_simple, T = _time_integral("mean")
@@ -124,6 +140,18 @@ def _mpmath_check(out, expr, g_simple):
 # numerics
 # ----------------------------------------------------------------------------------
 
+def _rate_args(z0, rate, normalization):
+    norm = check_choice("normalization", normalization, ("std", "mean"))
+    return norm, check_finite_array("z0", z0), check_real("rate", rate, low=0, low_open=True)
+
+
+@functools.cache
+def _mean_time_slope():
+    """dt/dz of ``closed_forms.no_kl_mean`` (sympy derivative, lambdified): the Newton slope."""
+    d = get("closed_forms.no_kl_mean")
+    return sp.lambdify(d.args, sp.diff(d.expr, S.z), "numpy")
+
+
 def no_kl_logit(t, z0, rate, normalization="std"):
     r"""Mean-field logit :math:`z(t)` without KL (continuous time, steps), vectorised over ``t``.
 
@@ -133,27 +161,24 @@ def no_kl_logit(t, z0, rate, normalization="std"):
     explicit closed form, ``mean`` inverts the implicit one by Newton iteration
     (monotone convergence, see below).
     """
-    norm = check_choice("normalization", normalization, ("std", "mean"))
-    z0 = check_finite_array("z0", z0)
-    r = check_real("rate", rate, low=0, low_open=True)
+    norm, z0, r = _rate_args(z0, rate, normalization)
     t = np.asarray(t, dtype=float)
     if norm == "std":
         return get("closed_forms.no_kl_std").numeric(t, z0, r)
-    tfun = get("closed_forms.no_kl_mean").numeric
+    tfun, slope = get("closed_forms.no_kl_mean").numeric, _mean_time_slope()
     t, z0 = np.broadcast_arrays(t, z0)
     target = np.array(t, dtype=float)
-    # t(z) = target  <=>  h(z) = 2 sinh z + 2 z - C = 0 with C = r t + 2 sinh z0 + 2 z0.
-    # h is increasing, convex for z > 0 and concave for z < 0, and the root lies between 0
-    # and asinh(C/2).  Newton started at asinh(C/2) therefore converges monotonically.
-    C = r * target + 2 * np.sinh(z0) + 2 * z0
-    z = np.arcsinh(C / 2)
+    # t(z) = target  <=>  h(z) = 2 sinh z + 2 z - C = 0 with C = r (target - t(0)) (t(0) from
+    # the derived time function).  h is increasing, convex for z > 0 and concave for z < 0,
+    # and the root lies between 0 and asinh(C/2): Newton from asinh(C/2) converges monotonically.
+    z = np.arcsinh(r * (target - tfun(np.zeros_like(target), z0, r)) / 2)
     for _ in range(100):
-        step = (tfun(z, z0, r) - target) * r / (2 * np.cosh(z) + 2)
+        step = (tfun(z, z0, r) - target) / slope(z, z0, r)
         z = z - step
         if np.all(np.abs(step) <= 1e-10 * (1 + np.abs(z))):
             break
     # quadratic convergence: one more step takes the remaining 1e-10 error below rounding
-    return z - (tfun(z, z0, r) - target) * r / (2 * np.cosh(z) + 2)
+    return z - (tfun(z, z0, r) - target) / slope(z, z0, r)
 
 
 def no_kl_reward(t, p0, rate, normalization="std"):
@@ -163,11 +188,7 @@ def no_kl_reward(t, p0, rate, normalization="std"):
 
 
 def no_kl_time_to_logit(z, z0, rate, normalization="mean"):
-    """Steps needed to go from logit z0 to z without KL (closed form for both normalizations)."""
-    norm = check_choice("normalization", normalization, ("std", "mean"))
-    z0 = check_finite_array("z0", z0)
-    r = check_real("rate", rate, low=0, low_open=True)
-    z = np.asarray(z, dtype=float)
-    if norm == "mean":
-        return get("closed_forms.no_kl_mean").numeric(z, z0, r)
-    return 4 * (np.sinh(z / 2) - np.sinh(z0 / 2)) / r
+    """Steps needed to go from logit z0 to z without KL, from the derived time functions."""
+    norm, z0, r = _rate_args(z0, rate, normalization)
+    return get(f"closed_forms.no_kl_{norm}" + ("_time" if norm == "std" else "")).numeric(
+        np.asarray(z, dtype=float), z0, r)

@@ -51,8 +51,8 @@ def test_every_registered_derivation_is_verified():
 def test_derive_cli_and_equations_tex(tmp_path, capsys):
     assert main(["derive", "--only", "closed_forms", "--out", str(tmp_path), "--no-pdf", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["all_verified"] and {r["name"] for r in out["results"]} == {"closed_forms.no_kl_std",
-                                                                          "closed_forms.no_kl_mean"}
+    assert out["all_verified"] and {r["name"] for r in out["results"]} == {
+        "closed_forms.no_kl_std", "closed_forms.no_kl_std_time", "closed_forms.no_kl_mean"}
     tex = (tmp_path / "equations.tex").read_text()
     assert "\\begin{document}" in tex and "\\label{eq:closed-forms:no-kl-std}" in tex
     assert main(["derive", "--only", "nonsense"]) == 2
