@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.optimize import brentq
 from scipy.special import expit
 
 from . import discrete, noise, oscillator
@@ -699,8 +700,9 @@ def check_damping_transition(quick=True, seed_seq=None, base=None, momentum=0.5,
     _, _, a_c = discrete.refresh_thresholds(mu, 1)
     a_c = float(a_c)
     eta_c = a_c / K
-    # L3: zeta = (1 - mu) / (2 sqrt(m eta K)) = 1 with m = (1 + mu)/2 (on-policy: no lag)
-    a_l3 = (1 - mu) ** 2 / (2 * (1 + mu))
+    # L3 (on-policy, no lag): the eta K where the derived damping ratio equals 1
+    a_l3 = brentq(lambda a_: oscillator.coefficients(a_, mu, 0.0, 1.0).damping_ratio - 1.0,
+                  1e-12, 4.0, xtol=1e-15)
     children = seed_seq.spawn(len(factors))
     rows = []
     for i, f in enumerate(factors):

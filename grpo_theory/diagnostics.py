@@ -91,13 +91,8 @@ def degenerate_group_probability(p, group_size):
     probability ``p`` — from :func:`grpo_theory.drift.degenerate_probability` (the
     core's derived expression).
     """
-    try:
-        from .drift import degenerate_probability
-    except ImportError:  # pragma: no cover - only while the core is incomplete
-        # TODO(core): temporary fallback while grpo_theory.drift is absent: the literal
-        # definition P(all G outcomes equal) for i.i.d. Bernoulli(p) rewards.
-        p = np.asarray(p, dtype=float)
-        return p ** group_size + (1.0 - p) ** group_size
+    from .drift import degenerate_probability
+
     return np.asarray(degenerate_probability(p, group_size), dtype=float)
 
 

@@ -591,11 +591,14 @@ def refresh_thresholds(momentum, refresh_interval):
     k = np.asarray(refresh_interval, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         flip = np.asarray(_num("discrete.refresh_flip_threshold")(mu, k), dtype=float)
-        q = mu**k
-        s1 = np.where(mu > 0, mu * (1 - q) / (1 - mu), 0.0)
-        spread = s1 - k * q                       # sum_j (mu^j - mu^k) >= 0
+        # det M is affine in a with slope (S1 - k q)/(1 - mu) = sum_j (mu^j - mu^k)/(1 - mu) >= 0
+        # (proven in discrete.refresh_determinant); it vanishes (mu = 0 or k = 1) exactly where
+        # det M never reaches 1, i.e. where no complex pair can cross the unit circle
+        det = _num("discrete.refresh_determinant")
+        det1 = np.asarray(det(1.0, mu, k), dtype=float)
+        slope = det1 - np.asarray(det(0.0, mu, k), dtype=float)
         cx = np.asarray(_num("discrete.refresh_complex_threshold")(mu, k), dtype=float)
-        cx = np.where(spread > 1e-12 * np.maximum(s1, 1e-300), cx, np.inf)
+        cx = np.where(slope > 1e-12 * np.maximum(np.abs(det1), 1e-300), cx, np.inf)
         crit = np.asarray(_num("discrete.refresh_critical_damping")(mu + 0j, k + 0j))
         crit = np.where(np.abs(crit.imag) < 1e-9 * np.maximum(1, np.abs(crit.real)), crit.real, np.nan)
     return flip, cx, crit
@@ -1054,7 +1057,7 @@ def refresh_interval_error_table(momenta=(0.0, 0.5, 0.9, 0.99), eta_K=(1e-3, 1e-
     for mu in momenta:
         for a in eta_K:
             exact = _max_k_stale(a, mu)
-            bound = (1 - mu) / a
+            bound = float(get("oscillator.published_threshold").numeric(mu, 1.0, a))  # (1-mu)/(eta K)
             pub = _published_k_max(bound)
             mean = math.ceil(2 * bound + 1) - 1
             rows.append({"momentum": mu, "eta_K": a, "k_max_exact": exact,
