@@ -591,14 +591,14 @@ def refresh_thresholds(momentum, refresh_interval):
     k = np.asarray(refresh_interval, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         flip = np.asarray(_num("discrete.refresh_flip_threshold")(mu, k), dtype=float)
-        # det M is affine in a with slope (S1 - k q)/(1 - mu) = sum_j (mu^j - mu^k)/(1 - mu) >= 0
-        # (proven in discrete.refresh_determinant); it vanishes (mu = 0 or k = 1) exactly where
-        # det M never reaches 1, i.e. where no complex pair can cross the unit circle
-        det = _num("discrete.refresh_determinant")
-        det1 = np.asarray(det(1.0, mu, k), dtype=float)
-        slope = det1 - np.asarray(det(0.0, mu, k), dtype=float)
+        # numerical guard: the complex boundary exists only where sum_j (mu^j - mu^k) = S1 - k q
+        # is positive (proven in discrete.refresh_determinant); near mu = 0 or k = 1 the
+        # lambdified threshold is cancellation noise, so it is compared with S1 itself
+        q = mu**k
+        s1 = np.where(mu > 0, mu * (1 - q) / (1 - mu), 0.0)
+        spread = s1 - k * q
         cx = np.asarray(_num("discrete.refresh_complex_threshold")(mu, k), dtype=float)
-        cx = np.where(slope > 1e-12 * np.maximum(np.abs(det1), 1e-300), cx, np.inf)
+        cx = np.where(spread > 1e-12 * np.maximum(s1, 1e-300), cx, np.inf)
         crit = np.asarray(_num("discrete.refresh_critical_damping")(mu + 0j, k + 0j))
         crit = np.where(np.abs(crit.imag) < 1e-9 * np.maximum(1, np.abs(crit.real)), crit.real, np.nan)
     return flip, cx, crit
