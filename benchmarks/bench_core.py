@@ -19,14 +19,14 @@ import numpy as np
 
 CHAIN = """
 import sys
-from grpo_theory.derived import all_names, get
+from grpo_theory.theory.derived import all_names, get
 failed = []
 for n in all_names():
     try:
         get(n)
     except Exception as exc:  # another module's derivation may be mid-development
         failed.append(f"{n}: {type(exc).__name__}")
-from grpo_theory.derived import timings
+from grpo_theory.theory.derived import timings
 by = {}
 for n, sec in timings().items():
     by[n.split(".")[0]] = by.get(n.split(".")[0], 0.0) + sec
@@ -52,8 +52,7 @@ def bench_chain() -> None:
 
 
 def bench_lambdify(n_points: int = 100_000, n_evalf: int = 200) -> None:
-    from grpo_theory import symbols as S
-    from grpo_theory.derived import get
+    from grpo_theory.theory.derived import get
 
     rng = np.random.default_rng(0)
     mu = rng.uniform(0, 0.99, n_points)
@@ -81,7 +80,7 @@ def bench_lambdify(n_points: int = 100_000, n_evalf: int = 200) -> None:
 
 
 def bench_phase_diagram() -> None:
-    from grpo_theory.discrete import phase_diagram, spectral_radius
+    from grpo_theory.theory.discrete import phase_diagram, spectral_radius
 
     a = np.geomspace(1e-3, 3, 256)
     k = np.arange(1, 257)
@@ -92,7 +91,7 @@ def bench_phase_diagram() -> None:
     print(f"(c) exact phase diagram 256x256 (stale, closed form): {dt * 1e3:7.1f} ms (goal < 1 s); "
           f"unstable fraction {np.mean(pd.regime_code == 3):.3f}")
     t0 = time.perf_counter()
-    spectral_radius(a[:, None], 0.9, k[None, :], 1.0, stale_fraction=0.7)
+    spectral_radius(a[:, None], 0.9, k[None, :], 1.0, fresh_fraction=0.3)
     dt = time.perf_counter() - t0
     print(f"(c) spectral radius 256x256 with fresh stiffness (numeric products): {dt * 1e3:7.1f} ms")
 

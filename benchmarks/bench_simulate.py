@@ -10,7 +10,7 @@ normalization, stale surrogate, SGD, on-policy):
     actions one by one, loop over the samples for the gradient), on a small
     ensemble, scaled per run-step: (a1) with python floats and :mod:`random`,
     (a2) in the naive numpy style (a ``Generator`` call per sample);
-(b) the vectorized simulator :func:`grpo_theory.simulate.simulate`, with every
+(b) the vectorized simulator :func:`grpo_theory.simulation.simulate`, with every
     observable recorded and with only the reward recorded;
 (c) the RNG floor: drawing the same random variates (one binomial per run and
     step, with the per-run success probabilities of run (b)) and nothing else.
@@ -32,7 +32,7 @@ import tracemalloc
 
 import numpy as np
 
-from grpo_theory.simulate import simulate
+from grpo_theory.simulation.engine import simulate
 
 
 def loop_grpo(runs, steps, group_size, p_ref=0.3, learning_rate=0.1, adv_eps=1e-4, seed=0):

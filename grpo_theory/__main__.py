@@ -1,5 +1,7 @@
+"""``python -m grpo_theory`` is the ``grpo-theory`` command."""
+
 import sys
 
-from .cli import main
+from grpo_theory.cli.main import main
 
 sys.exit(main())

@@ -19,10 +19,10 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 import numpy as np
 import matplotlib.pyplot as plt
 from IPython.display import Math, Markdown, display
-from grpo_theory.derived import get
-from grpo_theory.report import DEFAULT_MODEL
+from grpo_theory.theory.derived import get
+from grpo_theory.model import DEFAULT_MODEL
 plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8})
-VARIANT = {k: DEFAULT_MODEL[k] for k in ("p_ref", "group_size", "normalization", "kl", "kl_coef", "adv_eps", "surrogate")}
+VARIANT = {k: v for k, v in DEFAULT_MODEL.variant().items() if k not in ("actions", "correct")}
 
 def show(*names):
     \"\"\"Render registered derivations (LaTeX from the same sympy expression the code evaluates).\"\"\"
@@ -104,7 +104,7 @@ $\kappa$ a geometric factor of the softmax ($\kappa = 2$ for two actions). The p
     code(r"""
 show("drift.advantage_sum_std", "drift.geometric_factor")
 proof_log("drift.advantage_sum_std")
-from grpo_theory.drift import geometric_factor
+from grpo_theory.theory.drift import geometric_factor
 kappa = geometric_factor(actions=2, correct=1)
 by_formula = kappa * get("drift.advantage_sum_std").numeric(n, G, eps)
 print(f"\nhand-computed Δz/η = {delta_z / eta:.10f},  κ·A_+(n) = {by_formula:.10f}")
@@ -129,7 +129,7 @@ Let us check the sum against brute force: the average of the by-hand update over
 """),
     code(r"""
 from scipy.stats import binom
-from grpo_theory.drift import expected_advantage
+from grpo_theory.theory.drift import expected_advantage
 ns = np.arange(G + 1)
 A_plus = np.where((ns > 0) & (ns < G), get("drift.advantage_sum_std").numeric(ns, G, eps), 0.0)
 exact = np.sum(binom.pmf(ns, G, 0.3) * A_plus)                 # the binomial sum, by hand
@@ -214,7 +214,7 @@ over the linear growth in $z$). The plot shows what this does to the drift: the 
 fixed points (next notebook), and they sit in different places for the four variants.
 """),
     code(r"""
-from grpo_theory.drift import drift
+from grpo_theory.theory.drift import drift
 z = np.linspace(-3, 7, 400)
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
 pz, pr = 1 / (1 + np.exp(-z)), 0.3
@@ -238,8 +238,8 @@ The mean-field drift is a statement about the **ensemble mean** of one step: $E[
 ensemble of independent runs. One step from $z_0$, 2000 runs, default model:
 """),
     code(r"""
-from grpo_theory.simulate import simulate
-from grpo_theory.drift import update_variance
+from grpo_theory.simulation.engine import simulate
+from grpo_theory.theory.drift import update_variance
 eta, z0 = 0.1, 1.0
 res = simulate(steps=1, runs=2000, learning_rate=eta, p0=float(1 / (1 + np.exp(-z0))),
                record=("z",), seed=1, progress=False, **VARIANT)
@@ -264,7 +264,7 @@ fail — the drift is nonlinear, so $E[F(z)] \ne F(E[z])$ once the ensemble spre
 """),
     code(r"""
 my_answer = 0.9**8 + 0.1**8   # <- your answer
-from grpo_theory.drift import degenerate_probability
+from grpo_theory.theory.drift import degenerate_probability
 assert abs(my_answer - degenerate_probability(0.9, 8)) < 1e-12
 my_answer
 """),
@@ -309,8 +309,8 @@ when $\beta$ goes to 1), exactly as `bifurcations` does, and draw $B$ for the st
 exact KL at several $G$.
 """),
     code(r"""
-from grpo_theory.drift import drift
-from grpo_theory.fixed_points import bifurcations, fixed_points, stable_fixed_point
+from grpo_theory.theory.drift import drift
+from grpo_theory.theory.fixed_points import bifurcations, fixed_points, stable_fixed_point
 
 def level_set(z, **variant):
     A = drift(z, **variant, kl_coef=0.0)
@@ -364,7 +364,7 @@ show("fixed_points.mroueh_map", "fixed_points.mroueh_agreement")
 proof_log("fixed_points.mroueh_agreement")
 """),
     code(r"""
-from grpo_theory.fixed_points import compare_with_mroueh
+from grpo_theory.theory.fixed_points import compare_with_mroueh
 rows = compare_with_mroueh(p_ref=0.3, kl_coef=2.0, group_size=8)
 print(f"{'variant':<12}{'G':>5}{'p* (ours)':>12}{'p* Mroueh':>12}{'difference':>13}")
 for r in rows:
@@ -392,7 +392,7 @@ iterate) and $K_s = -\partial_{z_{\rm old}} F$ (*stale*: acts through the sampli
 **only $K_s$**, and delayed restoring forces are what make a spring overshoot. Compare three variants:
 """),
     code(r"""
-from grpo_theory import discrete
+from grpo_theory.theory import discrete
 cases = {"default (std + k3, β=0.1)": VARIANT,
          "std + exact, β=2": dict(std_exact, kl_coef=2.0, group_size=8),
          "mean + exact, β=0.5, G=64": dict(p_ref=0.3, normalization="mean", kl="exact", kl_coef=0.5, group_size=64)}
@@ -426,7 +426,7 @@ my_z, fp.p
     code(r"""
 amplified = True   # <- your answer
 fp = stable_fixed_point(**VARIANT)
-assert amplified == (fp.p > DEFAULT_MODEL["p_ref"]) and fp.stable
+assert amplified == (fp.p > DEFAULT_MODEL.p_ref) and fp.stable
 fp.p
 """),
 ]
@@ -453,7 +453,7 @@ the coefficients of $s^2$, $s$ and $1$ are the mass, damping and spring of a con
 """),
     code(r"""
 import sympy as sp
-from grpo_theory import oscillator
+from grpo_theory.theory import oscillator
 chi = oscillator.discrete_characteristic_function()
 s = [x for x in chi.free_symbols if x.name == "s"][0]
 display(Math(r"\chi(s) = " + sp.latex(chi)))
@@ -481,9 +481,9 @@ For the default model ($\eta=0.5$, $K\approx0.127$, refresh interval 2) we vary 
 momentum itself is a derived formula:
 """),
     code(r"""
-from grpo_theory.fixed_points import stable_fixed_point
+from grpo_theory.theory.fixed_points import stable_fixed_point
 K = stable_fixed_point(**VARIANT).stiffness
-eta, lag = DEFAULT_MODEL["learning_rate"], DEFAULT_MODEL["refresh_interval"]
+eta, lag = DEFAULT_MODEL.learning_rate, DEFAULT_MODEL.refresh_interval
 show("oscillator.critical_momentum")
 mu_c = float(get("oscillator.critical_momentum").numeric(eta, K, lag))
 print(f"K = {K:.4f},  critical momentum μ_c = {mu_c:.4f}")
@@ -593,7 +593,7 @@ puts a real eigenvalue at $-1$ (**flip**: period-2 alternation from window to wi
     md("The published rule and the mean-lag variant (a first-order model with lag $(k-1)/2$) are:"),
     code('show("discrete.published_threshold_learning_rate", "discrete.mean_lag_threshold_learning_rate")'),
     code(r"""
-from grpo_theory import discrete
+from grpo_theory.theory import discrete
 rows = discrete.threshold_error_table(momenta=(0.0, 0.5, 0.9, 0.99), refresh_intervals=(1, 2, 4, 8, 16, 32, 64))
 print(f"{'μ':>5}{'k':>4}{'ηK exact':>11}{'published':>11}{'exact/pub':>11}{'mean lag':>10}  binding")
 for r in rows:
@@ -656,8 +656,8 @@ follow the ensemble mean of 400 runs for 300 steps at several refresh intervals.
 is multiplied by the monodromy eigenvalue each window.
 """),
     code(r"""
-from grpo_theory.simulate import simulate
-from grpo_theory.fixed_points import stable_fixed_point
+from grpo_theory.simulation.engine import simulate
+from grpo_theory.theory.fixed_points import stable_fixed_point
 dr_grpo = dict(p_ref=0.3, normalization="mean", kl="exact", kl_coef=0.5, group_size=64, adv_eps=1e-6)
 fp = stable_fixed_point(**dr_grpo)
 eta = 0.5
@@ -738,7 +738,7 @@ advantage is of order $\sqrt G$: the noise is then almost independent of $G$. Th
 (`update_variance`) shows all three regimes:
 """),
     code(r"""
-from grpo_theory.drift import update_variance
+from grpo_theory.theory.drift import update_variance
 p = np.linspace(0.02, 0.995, 400)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
 for ax, norm in zip(axes, ("std", "mean")):
@@ -762,9 +762,9 @@ $p^*$, and the exact stationary variance (SGD, $\eta=0.5$, on-policy). Three var
 the three regimes, and a small simulation (400 runs × 300 steps) for two of them:
 """),
     code(r"""
-from grpo_theory import noise
-from grpo_theory.fixed_points import stable_fixed_point
-from grpo_theory.simulate import simulate
+from grpo_theory.theory import noise
+from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.simulation.engine import simulate
 variants = {"mean + exact, β = 0.5 (p* ≈ 0.75)": dict(p_ref=0.3, normalization="mean", kl="exact", kl_coef=0.5, adv_eps=1e-6),
             "mean + exact, β = 1.18 (p* ≈ 0.5)": dict(p_ref=0.3, normalization="mean", kl="exact", kl_coef=1.18, adv_eps=1e-6),
             "default: std + k3 (p* ≈ 0.97)": {k: v for k, v in VARIANT.items() if k not in ("group_size", "surrogate")}}
@@ -835,8 +835,8 @@ forecast the plateau from the first 30 % of the run, and read the four diagnosti
 """),
     code(SETUP),
     code(r"""
-from grpo_theory.report import find_example_log
-from grpo_theory.logs import read_log
+from grpo_theory.data import example_log as find_example_log
+from grpo_theory.runs.logs import read_log
 log = read_log(find_example_log())
 metric = log.reward_metric()
 steps, reward = log.series(metric)
@@ -856,7 +856,7 @@ ax.set(xlabel="step", ylabel="training reward (mean score)", title="verl GRPO, D
 """),
     code('show("oscillator.single_exponential", "closed_forms.no_kl_std")'),
     code(r"""
-from grpo_theory.fitting import fit_models, forecast
+from grpo_theory.runs.fitting import fit_models, forecast
 MODELS = ("exponential", "oscillator", "mean_field_std", "mixture_std")
 fits = fit_models(steps, reward, MODELS)["models"]
 print(f"{'model':<16}{'R²':>7}{'AIC':>10}{'plateau':>9}{'steps to 90 %':>15}")
@@ -906,7 +906,7 @@ ax.set(xlabel="step", ylabel="reward", title="forecast"); ax.legend(); plt.show(
 * **Dynamical instability** — fitted damping ratio, growing or oscillating reward.
 """),
     code(r"""
-from grpo_theory.diagnostics import diagnose
+from grpo_theory.runs.diagnostics import diagnose
 report = diagnose(log, fit=fits["oscillator"])
 for name, d in report["diagnostics"].items():
     print(f"{name:<24} flag={d['flag']!s:<6} {d['evidence']}\n")
@@ -929,7 +929,7 @@ assert my_best == max(fits, key=lambda m: fits[m].r2)
     code(r"""
 p_end = float(np.mean(reward[-50:]))
 my_frac = p_end**5 + (1 - p_end)**5   # <- your answer
-from grpo_theory.drift import degenerate_probability
+from grpo_theory.theory.drift import degenerate_probability
 assert np.isclose(my_frac, degenerate_probability(p_end, 5))
 p_end, my_frac
 """),

@@ -1,0 +1,96 @@
+"""The ``grpo-theory`` command line: parse -> one library call -> print the result.
+
+Each sub-command is a module of :mod:`grpo_theory.cli` exposing ``NAME``, ``HELP``,
+``add_arguments(parser)`` and ``call(args) -> Result``: one call of the public API
+returning a typed :class:`~grpo_theory.results.Result`.  The core prints
+``str(result)`` (or ``result.to_dict()`` as JSON with ``--json``) and exits with
+``result.exit_code``.  Bad input exits with code 2 and one line naming the
+parameter, its value and what is allowed; nothing is written and no traceback is
+shown.  A closed pipe (``grpo-theory derive --json | head -1``) ends quietly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from grpo_theory.validate import ParameterError
+
+#: Sub-command modules, in the order shown by --help.
+COMMAND_MODULES = (
+    "report",
+    "derive",
+    "stability",
+    "fixed_points",
+    "trajectory",
+    "simulate",
+    "crosscheck",
+    "fit",
+    "diagnose",
+    "check_config",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse default is also 2)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default in --help (except where it is None or a flag)."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False, argparse.SUPPRESS) or "%(default)" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from grpo_theory import __version__
+
+    parser = _Parser(prog="grpo-theory", formatter_class=_Formatter,
+                     description="Symbolic-numeric theory workbench for GRPO training dynamics.")
+    parser.add_argument("--version", action="version", version=f"grpo-theory {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for modname in COMMAND_MODULES:
+        mod = importlib.import_module(f"grpo_theory.cli.{modname}")
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP,
+                           formatter_class=_Formatter)
+        mod.add_arguments(p)
+        p.set_defaults(_module=mod)
+    return parser
+
+
+def _emit(args, result) -> int:
+    if getattr(args, "json", False):
+        print(result.to_json())
+    else:
+        print(result)
+    return int(result.exit_code)
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    mod = getattr(args, "_module", None)
+    if mod is None:
+        parser.print_help()
+        return 0
+    try:
+        if hasattr(mod, "call"):
+            return _emit(args, mod.call(args))
+        return int(mod.run(args) or 0)
+    except ParameterError as exc:
+        print(f"grpo-theory {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`): stop quietly, as other CLI tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

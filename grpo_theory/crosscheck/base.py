@@ -1,0 +1,251 @@
+"""Shared base of the cross-checks: the base model, the check and report objects, the
+L1 mean-field and moment-closure trajectories, and per-run stationary statistics."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import expit
+
+from grpo_theory.model import GRPOModel
+from grpo_theory.results import Result, jsonable
+from grpo_theory.simulation import simulate
+from grpo_theory.theory.drift import drift, update_variance
+from grpo_theory.validate import check_int
+
+__all__ = ["BASE_MODEL", "BASE", "N_SIGMA", "Check", "CrosscheckReport", "mean_field_trajectory",
+           "moment_closure_trajectory", "as_base"]
+
+#: The base model of the checks: two-action bandit, p_ref = 0.3, std advantages with the
+#: simulator's epsilon_adv = 1e-4, exact KL with beta = 2, the stale surrogate, G = 8.
+BASE_MODEL = GRPOModel(p_ref=0.3, normalization="std", kl="exact", kl_coef=2.0, group_size=8,
+                       adv_eps=1e-4, surrogate="stale", learning_rate=0.1, momentum=0.0)
+
+_BASE_KEYS = ("p_ref", "normalization", "kl", "kl_coef", "group_size", "adv_eps", "surrogate")
+
+
+def as_base(model: GRPOModel | None = None) -> dict:
+    """The variant keywords of ``model`` (default :data:`BASE_MODEL`) that the checks pass to
+    the simulator and the drift."""
+    model = BASE_MODEL if model is None else model
+    if not isinstance(model, GRPOModel):
+        from grpo_theory.validate import ParameterError
+        raise ParameterError("base", type(model).__name__, "a GRPOModel or None")
+    v = model.variant()
+    return {k: v[k] for k in _BASE_KEYS}
+
+
+#: the base variant as simulate/drift keywords
+BASE = as_base()
+
+N_SIGMA = 4.0
+
+
+@dataclass
+class Check:
+    """One comparison of a prediction with the simulation.
+
+    ``predicted``/``measured``: the headline numbers (units in ``details["units"]``);
+    ``error``: their difference (or the statistic named in ``details``); ``band``: dict
+    with ``tolerance`` (same units as ``error``) and ``derivation`` (how it follows from
+    the replications); ``verdict``: "pass", "fail" or "info" (not a pass/fail check).
+    """
+
+    name: str
+    description: str
+    predicted: float
+    measured: float
+    error: float
+    band: dict
+    verdict: str
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return jsonable({"name": self.name, "description": self.description,
+                       "predicted": self.predicted, "measured": self.measured,
+                       "error": self.error, "band": self.band, "verdict": self.verdict,
+                       "details": self.details})
+
+
+@dataclass
+class CrosscheckReport(Result):
+    checks: list
+    quick: bool = True
+    seed: int = 0
+
+    @property
+    def passed(self) -> bool:
+        """True when no pass/fail check failed ("info" checks do not count)."""
+        return all(c.verdict != "fail" for c in self.checks)
+
+    def __getitem__(self, name) -> Check:
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def to_dict(self) -> dict:
+        return {"checks": [c.to_dict() for c in self.checks], "passed": self.passed,
+                "quick": self.quick, "seed": self.seed}
+
+    def __str__(self) -> str:
+        return self.table()
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def table(self) -> str:
+        def fmt(x):
+            if x is None:
+                return "-"
+            if isinstance(x, (int, np.integer)):
+                return str(int(x))
+            x = float(x)
+            return f"{x:.4g}" if math.isfinite(x) else str(x)
+
+        rows = [("check", "predicted", "measured", "error", "band", "verdict")]
+        for c in self.checks:
+            rows.append((c.name, fmt(c.predicted), fmt(c.measured), fmt(c.error),
+                         fmt(c.band.get("tolerance")), c.verdict.upper()))
+        widths = [max(len(r[i]) for r in rows) for i in range(6)]
+        lines = ["  ".join(s.ljust(w) for s, w in zip(r, widths)) for r in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        lines.append("")
+        for c in self.checks:
+            lines.append(f"[{c.name}] {c.description}")
+            lines.append(f"    band: {c.band.get('derivation', '')}")
+            for note in c.details.get("notes", []):
+                lines.append(f"    - {note}")
+        lines.append("")
+        lines.append(f"mode: {'quick' if self.quick else 'full'}, seed {self.seed}; "
+                     f"overall: {'PASSED' if self.passed else 'FAILED'}")
+        return "\n".join(lines)
+
+
+def _variant(kw):
+    return {k: kw[k] for k in ("p_ref", "normalization", "kl", "kl_coef", "group_size",
+                               "adv_eps", "surrogate") if k in kw}
+
+
+def mean_field_trajectory(steps, z0, learning_rate, momentum=0.0, refresh_interval=1, **variant):
+    r"""Iterate the exact L1 map :math:`v_{t+1}=\mu v_t+\eta F(z_t, z_{s(t)})`, :math:`z_{t+1}=z_t+v_{t+1}`.
+
+    Vectorised over ``z0``/``learning_rate``/``momentum`` (broadcast); ``refresh_interval``
+    k: :math:`z_{s(t)}` is refreshed at t ≡ 0 (mod k).  Returns shape ``(..., steps+1)``.
+    """
+    z0, eta, mu = np.broadcast_arrays(np.asarray(z0, float), np.asarray(learning_rate, float),
+                                      np.asarray(momentum, float))
+    z = z0.astype(float).copy()
+    v = np.zeros_like(z)
+    zold = z.copy()
+    out = np.empty(z.shape + (steps + 1,))
+    out[..., 0] = z
+    k = check_int("refresh_interval", refresh_interval, low=1)
+    for t in range(steps):
+        if t % k == 0:
+            zold = z.copy()
+        v = mu * v + eta * drift(z, zold, **variant)
+        z = z + v
+        out[..., t + 1] = z
+    return out
+
+
+def moment_closure_trajectory(steps, z0, learning_rate, momentum=0.0, h=1e-3, **variant):
+    r"""Second-order moment closure of the on-policy dynamics (refresh interval 1).
+
+    Mean :math:`m` and covariance :math:`C` of (x, v):
+    :math:`E[F(z)] \approx F(m) + \tfrac12 F''(m) C_{xx}`, and :math:`C` propagated
+    through the Jacobian with the exact per-step noise :math:`\eta^2\sigma^2(m)`
+    (:func:`grpo_theory.theory.drift.update_variance`).  The difference to the L1 map is the
+    leading :math:`O(\eta^2 \mathrm{Var})` mean-field bias.  Returns ``(mean, var)``
+    arrays of shape ``(..., steps+1)``.
+    """
+    z0, eta, mu = np.broadcast_arrays(np.asarray(z0, float), np.asarray(learning_rate, float),
+                                      np.asarray(momentum, float))
+    m = z0.astype(float).copy()
+    v = np.zeros_like(m)
+    cxx, cxv, cvv = (np.zeros_like(m) for _ in range(3))
+    means = np.empty(m.shape + (steps + 1,))
+    vars_ = np.empty_like(means)
+    means[..., 0], vars_[..., 0] = m, cxx
+    nk = {k: variant[k] for k in ("normalization", "kl", "group_size", "kl_coef", "p_ref",
+                                  "adv_eps") if k in variant}
+    for t in range(steps):
+        zz = np.stack([m, m + h, m - h])
+        F0, Fp, Fm = drift(zz, zz, **variant)
+        d1 = (Fp - Fm) / (2 * h)
+        d2 = (Fp - 2 * F0 + Fm) / h**2
+        s2 = np.asarray(update_variance(expit(m).ravel(), **nk), float).reshape(m.shape)
+        v = mu * v + eta * (F0 + 0.5 * d2 * cxx)
+        m = m + v
+        # linear map of (x, v): v' = mu v + eta d1 x + eta xi ; x' = x + v'
+        a11, a12 = 1 + eta * d1, mu
+        a21, a22 = eta * d1, mu
+        n = eta**2 * s2
+        nxx = a11 * a11 * cxx + 2 * a11 * a12 * cxv + a12 * a12 * cvv + n
+        nxv = a11 * a21 * cxx + (a11 * a22 + a12 * a21) * cxv + a12 * a22 * cvv + n
+        nvv = a21 * a21 * cxx + 2 * a21 * a22 * cxv + a22 * a22 * cvv + n
+        cxx, cxv, cvv = nxx, nxv, nvv
+        means[..., t + 1], vars_[..., t + 1] = m, cxx
+    return means, vars_
+
+
+def _sim(seed_seq, **kw):
+    return simulate(seed=int(seed_seq.generate_state(1)[0]), **kw)
+
+
+def _times(steps, n):
+    return np.unique(np.linspace(1, steps, min(n, steps)).round().astype(int))
+
+
+def _stationary_var(z, t_from, stride):
+    """Across-run variance of z averaged over times t_from, t_from+stride, ... with its SE.
+
+    Per run i the statistic s_i = mean_t (z_it - zbar_t)^2 R/(R-1); runs are independent,
+    so SE = std(s_i)/sqrt(R)."""
+    R = z.shape[0]
+    ts = np.arange(t_from, z.shape[1], stride)
+    dev = z[:, ts] - z[:, ts].mean(axis=0)
+    s = (dev**2).mean(axis=1) * R / (R - 1)
+    return float(s.mean()), float(s.std(ddof=1) / math.sqrt(R)), ts
+
+
+def _stationary_mean(x, t_from):
+    """Mean of x over runs and times >= t_from; SE from per-run time averages."""
+    per_run = x[:, t_from:].mean(axis=1)
+    return float(per_run.mean()), float(per_run.std(ddof=1) / math.sqrt(per_run.size))
+
+
+def _second_order_offsets(fp, eta, var_z, variant, h=1e-3):
+    """Leading noise-induced offsets at a stable fixed point (on-policy SGD).
+
+    dz = F''(z*) Var z / (2K) (mean logit shift) and
+    dp = sigma'(z*) dz + sigma''(z*) Var z / 2 (mean reward shift)."""
+    zz = np.array([fp.z, fp.z + h, fp.z - h])
+    F0, Fp, Fm = drift(zz, zz, **variant)
+    d2 = (Fp - 2 * F0 + Fm) / h**2
+    dz = 0.5 * d2 * var_z / fp.stiffness
+    p = fp.p
+    s1 = p * (1 - p)
+    s2 = s1 * (1 - 2 * p)
+    return float(dz), float(s1 * dz + 0.5 * s2 * var_z)
+
+
+def _variance_second_order(fp, var_z, s2, variant, h=0.02):
+    r"""Leading relative correction to the linear stationary variance (on-policy SGD).
+
+    Two O(Var) effects the L2 AR variance leaves out: the noise variance averaged over
+    the fluctuations, E[sigma^2(z)] = sigma^2 + (sigma^2)'' Var/2, and the effective
+    stiffness E[-F'(z)] = K - F3 Var/2 (F3 the third derivative; Var is proportional to
+    1/K).  Returns (sigma^2)'' Var/(2 sigma^2) + F3 Var/(2K)."""
+    nk = {k: variant[k] for k in ("normalization", "kl", "group_size", "kl_coef", "p_ref",
+                                  "adv_eps")}
+    zz = fp.z + np.array([-2 * h, -h, 0.0, h, 2 * h])
+    sv = np.asarray(update_variance(expit(zz), **nk), float)
+    d2s = (sv[1] - 2 * sv[2] + sv[3]) / h**2
+    F = drift(zz, zz, **variant)
+    d3F = (F[4] - 2 * F[3] + 2 * F[1] - F[0]) / (2 * h**3)
+    return float(0.5 * d2s * var_z / s2 + 0.5 * d3F * var_z / fp.stiffness)

@@ -1,0 +1,111 @@
+"""Check 2: group size as temperature: the stationary variance against the exact finite-G noise model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from grpo_theory.theory import noise
+from grpo_theory.theory.drift import update_variance
+from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.crosscheck.base import (N_SIGMA, Check, _sim, _times, _variant, as_base, mean_field_trajectory, moment_closure_trajectory, _stationary_var, _variance_second_order)
+
+
+def check_group_temperature(quick=True, seed_seq=None, base=None,
+                            group_sizes=(4, 8, 16, 32), normalizations=("mean", "std")) -> Check:
+    base = as_base(base)
+    seed_seq = seed_seq or np.random.SeedSequence(1)
+    R = 500 if quick else 4000
+    T = 150 if quick else 400
+    eta = 0.2
+    rows = []
+    worst = 0.0
+    children = iter(seed_seq.spawn(4 * len(group_sizes) * len(normalizations)))
+    mean_rows = []
+    for norm in normalizations:
+        for G in group_sizes:
+            var = dict(_variant(base), normalization=norm, group_size=G)
+            fp = stable_fixed_point(**var)
+            s2 = float(update_variance(fp.p, normalization=norm, kl=var["kl"], group_size=G,
+                                       kl_coef=var["kl_coef"], p_ref=var["p_ref"],
+                                       adv_eps=var["adv_eps"]))
+            pred = noise.stationary_variance(eta, 0.0, fp.stiffness, s2)
+            corr = _variance_second_order(fp, pred, s2, var)
+            res = _sim(next(children), steps=T, runs=R, learning_rate=eta, p0=fp.p,
+                       record=("z",), **dict(base, normalization=norm, group_size=G))
+            relax = int(math.ceil(5.0 / (eta * fp.stiffness)))
+            meas, se, ts = _stationary_var(res.z, max(relax, T // 3), max(1, relax // 5 * 2))
+            dev = abs(meas - pred) / (N_SIGMA * se + abs(corr) * pred)
+            worst = max(worst, dev)
+            rows.append({"normalization": norm, "group_size": G, "p_star": fp.p,
+                         "stiffness": fp.stiffness, "noise_variance": s2,
+                         "var_pred": pred, "var_meas": meas, "var_se": se,
+                         "G_var_pred": G * pred, "G_var_meas": G * meas,
+                         "second_order_rel": corr,
+                         "err_over_4se": abs(meas - pred) / (N_SIGMA * se),
+                         "ratio_to_band": dev})
+    spreads = {}
+    for norm in normalizations:
+        gv = np.array([r["G_var_meas"] for r in rows if r["normalization"] == norm])
+        gp = np.array([r["G_var_pred"] for r in rows if r["normalization"] == norm])
+        spreads[norm] = {"measured": float(gv.max() / gv.min() - 1),
+                         "predicted": float(gp.max() / gp.min() - 1)}
+    # mean trajectory: G-invariance at the precision of the finite-G drift
+    z0 = math.log(base["p_ref"] / (1 - base["p_ref"]))
+    Tm = 60 if quick else 120
+    tsm = _times(Tm, 20)
+    worst_mean = 0.0
+    for norm in normalizations:
+        var_lo = dict(_variant(base), normalization=norm, group_size=group_sizes[0])
+        var_hi = dict(_variant(base), normalization=norm, group_size=group_sizes[-1])
+        sims = [_sim(next(children), steps=Tm, runs=R, learning_rate=eta, record=("z",),
+                     **dict(base, normalization=norm, group_size=v["group_size"]))
+                for v in (var_lo, var_hi)]
+        resid = sims[0].mean("z") - sims[1].mean("z")
+        se = np.hypot(sims[0].sem("z"), sims[1].sem("z"))
+        L = [mean_field_trajectory(Tm, z0, eta, **v) for v in (var_lo, var_hi)]
+        mcs = [moment_closure_trajectory(Tm, z0, eta, **v)[0] for v in (var_lo, var_hi)]
+        pred = L[0] - L[1]
+        bias = np.abs((mcs[0] - L[0]) - (mcs[1] - L[1]))
+        r = np.abs(resid[tsm] - pred[tsm]) / (N_SIGMA * se[tsm] + bias[tsm])
+        worst_mean = max(worst_mean, float(r.max()))
+        mean_rows.append({"normalization": norm, "G_pair": [group_sizes[0], group_sizes[-1]],
+                          "max_abs_residual_sim": float(np.max(np.abs(resid[tsm]))),
+                          "max_abs_residual_pred": float(np.max(np.abs(pred[tsm]))),
+                          "max_abs_resid_minus_pred": float(np.max(np.abs(resid[tsm] - pred[tsm]))),
+                          "max_ratio_to_band": float(r.max()),
+                          "t": np.arange(Tm + 1), "residual_sim": resid, "residual_pred": pred,
+                          "residual_se": se})
+    stat = max(worst, worst_mean)
+    notes = [f"{r['normalization']} G={r['group_size']}: Var z pred {r['var_pred']:.4g}, meas "
+             f"{r['var_meas']:.4g} ± {r['var_se']:.2g}; G·Var pred {r['G_var_pred']:.4g}, meas "
+             f"{r['G_var_meas']:.4g} (|meas-pred| = {r['err_over_4se']:.2f} x 4 SE; "
+             f"second-order correction {100 * r['second_order_rel']:+.2f}%)" for r in rows]
+    for norm, sp_ in spreads.items():
+        ok = "holds" if sp_["measured"] <= 0.10 else "does NOT hold"
+        notes.append(f"{norm}: spread of G·Var across G = {100 * sp_['measured']:.1f}% measured, "
+                     f"{100 * sp_['predicted']:.1f}% predicted by the exact finite-G theory -> the "
+                     f"'G as temperature' (Var ∝ 1/G within 10%) law {ok}")
+    for m in mean_rows:
+        notes.append(f"{m['normalization']} mean trajectory G={m['G_pair'][0]} minus "
+                     f"G={m['G_pair'][1]}: sim residual up to {m['max_abs_residual_sim']:.3g}, "
+                     f"finite-G drift predicts {m['max_abs_residual_pred']:.3g}; "
+                     f"max |diff| {m['max_abs_resid_minus_pred']:.3g}")
+    return Check(
+        name="group_temperature",
+        description="stationary Var z at G in {4,8,16,32} vs the exact L2 AR variance with "
+                    "sigma^2 = update_variance at the finite-G fixed point; G·Var spread; "
+                    "mean-trajectory G-residual vs the finite-G drift",
+        predicted=1.0, measured=stat, error=stat - 1.0,
+        band={"tolerance": 1.0,
+              "derivation": f"max over G, normalization of |Var_meas - Var_pred| / (4 SE + "
+                            f"|c| Var_pred), c the computed leading O(Var) correction (noise "
+                            f"curvature and third-derivative stiffness shift), SE from per-run time-averaged squared deviations over R={R} independent "
+                            "runs; and |residual_sim - residual_pred| / (4 SE + closure bias) for "
+                            "the mean trajectories. The 10% G·Var law is reported, not a verdict "
+                            "input, because the exact theory itself predicts its violation."},
+        verdict="pass" if stat <= 1.0 else "fail",
+        details={"units": "z in logits", "rows": rows, "G_var_spread": spreads,
+                 "mean_residuals": mean_rows, "learning_rate": eta, "runs": R, "steps": T,
+                 "notes": notes})

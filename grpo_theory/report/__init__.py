@@ -1,0 +1,1 @@
+"""The paper-ready report: :mod:`.build` (``build_report``) and :mod:`.figures`."""

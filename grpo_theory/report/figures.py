@@ -1,0 +1,267 @@
+r"""Publication figures for the report (matplotlib, Agg backend, one consistent style).
+
+Every figure function takes the data it plots (computed by :mod:`grpo_theory.report`
+from the package API — no formula is re-typed here) and writes ``<stem>.png`` and
+``<stem>.pdf`` into ``out_dir``, returning the two paths.
+
+Figures
+-------
+``phase_diagram_k`` / ``phase_diagram_mu``
+    Exact L2 regimes (overdamped / alternating / oscillatory / unstable) of the
+    stale-surrogate refresh-window map over :math:`(k, \eta K)` and :math:`(\mu, \eta K)`,
+    with the published first-order boundary :math:`\eta K k = 1-\mu` overlaid.
+``trajectories``
+    Simulation ensembles (mean and ±2 sd band) in three regimes with the L3 closed form.
+``fluctuation_law``
+    :math:`G\cdot\mathrm{Var}\,z` vs :math:`G` (simulated and exact L2 theory).
+``bifurcation``
+    Fixed points :math:`p^*` vs :math:`\beta`, stable solid / unstable dashed, Mroueh overlaid.
+``log_fit``
+    The real verl log with the fitted model families.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["STYLE", "style", "save", "phase_diagram", "trajectories", "fluctuation_law",
+           "bifurcation", "log_fit"]
+
+#: rcParams of every report figure (serif text, small sizes for a two-column paper).
+STYLE = {
+    "font.family": "serif",
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "axes.labelsize": 9,
+    "legend.fontsize": 7,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": False,
+    "lines.linewidth": 1.3,
+    "figure.dpi": 100,
+    "savefig.dpi": 200,
+    "savefig.bbox": "tight",
+    "pdf.fonttype": 42,
+    "mathtext.fontset": "dejavuserif",
+}
+
+#: colours of the L2 regimes (codes of :data:`grpo_theory.theory.discrete.REGIME_CODES`)
+REGIME_COLORS = {"overdamped": "#cfe3f3", "alternating": "#e8dcf2",
+                 "oscillatory": "#fde6c4", "unstable": "#f4c7c3"}
+PALETTE = ["#1f4e79", "#c0504d", "#4f8f3a", "#8064a2", "#d08a1f", "#3c9fb0"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+@contextlib.contextmanager
+def style():
+    """Context manager applying :data:`STYLE`."""
+    plt = _plt()
+    with plt.rc_context(STYLE):
+        yield plt
+
+
+def save(fig, out_dir, stem) -> list[Path]:
+    """Write ``stem.png`` and ``stem.pdf``; close the figure; return both paths."""
+    plt = _plt()
+    out_dir = Path(out_dir)
+    paths = []
+    for ext in ("png", "pdf"):
+        p = out_dir / f"{stem}.{ext}"
+        fig.savefig(p, metadata={"CreationDate": None} if ext == "pdf" else None)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def _regime_image(ax, x_edges, y_edges, code, *, logy=True):
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    from grpo_theory.theory.discrete import REGIME_CODES
+
+    names = sorted(REGIME_CODES, key=REGIME_CODES.get)
+    cmap = ListedColormap([REGIME_COLORS[n] for n in names])
+    ax.pcolormesh(x_edges, y_edges, code, cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5,
+                  shading="flat", rasterized=True)
+    if logy:
+        ax.set_yscale("log")
+    return [Patch(facecolor=REGIME_COLORS[n], edgecolor="0.6", label=n) for n in names]
+
+
+def _edges(values, log=False):
+    v = np.asarray(values, float)
+    if log:
+        lv = np.log(v)
+        mid = np.exp(0.5 * (lv[1:] + lv[:-1]))
+        first, last = np.exp(2 * lv[0] - np.log(mid[0])), np.exp(2 * lv[-1] - np.log(mid[-1]))
+    else:
+        mid = 0.5 * (v[1:] + v[:-1])
+        first, last = 2 * v[0] - mid[0], 2 * v[-1] - mid[-1]
+    return np.concatenate([[first], mid, [last]])
+
+
+def phase_diagram(out_dir, stem, diagram, *, published, exact_boundary, marker=None,
+                  title="") -> list[Path]:
+    """Regime map of a :class:`~grpo_theory.theory.discrete.PhaseDiagram` (rows ηK, columns k or μ).
+
+    ``published`` and ``exact_boundary`` are ``(axis_values, eta_K_values)`` curves;
+    ``marker`` an optional ``(axis_value, eta_K, label)`` for the default model.
+    """
+    with style() as plt:
+        fig, ax = plt.subplots(figsize=(3.6, 2.9))
+        is_k = diagram.axis_name == "refresh_interval"
+        xe = _edges(diagram.axis, log=False) if not is_k else np.arange(
+            diagram.axis.min() - 0.5, diagram.axis.max() + 1.0)
+        ye = _edges(diagram.eta_K, log=True)
+        handles = _regime_image(ax, xe, ye, diagram.regime_code)
+        h1, = ax.plot(*exact_boundary, color="k", lw=1.2, label="exact stability boundary (L2)")
+        h2, = ax.plot(*published, color=PALETTE[1], lw=1.4, ls="--",
+                      label=r"published $\eta K k = 1-\mu$")
+        hs = [h1, h2]
+        if marker is not None:
+            h3, = ax.plot([marker[0]], [marker[1]], marker="*", ms=9, color=PALETTE[0], ls="none",
+                          label=marker[2])
+            hs.append(h3)
+        if is_k:
+            ax.set_xscale("log")
+            ax.set_xlabel(r"refresh interval $k$ (steps)")
+            ax.set_xlim(xe[0], xe[-1])
+        else:
+            ax.set_xlabel(r"momentum $\mu$")
+            ax.set_xlim(xe[0], xe[-1])
+        ax.set_ylim(ye[0], ye[-1])
+        ax.set_ylabel(r"$\eta K$ (learning rate × stiffness)")
+        if title:
+            ax.set_title(title)
+        fig.legend(handles=handles + hs, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncol=2, frameon=False)
+        return save(fig, out_dir, stem)
+
+
+def trajectories(out_dir, stem, panels) -> list[Path]:
+    """One panel per regime.  Each panel dict: ``title``, ``t``, ``mean``, ``sd``,
+    ``theory_t``, ``theory`` (L3 closed form or None), ``z_star``, ``note``."""
+    with style() as plt:
+        fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 2.5))
+        for ax, pan in zip(np.atleast_1d(axes), panels):
+            t, m, s = pan["t"], pan["mean"], pan["sd"]
+            ax.fill_between(t, m - 2 * s, m + 2 * s, color=PALETTE[0], alpha=0.18, lw=0,
+                            label="simulation ±2 sd")
+            ax.plot(t, m, color=PALETTE[0], label="simulation mean")
+            if pan.get("discrete") is not None:
+                ax.plot(pan["discrete_t"], pan["discrete"], ls="none", marker="o", ms=2.2,
+                        color="k", label="L2 linear map")
+            if pan.get("theory") is not None:
+                ax.plot(pan["theory_t"], pan["theory"], color=PALETTE[1], ls="--",
+                        label="L3 closed form")
+            ax.axhline(pan["z_star"], color="0.5", lw=0.7, ls=":")
+            ax.set_title(pan["title"])
+            ax.set_xlabel("step")
+            if pan.get("ylim") is not None:
+                ax.set_ylim(*pan["ylim"])
+            if pan.get("note"):
+                ax.text(0.97, 0.04, pan["note"], transform=ax.transAxes, ha="right",
+                        va="bottom", fontsize=6.5, color="0.25")
+        np.atleast_1d(axes)[0].set_ylabel(r"logit $z$")
+        h, lab = np.atleast_1d(axes)[0].get_legend_handles_labels()
+        fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, frameon=False)
+        fig.tight_layout()
+        return save(fig, out_dir, stem)
+
+
+def fluctuation_law(out_dir, stem, group_sizes, g_var_sim, g_var_sim_err, g_var_theory,
+                    g_var_continuous=None) -> list[Path]:
+    """G·Var z (stationary) against G: simulation with error bars, exact L2 theory."""
+    with style() as plt:
+        fig, ax = plt.subplots(figsize=(3.4, 2.5))
+        G = np.asarray(group_sizes, float)
+        ax.errorbar(G, g_var_sim, yerr=2 * np.asarray(g_var_sim_err), fmt="o", ms=4,
+                    color=PALETTE[0], capsize=2, label="simulation (±2 se)")
+        ax.plot(G, g_var_theory, color=PALETTE[1], marker="_", ms=10, lw=1.2,
+                label="exact L2 (AR) theory")
+        if g_var_continuous is not None:
+            ax.plot(G, g_var_continuous, color=PALETTE[2], ls="--", lw=1.0,
+                    label="L3 Langevin")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(G)
+        ax.set_xticklabels([str(int(g)) for g in G])
+        ax.set_xlabel(r"group size $G$")
+        ax.set_ylabel(r"$G \cdot \mathrm{Var}\,z$ (stationary)")
+        ax.set_ylim(0, None)
+        ax.legend(frameon=False)
+        return save(fig, out_dir, stem)
+
+
+def _segments(x, y, mask):
+    """Split (x, y) into runs where mask is constant: yields (x, y, value)."""
+    idx = np.nonzero(np.diff(mask.astype(int)))[0] + 1
+    for xs, ys, ms in zip(np.split(x, idx), np.split(y, idx), np.split(mask, idx)):
+        if xs.size:
+            yield xs, ys, bool(ms[0])
+
+
+def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
+                beta_range=(1e-2, 10.0), p_ref=None) -> list[Path]:
+    """Fixed-point branches p* vs β.  ``panels`` = {title: [(label, beta, p, stable_mask)]};
+    ``mroueh`` = (beta, p) points overlaid on the first ``mroueh_panels`` panels (all if None)."""
+    with style() as plt:
+        fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 2.8), sharey=True)
+        from matplotlib.lines import Line2D
+
+        for i_ax, (ax, (title, curves)) in enumerate(zip(np.atleast_1d(axes), panels.items())):
+            handles = []
+            for i, (label, beta, p, stable) in enumerate(curves):
+                col = PALETTE[i % len(PALETTE)]
+                for xs, ys, st in _segments(np.asarray(beta), np.asarray(p), np.asarray(stable)):
+                    ax.plot(xs, ys, color=col, ls="-" if st else "--", lw=1.3 if st else 1.0)
+                handles.append(Line2D([], [], color=col, lw=1.3, label=label))
+            handles += [Line2D([], [], color="0.3", lw=1.3, label="stable"),
+                        Line2D([], [], color="0.3", lw=1.0, ls="--", label="unstable")]
+            if mroueh is not None and (mroueh_panels is None or i_ax < mroueh_panels):
+                handles.append(ax.plot(*mroueh, ls="none", marker="o", ms=2.5, mfc="none", color="k",
+                                       label="Mroueh (2025) recurrence")[0])
+            if p_ref is not None:
+                ax.axhline(p_ref, color="0.6", lw=0.7, ls=":")
+            ax.set_xscale("log")
+            ax.set_xlim(*beta_range)
+            ax.set_ylim(p_ref - 0.02 if p_ref is not None else 0, 1.005)
+            ax.set_xlabel(r"KL coefficient $\beta$")
+            ax.set_title(title)
+            ax.legend(handles=handles, frameon=False, loc="lower left")
+        np.atleast_1d(axes)[0].set_ylabel(r"fixed point $p^*$ (reward)")
+        fig.tight_layout()
+        return save(fig, out_dir, stem)
+
+
+def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None) -> list[Path]:
+    """The logged reward with fitted curves (``fits``: name -> FitResult)."""
+    with style() as plt:
+        fig, ax = plt.subplots(figsize=(4.6, 2.9))
+        ax.plot(steps, values, ".", ms=2.5, color="0.55", label="logged reward")
+        for i, (name, fr) in enumerate(fits.items()):
+            ax.plot(steps, fr.predict(np.asarray(steps, float) - fr.t0),
+                    color=PALETTE[i % len(PALETTE)], lw=1.1,
+                    label=f"{name.replace('_', ' ')} ($R^2$={fr.r2:.3f})")
+        if forecast is not None:
+            ax.axvline(forecast.split_step, color="k", lw=0.7, ls=":")
+            ax.fill_between(forecast.t_holdout, forecast.band[0], forecast.band[1], color="k",
+                            alpha=0.1, lw=0, label=f"95 % forecast band ({forecast.best})")
+        ax.set_xlabel("step")
+        ax.set_ylabel("reward")
+        if title:
+            ax.set_title(title)
+        ax.legend(frameon=False, fontsize=6.5, loc="lower right")
+        return save(fig, out_dir, stem)

@@ -1,0 +1,191 @@
+"""Read real GRPO training logs into one :class:`TrainingLog` object.
+
+Formats (auto-detected from the content, or forced with ``format=``):
+
+=============  ==============================================================
+``trl``        TRL ``trainer_state.json`` (``log_history``)
+``verl``       verl console log (``step:N - key:value - ...`` lines)
+``verl-jsonl`` verl JSONL file logger (``{"step": N, "data": {...}}``)
+``wandb``      W&B CSV export (``Step``, ``<run> - <metric>`` columns)
+``csv``        generic CSV with a step column
+``jsonl``      generic JSONL with a step key
+=============  ==============================================================
+
+Malformed files raise :class:`LogFormatError` (a
+:class:`~grpo_theory.validate.ParameterError`) naming the file and line; what
+can be tolerated (NaN, missing keys, duplicated steps, a cut-off last line) is
+tolerated and recorded in ``TrainingLog.warnings``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+
+import numpy as np
+
+from grpo_theory.validate import ParameterError, check_choice
+from grpo_theory.runs.logs.base import ROLES, LogFormatError, TrainingLog, records_to_metrics
+from grpo_theory.runs.logs.generic import read_csv, read_jsonl
+from grpo_theory.runs.logs.trl import read_trl
+from grpo_theory.runs.logs.verl import STEP_LINE, parse_overrides, read_verl_console, read_verl_jsonl
+from grpo_theory.runs.logs.wandb import is_wandb_header, read_wandb_csv
+
+__all__ = ["FORMATS", "LogFormatError", "ROLES", "TrainingLog", "detect_format", "from_simulation",
+           "parse_overrides", "read_log", "records_to_metrics"]
+
+FORMATS = ("trl", "verl", "verl-jsonl", "wandb", "csv", "jsonl")
+
+
+def _read_text(path) -> str:
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ParameterError("log file", path, "an existing file")
+    if os.path.isdir(path):
+        cand = os.path.join(path, "trainer_state.json")
+        if os.path.exists(cand):
+            path = cand
+        else:
+            raise ParameterError("log file", path, "a file (or a TRL checkpoint folder with "
+                                                   "trainer_state.json)")
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise LogFormatError(path, None, f"cannot be read ({exc})") from None
+
+
+def detect_format(path, text: str | None = None) -> str:
+    """Guess the format from the content (extension only breaks ties)."""
+    if text is None:
+        text = _read_text(path)
+    head = text.lstrip()[:200000]
+    name = os.fspath(path).lower().removesuffix(".gz")
+    if head.startswith("{"):
+        first_line = head.split("\n", 1)[0].strip()
+        try:
+            first = json.loads(first_line)
+        except json.JSONDecodeError:
+            first = None
+        if isinstance(first, dict) and "\n" in head.strip() and not name.endswith(".json"):
+            if isinstance(first.get("data"), dict) and "step" in first:
+                return "verl-jsonl"
+            return "jsonl"
+        if '"log_history"' in head or name.endswith("trainer_state.json"):
+            return "trl"
+        if isinstance(first, dict):
+            if isinstance(first.get("data"), dict) and "step" in first:
+                return "verl-jsonl"
+            return "jsonl"
+        return "trl"
+    for line in head.split("\n")[:5000]:
+        if STEP_LINE.search(line):
+            return "verl"
+    first_line = head.split("\n", 1)[0]
+    if "," in first_line or name.endswith(".csv"):
+        import csv
+        import io
+        header = next(csv.reader(io.StringIO(first_line)), [])
+        return "wandb" if is_wandb_header([h.strip() for h in header]) else "csv"
+    raise LogFormatError(path, 1, "format not recognised (expected TRL trainer_state.json, a verl "
+                                  "console log, verl/generic JSONL or a W&B/generic CSV); "
+                                  "give --format")
+
+
+def read_log(path, format: str | None = None, *, run: str | None = None,
+             step_column: str | None = None, rename: dict | None = None) -> TrainingLog:
+    """Read a training log.
+
+    Parameters
+    ----------
+    path : file (``.gz`` allowed) or a TRL checkpoint folder.
+    format : one of :data:`FORMATS`, or ``None``/``"auto"`` to detect.
+    run : run name in multi-run files (W&B CSV).
+    step_column, rename : for the generic CSV/JSONL readers.
+    """
+    text = _read_text(path)
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        p = os.path.join(p, "trainer_state.json")
+    if format in (None, "auto"):
+        format = detect_format(p, text)
+    check_choice("format", format, FORMATS + ("auto",))
+    if run is not None and format != "wandb":
+        raise ParameterError("run", run, f"omitted: the {format} format holds a single run")
+    if format == "trl":
+        log = read_trl(p, text)
+    elif format == "verl":
+        log = read_verl_console(p, text)
+    elif format == "verl-jsonl":
+        log = read_verl_jsonl(p, text)
+    elif format == "wandb":
+        log = read_wandb_csv(p, text, run=run)
+    elif format == "csv":
+        log = read_csv(p, text, step_column=step_column, rename=rename)
+    else:
+        log = read_jsonl(p, text, step_column=step_column, rename=rename)
+    if rename and format not in ("csv", "jsonl"):
+        log.metrics = {rename.get(k, k): v for k, v in log.metrics.items()}
+    return log
+
+
+# Simulation result attribute -> metric name in the TrainingLog (TRL names, so
+# the detectors' role lookup finds them).
+_SIM_NAMES = {"reward": "reward", "entropy": "entropy", "zero_var_frac": "frac_reward_zero_std",
+              "kl": "kl", "heldout_reward": "eval_reward", "val_reward": "eval_reward",
+              "grad_norm": "grad_norm", "clip_frac": "clip_ratio/region_mean"}
+_SIM_CONFIG = ("group_size", "learning_rate", "optimizer", "momentum", "kl", "kl_coef",
+               "refresh_interval", "lag_model", "difficulty_spread", "seed", "normalization",
+               "steps", "batch_size", "num_prompts")
+
+
+def from_simulation(result, run: int = 0, *, extra: dict | None = None) -> TrainingLog:
+    """Convert one run of a simulation result into a :class:`TrainingLog`.
+
+    ``result`` has per-run arrays (``reward``, ``entropy``, ``zero_var_frac``,
+    ``kl``, ...) of shape ``(runs, steps + 1)`` (or ``(steps + 1,)``) and
+    optionally ``t``/``steps`` and the configuration as attributes or a
+    ``config``/``params`` dict.  Index ``i`` is step ``i`` (step 0 = initial
+    policy).  ``extra`` adds arrays, e.g. a held-out reward.
+    """
+    def get(name):
+        if isinstance(result, dict):
+            return result.get(name)
+        return getattr(result, name, None)
+
+    metrics = {}
+    n_runs = None
+    for attr, name in _SIM_NAMES.items():
+        arr = get(attr)
+        if arr is None or name in metrics:
+            continue
+        arr = np.asarray(arr, dtype=float)
+        if arr.ndim == 2:
+            n_runs = arr.shape[0]
+            if not 0 <= run < arr.shape[0]:
+                raise ParameterError("run", run, f"an integer in [0, {arr.shape[0] - 1}]")
+            arr = arr[run]
+        elif arr.ndim != 1:
+            continue
+        metrics[name] = (np.arange(arr.size, dtype=float), arr.copy())
+    for name, arr in (extra or {}).items():
+        arr = np.asarray(arr, dtype=float)
+        metrics[name] = (np.arange(arr.size, dtype=float), arr)
+    if "reward" not in metrics:
+        raise ParameterError("result", type(result).__name__, "a simulation result with a 'reward' array")
+    config = {}
+    for src in (get("config"), get("params")):
+        if dataclasses.is_dataclass(src) and not isinstance(src, type):
+            src = {f.name: getattr(src, f.name) for f in dataclasses.fields(src)}
+        if isinstance(src, dict):
+            config.update({k: v for k, v in src.items() if isinstance(v, (int, float, str, bool))})
+    for key in _SIM_CONFIG:
+        v = get(key)
+        if isinstance(v, (int, float, str, bool, np.integer, np.floating)):
+            config.setdefault(key, v.item() if hasattr(v, "item") else v)
+    return TrainingLog(metrics=metrics, source=f"simulation run {run}", format="simulation",
+                       run=str(run), runs=[str(i) for i in range(n_runs or 1)], config=config,
+                       default_metric="reward")

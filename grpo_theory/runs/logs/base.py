@@ -1,0 +1,237 @@
+"""The common :class:`TrainingLog` object every reader returns.
+
+A training log is a set of *metrics*, each an increasing sequence of optimizer
+steps with one value per step.  Metrics are stored separately because real logs
+are sparse (validation every ten steps, evaluation entries interleaved with
+training entries): a metric's steps are exactly the steps at which it was logged.
+
+Units: steps are optimizer steps as written in the file (TRL ``global_step``,
+verl ``step``); rewards in the log's own units (usually the mean of a 0/1
+verifier reward, i.e. a success probability).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grpo_theory.validate import ParameterError
+
+__all__ = ["LogFormatError", "TrainingLog", "ROLES", "records_to_metrics"]
+
+
+class LogFormatError(ParameterError):
+    """A log file that cannot be read; the message names the file and the line.
+
+    ``str(err)`` is one line, e.g.
+    ``"log file run.jsonl line 7: not valid JSON (Expecting ',' delimiter)"``.
+    The CLI turns it into exit code 2 (it is a :class:`ParameterError`).
+    """
+
+    def __init__(self, path, line, problem: str):
+        self.path = os.fspath(path) if path is not None else "<log>"
+        self.line = line
+        where = f"log file {self.path}" + (f" line {line}" if line is not None else "")
+        ValueError.__init__(self, f"{where}: {problem}")
+        self.name = "log file"
+        self.value = self.path
+        self.allowed = problem
+
+
+# Canonical roles -> candidate metric names, most specific first.  A reader
+# does not rename metrics; TrainingLog.role() finds the metric playing a role.
+ROLES: dict[str, tuple[str, ...]] = {
+    "reward": ("reward", "critic/score/mean", "train/reward", "critic/rewards/mean",
+               "rewards/mean", "reward_mean", "score"),
+    "reward_std": ("reward_std", "train/reward_std", "critic/score/std"),
+    "zero_var_frac": ("frac_reward_zero_std", "train/frac_reward_zero_std", "zero_var_frac",
+                      "critic/zero_var_frac", "zero_std_frac"),
+    "entropy": ("entropy", "train/entropy", "actor/entropy", "actor/entropy_loss"),
+    "kl": ("kl", "train/kl", "actor/kl_loss", "critic/kl", "kl_ref"),
+    "clip_frac": ("clip_ratio/region_mean", "train/clip_ratio/region_mean", "clip_ratio",
+                  "actor/pg_clipfrac"),
+    "policy_lag_kl": ("actor/ppo_kl",),
+    "response_length": ("completions/mean_length", "train/completions/mean_length",
+                        "response_length/mean", "completion_length"),
+    "val_reward": ("eval_reward", "eval/reward", "val_reward", "heldout_reward"),
+}
+_VAL_PREFIXES = ("val-core/", "val/", "eval_", "eval/", "test/")
+_VAL_WORDS = ("score", "reward", "acc", "pass")
+
+
+@dataclass
+class TrainingLog:
+    """Metrics of one training run, read from a file or converted from a simulation.
+
+    Attributes
+    ----------
+    metrics : dict name -> (steps, values), both 1-D float arrays, steps strictly
+        increasing, values possibly NaN (a NaN that was in the file).
+    source : file the log was read from (or a description).
+    format : reader that produced it (``"trl"``, ``"verl"``, ``"verl-jsonl"``,
+        ``"wandb"``, ``"csv"``, ``"jsonl"``, ``"simulation"``).
+    run : run name for multi-run files, else ``None``; ``runs`` lists all runs.
+    config : hyperparameters found in the file (verl launch script, TRL state).
+    warnings : what the reader tolerated (duplicated steps, truncated lines, ...).
+    default_metric : the reward metric for this format.
+    """
+
+    metrics: dict
+    source: str = "<log>"
+    format: str = "unknown"
+    run: str | None = None
+    runs: list = field(default_factory=list)
+    config: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
+    default_metric: str | None = None
+
+    # -- access ------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.metrics)
+
+    def has(self, name: str) -> bool:
+        if name not in self.metrics:
+            return False
+        return bool(np.any(np.isfinite(self.metrics[name][1])))
+
+    def series(self, name: str, *, dropna: bool = True):
+        """``(steps, values)`` of a metric; NaN entries dropped unless ``dropna=False``.
+
+        Raises :class:`ParameterError` naming the available metrics if absent.
+        """
+        if name not in self.metrics:
+            avail = ", ".join(self.names[:40]) + (" ..." if len(self.names) > 40 else "")
+            raise ParameterError("metric", name, f"a metric in {self.source} ({avail})")
+        steps, values = self.metrics[name]
+        if dropna:
+            ok = np.isfinite(values)
+            return steps[ok], values[ok]
+        return steps, values
+
+    def role(self, role: str) -> str | None:
+        """Name of the metric that plays ``role`` (see :data:`ROLES`), or ``None``."""
+        if role == "reward" and self.default_metric and self.has(self.default_metric):
+            return self.default_metric
+        for cand in ROLES.get(role, ()):
+            if self.has(cand):
+                return cand
+        if role == "val_reward":
+            hits = [n for n in self.names
+                    if n.startswith(_VAL_PREFIXES) and any(w in n.lower() for w in _VAL_WORDS)
+                    and self.has(n)]
+            if hits:
+                return hits[0]
+        return None
+
+    def reward_metric(self, metric: str | None = None) -> str:
+        """The reward metric: ``metric`` if given (must exist), else the format default."""
+        if metric is not None:
+            if not self.has(metric):
+                self.series(metric)  # raises with the list of metrics
+                raise ParameterError("metric", metric,
+                                     f"a metric with finite values in {self.source}")
+            return metric
+        name = self.role("reward")
+        if name is None:
+            avail = ", ".join(self.names[:40])
+            raise ParameterError("metric", None,
+                                 f"given with --metric: no default reward metric in "
+                                 f"{self.source} (metrics: {avail})")
+        return name
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary (no arrays)."""
+        return {"source": self.source, "format": self.format, "run": self.run,
+                "runs": list(self.runs), "n_metrics": len(self.metrics),
+                "metrics": self.names, "config": self.config, "warnings": list(self.warnings)}
+
+
+def _to_float(value):
+    """A float for numbers and numeric strings, ``None`` for anything else."""
+    if value is None or isinstance(value, bool):
+        return None if value is None else float(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    if isinstance(value, str):
+        s = value.strip()
+        if s == "":
+            return None
+        try:
+            return float(s)
+        except ValueError:
+            return math.nan if s.lower() in ("none", "null", "na", "n/a") else None
+    return None
+
+
+def records_to_metrics(records, *, warnings: list, source: str = "<log>"):
+    """Turn ``[(step, line, {name: value})]`` into the metrics dict of :class:`TrainingLog`.
+
+    Each metric keeps, for each step, the *last* value logged (a restarted or
+    resumed run logs the same step twice); every such duplicate is counted and
+    reported once per metric in ``warnings``.  Non-numeric values are skipped.
+    """
+    per: dict[str, dict[float, float]] = {}
+    dup: dict[str, list] = {}
+    for step, _line, values in records:
+        for name, raw in values.items():
+            v = _to_float(raw)
+            if v is None:
+                continue
+            d = per.setdefault(name, {})
+            if step in d:
+                dup.setdefault(name, []).append(step)
+            d[step] = v
+    if dup:
+        n_steps = len({s for v in dup.values() for s in v})
+        examples = sorted({s for v in dup.values() for s in v})[:5]
+        warnings.append(f"{source}: {n_steps} duplicated step(s) (e.g. "
+                        f"{', '.join(str(int(s)) if float(s).is_integer() else str(s) for s in examples)}); "
+                        f"kept the last value logged for each")
+    metrics = {}
+    for name, d in per.items():
+        steps = np.array(sorted(d), dtype=float)
+        vals = np.array([d[s] for s in steps], dtype=float)
+        metrics[name] = (steps, vals)
+    return metrics
+
+
+def iter_csv_rows(path, rows, step_col: int, warnings: list, step_name: str = "step"):
+    """Yield ``(lineno, step, row)`` for the data rows of a parsed CSV (``rows[0]`` is the header).
+
+    Blank rows are skipped; a short *last* row (a file cut off while being written) is
+    skipped with a note in ``warnings``; any other row whose width differs from the
+    header's, or whose step is not a number, raises :class:`LogFormatError` naming the line.
+    """
+    ncol = len(rows[0])
+    last = len(rows) - 1
+    for idx, row in enumerate(rows[1:], start=1):
+        lineno = idx + 1
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) != ncol:
+            if idx == last and len(row) < ncol:
+                warnings.append(f"{path} line {lineno}: last row is cut off "
+                                f"({len(row)} of {ncol} cells); skipped")
+                continue
+            raise LogFormatError(path, lineno, f"{len(row)} cells, the header has {ncol}")
+        try:
+            step = float(row[step_col])
+        except ValueError:
+            raise LogFormatError(path, lineno, f"{step_name} {row[step_col]!r} is not a number") from None
+        yield lineno, step, row
+
+
+def flatten(d: dict, sep: str = "/", prefix: str = "") -> dict:
+    """Nested dicts to one level: ``{"a": {"b": 1}}`` -> ``{"a<sep>b": 1}``."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, sep, key + sep))
+        else:
+            out[key] = v
+    return out

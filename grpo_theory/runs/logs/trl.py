@@ -1,0 +1,52 @@
+"""Reader for TRL's ``trainer_state.json`` (the ``log_history`` list).
+
+Each ``log_history`` entry is a dict with ``step`` and the metrics logged at that
+step: training entries (``reward``, ``reward_std``, ``frac_reward_zero_std``,
+``entropy``, ``kl``, ``clip_ratio/*``, ``completions/mean_length``, ...) and
+evaluation entries (``eval_*``) interleave at the same step with disjoint keys.
+"""
+
+from __future__ import annotations
+
+import json
+
+from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, records_to_metrics
+
+__all__ = ["read_trl"]
+
+_STATE_KEYS = ("global_step", "max_steps", "num_train_epochs", "train_batch_size",
+               "logging_steps", "eval_steps", "save_steps")
+
+
+def read_trl(path, text: str | None = None) -> TrainingLog:
+    """Read a TRL ``trainer_state.json``; entries without ``step`` are skipped (warned)."""
+    if text is None:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    try:
+        state = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LogFormatError(path, exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
+        raise LogFormatError(path, 1, "a TRL trainer_state.json must be an object with a "
+                                      "'log_history' list")
+    warnings: list[str] = []
+    records = []
+    skipped = 0
+    for i, entry in enumerate(state["log_history"]):
+        if not isinstance(entry, dict):
+            raise LogFormatError(path, None, f"log_history entry {i} is not an object")
+        step = entry.get("step")
+        if not isinstance(step, (int, float)) or isinstance(step, bool):
+            skipped += 1
+            continue
+        values = {k: v for k, v in entry.items() if k != "step"}
+        records.append((float(step), None, values))
+    if skipped:
+        warnings.append(f"{path}: {skipped} log_history entries without a numeric 'step' skipped")
+    if not records:
+        raise LogFormatError(path, None, "log_history holds no entry with a 'step'")
+    metrics = records_to_metrics(records, warnings=warnings, source=str(path))
+    config = {k: state[k] for k in _STATE_KEYS if k in state}
+    return TrainingLog(metrics=metrics, source=str(path), format="trl", config=config,
+                       warnings=warnings, default_metric="reward")

@@ -1,0 +1,181 @@
+"""Readers for verl: the console logger and the JSONL file logger.
+
+Console lines look like ``step:12 - critic/score/mean:0.731 - actor/entropy_loss:0.21 - ...``
+(possibly behind a prefix such as ``(main_task pid=123)``); every other line
+(prompts, samples, warnings) is ignored.  Values may be written as plain numbers,
+``np.float64(0.5)`` or ``tensor(0.5)``.  The launch script often printed at the
+top of the log (``python3 -m verl.trainer.main_ppo key=value ...``) is parsed into
+``TrainingLog.config`` (dotted keys, ``$VAR`` references resolved from shell
+assignments above them).
+
+The JSONL file logger writes one ``{"step": N, "data": {...}}`` object per line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, _to_float, records_to_metrics
+
+__all__ = ["read_verl_console", "read_verl_jsonl", "parse_overrides", "STEP_LINE"]
+
+STEP_LINE = re.compile(r"(?:^|[\s)\]|])step:(\d+)\s+-\s+(.*)$")
+_WRAPPED = re.compile(r"^(?:np\.float\d*|np\.int\d*|numpy\.float\d*|tensor|float)\((.*?)(?:,.*)?\)$")
+_ASSIGN = re.compile(r"^\+{0,2}([A-Za-z_][\w.\-/]*)=(.*)$")
+_SHELL = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(\S*)")
+
+
+def _value(raw: str):
+    s = raw.strip()
+    m = _WRAPPED.match(s)
+    if m:
+        s = m.group(1)
+    return _to_float(s)
+
+
+def _strip_quotes(s: str) -> str:
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        return s[1:-1]
+    return s
+
+
+def parse_overrides(lines, *, shell_vars: dict | None = None) -> dict:
+    """Hydra-style ``key=value`` overrides (and ``\\``-continued shell lines) -> dict.
+
+    Numbers become floats/ints, ``True``/``False`` booleans, ``$VAR``/``${VAR}``
+    are replaced from ``shell_vars`` (and from ``VAR=value`` lines seen earlier).
+    Keys keep their dots (``actor_rollout_ref.rollout.n``).
+    """
+    shell = dict(shell_vars or {})
+    out: dict = {}
+    for line in lines:
+        line = re.split(r"(?:^|\s)#", line, maxsplit=1)[0]
+        stripped = line.strip().rstrip("\\").strip()
+        if not stripped:
+            continue
+        m = _SHELL.match(stripped)
+        if m and "." not in m.group(1) and " " not in stripped.split("=", 1)[0]:
+            shell[m.group(1)] = _strip_quotes(m.group(2))
+        for tok in stripped.split():
+            am = _ASSIGN.match(tok)
+            if not am or "." not in am.group(1):
+                continue
+            key, val = am.group(1), _strip_quotes(am.group(2))
+            val = re.sub(r"\$\{?(\w+)\}?", lambda mm: shell.get(mm.group(1), mm.group(0)), val)
+            out[key] = _convert(val)
+    return out
+
+
+def _convert(val: str):
+    low = val.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "none", "~"):
+        return None
+    try:
+        return int(val)
+    except ValueError:
+        pass
+    try:
+        return float(val)
+    except ValueError:
+        return val
+
+
+def read_verl_console(path, text: str | None = None) -> TrainingLog:
+    """Read a verl console log (see module docstring)."""
+    if text is None:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    lines = text.split("\n")
+    ends_with_newline = text.endswith("\n")
+    if ends_with_newline:
+        lines = lines[:-1]
+    warnings: list[str] = []
+    records = []
+    header: list[str] = []
+    seen_step = False
+    last_idx = len(lines) - 1
+    for idx, line in enumerate(lines):
+        m = STEP_LINE.search(line)
+        if not m:
+            if not seen_step:
+                header.append(line)
+            continue
+        seen_step = True
+        lineno = idx + 1
+        step = float(m.group(1))
+        pairs = m.group(2).rstrip().split(" - ")
+        truncated = idx == last_idx and not ends_with_newline
+        values = {}
+        for j, pair in enumerate(pairs):
+            key, sep, raw = pair.partition(":")
+            key = key.strip()
+            is_last_pair = j == len(pairs) - 1
+            if truncated and is_last_pair:
+                warnings.append(f"{path} line {lineno}: last line is cut off; dropped its "
+                                f"incomplete last entry {pair.strip()!r}")
+                break
+            if not sep or not key:
+                raise LogFormatError(path, lineno, f"step {int(step)}: entry {pair.strip()!r} is "
+                                                   f"not of the form key:value")
+            v = _value(raw)
+            if v is None:
+                raise LogFormatError(path, lineno, f"step {int(step)}: value of {key!r} is not a "
+                                                   f"number: {raw.strip()!r}")
+            values[key] = v
+        records.append((step, lineno, values))
+    if not records:
+        raise LogFormatError(path, None, "no verl console line of the form "
+                                         "'step:N - key:value - ...' found")
+    config = parse_overrides(header)
+    metrics = records_to_metrics(records, warnings=warnings, source=str(path))
+    return TrainingLog(metrics=metrics, source=str(path), format="verl", config=config,
+                       warnings=warnings, default_metric="critic/score/mean")
+
+
+def iter_jsonl(path, text: str, warnings: list):
+    """Yield ``(lineno, obj)`` for each JSON-object line.
+
+    A broken *last* line (a log cut off while being written) is skipped with a
+    note in ``warnings``; any other broken line raises :class:`LogFormatError`.
+    """
+    lines = text.split("\n")
+    nonblank = [i for i, l in enumerate(lines) if l.strip()]
+    last = nonblank[-1] if nonblank else -1
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if i == last:
+                warnings.append(f"{path} line {i + 1}: last line is not complete JSON (cut off); skipped")
+                continue
+            raise LogFormatError(path, i + 1, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise LogFormatError(path, i + 1, "each line must be a JSON object")
+        yield i + 1, obj
+
+
+def read_verl_jsonl(path, text: str | None = None) -> TrainingLog:
+    """Read verl's JSONL file logger output: ``{"step": N, "data": {...}}`` per line."""
+    if text is None:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    warnings: list[str] = []
+    records = []
+    for lineno, obj in iter_jsonl(path, text, warnings):
+        step = obj.get("step")
+        data = obj.get("data")
+        if not isinstance(step, (int, float)) or isinstance(step, bool):
+            raise LogFormatError(path, lineno, "no numeric 'step'")
+        if not isinstance(data, dict):
+            raise LogFormatError(path, lineno, "no 'data' object")
+        records.append((float(step), lineno, data))
+    if not records:
+        raise LogFormatError(path, None, "no {'step': N, 'data': {...}} line found")
+    metrics = records_to_metrics(records, warnings=warnings, source=str(path))
+    return TrainingLog(metrics=metrics, source=str(path), format="verl-jsonl",
+                       warnings=warnings, default_metric="critic/score/mean")

@@ -1,0 +1,246 @@
+"""The result of an ensemble simulation, its statistics over live runs, and estimate-vs-prediction comparisons."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from grpo_theory.simulation import kernels as _k
+from grpo_theory.simulation.config import SimulationConfig
+from grpo_theory.validate import ParameterError
+
+__all__ = ["Comparison", "compare", "SimulationResult"]
+
+
+# ---------------------------------------------------------------------------
+# statistics helpers
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """An estimate with its standard error against a prediction.
+
+    ``ok`` is ``|estimate − expected| ≤ n_sigma·stderr``; truthy when ok.
+    ``str()`` reports the numbers.
+    """
+
+    estimate: float
+    stderr: float
+    expected: float
+    n_sigma: float = 4.0
+
+    @property
+    def deviation(self) -> float:
+        """(estimate − expected) in standard errors."""
+        if self.stderr == 0:
+            if self.estimate == self.expected:
+                return 0.0
+            return math.copysign(math.inf, self.estimate - self.expected)
+        return (self.estimate - self.expected) / self.stderr
+
+    @property
+    def ok(self) -> bool:
+        return bool(abs(self.deviation) <= self.n_sigma)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        verdict = "agrees" if self.ok else "DISAGREES"
+        return (f"estimate {self.estimate:.6g} ± {self.stderr:.3g} vs expected "
+                f"{self.expected:.6g}: {self.deviation:+.2f} σ, {verdict} "
+                f"(bound {self.n_sigma:g} σ)")
+
+
+def compare(samples, expected: float, *, n_sigma: float = 4.0) -> Comparison:
+    """Compare the mean of i.i.d. ``samples`` with ``expected`` (standard error of the mean)."""
+    x = np.asarray(samples, dtype=float).ravel()
+    if x.size < 2:
+        raise ParameterError("samples", f"{x.size} sample(s)", "at least 2 samples")
+    return Comparison(float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size)),
+                      float(expected), float(n_sigma))
+
+
+# ---------------------------------------------------------------------------
+# result
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """Ensemble trajectories of one simulation.
+
+    ``observables[name]`` (also ``result.name`` / ``result[name]``) has shape
+    ``(runs, steps + 1)``; ``t`` is ``0..steps`` (optimizer steps).
+    ``final_logits`` is ``(runs, K)``; ``theta0``/``theta_ref`` the initial and
+    reference logits; ``offsets`` ``(prompts, K)`` the difficulty offsets.
+
+    Divergence: ``diverged_at`` (``(runs,)`` int) is the first step whose state
+    left the safe region (logit spread above ``config.divergence_bound`` or not
+    finite), ``-1`` for runs that never did; ``diverged`` is ``diverged_at >= 0``.
+    A diverged run is frozen at its last accepted state, so its raw arrays stay
+    finite but hold placeholders from ``diverged_at`` on (``active`` is the mask of
+    valid entries) and ``final_logits`` is that last accepted state.  The ensemble
+    statistics (:meth:`mean`, :meth:`var`, :meth:`sem`, :meth:`per_step`,
+    :meth:`summary`, :meth:`to_csv`) at step t use the ``n_active[t]`` runs still
+    live at t (survivors only: conditioned on not having diverged yet); they are
+    NaN (``None`` in :meth:`summary`) where fewer runs than needed are left.
+    """
+
+    config: SimulationConfig
+    t: np.ndarray
+    observables: Mapping[str, np.ndarray]
+    final_logits: np.ndarray
+    theta0: np.ndarray
+    theta_ref: np.ndarray
+    offsets: np.ndarray
+    diverged_at: np.ndarray = None
+
+    def __post_init__(self):
+        if self.diverged_at is None:
+            object.__setattr__(self, "diverged_at", np.full(self.config.runs, -1, np.int64))
+
+    def __getattr__(self, name):
+        obs = object.__getattribute__(self, "observables")
+        if name in obs:
+            return obs[name]
+        raise AttributeError(name)
+
+    def __getitem__(self, name):
+        return self._get(name)
+
+    def _get(self, name) -> np.ndarray:
+        if name not in self.observables:
+            raise ParameterError("observable", name,
+                                 "one of the recorded " + ", ".join(map(repr, self.observables)))
+        return self.observables[name]
+
+    @property
+    def runs(self) -> int:
+        return self.config.runs
+
+    @property
+    def steps(self) -> int:
+        return self.config.steps
+
+    # -- divergence --------------------------------------------------------------
+    @property
+    def diverged(self) -> np.ndarray:
+        """``(runs,)`` bool: the run left the safe region (see class docstring)."""
+        return self.diverged_at >= 0
+
+    @property
+    def any_diverged(self) -> bool:
+        return bool(np.any(self.diverged_at >= 0))
+
+    @property
+    def diverged_fraction(self) -> float:
+        """Fraction of the runs that diverged within ``steps``."""
+        return float(np.mean(self.diverged_at >= 0))
+
+    @property
+    def active(self) -> np.ndarray:
+        """``(runs, steps + 1)`` bool: the entry is a real state, ``t < diverged_at``."""
+        end = np.where(self.diverged_at >= 0, self.diverged_at, self.steps + 1)
+        return self.t[None, :] < end[:, None]
+
+    @property
+    def n_active(self) -> np.ndarray:
+        """``(steps + 1,)`` int: runs still live at each step (the statistics' sample size)."""
+        if not self.any_diverged:
+            return np.full(self.steps + 1, self.runs, dtype=np.int64)
+        return self.active.sum(axis=0)
+
+    # -- statistics over live runs -------------------------------------------------
+    def mean(self, name: str) -> np.ndarray:
+        """Ensemble mean per step over the live runs, ``(steps + 1,)``; NaN where none."""
+        x = self._get(name)
+        if not self.any_diverged:
+            return x.mean(axis=0)
+        act = self.active
+        n = act.sum(axis=0)
+        total = np.where(act, x, 0.0).sum(axis=0)
+        return np.divide(total, n, out=np.full(n.shape, np.nan), where=n > 0)
+
+    def var(self, name: str) -> np.ndarray:
+        """Variance across the live runs per step (ddof = 1); NaN with fewer than 2."""
+        x = self._get(name)
+        if not self.any_diverged:
+            if x.shape[0] < 2:
+                return np.full(x.shape[1], np.nan)
+            return x.var(axis=0, ddof=1)
+        act = self.active
+        n = act.sum(axis=0)
+        dev = np.where(act, x - self.mean(name), 0.0)
+        return np.divide((dev * dev).sum(axis=0), n - 1, out=np.full(n.shape, np.nan),
+                         where=n > 1)
+
+    def sem(self, name: str) -> np.ndarray:
+        """Standard error of the ensemble mean per step (over the live runs)."""
+        if not self.any_diverged:
+            return np.sqrt(self.var(name) / self._get(name).shape[0])
+        n = self.n_active
+        v = self.var(name)
+        return np.sqrt(np.divide(v, n, out=np.full(n.shape, np.nan), where=n > 0))
+
+    def compare_mean(self, name: str, step: int, expected: float, *,
+                     n_sigma: float = 4.0) -> Comparison:
+        """The ensemble mean of ``name`` at ``step`` (live runs) against a prediction."""
+        x = self._get(name)[:, step]
+        if self.any_diverged:
+            x = x[self.active[:, step]]
+        return compare(x, expected, n_sigma=n_sigma)
+
+    def summary(self) -> dict:
+        """Plain-dict summary: settings, divergence (``diverged_fraction``,
+        ``n_diverged``, ``divergence_bound``) and, per observable, the last defined
+        ensemble mean, variance and standard error over the ``n_active`` live runs
+        (``None`` where undefined, so the dict is valid JSON as is)."""
+        out = {"runs": self.runs, "steps": self.steps,
+               "group_size": self.config.group_size, "seed": self.config.seed,
+               "divergence_bound": self.config.divergence_bound,
+               "n_diverged": int(self.diverged.sum()),
+               "diverged_fraction": self.diverged_fraction,
+               "final": {}}
+        n_active = self.n_active
+        for name in self.observables:
+            step = self.steps - 1 if name in _k.UPDATE_OBSERVABLES else self.steps
+            if step < 0:
+                continue
+            out["final"][name] = {"step": step, "n_active": int(n_active[step]),
+                                  "mean": _json_float(self.mean(name)[step]),
+                                  "var": _json_float(self.var(name)[step]),
+                                  "sem": _json_float(self.sem(name)[step])}
+        return out
+
+    def per_step(self) -> dict:
+        """Per-step ensemble statistics over the live runs: ``{"step": [...],
+        "n_active": [...], "mean_<name>": [...], "var_<name>": [...],
+        "sem_<name>": [...]}`` (NaN where undefined)."""
+        out = {"step": self.t.tolist(), "n_active": self.n_active.tolist()}
+        for name in self.observables:
+            out[f"mean_{name}"] = self.mean(name).tolist()
+            out[f"var_{name}"] = self.var(name).tolist()
+            out[f"sem_{name}"] = self.sem(name).tolist()
+        return out
+
+    def to_csv(self, path) -> None:
+        """Write per-step ``n_active`` and ensemble mean, variance and standard error
+        (over the live runs) as CSV; undefined entries are written as ``nan``."""
+        table = self.per_step()
+        cols = list(table)
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(cols)
+            for row in zip(*(table[c] for c in cols)):
+                w.writerow([repr(v) if isinstance(v, float) else v for v in row])
+
+
+def _json_float(v):
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+

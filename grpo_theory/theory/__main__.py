@@ -1,0 +1,16 @@
+"""Run the derivation chain: ``python -m grpo_theory.theory [CHAPTER] [--out DIR]``.
+
+The same as ``grpo-theory derive``: every result of every chapter (or of one
+chapter: drift, fixed_points, closed_forms, discrete, oscillator, noise) printed
+with the checks that verified it.
+"""
+
+import sys
+
+from grpo_theory.cli.main import main
+
+if __name__ == "__main__":
+    argv = sys.argv[1:]
+    if argv and not argv[0].startswith("-"):
+        argv = ["--only", argv[0], *argv[1:]]
+    sys.exit(main(["derive", *argv]))

@@ -1,0 +1,302 @@
+"""A derived result: one sympy expression, its LaTeX, its numeric function, its proof log.
+
+This is the single source of truth for every formula of the theory.  A
+derivation function builds a :class:`Derived` once; the LaTeX in
+``equations.tex`` is rendered from ``Derived.expr`` and the fast numpy function
+``Derived.numeric`` is lambdified from the same ``Derived.expr``.
+
+Derivations are registered with :func:`derivation` and computed lazily.  The
+computed expressions and their verification records are cached on disk (keyed
+per chapter by a hash of the chapter's source, the theory modules it imports and
+the sympy version), so a second process
+gets the whole chain in well under a second.  Set ``GRPO_THEORY_CACHE=0`` to
+disable the disk cache, or to a directory to move it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import sympy as sp
+
+__all__ = [
+    "Derived",
+    "Verification",
+    "VerificationError",
+    "derivation",
+    "get",
+    "all_names",
+    "prove_zero",
+    "prove_equal",
+    "record_numeric",
+]
+
+
+class VerificationError(AssertionError):
+    """A derivation step whose verification failed (the derivation is wrong)."""
+
+
+@dataclass(frozen=True)
+class Verification:
+    """One verified claim about a derived result.
+
+    ``method`` says how it was verified: ``"sympy"`` (an identity proven by
+    simplification or series), ``"mpmath"`` (high-precision numerics, with the
+    number of agreeing digits in ``detail``) or ``"numeric"``.
+    """
+
+    claim: str
+    method: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass
+class Derived:
+    """A derived formula.
+
+    Attributes
+    ----------
+    name : registry key, e.g. ``"oscillator.mass"``.
+    expr : the sympy expression (the right-hand side).
+    args : symbols, in the argument order of :attr:`numeric`.
+    lhs : LaTeX of the left-hand side (``"m"``).
+    description : one sentence, what the quantity is.
+    units : units of the result (steps, logits, reward, ...).
+    assumptions : what the derivation assumes, in words.
+    verifications : the proof log.
+    """
+
+    name: str
+    expr: sp.Basic
+    args: tuple
+    lhs: str
+    description: str
+    units: str = ""
+    assumptions: str = ""
+    verifications: list = field(default_factory=list)
+    level: str = ""
+    references: tuple = ()
+
+    # -- rendering ------------------------------------------------------------------
+    def latex(self, **settings) -> str:
+        """LaTeX of ``lhs = expr``, rendered from :attr:`expr` by sympy's printer."""
+        from grpo_theory.theory.symbols import LATEX_NAMES
+
+        settings.setdefault("symbol_names", LATEX_NAMES)
+        return f"{self.lhs} = {sp.latex(self.expr, **settings)}"
+
+    @property
+    def label(self) -> str:
+        return "eq:" + self.name.replace(".", ":").replace("_", "-")
+
+    # -- numerics --------------------------------------------------------------------
+    @functools.cached_property
+    def numeric(self) -> Callable:
+        """Fast numpy function lambdified from :attr:`expr` (cached per process)."""
+        fn = sp.lambdify(self.args, self.expr, modules=["numpy", "scipy"], cse=True)
+        argnames = ", ".join(str(a) for a in self.args)
+        fn.__doc__ = (
+            f"{self.name}({argnames}) -> {self.units or 'value'}\n\n"
+            f"{self.description}\n\nLambdified from the sympy expression\n"
+            f"    {self.lhs} = {sp.sstr(self.expr)}\n"
+            f"Arguments (in order): {argnames}.  Assumptions: {self.assumptions or 'none'}."
+        )
+        fn.__name__ = self.name.replace(".", "_")
+        return fn
+
+    def __call__(self, *values):
+        return self.numeric(*values)
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.verifications) and all(v.passed for v in self.verifications)
+
+    def check(self, claim: str, method: str, passed: bool, detail: str = "") -> None:
+        """Record a verification; raise :class:`VerificationError` if it failed."""
+        self.verifications.append(Verification(claim, method, bool(passed), detail))
+        if not passed:
+            raise VerificationError(f"{self.name}: {claim} failed ({method}) {detail}")
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("numeric", None)  # lambdified functions are rebuilt lazily
+        return state
+
+
+# --- proof helpers --------------------------------------------------------------------
+
+def prove_zero(expr, *, simplifier=None) -> bool:
+    """True when sympy proves ``expr == 0`` identically (not at sample points)."""
+    expr = sp.sympify(expr)
+    if expr == 0:
+        return True
+    for simp in (simplifier,) if simplifier else (sp.simplify, lambda e: sp.simplify(sp.expand(e)),
+                                                   lambda e: sp.simplify(e.rewrite(sp.exp))):
+        try:
+            if simp(expr) == 0:
+                return True
+        except (TypeError, NotImplementedError, ValueError):
+            continue
+    return bool(expr.equals(0))
+
+
+def prove_equal(lhs, rhs, **kw) -> bool:
+    """True when sympy proves ``lhs - rhs == 0``."""
+    return prove_zero(sp.sympify(lhs) - sp.sympify(rhs), **kw)
+
+
+def record_numeric(derived: Derived, claim: str, errors, *, digits: float) -> None:
+    """Record a high-precision numerical verification: all relative errors < 10**-digits."""
+    import mpmath
+
+    worst = max((mpmath.mpf(e) for e in errors), default=mpmath.mpf(0))
+    agree = float(-mpmath.log10(worst)) if worst > 0 else float("inf")
+    derived.check(claim, "mpmath", agree >= digits,
+                  f"{len(list(errors))} points, worst agreement {agree:.1f} digits (need {digits})")
+
+
+# --- registry and cache ------------------------------------------------------------------
+
+_REGISTRY: dict[str, Callable[[], Derived]] = {}
+_COMPUTED: dict[str, Derived] = {}
+_TIMINGS: dict[str, float] = {}
+
+
+def derivation(name: str):
+    """Register a zero-argument function that builds the :class:`Derived` ``name``."""
+
+    def deco(fn):
+        _REGISTRY[name] = fn
+
+        @functools.wraps(fn)
+        def wrapper() -> Derived:
+            return get(name)
+
+        wrapper.derivation_name = name
+        return wrapper
+
+    return deco
+
+
+def all_names() -> list[str]:
+    """Names of all registered derivations (importing the derivation modules first)."""
+    _import_all()
+    return list(_REGISTRY)
+
+
+def _import_all():
+    from grpo_theory.theory.chapters import import_chapters
+
+    import_chapters()
+
+
+def _cache_base() -> Path | None:
+    setting = os.environ.get("GRPO_THEORY_CACHE", "")
+    if setting.strip().lower() in {"0", "false", "off", "no"}:
+        return None
+    if setting:
+        return Path(setting)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "grpo_theory"
+
+
+_THEORY_DIR = Path(__file__).parent
+_SHARED_SOURCES = ("derived.py", "symbols.py")
+_IMPORT_RE = re.compile(r"grpo_theory\.theory(?:\.(\w+)| import ([\w, ]+))")
+
+
+def _theory_imports(module: str) -> set[str]:
+    """Theory modules that ``module`` imports (read from its source)."""
+    found = set()
+    for a, b in _IMPORT_RE.findall((_THEORY_DIR / f"{module}.py").read_text()):
+        names = [a] if a else [n.strip().split(" as ")[0] for n in b.split(",")]
+        found.update(n for n in names if (_THEORY_DIR / f"{n}.py").exists())
+    return found
+
+
+@functools.cache
+def _chapter_hash(chapter: str) -> str:
+    """Hash of what a chapter's derivations depend on: its module, the theory modules it
+    imports (transitively), the registry and the symbols, and the sympy version.  Editing
+    one chapter re-derives that chapter and those that import it, not the whole chain."""
+    seen, todo = set(), [chapter]
+    while todo:
+        m = todo.pop()
+        if m in seen or not (_THEORY_DIR / f"{m}.py").exists():
+            continue
+        seen.add(m)
+        todo.extend(_theory_imports(m) - seen)
+    h = hashlib.sha256(sp.__version__.encode())
+    for name in sorted(seen | {s[:-3] for s in _SHARED_SOURCES}):
+        h.update(name.encode())
+        h.update((_THEORY_DIR / f"{name}.py").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _cache_path(name: str) -> Path | None:
+    base = _cache_base()
+    if base is None:
+        return None
+    chapter = name.split(".")[0]
+    return base / chapter / _chapter_hash(chapter) / f"{name}.pkl"
+
+
+def is_cached(name: str) -> bool | None:
+    """Whether ``name`` is in the disk cache (``None`` when the cache is disabled)."""
+    path = _cache_path(name)
+    return None if path is None else path.exists()
+
+
+def get(name: str) -> Derived:
+    """The derived result ``name`` (computed once per process, cached on disk)."""
+    if name in _COMPUTED:
+        return _COMPUTED[name]
+    if name not in _REGISTRY:
+        _import_all()
+    if name not in _REGISTRY:
+        raise KeyError(f"no derivation named {name!r}; known: {', '.join(sorted(_REGISTRY))}")
+    path = _cache_path(name)
+    if path is not None and path.exists():
+        try:
+            with open(path, "rb") as fh:
+                result = pickle.load(fh)
+            _COMPUTED[name] = result
+            _TIMINGS.setdefault(name, 0.0)
+            return result
+        except Exception:  # a stale or corrupt cache entry is recomputed
+            pass
+    start = time.perf_counter()
+    result = _REGISTRY[name]()
+    _TIMINGS[name] = time.perf_counter() - start
+    if not isinstance(result, Derived) or result.name != name:
+        raise TypeError(f"derivation {name!r} must return a Derived named {name!r}")
+    _COMPUTED[name] = result
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            with open(tmp, "wb") as fh:
+                pickle.dump(result, fh)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return result
+
+
+def timings() -> dict[str, float]:
+    """Seconds spent computing each derivation in this process (0 when loaded from cache)."""
+    return dict(_TIMINGS)
+
+
+def clear_memory_cache() -> None:
+    """Forget derivations computed in this process (the disk cache is untouched)."""
+    _COMPUTED.clear()
+    _TIMINGS.clear()

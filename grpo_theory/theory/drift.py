@@ -1,0 +1,744 @@
+r"""Level L1: the exact mean-field drift of the logit under GRPO on a softmax bandit.
+
+Setting (THEORY.md §1): success probability :math:`p = \sigma(z)`, a group of
+:math:`G` actions from :math:`\pi_{\mathrm{old}}` with :math:`n` correct
+(:math:`n \sim \mathrm{Bin}(G, p_{\mathrm{old}})`), advantages normalised by
+the group mean (``mean``) or mean and Bessel-corrected std plus
+:math:`\epsilon` (``std``), a surrogate that ignores the importance ratio
+(``stale``) or keeps it (``ratio``), and a KL penalty ``none``, ``exact``
+(analytic :math:`\mathrm{KL}(\pi_\theta\|\pi_{\mathrm{ref}})`) or ``k3`` (the
+per-sample estimator of TRL and verl).
+
+The expected update of the logit per unit learning rate is
+
+.. math::  F(z, z_{\mathrm{old}}) = \kappa\,\big[R\,\mathcal{A}_G(p_{\mathrm{old}}) - \beta\,\Phi(z, z_{\mathrm{old}})\big]
+
+with :math:`\kappa = |\nabla_\theta z|^2 = K/(c(K-c))` the softmax metric factor
+(2 for two actions), :math:`\mathcal{A}_G` the expected advantage mass on the
+correct actions (an exact binomial sum), :math:`R` the importance-ratio factor
+(1 for ``stale``) and :math:`\Phi` the KL force.  Everything is derived below
+from the definitions, not typed in; probabilities are carried as independent
+symbols :math:`p` and :math:`q = 1-p` so that :math:`d/dz = pq(\partial_p - \partial_q)`
+is exact and the numerics stay accurate as :math:`p \to 1`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import mpmath
+import numpy as np
+import sympy as sp
+from scipy.special import expit
+
+from grpo_theory.theory import symbols as S
+from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
+from grpo_theory.validate import ParameterError, check_choice, check_int, check_probability, check_real
+
+__all__ = [
+    "NORMALIZATIONS",
+    "KL_KINDS",
+    "SURROGATES",
+    "Variant",
+    "d_dz",
+    "d_dz_old",
+    "on_simplex",
+    "drift",
+    "drift_components",
+    "expected_advantage",
+    "degenerate_probability",
+    "update_variance",
+    "geometric_factor",
+    "check_group_size",
+]
+
+NORMALIZATIONS = ("std", "mean")
+KL_KINDS = ("none", "exact", "k3")
+SURROGATES = ("stale", "ratio")
+
+_P, _Q, _PO, _QO = S.p, S.q_fail, S.p_old, S.q_old
+_PR, _QR = S.p_ref, S.q_ref
+_MROUEH = ("mroueh2025",)
+_G_REAL = sp.Symbol("G", positive=True)    # real stand-ins for the numerically safe log weight
+_N_REAL = sp.Symbol("n", positive=True)
+
+
+# ----------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------
+
+def d_dz(expr):
+    r"""Exact :math:`d/dz` of an expression in (p, q, z): :math:`pq(\partial_p - \partial_q) + \partial_z`."""
+    return _P * _Q * (sp.diff(expr, _P) - sp.diff(expr, _Q)) + sp.diff(expr, S.z)
+
+
+def d_dz_old(expr):
+    r"""Exact :math:`d/dz_{\mathrm{old}}` of an expression in (p_old, q_old)."""
+    return _PO * _QO * (sp.diff(expr, _PO) - sp.diff(expr, _QO)) + sp.diff(expr, S.z_old)
+
+
+def on_simplex(expr):
+    """Substitute q = 1 - p (and likewise for the old and reference policies)."""
+    return sp.sympify(expr).subs({_Q: 1 - _P, _QO: 1 - _PO, _QR: 1 - _PR})
+
+
+def on_policy(expr):
+    """Set the sampling policy equal to the current one (p_old = p, q_old = q)."""
+    return sp.sympify(expr).subs({_PO: _P, _QO: _Q, S.z_old: S.z})
+
+
+def check_group_size(group_size):
+    """``None``/``inf``/``"inf"`` -> ``None`` (the large-G limit); otherwise an integer >= 2."""
+    if group_size is None or (isinstance(group_size, str) and group_size.lower() in {"inf", "infinity"}):
+        return None
+    if isinstance(group_size, float) and math.isinf(group_size) and group_size > 0:
+        return None
+    return check_int("group_size", group_size, low=2, allowed="an integer >= 2 or 'inf'")
+
+
+class Variant(tuple):
+    """(normalization, kl, surrogate), validated."""
+
+    def __new__(cls, normalization="std", kl="exact", surrogate="stale"):
+        return super().__new__(cls, (check_choice("normalization", normalization, NORMALIZATIONS),
+                                     check_choice("kl", kl, KL_KINDS),
+                                     check_choice("surrogate", surrogate, SURROGATES)))
+
+    normalization = property(lambda self: self[0])
+    kl = property(lambda self: self[1])
+    surrogate = property(lambda self: self[2])
+
+
+# ----------------------------------------------------------------------------------
+# advantages of one group (definitions -> per-group advantage mass on correct actions)
+# ----------------------------------------------------------------------------------
+
+def _group_advantages(normalization):
+    """(A_correct, A_wrong, s^2) for a group with n correct of G, derived from the definition."""
+    G, n, eps = S.G, S.n, S.eps
+    rbar = n / G
+    s2 = sp.factor((n * (1 - rbar) ** 2 + (G - n) * rbar**2) / (G - 1))  # Bessel-corrected
+    if normalization == "std":
+        scale = sp.sqrt(s2) + eps
+    else:
+        scale = sp.Integer(1)
+    return (1 - rbar) / scale, -rbar / scale, s2
+
+
+def _advantage_sum(normalization):
+    """(1/G) * sum of the advantages of the correct samples, in its simplest proven form."""
+    G, n = S.G, S.n
+    if normalization == "std":  # s^2 replaced by its proven closed form (see drift.advantage_sum_std)
+        return n * (G - n) / G**2 / (sp.sqrt(n * (G - n) / (G * (G - 1))) + S.eps)
+    return n * (G - n) / G**2
+
+
+@derivation("drift.advantage_sum_std")
+def _adv_std() -> Derived:
+    a_c, a_w, s2 = _group_advantages("std")
+    expr = _advantage_sum("std")
+    out = Derived("drift.advantage_sum_std", expr, (S.n, S.G, S.eps), r"A_{+}(n)",
+                  "Advantage mass on the correct actions, (1/G) sum over correct samples of A_i, "
+                  "for std normalization (Bessel-corrected group std plus epsilon).",
+                  units="reward/std", assumptions="binary rewards; n correct out of G",
+                  level="L1")
+    out.check("Bessel std: s^2 = n (G - n) / (G (G - 1))", "sympy",
+              prove_equal(s2, S.n * (S.G - S.n) / (S.G * (S.G - 1))))
+    out.check("advantages sum to zero over the group", "sympy",
+              prove_zero(S.n * a_c + (S.G - S.n) * a_w))
+    out.check("A_+(n) = (1/G) * (sum of the advantages of the n correct samples)", "sympy",
+              prove_zero((S.n * a_c / S.G - expr).subs(s2, S.n * (S.G - S.n) / (S.G * (S.G - 1))))
+              and prove_equal(s2, S.n * (S.G - S.n) / (S.G * (S.G - 1))))
+    out.check("degenerate groups (n = 0 or G) carry no advantage for epsilon > 0", "sympy",
+              expr.subs(S.n, 0) == 0 and sp.simplify(expr.subs(S.n, S.G)) == 0)
+    return out
+
+
+@derivation("drift.advantage_sum_mean")
+def _adv_mean() -> Derived:
+    a_c, a_w, _ = _group_advantages("mean")
+    expr = sp.factor(_advantage_sum("mean"))
+    out = Derived("drift.advantage_sum_mean", expr, (S.n, S.G), r"A_{+}(n)",
+                  "Advantage mass on the correct actions for mean-only normalization (Dr. GRPO).",
+                  units="reward", assumptions="binary rewards; n correct out of G", level="L1")
+    out.check("advantages sum to zero over the group", "sympy",
+              prove_zero(S.n * a_c + (S.G - S.n) * a_w))
+    out.check("A_+(n) = (1/G) * (sum of the advantages of the n correct samples)", "sympy",
+              prove_zero(S.n * a_c / S.G - expr))
+    return out
+
+
+def _enumerate_outcomes(normalization, g):
+    """Expected advantage mass by brute force over all 2^g reward vectors, from the definitions."""
+    import itertools
+
+    total = 0
+    for rewards in itertools.product((0, 1), repeat=g):
+        nc = sum(rewards)
+        rbar = sp.Rational(nc, g)
+        if normalization == "std":
+            std = sp.sqrt(sum((r - rbar) ** 2 for r in rewards) / (g - 1))
+            adv = [(r - rbar) / (std + S.eps) for r in rewards]
+        else:
+            adv = [r - rbar for r in rewards]
+        weight = _PO**nc * _QO ** (g - nc)
+        total += weight * sum(a_ for a_, r in zip(adv, rewards) if r == 1) / g
+    return total
+
+
+def advantage_sum_expr(normalization):
+    return get(f"drift.advantage_sum_{normalization}").expr
+
+
+# ----------------------------------------------------------------------------------
+# softmax geometry and the per-group policy-gradient force
+# ----------------------------------------------------------------------------------
+
+@derivation("drift.geometric_factor")
+def _kappa() -> Derived:
+    expr = S.n_actions / (S.n_correct * (S.n_actions - S.n_correct))
+    out = Derived("drift.geometric_factor", expr, (S.n_actions, S.n_correct), r"\kappa",
+                  "Softmax metric factor |grad_theta z|^2: an update of all K logits moves the "
+                  "success logit z by kappa times the force computed in the one-logit picture.",
+                  units="dimensionless", assumptions="symmetric rewards: c correct actions share "
+                  "one logit, the K - c wrong ones another", level="L1")
+    ok = True
+    for K_ in range(2, 7):
+        for c_ in range(1, K_):
+            th = sp.symbols(f"theta0:{K_}", real=True)
+            zc = sp.log(sum(sp.exp(th[i]) for i in range(c_))) - sp.log(
+                sum(sp.exp(th[i]) for i in range(c_, K_)))
+            grad2 = sum(sp.diff(zc, v) ** 2 for v in th)
+            sym = {th[i]: (S.z if i < c_ else 0) for i in range(K_)}
+            ok &= prove_zero(sp.simplify(grad2.subs(sym)) - expr.subs({S.n_actions: K_, S.n_correct: c_}))
+    out.check("|grad z|^2 = K/(c(K-c)) at the symmetric point, all K <= 6, 1 <= c < K", "sympy", ok)
+    return out
+
+
+def geometric_factor(actions=2, correct=1) -> float:
+    """kappa = K/(c(K-c)), lambdified from ``drift.geometric_factor``."""
+    K_ = check_int("actions", actions, low=2)
+    c_ = check_int("correct", correct, low=1, high=K_ - 1)
+    return float(get("drift.geometric_factor").numeric(K_, c_))
+
+
+def _grad_log_pi():
+    """d/dz log pi(a) in the one-logit picture: (correct, wrong) = (q, -p), derived."""
+    return d_dz(sp.log(_P)), d_dz(sp.log(_Q))
+
+
+@derivation("drift.ratio_factor")
+def _ratio_factor() -> Derived:
+    # per-group force with the importance ratio rho = pi/pi_old (clip inactive):
+    G, n = S.G, S.n
+    a_c, a_w, _ = _group_advantages("std")
+    g_c, g_w = _grad_log_pi()
+    stale = (n * a_c * g_c + (G - n) * a_w * g_w) / G
+    ratio = (n * a_c * (_P / _PO) * g_c + (G - n) * a_w * (_Q / _QO) * g_w) / G
+    A_plus = _advantage_sum("std")
+    R = sp.simplify(on_simplex(ratio / A_plus))
+    R = _P * _Q / (_PO * _QO)
+    out = Derived("drift.ratio_factor", R, (_P, _Q, _PO, _QO), r"R",
+                  "Factor by which the importance ratio rescales the policy-gradient force "
+                  "(inside the clip range); R = 1 on-policy and for the stale surrogate.",
+                  units="dimensionless", assumptions="clip inactive (small steps)", level="L1")
+    out.check("stale surrogate: the per-group force in z equals A_+(n) exactly "
+              "(advantages sum to zero)", "sympy", prove_zero(on_simplex(stale - A_plus)))
+    out.check("ratio surrogate: the per-group force equals R * A_+(n) for every n", "sympy",
+              prove_zero(on_simplex(ratio - R * A_plus)))
+    out.check("R = 1 on-policy", "sympy", on_policy(R) == 1)
+    return out
+
+
+# ----------------------------------------------------------------------------------
+# KL forces
+# ----------------------------------------------------------------------------------
+
+@derivation("drift.kl_force_exact")
+def _kl_exact() -> Derived:
+    kl = _P * sp.log(_P / _PR) + _Q * sp.log(_Q / _QR)
+    force = sp.expand(d_dz(kl))
+    force = sp.factor(sp.expand_log(force, force=True).subs(
+        {sp.log(_P) - sp.log(_Q): sp.log(_P) - sp.log(_Q)}))
+    expr = _P * _Q * (sp.log(_P / _Q) - sp.log(_PR / _QR))
+    out = Derived("drift.kl_force_exact", expr, (_P, _Q, _PR, _QR), r"\Phi_{\mathrm{exact}}",
+                  "Gradient in z of the analytic KL(pi_theta || pi_ref): pq (z - z_ref). "
+                  "It acts on the current iterate only.", units="logits per unit beta",
+                  assumptions="two-class symmetric policy", level="L1")
+    out.check("Phi = d/dz KL(p || p_ref), with d/dz = pq(d/dp - d/dq)", "sympy",
+              prove_zero(on_simplex(sp.expand_log(d_dz(kl) - expr, force=True))))
+    return out
+
+
+@derivation("drift.kl_force_k3")
+def _kl_k3() -> Derived:
+    ell, ell_r = sp.symbols("ell ell_r", real=True)
+    k3 = sp.exp(ell_r - ell) - (ell_r - ell) - 1
+    dk3 = sp.diff(k3, ell)  # chain rule: grad k3 = dk3/dell * grad log pi
+    g_c, g_w = _grad_log_pi()
+    per_c = dk3.subs({ell: sp.log(_P), ell_r: sp.log(_PR)}) * g_c
+    per_w = dk3.subs({ell: sp.log(_Q), ell_r: sp.log(_QR)}) * g_w
+    expr = sp.simplify(_PO * per_c + _QO * per_w)  # expectation over a ~ pi_old
+    out = Derived("drift.kl_force_k3", expr, (_P, _Q, _PO, _QO, _PR, _QR), r"\Phi_{k3}",
+                  "Expected gradient in z of the per-sample k3 estimator exp(l_ref - l) - (l_ref - l) - 1 "
+                  "with samples from pi_old (TRL, verl low_var_kl).", units="logits per unit beta",
+                  assumptions="two-class symmetric policy", level="L1")
+    on = on_simplex(on_policy(expr))
+    out.check("on-policy the k3 force is p - p_ref (not pq (z - z_ref))", "sympy",
+              prove_zero(on - (_P - _PR)))
+    rev_kl = -(_PR * sp.log(_P) + _QR * sp.log(_Q))
+    out.check("on-policy it is the gradient of the reverse KL(pi_ref || pi_theta)", "sympy",
+              prove_zero(on_simplex(d_dz(rev_kl)) - on))
+    exact = get("drift.kl_force_exact").expr
+    lin = sp.series(on_simplex(exact).subs(_P, _PR + S.h) - on.subs(_P, _PR + S.h), S.h, 0, 2).removeO()
+    out.check("k3 and exact forces agree to first order at p_ref, differ at second", "sympy",
+              prove_zero(lin) and not prove_zero(sp.series(
+                  on_simplex(exact).subs(_P, _PR + S.h) - on.subs(_P, _PR + S.h), S.h, 0, 3).removeO()))
+    return out
+
+
+def kl_force_expr(kl):
+    if kl == "none":
+        return sp.Integer(0)
+    return get(f"drift.kl_force_{kl}").expr
+
+
+# ----------------------------------------------------------------------------------
+# the expected advantage mass: finite G (binomial sum), its limit and 1/G correction
+# ----------------------------------------------------------------------------------
+
+def _summand(normalization, p=_PO, q=_QO):
+    return sp.binomial(S.G, S.n) * p**S.n * q ** (S.G - S.n) * advantage_sum_expr(normalization)
+
+
+@derivation("drift.expected_advantage_std")
+def _ea_std() -> Derived:
+    expr = sp.Sum(_summand("std"), (S.n, 1, S.G - 1))
+    out = Derived("drift.expected_advantage_std", expr, (_PO, _QO, S.G, S.eps),
+                  r"\mathcal{A}_G(p_{\mathrm{old}})",
+                  "Exact expected advantage mass on the correct actions at finite G, std "
+                  "normalization: a binomial sum over the number of correct samples (degenerate "
+                  "groups n = 0, G contribute nothing).", units="reward/std",
+                  assumptions="n ~ Binomial(G, p_old)", level="L1")
+    ok = all(prove_zero(expr.subs(S.G, g).doit() - _enumerate_outcomes("std", g)) for g in range(2, 7))
+    out.check("equals the brute-force expectation over all 2^G reward vectors, G = 2..6", "sympy", ok)
+    return out
+
+
+@derivation("drift.expected_advantage_mean")
+def _ea_mean() -> Derived:
+    summand = _summand("mean")
+    expr = (1 - 1 / S.G) * _PO * _QO
+    out = Derived("drift.expected_advantage_mean", expr, (_PO, _QO, S.G),
+                  r"\mathcal{A}_G(p_{\mathrm{old}})",
+                  "Exact expected advantage mass for mean-only normalization: (1 - 1/G) p q, "
+                  "closed form at every finite G.", units="reward",
+                  assumptions="n ~ Binomial(G, p_old)", level="L1")
+    # factorial-moment identity n (G-n) C(G,n) = G (G-1) C(G-2, n-1) ...
+    ident = sp.gammasimp(S.n * (S.G - S.n) * sp.binomial(S.G, S.n)
+                         - S.G * (S.G - 1) * sp.binomial(S.G - 2, S.n - 1))
+    out.check("n (G-n) C(G,n) = G (G-1) C(G-2,n-1)", "sympy", ident == 0)
+    # ... and the binomial theorem sum_j C(M,j) p^j q^(M-j) = (p+q)^M = 1
+    M, j = sp.Symbol("M", integer=True, nonnegative=True), sp.Symbol("j", integer=True, nonnegative=True)
+    bt = sp.Sum(sp.binomial(M, j) * _PO**j * _QO ** (M - j), (j, 0, M)).doit()
+    bt_val = [a for a in sp.Mul.make_args(bt) if not isinstance(a, sp.Piecewise)]
+    pw = [a for a in sp.Mul.make_args(bt) if isinstance(a, sp.Piecewise)]
+    closed = sp.Mul(*bt_val) * (pw[0].args[0][0] if pw else 1)
+    out.check("binomial theorem: sum_j C(M,j) p^j q^(M-j) = (p + q)^M", "sympy",
+              prove_zero(sp.powsimp(sp.simplify(closed - (_PO + _QO) ** M), force=True)))
+    # so the sum is G(G-1) p q (p+q)^(G-2) / G^2 = (1 - 1/G) p q on the simplex.
+    explicit = all(prove_zero(on_simplex(sp.Sum(summand.subs(S.G, g), (S.n, 0, g)).doit()
+                                         - expr.subs(S.G, g)))
+                   for g in range(2, 13))
+    out.check("explicit binomial sums equal (1 - 1/G) p q for G = 2..12", "sympy", explicit)
+    out.check("equals the brute-force expectation over all 2^G reward vectors, G = 2..6", "sympy",
+              all(prove_zero(on_simplex(expr.subs(S.G, g) - _enumerate_outcomes("mean", g)))
+                  for g in range(2, 7)))
+    return out
+
+
+@derivation("drift.expected_advantage_std_limit")
+def _ea_std_limit() -> Derived:
+    u = S.u
+    per_group = advantage_sum_expr("std").subs(S.n, u * S.G)
+    lim = sp.limit(per_group, S.G, sp.oo)
+    expr = _PO * _QO / (sp.sqrt(_PO * _QO) + S.eps)
+    out = Derived("drift.expected_advantage_std_limit", expr, (_PO, _QO, S.eps),
+                  r"\mathcal{A}_\infty(p_{\mathrm{old}})",
+                  "Large-G limit of the std-normalized advantage mass: sqrt(pq) for epsilon = 0.",
+                  units="reward/std", assumptions="G -> infinity (n/G -> p by the law of large numbers)",
+                  level="L1")
+    out.check("lim_{G->oo} A_+(u G) at u = n/G equals u(1-u)/(sqrt(u(1-u)) + eps)", "sympy",
+              prove_zero(lim - expr.subs({_PO: u, _QO: 1 - u})))
+    return out
+
+
+def _delta_method_mean(phi_u, G=S.G):
+    """E[phi(n/G)] to O(1/G): phi(p) + phi''(p) p q / (2 G) (binomial central moments)."""
+    u = S.u
+    return phi_u.subs(u, _PO) + sp.diff(phi_u, u, 2).subs(u, _PO) * _PO * (1 - _PO) / (2 * G)
+
+
+@derivation("drift.expected_advantage_std_correction")
+def _ea_std_corr() -> Derived:
+    u, h = S.u, S.h
+    phi = advantage_sum_expr("std").subs(S.n, u * S.G)
+    approx = _delta_method_mean(phi)
+    ser = sp.series(approx.subs(S.G, 1 / h), h, 0, 2).removeO()
+    c1 = sp.simplify(ser.coeff(h, 1))
+    c1 = sp.simplify(c1.subs(1 - _PO, _QO))
+    expr = c1
+    out = Derived("drift.expected_advantage_std_correction", expr, (_PO, _QO, S.eps),
+                  r"\mathcal{A}^{(1)}",
+                  "Leading 1/G correction: A_G = A_inf + A^(1)/G + O(1/G^2) (std normalization), "
+                  "from the delta method with the binomial variance p q / G.",
+                  units="reward/std", assumptions="p fixed in (0,1), G -> infinity (not uniform in p)",
+                  level="L1")
+    ser0 = sp.simplify(on_simplex(ser.coeff(h, 0)) - on_simplex(get("drift.expected_advantage_std_limit").expr))
+    out.check("the O(1) term of the expansion is the large-G limit", "sympy", prove_zero(ser0))
+    # high precision: the residual of the exact binomial sum is O(1/G^2)
+    _verify_correction(out, "std", expr)
+    return out
+
+
+def _verify_correction(out, normalization, c1_expr):
+    lim = get(f"drift.expected_advantage_{normalization}_limit").expr
+    summand = sp.lambdify((S.n, S.G, _PO, _QO, S.eps), _summand(normalization), "mpmath")
+    c1 = sp.lambdify((_PO, _QO, S.eps), c1_expr, "mpmath")
+    limf = sp.lambdify((_PO, _QO, S.eps), lim, "mpmath")
+    ratios = []
+    with mpmath.workdps(40):
+        for pv, ev in ((mpmath.mpf("0.3"), 0), (mpmath.mpf("0.55"), mpmath.mpf("1e-2"))):
+            res = []
+            for g in (100, 200, 400):
+                exact = mpmath.fsum(summand(k_, g, pv, 1 - pv, ev) for k_ in range(1, g))
+                res.append((exact - limf(pv, 1 - pv, ev) - c1(pv, 1 - pv, ev) / g) * g**2)
+            ratios.append((res[2] / res[1], res[1] / res[0]))
+    ok = all(abs(r - 1) < 0.1 for pair in ratios for r in pair)
+    out.check("exact binomial sum - (limit + correction/G) = O(1/G^2): G^2 * residual converges "
+              "(G = 100, 200, 400; mpmath, 40 digits)", "mpmath", ok,
+              "successive ratios of G^2 residuals: " + ", ".join(f"{float(a):.3f}/{float(b):.3f}" for a, b in ratios))
+
+
+@derivation("drift.binomial_log_weight")
+def _log_weight() -> Derived:
+    pmf = sp.binomial(S.G, S.n) * _PO**S.n * _QO ** (S.G - S.n)
+    # real-positive stand-ins keep loggamma unevaluated (it lambdifies to scipy's gammaln;
+    # with integer symbols sympy turns it into log(gamma(.)), which overflows at large G)
+    Gr, nr = _G_REAL, _N_REAL
+    expr = (sp.loggamma(Gr + 1) - sp.loggamma(nr + 1) - sp.loggamma(Gr - nr + 1)
+            + nr * sp.log(_PO) + (Gr - nr) * sp.log(_QO))
+    out = Derived("drift.binomial_log_weight", expr, (nr, Gr, _PO, _QO), r"\log w_n",
+                  "Logarithm of the binomial weight of n correct samples (the numerically safe form "
+                  "of the weights in the finite-G sums: no overflow of C(G, n) at large G).",
+                  units="dimensionless", level="L1")
+    as_log_gamma = expr.replace(sp.loggamma, lambda arg: sp.log(sp.gamma(arg))).subs({Gr: S.G, nr: S.n})
+    out.check("log w_n = log(C(G, n) p^n q^(G-n)) (loggamma = log gamma: all arguments >= 1)", "sympy",
+              prove_zero(sp.expand_log(sp.log(pmf.rewrite(sp.gamma)), force=True)
+                         - sp.expand_log(as_log_gamma, force=True)))
+    score = sp.simplify(d_dz_old(sp.exp(expr)) / sp.exp(expr)).subs({Gr: S.G, nr: S.n})
+    out.check("d/dz_old log w_n = n q - (G - n) p = n - G p on the simplex", "sympy",
+              prove_zero(on_simplex(score) - (S.n - S.G * _PO)), sp.sstr(score))
+    return out
+
+
+@derivation("drift.degenerate_probability")
+def _degenerate() -> Derived:
+    pmf = sp.binomial(S.G, S.n) * _P**S.n * _Q ** (S.G - S.n)
+    expr = pmf.subs(S.n, 0) + pmf.subs(S.n, S.G)
+    expr = sp.simplify(expr)
+    out = Derived("drift.degenerate_probability", expr, (_P, _Q, S.G), r"P_{\mathrm{deg}}",
+                  "Probability that a group is degenerate (all rewards equal: zero variance, "
+                  "zero advantage): p^G + (1 - p)^G.", units="probability",
+                  assumptions="binary rewards, homogeneous prompt difficulty", level="L1")
+    out.check("P(n = 0) + P(n = G) = p^G + q^G", "sympy", prove_equal(expr, _P**S.G + _Q**S.G))
+    return out
+
+
+# ----------------------------------------------------------------------------------
+# the full drift, its derivatives and noise
+# ----------------------------------------------------------------------------------
+
+def _advantage_expr(normalization, finite: bool):
+    if normalization == "mean":
+        e = get("drift.expected_advantage_mean").expr
+        return e if finite else sp.limit(e, S.G, sp.oo)
+    if finite:
+        return get("drift.expected_advantage_std").expr
+    return get("drift.expected_advantage_std_limit").expr
+
+
+def drift_expr(normalization="std", kl="exact", surrogate="stale", finite=True):
+    r"""The sympy expression of :math:`F(z, z_{\mathrm{old}})` for one variant (finite G as a Sum)."""
+    Variant(normalization, kl, surrogate)
+    R = get("drift.ratio_factor").expr if surrogate == "ratio" else sp.Integer(1)
+    A = _advantage_expr(normalization, finite)
+    return S.kappa * (R * A - S.beta * kl_force_expr(kl))
+
+
+def _register_drift_variants():
+    for norm in NORMALIZATIONS:
+        for kl in KL_KINDS:
+            for sur in SURROGATES:
+                for finite in (True, False):
+                    name = f"drift.F_{norm}_{kl}_{sur}_{'G' if finite else 'inf'}"
+
+                    def build(norm=norm, kl=kl, sur=sur, finite=finite, name=name) -> Derived:
+                        expr = drift_expr(norm, kl, sur, finite)
+                        args = (_P, _Q, _PO, _QO, _PR, _QR, S.kappa, S.beta, S.G, S.eps)
+                        out = Derived(
+                            name, expr, args, r"F(z, z_{\mathrm{old}})",
+                            f"Expected logit update per unit learning rate: normalization {norm}, "
+                            f"KL {kl}, surrogate {sur}, "
+                            f"{'exact finite G' if finite else 'large-G limit'}.",
+                            units="logits per step per unit learning rate",
+                            assumptions="mean field (expectation over the group); clip inactive; "
+                                        "q = 1 - p", level="L1")
+                        on = on_policy(expr)
+                        out.check("on-policy, ratio and stale surrogates give the same drift", "sympy",
+                                  prove_zero(on - on_policy(drift_expr(norm, kl, "stale", finite))))
+                        return out
+
+                    derivation(name)(build)
+
+
+_register_drift_variants()
+
+
+def drift_name(normalization, kl, surrogate, group_size) -> str:
+    return f"drift.F_{normalization}_{kl}_{surrogate}_{'G' if group_size is not None else 'inf'}"
+
+
+# ----------------------------------------------------------------------------------
+# numerics
+# ----------------------------------------------------------------------------------
+
+@functools.cache
+def _pieces(normalization, kl, surrogate, finite):
+    """Lambdified pieces: value and z / z_old derivatives of R, A and Phi."""
+    R = get("drift.ratio_factor").expr if surrogate == "ratio" else sp.Integer(1)
+    Phi = kl_force_expr(kl)
+    if finite and normalization == "std":
+        # sum_n w_n A_+(n) with w_n = exp(log w_n); d/dz_old w_n = w_n * score_n (derived)
+        logw_d = get("drift.binomial_log_weight")
+        weight = logw_d.numeric
+        score = sp.lambdify(logw_d.args, sp.simplify(d_dz_old(sp.exp(logw_d.expr)) / sp.exp(logw_d.expr)),
+                            "numpy")
+        adv = sp.lambdify((S.n, S.G, S.eps), advantage_sum_expr("std"), "numpy")
+        A_sum = lambda n, G, p, q, eps: np.exp(weight(n, G, p, q)) * adv(n, G, eps)  # noqa: E731
+        dA_sum = lambda n, G, p, q, eps: (np.exp(weight(n, G, p, q)) * score(n, G, p, q)  # noqa: E731
+                                          * adv(n, G, eps))
+        A = dA = None
+    else:
+        A_expr = _advantage_expr(normalization, finite)
+        A = sp.lambdify((_PO, _QO, S.G, S.eps), A_expr, "numpy")
+        dA = sp.lambdify((_PO, _QO, S.G, S.eps), d_dz_old(A_expr), "numpy")
+        A_sum = dA_sum = None
+    args = (_P, _Q, _PO, _QO, _PR, _QR, S.z, S.z_old)
+    lam = lambda e: sp.lambdify(args, e, "numpy")  # noqa: E731
+    return dict(R=lam(R), dR_dz=lam(d_dz(R)), dR_dzo=lam(d_dz_old(R)),
+                Phi=lam(Phi), dPhi_dz=lam(d_dz(Phi)), dPhi_dzo=lam(d_dz_old(Phi)),
+                A=A, dA=dA, A_sum=A_sum, dA_sum=dA_sum)
+
+
+def _binomial_sum(fn, G, p, q, eps):
+    n = np.arange(1, G, dtype=float)
+    p = np.asarray(p, dtype=float)
+    out = fn(n.reshape((-1,) + (1,) * p.ndim), float(G), p[None, ...], np.asarray(q)[None, ...], eps)
+    return np.sum(out, axis=0)  # n = 1..G-1: degenerate groups contribute exactly zero
+
+
+def _common_args(kl_coef, p_ref, adv_eps, group_size, actions, correct):
+    beta = check_real("kl_coef", kl_coef, low=0)
+    pr = check_probability("p_ref", p_ref)
+    eps = check_real("adv_eps", adv_eps, low=0)
+    G = check_group_size(group_size)
+    kap = geometric_factor(actions, correct)
+    return beta, pr, eps, G, kap
+
+
+def drift_components(z, z_old=None, *, normalization="std", kl="exact", surrogate="stale",
+                     group_size=8, kl_coef=0.05, p_ref=0.3, adv_eps=0.0, actions=2, correct=1):
+    """Value of F and its partial derivatives in z (current) and z_old (sampling policy).
+
+    Returns a dict of numpy arrays ``F``, ``dF_dz``, ``dF_dzold`` (per unit learning rate).
+    The fresh stiffness is ``-dF_dz`` and the stale one ``-dF_dzold`` at a fixed point.
+    """
+    norm, kl, sur = Variant(normalization, kl, surrogate)
+    beta, pr, eps, G, kap = _common_args(kl_coef, p_ref, adv_eps, group_size, actions, correct)
+    z = np.asarray(z, dtype=float)
+    zo = z if z_old is None else np.asarray(z_old, dtype=float)
+    if not (np.all(np.isfinite(z)) and np.all(np.isfinite(zo))):
+        raise ParameterError("z", z, "finite logits")
+    p, q = expit(z), expit(-z)
+    po, qo = expit(zo), expit(-zo)
+    pc = _pieces(norm, kl, sur, G is not None)
+    zr = math.log(pr / (1 - pr))
+    args = (p, q, po, qo, pr, 1 - pr, z, zo)
+    if pc["A"] is not None:
+        A = pc["A"](po, qo, G if G is not None else 0, eps)
+        dA = pc["dA"](po, qo, G if G is not None else 0, eps)
+    else:
+        A = _binomial_sum(pc["A_sum"], G, po, qo, eps)
+        dA = _binomial_sum(pc["dA_sum"], G, po, qo, eps)
+    del zr
+    R, dR, dRo = (np.broadcast_to(pc[k](*args), z.shape) for k in ("R", "dR_dz", "dR_dzo"))
+    Phi, dPhi, dPhio = (np.broadcast_to(pc[k](*args), z.shape) for k in ("Phi", "dPhi_dz", "dPhi_dzo"))
+    F = kap * (R * A - beta * Phi)
+    dF = kap * (dR * A - beta * dPhi)
+    dFo = kap * (dRo * A + R * dA - beta * dPhio)
+    return {"F": np.asarray(F, float), "dF_dz": np.asarray(dF, float), "dF_dzold": np.asarray(dFo, float)}
+
+
+def drift(z, z_old=None, **variant_and_params):
+    r"""Expected logit update per unit learning rate, :math:`F(z, z_{\mathrm{old}})` (logits/step/lr).
+
+    Keyword arguments: ``normalization`` (std|mean), ``kl`` (none|exact|k3),
+    ``surrogate`` (stale|ratio), ``group_size`` (integer >= 2 or ``None``/"inf"
+    for the large-G limit), ``kl_coef`` beta >= 0, ``p_ref`` in (0, 1),
+    ``adv_eps`` >= 0, ``actions`` K >= 2, ``correct`` c in [1, K-1].
+    Lambdified from the ``drift.*`` derivations; finite G is the exact binomial sum.
+    """
+    return drift_components(z, z_old, **variant_and_params)["F"]
+
+
+def expected_advantage(p, *, normalization="std", group_size=8, adv_eps=0.0):
+    """Exact expected advantage mass A_G(p) (or its G -> infinity limit for ``group_size=None``)."""
+    norm = check_choice("normalization", normalization, NORMALIZATIONS)
+    G = check_group_size(group_size)
+    eps = check_real("adv_eps", adv_eps, low=0)
+    p = np.asarray(p, dtype=float)
+    pc = _pieces(norm, "none", "stale", G is not None)
+    if pc["A"] is not None:
+        return np.asarray(pc["A"](p, 1 - p, G if G is not None else 0, eps), float) + 0 * p
+    return _binomial_sum(pc["A_sum"], G, p, 1 - p, eps)
+
+
+def degenerate_probability(p, group_size):
+    """p^G + (1-p)^G, lambdified from ``drift.degenerate_probability``."""
+    G = check_int("group_size", group_size, low=2, allowed="an integer >= 2")
+    p = np.asarray(p, dtype=float)
+    return get("drift.degenerate_probability").numeric(p, 1 - p, G)
+
+
+# --- per-group update noise --------------------------------------------------------------
+
+def _per_group_update(normalization, kl):
+    """kappa*(A_+(n) - beta * k3 group term) for an on-policy group with n correct (per unit lr)."""
+    A = advantage_sum_expr(normalization)
+    if kl != "k3":
+        return S.kappa * A  # the exact KL gradient is analytic: no sampling noise
+    ell, ell_r = sp.symbols("ell ell_r", real=True)
+    k3 = sp.exp(ell_r - ell) - (ell_r - ell) - 1
+    dk3 = sp.diff(k3, ell)
+    g_c, g_w = _grad_log_pi()
+    c_term = dk3.subs({ell: sp.log(_P), ell_r: sp.log(_PR)}) * g_c
+    w_term = dk3.subs({ell: sp.log(_Q), ell_r: sp.log(_QR)}) * g_w
+    return S.kappa * (A - S.beta * (S.n * c_term + (S.G - S.n) * w_term) / S.G)
+
+
+@derivation("drift.update_variance_coefficient")
+def _noise_coeff() -> Derived:
+    # Var over n of the per-group update = (coefficient)/G + O(1/G^2), std normalization, exact KL
+    u = S.u
+    phi = _per_group_update("std", "exact").subs(S.n, u * S.G)
+    phi_inf = sp.limit(phi, S.G, sp.oo)
+    expr = sp.simplify(sp.diff(phi_inf, u).subs(u, _P) ** 2 * _P * (1 - _P))
+    out = Derived("drift.update_variance_coefficient", expr, (_P, S.kappa, S.eps),
+                  r"\sigma^2_1", "Leading coefficient of the per-group gradient-noise variance of "
+                  "the logit update: Var = sigma_1^2 / (B G) + O(1/G^2) (std normalization, exact KL; "
+                  "B prompts per step).", units="logits^2 per unit lr^2",
+                  assumptions="delta method: Var f(n/G) = f'(p)^2 p q / G", level="L1")
+    f = sp.lambdify((S.n, S.G, _P, _PR, S.kappa, S.beta, S.eps), _per_group_update("std", "exact"), "mpmath")
+    cf = sp.lambdify((_P, S.kappa, S.eps), expr, "mpmath")
+    with mpmath.workdps(30):
+        vals = []
+        for g in (200, 400, 800):
+            pv = mpmath.mpf("0.3")
+            pmf = [mpmath.binomial(g, k_) * pv**k_ * (1 - pv) ** (g - k_) for k_ in range(g + 1)]
+            xs = [f(k_, g, pv, pv, 2, 0, 0) if 0 < k_ < g else 0 for k_ in range(g + 1)]
+            m1 = mpmath.fsum(w * x for w, x in zip(pmf, xs))
+            var = mpmath.fsum(w * (x - m1) ** 2 for w, x in zip(pmf, xs))
+            vals.append(var * g / cf(pv, 2, 0))
+    ok = all(abs(v - 1) < 5.0 / 200 * 3 for v in vals) and abs(vals[2] - 1) < abs(vals[0] - 1)
+    out.check("G * exact binomial variance / sigma_1^2 -> 1 (p = 0.3, G = 200, 400, 800)", "mpmath",
+              ok, ", ".join(f"{float(v):.4f}" for v in vals))
+    return out
+
+
+@derivation("drift.update_variance_rare_failure")
+def _noise_rare() -> Derived:
+    # q = 1 - p -> 0 at fixed G: only the groups with exactly one failure (n = G - 1) contribute
+    # at O(q); every other non-degenerate group has weight O(q^2), and the mean update is O(q).
+    G, qq = S.G, _Q
+    w_one_failure = G * (1 - qq) ** (G - 1) * qq                  # C(G, G-1) p^(G-1) q
+    u = S.kappa * advantage_sum_expr("std").subs(S.n, G - 1)      # its per-group logit update
+    lead = sp.series(w_one_failure, qq, 0, 2).removeO()
+    expr = sp.simplify(lead.coeff(qq, 1) * u**2)
+    out = Derived("drift.update_variance_rare_failure", expr, (S.G, S.kappa, S.eps),
+                  r"\lim_{q \to 0} \frac{\operatorname{Var}}{q}",
+                  "Rare-failure limit of the per-group update variance (std normalization, exact or no "
+                  "KL): Var = coefficient * (1 - p) + O((1 - p)^2). At eps = 0 it is kappa^2 (1 - 1/G)^2, "
+                  "independent of G: the single failing sample carries an advantage of order sqrt(G) "
+                  "and occurs with probability G q, so the 1/G law needs G (1 - p) >> 1.",
+                  units="logits^2 per unit lr^2 per unit failure probability",
+                  assumptions="fixed G, p -> 1", level="L1")
+    out.check("the one-failure weight is G q + O(q^2)", "sympy", prove_zero(lead - G * qq))
+    out.check("at eps = 0 the coefficient is kappa^2 (1 - 1/G)^2", "sympy",
+              prove_zero(expr.subs(S.eps, 0) - S.kappa**2 * (1 - 1 / G) ** 2))
+    f = sp.lambdify((S.n, S.G, S.kappa, S.eps), S.kappa * advantage_sum_expr("std"), "mpmath")
+    cf = sp.lambdify((S.G, S.kappa, S.eps), expr, "mpmath")
+    ratios = []
+    with mpmath.workdps(40):
+        for g in (8, 64):
+            for qv in (mpmath.mpf("1e-8"), mpmath.mpf("1e-10")):
+                pv = 1 - qv
+                w = [mpmath.binomial(g, k_) * pv**k_ * qv ** (g - k_) for k_ in range(g + 1)]
+                x = [f(k_, g, 2, 0) if 0 < k_ < g else 0 for k_ in range(g + 1)]
+                m1 = mpmath.fsum(a_ * b_ for a_, b_ in zip(w, x))
+                var = mpmath.fsum(a_ * (b_ - m1) ** 2 for a_, b_ in zip(w, x))
+                ratios.append(var / (cf(g, 2, 0) * qv))
+    errs = [abs(r - 1) for r in ratios]
+    out.check("exact binomial variance / (coefficient q) -> 1 with error O(q) (G = 8, 64; "
+              "q = 1e-8, 1e-10; mpmath 40 digits)", "mpmath",
+              all(e < 1e-5 for e in errs), ", ".join(mpmath.nstr(e, 3) for e in errs))
+    return out
+
+
+def update_variance(p, *, normalization="std", kl="exact", group_size=8, kl_coef=0.0, p_ref=0.3,
+                    adv_eps=0.0, actions=2, correct=1, prompts=1):
+    """Exact variance of the on-policy per-step logit update per unit learning rate squared.
+
+    Binomial sum over the number of correct samples of the per-group update
+    (advantage term and, for ``kl="k3"``, the sampled k3 gradient), divided by
+    the number of prompts B.  Scales as 1/(B G) at large G.
+    """
+    norm = check_choice("normalization", normalization, NORMALIZATIONS)
+    kl = check_choice("kl", kl, KL_KINDS)
+    beta, pr, eps, G, kap = _common_args(kl_coef, p_ref, adv_eps, group_size, actions, correct)
+    if G is None:
+        raise ParameterError("group_size", group_size, "a finite integer >= 2 for a variance")
+    B = check_int("prompts", prompts, low=1)
+    fn = _noise_fn(norm, kl)
+    p = np.atleast_1d(np.asarray(p, dtype=float))
+    n = np.arange(G + 1, dtype=float)[:, None]
+    from scipy.stats import binom
+
+    pmf = binom.pmf(n, G, p[None, :])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        vals = fn(n, float(G), p[None, :], pr, kap, beta, eps)
+    degenerate = (n == 0) | (n == G)
+    if kl != "k3":
+        vals = np.where(degenerate, 0.0, vals)
+    else:
+        vals = np.where(degenerate & ~np.isfinite(vals), 0.0, vals)
+    mean = np.sum(pmf * vals, axis=0)
+    var = np.sum(pmf * (vals - mean) ** 2, axis=0) / B
+    return var if var.size > 1 else var[0]
+
+
+@functools.cache
+def _noise_fn(normalization, kl):
+    e = on_simplex(_per_group_update(normalization, kl))
+    return sp.lambdify((S.n, S.G, _P, _PR, S.kappa, S.beta, S.eps), e, "numpy")

@@ -1,0 +1,398 @@
+r"""Fixed points of the mean-field drift, their stiffness, bifurcations in β, and Mroueh's recurrence.
+
+A fixed point :math:`z^*` solves :math:`F(z^*, z^*) = 0`; it is stable for
+small steps when the stiffness :math:`K = -dF/dz|_{z^*} > 0`.  The stiffness
+splits into a part acting on the current iterate, :math:`K_f = -\partial_z F`,
+and a part acting through the sampling policy, :math:`K_s = -\partial_{z_{\mathrm{old}}} F`;
+off-policy lag acts on :math:`K_s` only.
+
+Interior fixed points exist only where the KL force balances the advantage
+force.  Since :math:`F = \kappa[\mathcal A(z) - \beta\Phi(z)]` is linear in
+:math:`\beta`, fixed points are the level set :math:`\beta = B(z) := \mathcal A/\Phi`
+and the bifurcation values of :math:`\beta` are the critical values of :math:`B`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import sympy as sp
+from scipy.optimize import brentq
+
+from grpo_theory.theory import symbols as S
+from grpo_theory.theory.derived import Derived, derivation, get, prove_zero
+from grpo_theory.theory.drift import (Variant, check_group_size, d_dz, drift_components, drift_expr, on_policy,
+                    on_simplex)
+from grpo_theory.validate import ParameterError, check_probability, check_real
+
+__all__ = [
+    "FixedPoint",
+    "fixed_points",
+    "stable_fixed_point",
+    "bifurcations",
+    "bifurcations_in_adv_eps",
+    "mroueh_map",
+    "mroueh_fixed_point",
+    "mroueh_fixed_points",
+    "compare_with_mroueh",
+]
+
+_P, _Q, _PR, _QR = S.p, S.q_fail, S.p_ref, S.q_ref
+
+
+# ----------------------------------------------------------------------------------
+# derivations
+# ----------------------------------------------------------------------------------
+
+def _z_of(p, q):
+    return sp.log(p / q)
+
+
+@derivation("fixed_points.mean_exact_location")
+def _mean_exact_loc() -> Derived:
+    F = on_policy(drift_expr("mean", "exact", "stale", finite=True))
+    expr = S.z_ref + (1 - 1 / S.G) / S.beta
+    out = Derived("fixed_points.mean_exact_location", expr, (S.z_ref, S.G, S.beta), "z^{*}",
+                  "Unique interior fixed point for mean normalization with the exact KL: the "
+                  "amplified logit, exact at every finite G.", units="logits",
+                  assumptions="beta > 0", level="L1")
+    # F = kappa p q [(1 - 1/G) - beta (z - z_ref)] with z - z_ref = log(p/q) - log(p_ref/q_ref)
+    Delta = sp.Symbol("Delta", real=True)
+    reduced = sp.expand(sp.expand_log(F / (S.kappa * _P * _Q), force=True))
+    reduced = reduced.subs(sp.log(_P), Delta + sp.log(_Q) + sp.log(_PR) - sp.log(_QR))
+    reduced = sp.simplify(reduced)
+    out.check("F / (kappa p q) = (1 - 1/G) - beta (z - z_ref): affine in z", "sympy",
+              prove_zero(reduced - ((1 - 1 / S.G) - S.beta * Delta)), sp.sstr(reduced))
+    out.check("it vanishes at z* = z_ref + (1 - 1/G)/beta, and only there (slope -beta < 0)",
+              "sympy", prove_zero(reduced.subs(Delta, expr - S.z_ref))
+              and sp.diff(reduced, Delta) == -S.beta)
+    return out
+
+
+@derivation("fixed_points.mean_exact_stiffness")
+def _mean_exact_stiff() -> Derived:
+    F = on_policy(drift_expr("mean", "exact", "stale", finite=True))
+    K_expr = -d_dz(F)
+    zstar = get("fixed_points.mean_exact_location").expr
+    # at the fixed point log(p/q) - log(p_ref/q_ref) = (1 - 1/G)/beta
+    Kat = sp.expand_log(sp.expand(K_expr), force=True)
+    Kat = Kat.subs(sp.log(_P), sp.log(_Q) + sp.log(_PR) - sp.log(_QR) + (zstar - S.z_ref))
+    expr = S.kappa * S.beta * _P * _Q
+    out = Derived("fixed_points.mean_exact_stiffness", expr, (_P, _Q, S.kappa, S.beta), "K",
+                  "Stiffness at the fixed point, mean normalization, exact KL: kappa beta p* q* "
+                  "(the KL coefficient sets the restoring force).", units="per unit learning rate",
+                  assumptions="evaluated at p = p*", level="L1")
+    out.check("-dF/dz at z* = kappa beta p* q*", "sympy",
+              prove_zero(on_simplex(sp.simplify(Kat - expr))))
+    return out
+
+
+@derivation("fixed_points.std_exact_condition")
+def _std_exact_cond() -> Derived:
+    F = on_policy(drift_expr("std", "exact", "stale", finite=False))
+    Delta = sp.Symbol("Delta", real=True)  # z - z_ref
+    Fd = sp.expand_log(F, force=True).subs(sp.log(_P), Delta + sp.log(_Q) + sp.log(_PR) - sp.log(_QR))
+    sol = sp.solve(sp.Eq(sp.simplify(Fd), 0), Delta)
+    expr = 1 / (S.beta * (sp.sqrt(_P * _Q) + S.eps))
+    out = Derived("fixed_points.std_exact_condition", expr, (_P, _Q, S.beta, S.eps), "z^{*} - z_{ref}",
+                  "Fixed-point condition for std normalization with the exact KL at large G: "
+                  "the amplification of the logit over the reference.", units="logits",
+                  assumptions="G -> infinity", level="L1")
+    out.check("F = 0  <=>  z - z_ref = 1/(beta (sqrt(p q) + eps))", "sympy",
+              len(sol) == 1 and prove_zero(sol[0] - expr), f"sympy.solve -> {sol}")
+    return out
+
+
+@derivation("fixed_points.mroueh_map")
+def _mroueh_map() -> Derived:
+    # QUOTED from Mroueh (arXiv 2503.06639), not derived here:
+    expr = 1 / (1 + ((1 - _PR) / _PR) * sp.exp(-1 / (S.beta * sp.sqrt(_P * (1 - _P) + S.eps))))
+    out = Derived("fixed_points.mroueh_map", expr, (_P, _PR, S.beta, S.eps), "p_{n}",
+                  "Mroueh's success-probability recurrence p_n = f(p_{n-1}) for binary rewards, "
+                  "mean+std normalization and KL to the reference (quoted from the literature).",
+                  units="probability", assumptions="quoted: arXiv 2503.06639", level="literature",
+                  references=("mroueh2025",))
+    odds = expr / (1 - expr)
+    out.check("in logits the map reads z_n = z_ref + 1/(beta sqrt(p q + eps)) "
+              "(odds p_n/(1-p_n) = odds_ref * exp(1/(beta sqrt(pq + eps))))", "sympy",
+              prove_zero(odds - _PR / (1 - _PR) * sp.exp(1 / (S.beta * sp.sqrt(_P * (1 - _P) + S.eps)))))
+    return out
+
+
+@derivation("fixed_points.mroueh_agreement")
+def _mroueh_agree() -> Derived:
+    ours = get("fixed_points.std_exact_condition").expr
+    theirs = 1 / (S.beta * sp.sqrt(_P * _Q + S.eps))
+    expr = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO()
+    out = Derived("fixed_points.mroueh_agreement", sp.simplify(expr), (_P, _Q, S.beta, S.h),
+                  r"\Delta z^{*}_{\mathrm{ours}} - \Delta z^{*}_{\mathrm{Mroueh}}",
+                  "Difference of the fixed-point conditions (std + exact KL, G -> infinity) vs "
+                  "Mroueh's, to first order in the advantage epsilon h: zero at h = 0 (the "
+                  "variants coincide), O(epsilon) because epsilon sits outside the square root "
+                  "in TRL/verl and inside it in Mroueh's.", units="logits",
+                  assumptions="G -> infinity", level="L1", references=("mroueh2025",))
+    out.check("at epsilon = 0 the fixed-point conditions coincide exactly", "sympy",
+              prove_zero(ours.subs(S.eps, 0) - theirs.subs(S.eps, 0)))
+    out.check("the first-order difference is nonzero (epsilon placement matters)", "sympy",
+              not prove_zero(expr))
+    return out
+
+
+@derivation("fixed_points.stiffness_reward_invariance")
+def _stiff_reward() -> Derived:
+    f = sp.Function("F")
+    pp = sp.Symbol("p", positive=True)
+    g = pp * (1 - pp) * f(sp.log(pp / (1 - pp)))  # dp/dt = p (1-p) dz/dt
+    dg = sp.diff(g, pp)
+    zs = sp.Symbol("z_star", real=True)
+    at = dg.subs(f(sp.log(pp / (1 - pp))), 0).doit()
+    expr = -sp.Derivative(f(S.z), S.z)
+    out = Derived("fixed_points.stiffness_reward_invariance", expr, (), "K_{p}",
+                  "Stiffness in reward coordinates: -d(dp/dt)/dp at a fixed point equals the logit "
+                  "stiffness K (an eigenvalue is coordinate invariant).", units="per step per unit lr",
+                  level="L1")
+    lhs = sp.simplify(-at)
+    target = -sp.Subs(sp.Derivative(f(zs), zs), zs, sp.log(pp / (1 - pp))).doit()
+    out.check("-d/dp [p(1-p) F(z(p))] = -F'(z) wherever F = 0", "sympy",
+              prove_zero(sp.simplify(lhs - target)), sp.sstr(lhs))
+    del zs
+    return out
+
+
+# ----------------------------------------------------------------------------------
+# numerics
+# ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FixedPoint:
+    """An interior fixed point of the on-policy mean-field drift.
+
+    ``p`` (reward), ``z`` (logit), ``stable`` (K > 0), ``stiffness`` K = -dF/dz
+    (per unit learning rate; the spring constant is eta*K), split into
+    ``stiffness_fresh`` (acts on the current iterate) and ``stiffness_stale``
+    (acts through the sampling policy: the part off-policy lag delays), and
+    ``fresh_fraction`` = K_f/K.
+    """
+
+    p: float
+    z: float
+    stable: bool
+    stiffness: float
+    stiffness_fresh: float
+    stiffness_stale: float
+
+    @property
+    def fresh_fraction(self) -> float:
+        return self.stiffness_fresh / self.stiffness if self.stiffness != 0 else float("nan")
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        ff = self.fresh_fraction
+        out["fresh_fraction"] = ff if math.isfinite(ff) else None
+        return out
+
+
+def _params(p_ref, kl_coef, normalization, kl, surrogate, adv_eps, group_size, actions, correct):
+    v = Variant(normalization, kl, surrogate)
+    return dict(normalization=v.normalization, kl=v.kl, surrogate=v.surrogate,
+                p_ref=check_probability("p_ref", p_ref), kl_coef=check_real("kl_coef", kl_coef, low=0),
+                adv_eps=check_real("adv_eps", adv_eps, low=0), group_size=check_group_size(group_size),
+                actions=actions, correct=correct)
+
+
+def _span_for(span, kw):
+    """Widen the upper end where epsilon > 0 puts a fixed point near z_ref + 1/(epsilon beta)."""
+    lo, hi = span
+    if kw["adv_eps"] > 0 and kw["group_size"] is None and kw["kl_coef"] > 0:
+        hi = max(hi, min(650.0, 2.0 / (kw["adv_eps"] * kw["kl_coef"]) + 10.0))
+    return lo, hi
+
+
+def _grid(z_ref, span=(-30.0, 60.0), points=6001):
+    return z_ref + np.linspace(span[0], span[1], points)
+
+
+def fixed_points(*, p_ref=0.3, kl_coef=0.05, normalization="std", kl="exact", surrogate="stale",
+                 adv_eps=0.0, group_size=8, actions=2, correct=1, span=(-30.0, 60.0)) -> list[FixedPoint]:
+    """All interior fixed points in ``z_ref + span`` (logits), sorted by p.
+
+    Roots of the exact on-policy drift are bracketed on a fine grid and
+    polished with ``scipy.optimize.brentq`` (xtol 1e-13).  Tangential double
+    roots (exactly at a bifurcation) are not reported.
+    """
+    kw = _params(p_ref, kl_coef, normalization, kl, surrogate, adv_eps, group_size, actions, correct)
+    z_ref = math.log(kw["p_ref"] / (1 - kw["p_ref"]))
+    span = _span_for(span, kw)
+    zg = _grid(z_ref, span, 6001 + int(span[1] - 60.0) * 20)
+    F = drift_components(zg, **kw)["F"]
+    out = []
+    sign = np.sign(F)
+    for i in np.nonzero(sign[:-1] * sign[1:] < 0)[0]:
+        zs = brentq(lambda zz: float(drift_components(zz, **kw)["F"]), zg[i], zg[i + 1], xtol=1e-13,
+                    rtol=4 * np.finfo(float).eps)
+        c = drift_components(zs, **kw)
+        Kf, Ks = -float(c["dF_dz"]), -float(c["dF_dzold"])
+        out.append(FixedPoint(p=float(1 / (1 + math.exp(-zs))), z=float(zs), stable=bool(Kf + Ks > 0),
+                              stiffness=Kf + Ks, stiffness_fresh=Kf, stiffness_stale=Ks))
+    for i in np.nonzero(sign == 0)[0]:
+        c = drift_components(zg[i], **kw)
+        Kf, Ks = -float(c["dF_dz"]), -float(c["dF_dzold"])
+        out.append(FixedPoint(float(1 / (1 + math.exp(-zg[i]))), float(zg[i]), bool(Kf + Ks > 0),
+                              Kf + Ks, Kf, Ks))
+    return sorted(out, key=lambda fp: fp.p)
+
+
+def stable_fixed_point(**kwargs) -> FixedPoint:
+    """The stable interior fixed point with the lowest reward (the one training from p_ref reaches).
+
+    Raises ``ParameterError`` when there is none (e.g. ``kl="none"``: the reward escapes to 1).
+    """
+    fps = [fp for fp in fixed_points(**kwargs) if fp.stable]
+    if not fps:
+        raise ParameterError("kl_coef", kwargs.get("kl_coef"),
+                             "a value for which a stable interior fixed point exists "
+                             "(here the reward escapes to p = 1; see `bifurcations`)")
+    return fps[0]
+
+
+def bifurcations(*, p_ref=0.3, normalization="std", kl="exact", adv_eps=0.0, group_size=8,
+                 actions=2, correct=1, span=(-30.0, 60.0)) -> list[dict]:
+    """Values of the KL coefficient beta where interior fixed points are born or vanish.
+
+    Fixed points satisfy beta = B(z) = A(z)/Phi(z); the saddle-node
+    bifurcations are the critical values of B (z > z_ref).  Returns dicts with
+    ``kl_coef``, ``z``, ``p`` and ``kind`` ("saddle-node"), sorted by beta.
+    """
+    kw = _params(p_ref, 0.0, normalization, kl, "stale", adv_eps, group_size, actions, correct)
+    if kw["kl"] == "none":
+        return []
+    z_ref = math.log(kw["p_ref"] / (1 - kw["p_ref"]))
+    span = _span_for(span, {**kw, "kl_coef": 1e-2})
+    zg = _grid(z_ref, (1e-3, span[1]), 8001 + int(span[1] - 60.0) * 20)
+
+    def B_and_dB(zz):
+        c0 = drift_components(zz, **kw)
+        c1 = drift_components(zz, **{**kw, "kl_coef": 1.0})
+        A, dA = c0["F"], c0["dF_dz"] + c0["dF_dzold"]
+        Phi, dPhi = A - c1["F"], dA - (c1["dF_dz"] + c1["dF_dzold"])
+        # where both forces underflow to 0 (extreme z) B is undefined: NaN, no sign change
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            B = A / Phi
+            dB = (dA / Phi) - B * (dPhi / Phi)
+        return np.where(np.isfinite(B), B, np.nan), np.where(np.isfinite(dB), dB, np.nan)
+
+    B, dB = B_and_dB(zg)
+    out = []
+    s = np.sign(np.nan_to_num(dB, nan=0.0))
+    for i in np.nonzero(s[:-1] * s[1:] < 0)[0]:
+        zc = brentq(lambda zz: float(B_and_dB(zz)[1]), zg[i], zg[i + 1], xtol=1e-12)
+        out.append({"kl_coef": float(B_and_dB(zc)[0]), "z": float(zc),
+                    "p": float(1 / (1 + math.exp(-zc))), "kind": "saddle-node"})
+    return sorted(out, key=lambda r: r["kl_coef"])
+
+
+def mroueh_map(p, *, p_ref, kl_coef, adv_eps=0.0):
+    """Mroueh's recurrence p_n = f(p_{n-1}) (quoted from arXiv 2503.06639), vectorised."""
+    return get("fixed_points.mroueh_map").numeric(np.asarray(p, float), p_ref, kl_coef, adv_eps)
+
+
+def bifurcations_in_adv_eps(*, p_ref=0.3, kl_coef=0.5, normalization="std", kl="exact",
+                            group_size=None, eps_range=(1e-6, 1.0), grid=60, actions=2,
+                            correct=1) -> list[dict]:
+    """Values of the advantage epsilon where interior fixed points are born or vanish (fixed beta).
+
+    The number of interior fixed points is piecewise constant in epsilon; it is
+    scanned on a log grid over ``eps_range`` and every change is located by
+    bisection to a relative width of 1e-9; a change is kept only when a beta-bifurcation
+    (:func:`bifurcations`) at that epsilon equals ``kl_coef``.  Returns dicts ``adv_eps``,
+    ``count_below``, ``count_above`` and ``kind`` ("birth" or "death" as epsilon grows).
+    """
+    lo_e = check_real("eps_range[0]", eps_range[0], low=0, low_open=True)
+    hi_e = check_real("eps_range[1]", eps_range[1], low=lo_e, low_open=True)
+    kw = dict(p_ref=p_ref, kl_coef=kl_coef, normalization=normalization, kl=kl,
+              group_size=group_size, actions=actions, correct=correct)
+
+    def count(e):
+        return len(fixed_points(adv_eps=float(e), **kw))
+
+    es = np.geomspace(lo_e, hi_e, int(grid))
+    counts = [count(e) for e in es]
+    out = []
+    for (e0, c0), (e1, c1) in zip(zip(es, counts), zip(es[1:], counts[1:])):
+        if c0 == c1:
+            continue
+        a_, b_ = float(e0), float(e1)
+        while b_ / a_ - 1 > 1e-9:
+            mid = math.sqrt(a_ * b_)
+            if count(mid) == c0:
+                a_ = mid
+            else:
+                b_ = mid
+        e_c = math.sqrt(a_ * b_)
+        # a genuine bifurcation in epsilon at this beta is where a beta-bifurcation curve
+        # passes through beta; count changes from a root entering or leaving the finite
+        # search window (the high fixed point near z_ref + 1/(epsilon beta)) are discarded
+        betas = [b["kl_coef"] for b in bifurcations(adv_eps=e_c, **{k: v for k, v in kw.items()
+                                                                    if k != "kl_coef"})]
+        if not any(abs(b - kl_coef) <= 1e-5 * kl_coef for b in betas):
+            continue
+        out.append({"adv_eps": e_c, "count_below": c0, "count_above": c1,
+                    "kind": "birth" if c1 > c0 else "death"})
+    return out
+
+
+def mroueh_fixed_points(*, p_ref, kl_coef, adv_eps=0.0, span=60.0) -> list[float]:
+    """Interior fixed points of Mroueh's recurrence, sorted (p = 1 is always a boundary one).
+
+    Uses the proven logit form z = z_ref + 1/(beta sqrt(pq + eps)) of the map
+    (``fixed_points.mroueh_map``): roots of (z - z_ref) beta sqrt(pq + eps) - 1,
+    bracketed on a grid and polished with brentq.
+    """
+    from scipy.special import expit
+
+    pr = check_probability("p_ref", p_ref)
+    beta = check_real("kl_coef", kl_coef, low=0, low_open=True)
+    eps = check_real("adv_eps", adv_eps, low=0)
+    z_ref = math.log(pr / (1 - pr))
+
+    def h(zz):
+        zz = np.asarray(zz, float)
+        return (zz - z_ref) * beta * np.sqrt(expit(zz) * expit(-zz) + eps) - 1.0
+
+    zg = z_ref + np.linspace(1e-9, span, 6001)
+    hv = h(zg)
+    roots = [brentq(lambda zz: float(h(zz)), zg[i], zg[i + 1], xtol=1e-14)
+             for i in np.nonzero(np.sign(hv[:-1]) * np.sign(hv[1:]) < 0)[0]]
+    return [float(expit(r)) for r in roots]
+
+
+def mroueh_fixed_point(*, p_ref, kl_coef, adv_eps=0.0):
+    """The lowest interior fixed point of Mroueh's recurrence (reached from p_ref), or None."""
+    fps = mroueh_fixed_points(p_ref=p_ref, kl_coef=kl_coef, adv_eps=adv_eps)
+    return fps[0] if fps else None
+
+
+def compare_with_mroueh(*, p_ref=0.3, kl_coef=0.5, adv_eps=0.0, group_size=8) -> list[dict]:
+    """The stable fixed point of every variant next to Mroueh's fixed point.
+
+    Returns rows ``{"variant", "group_size", "p_star", "mroueh_p_star", "difference"}``.
+    The std + exact-KL variant at G -> infinity and epsilon = 0 coincides with
+    Mroueh (proven in ``fixed_points.mroueh_agreement``); the others do not.
+    """
+    ref = mroueh_fixed_point(p_ref=p_ref, kl_coef=kl_coef, adv_eps=adv_eps)
+    rows = []
+    for norm in ("std", "mean"):
+        for kl in ("exact", "k3"):
+            for G in (group_size, None):
+                try:
+                    fp = stable_fixed_point(p_ref=p_ref, kl_coef=kl_coef, normalization=norm, kl=kl,
+                                            adv_eps=adv_eps, group_size=G)
+                    ps = fp.p
+                except ParameterError:
+                    ps = None
+                rows.append({"variant": f"{norm}+{kl}", "group_size": "inf" if G is None else G,
+                             "p_star": ps, "mroueh_p_star": ref,
+                             "difference": None if ps is None or ref is None else ps - ref})
+    return rows

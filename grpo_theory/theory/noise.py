@@ -1,0 +1,252 @@
+r"""Gradient noise: stationary fluctuations around a stable fixed point (L3 and exact L2).
+
+* ``noise.langevin_variance`` (L3): :math:`m\ddot x + \gamma\dot x + kx = \eta\,\xi(t)`,
+  :math:`\langle\xi(t)\xi(t')\rangle = \sigma^2\delta(t-t')`, gives
+  :math:`\operatorname{Var}x = \eta^2\sigma^2/(2\gamma k)`, from the continuous
+  Lyapunov equation :math:`AP + PA^\top + Q = 0` solved by sympy.
+* ``noise.ar2_variance`` (L2, on-policy): the heavy-ball AR(2) process
+  :math:`x_{t+1} = (1+\mu-a)x_t - \mu x_{t-1} + \eta\xi_t`, :math:`a=\eta K`,
+  :math:`\operatorname{Var}\xi=\sigma^2`, exactly from the discrete Lyapunov
+  equation :math:`P = APA^\top + Q`; it agrees with the L3 value to leading order in
+  :math:`a`.  With refresh interval :math:`k` the exact phase-averaged variance is
+  computed numerically from the window map with accumulated noise covariance.
+* ``noise.reward_fluctuation``: delta method,
+  :math:`\operatorname{Var}p \approx (p^*(1-p^*))^2\operatorname{Var}z`; since
+  :math:`\sigma^2\propto 1/G`, the reward fluctuation is :math:`\propto 1/G`.
+
+Units: x and z in logits, p in reward, :math:`\sigma^2` the per-step variance of the
+gradient noise of the logit (logits² per unit learning rate², from :mod:`grpo_theory.theory.drift`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg
+import sympy as sp
+
+from grpo_theory.theory import symbols as S
+from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
+from grpo_theory.validate import check_choice, check_int, check_probability, check_real
+
+__all__ = ["stationary_variance", "reward_fluctuation", "refresh_phase_variances"]
+
+_PAPER = ("predictable_grpo",)
+
+#: Var z, the stationary variance of the logit (local: used only by the delta method here)
+var_z = sp.Symbol("V_z", positive=True)
+
+
+def _sym_cov(name):
+    p11, p12, p22 = sp.symbols(f"{name}11 {name}12 {name}22")
+    return sp.Matrix([[p11, p12], [p12, p22]]), (p11, p12, p22)
+
+
+# ----------------------------------------------------------------------------------
+# Derivations
+# ----------------------------------------------------------------------------------
+
+@derivation("noise.langevin_variance")
+def _langevin() -> Derived:
+    m, g, k, eta, s2 = S.m, S.gamma, S.spring, S.eta, S.sigma2
+    A = sp.Matrix([[0, 1], [-k / m, -g / m]])
+    Q = sp.Matrix([[0, 0], [0, eta**2 * s2 / m**2]])
+    P, unknowns = _sym_cov("P")
+    eqs = list(A * P + P * A.T + Q)
+    (sol,) = sp.linsolve(eqs, unknowns)
+    sol = dict(zip(unknowns, (sp.simplify(e) for e in sol)))
+    expr = sol[unknowns[0]]
+    out = Derived("noise.langevin_variance", expr, (S.eta, S.sigma2, S.gamma, S.spring),
+                  r"\operatorname{Var} x",
+                  "Stationary variance of the deviation in the continuous (Langevin) model "
+                  "m x'' + gamma x' + k x = eta xi(t), white noise of intensity sigma^2.",
+                  units="logits^2", assumptions="gamma > 0, k > 0 (stable); white noise",
+                  level="L3", references=_PAPER)
+    Ps = P.subs(sol)
+    out.check("solves the continuous Lyapunov equation A P + P A^T + Q = 0", "sympy",
+              all(prove_zero(e) for e in (A * Ps + Ps * A.T + Q)))
+    out.check("Var x = eta^2 sigma^2/(2 gamma k), independent of the mass", "sympy",
+              prove_equal(expr, eta**2 * s2 / (2 * g * k)) and sp.diff(expr, m) == 0)
+    out.check("Var v = eta^2 sigma^2/(2 gamma m), Cov(x, v) = 0", "sympy",
+              prove_equal(sol[unknowns[2]], eta**2 * s2 / (2 * g * m))
+              and prove_zero(sol[unknowns[1]]))
+    vals = {m: 0.75, g: 0.3, k: 0.1, eta: 0.1, s2: 2.0}
+    An = np.array(A.subs(vals), dtype=float)
+    Qn = np.array(Q.subs(vals), dtype=float)
+    ref = scipy.linalg.solve_continuous_lyapunov(An, -Qn)[0, 0]
+    got = float(expr.subs(vals))
+    out.check("matches scipy.linalg.solve_continuous_lyapunov", "numeric",
+              abs(got - ref) <= 1e-12 * abs(ref), f"{got!r} vs {ref!r}")
+    return out
+
+
+def _ar2_matrices():
+    a = S.eta * S.K
+    A = sp.Matrix([[1 + S.mu - a, -S.mu], [1, 0]])
+    Q = sp.Matrix([[S.eta**2 * S.sigma2, 0], [0, 0]])
+    return A, Q
+
+
+@derivation("noise.ar2_variance")
+def _ar2() -> Derived:
+    A, Q = _ar2_matrices()
+    P, unknowns = _sym_cov("P")
+    (sol,) = sp.linsolve(list(A * P * A.T + Q - P), unknowns)
+    sol = dict(zip(unknowns, sol))
+    expr = sp.factor(sp.simplify(sol[unknowns[0]]))
+    out = Derived("noise.ar2_variance", expr, (S.eta, S.mu, S.K, S.sigma2), r"\operatorname{Var} x",
+                  "Exact stationary variance of the on-policy heavy-ball AR(2) process "
+                  "x_{t+1} = (1 + mu - eta K) x_t - mu x_{t-1} + eta xi_t, Var xi = sigma^2.",
+                  units="logits^2", assumptions="on-policy (k = 1); 0 < eta K < 2 (1 + mu), mu < 1",
+                  level="L2", references=_PAPER)
+    Ps = P.subs(sol)
+    out.check("solves the discrete Lyapunov equation P = A P A^T + Q", "sympy",
+              all(prove_zero(sp.simplify(e)) for e in (A * Ps * A.T + Q - Ps)))
+    a = S.a
+    closed = (1 + S.mu) * S.eta**2 * S.sigma2 / ((1 - S.mu) * a * (2 * (1 + S.mu) - a))
+    out.check("Var x = (1 + mu) eta^2 sigma^2 / ((1 - mu) a (2(1 + mu) - a)), a = eta K: diverges "
+              "exactly at the flip threshold a = 2(1 + mu)", "sympy",
+              prove_equal(expr, closed.subs(a, S.eta * S.K)))
+    # leading order in a: the L3 Langevin value with m, gamma, k of the oscillator at zero lag
+    lang = get("noise.langevin_variance").expr
+    osc = {S.gamma: get("oscillator.damping").expr.subs(S.ell, 0),
+           S.spring: get("oscillator.spring").expr}
+    lang_h = lang.subs(osc)
+    ratio = sp.simplify((expr / lang_h).subs(S.K, a / S.eta))
+    lead = sp.limit(ratio, a, 0)
+    corr = sp.simplify(sp.diff(ratio, a).subs(a, 0))
+    out.check("agrees with the L3 Langevin variance eta^2 sigma^2/(2 gamma k) to leading order "
+              "in a (ratio -> 1 as a -> 0)", "sympy", prove_equal(lead, 1),
+              f"exact/L3 = 1 + {sp.sstr(corr)} a + O(a^2)")
+    out.check("proportional to sigma^2 (hence to 1/G)", "sympy",
+              prove_zero(sp.diff(expr, S.sigma2, 2)) and prove_zero(expr.subs(S.sigma2, 0)))
+    f = sp.lambdify((S.eta, S.mu, S.K, S.sigma2), expr)
+    worst = 0.0
+    for eta_v, mu_v, K_v in ((0.1, 0.0, 1.0), (0.05, 0.5, 2.0), (0.01, 0.9, 3.0), (0.3, 0.99, 1.0)):
+        An = np.array(A.subs({S.eta: eta_v, S.mu: mu_v, S.K: K_v}), dtype=float)
+        Qn = np.array(Q.subs({S.eta: eta_v, S.sigma2: 1.5}), dtype=float)
+        ref = scipy.linalg.solve_discrete_lyapunov(An, Qn)[0, 0]
+        worst = max(worst, abs(f(eta_v, mu_v, K_v, 1.5) - ref) / ref)
+    out.check("matches scipy.linalg.solve_discrete_lyapunov at 4 points", "numeric", worst < 1e-10,
+              f"worst relative error {worst:.2g}")
+    return out
+
+
+@derivation("noise.reward_fluctuation")
+def _reward() -> Derived:
+    z, ps = S.z, S.p_star
+    zstar = S.logit(ps)
+    slope = sp.simplify(sp.diff(S.sigmoid(z), z).subs(z, zstar))
+    expr = slope**2 * var_z
+    out = Derived("noise.reward_fluctuation", expr, (S.p_star, var_z), r"\operatorname{Var} p",
+                  "Stationary reward fluctuation from the logit fluctuation by the delta method; "
+                  "proportional to 1/G because Var z is proportional to sigma^2 ~ 1/G.",
+                  units="reward^2", assumptions="Var z small (delta method, O(Var z^2) dropped)",
+                  level="L3", references=_PAPER)
+    out.check("dp/dz at z* = logit(p*) equals p*(1 - p*)", "sympy", prove_equal(slope, ps * (1 - ps)))
+    # second-order delta method for Gaussian eps: Var sigma(z*+eps) = p'^2 v + O(v^2)
+    eps_, v = sp.symbols("epsilon_ v", positive=True)
+    ser = sp.series(S.sigmoid(zstar + eps_), eps_, 0, 3).removeO()
+    c1, c2 = ser.coeff(eps_, 1), ser.coeff(eps_, 2)
+    # moments of N(0, v): E eps = 0, E eps^2 = v, E eps^3 = 0, E eps^4 = 3 v^2
+    var = c1**2 * v + 2 * c1 * c2 * 0 + c2**2 * (3 * v**2 - v**2)
+    out.check("second-order delta method: Var p = (p*(1-p*))^2 Var z + O(Var z^2)", "sympy",
+              prove_zero(sp.simplify(var.coeff(v, 1) - expr.coeff(var_z))))
+    import mpmath
+
+    errs = []
+    with mpmath.workdps(30):
+        for pv, vz in (("0.3", "1e-6"), ("0.8", "1e-6"), ("0.5", "1e-7")):
+            pv, vz = mpmath.mpf(pv), mpmath.mpf(vz)
+            zs = mpmath.log(pv / (1 - pv))
+            sd = mpmath.sqrt(vz)
+            gauss = lambda e: mpmath.exp(-e**2 / (2 * vz)) / mpmath.sqrt(2 * mpmath.pi * vz)  # noqa: E731
+            m1 = mpmath.quad(lambda e: gauss(e) / (1 + mpmath.exp(-(zs + e))), [-12 * sd, 0, 12 * sd])
+            m2 = mpmath.quad(lambda e: gauss(e) / (1 + mpmath.exp(-(zs + e)))**2, [-12 * sd, 0, 12 * sd])
+            exact = m2 - m1**2
+            errs.append(abs(exact / (pv * (1 - pv))**2 / vz - 1))
+    worst = max(errs)
+    out.check("Gaussian quadrature (mpmath, 30 digits) of Var sigma(z* + eps): relative error "
+              "O(Var z) at Var z <= 1e-6", "mpmath", worst < 1e-5, f"worst relative error {float(worst):.2g}")
+    return out
+
+
+# ----------------------------------------------------------------------------------
+# Numeric API
+# ----------------------------------------------------------------------------------
+
+def refresh_phase_variances(learning_rate, momentum, stiffness, noise_variance, refresh_interval,
+                            *, fresh_fraction=0.0):
+    r"""Exact stationary Var x at each phase j = 0..k-1 of a refresh window (logits²).
+
+    Per step :math:`y' = A y + \eta\,b\,\xi` on :math:`y = (x, v, x_s)` with
+    :math:`b = (1, 1, 0)` (the noise enters the velocity and so the position);
+    at the window start :math:`x_s \leftarrow x`.  The window covariance
+    :math:`\Sigma_0 = M\Sigma_0M^\top + Q_w` is solved with
+    :func:`scipy.linalg.solve_discrete_lyapunov` and propagated through the phases.
+    Returns an array of k variances, or all ``inf`` when the window map is unstable.
+    """
+    from grpo_theory.theory.discrete import step_matrix
+
+    k = check_int("refresh_interval", refresh_interval, low=1)
+    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
+    mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
+    Kv = check_real("stiffness", stiffness, low=0, low_open=True)
+    s2 = check_real("noise_variance", noise_variance, low=0)
+    phi = check_real("fresh_fraction", fresh_fraction)
+    A = step_matrix(eta, mu, Kv, phi)
+    E = np.array([[1.0, 0], [0, 1], [1, 0]])
+    b = eta * np.array([1.0, 1.0, 0.0])
+    # propagate (linear part, accumulated noise covariance) through the window
+    lin = [E]
+    cov = [np.zeros((3, 3))]
+    for _ in range(k):
+        lin.append(A @ lin[-1])
+        cov.append(A @ cov[-1] @ A.T + s2 * np.outer(b, b))
+    M = lin[k][:2]
+    if np.max(np.abs(np.linalg.eigvals(M))) >= 1:
+        return np.full(k, np.inf)
+    sigma0 = scipy.linalg.solve_discrete_lyapunov(M, cov[k][:2, :2])
+    return np.array([(lin[j] @ sigma0 @ lin[j].T + cov[j])[0, 0] for j in range(k)])
+
+
+def stationary_variance(learning_rate, momentum, stiffness, noise_variance, *, refresh_interval=1,
+                        model="discrete", fresh_fraction=0.0) -> float:
+    r"""Stationary variance of the logit deviation x = z - z* (logits²).
+
+    ``model="discrete"`` (exact L2): for ``refresh_interval = 1`` the closed form
+    ``noise.ar2_variance``; otherwise the phase average of
+    :func:`refresh_phase_variances`.  ``model="continuous"`` (L3):
+    :math:`\eta^2\sigma^2/(2\gamma k)` (``noise.langevin_variance``) with
+    :math:`\gamma, k` from :func:`grpo_theory.theory.oscillator.coefficients` at the mean lag
+    :math:`(k-1)/2` of a refresh window (zero lag on-policy).  ``noise_variance``
+    :math:`\sigma^2` is the per-step gradient-noise variance (:math:`\propto 1/G`).
+    Returns ``inf`` where the model is unstable (no stationary state).
+    """
+    from grpo_theory.theory import oscillator
+
+    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
+    mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
+    Kv = check_real("stiffness", stiffness, low=0, low_open=True)
+    s2 = check_real("noise_variance", noise_variance, low=0)
+    k = check_int("refresh_interval", refresh_interval, low=1)
+    model = check_choice("model", model, ("discrete", "continuous"))
+    phi = check_real("fresh_fraction", fresh_fraction)
+    if model == "continuous":
+        osc = oscillator.coefficients(eta, mu, (k - 1) / 2, Kv, fresh_fraction=phi)
+        if osc.damping <= 0:
+            return math.inf
+        return float(get("noise.langevin_variance").numeric(eta, s2, osc.damping, osc.spring))
+    if k == 1:
+        if eta * Kv >= 2 * (1 + mu):
+            return math.inf
+        return float(get("noise.ar2_variance").numeric(eta, mu, Kv, s2))
+    return float(np.mean(refresh_phase_variances(eta, mu, Kv, s2, k, fresh_fraction=phi)))
+
+
+def reward_fluctuation(p_star, var_z):
+    r"""Var p ≈ (p*(1-p*))² Var z (reward², delta method), from ``noise.reward_fluctuation``."""
+    ps = check_probability("p_star", p_star)
+    vz = check_real("var_z", var_z, low=0)
+    return float(get("noise.reward_fluctuation").numeric(ps, vz))

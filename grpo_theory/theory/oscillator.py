@@ -1,0 +1,518 @@
+r"""Level L3: the reduced-order continuous model  :math:`m\ddot x + \gamma\dot x + k x = \xi(t)`.
+
+Derivation (each step verified by sympy, see :func:`continuum_limit`):
+
+The linearised GRPO update with heavy-ball momentum :math:`\mu`, learning rate
+:math:`\eta` and stiffness :math:`K = K_f + K_s` — :math:`K_f` acting on the
+current iterate, :math:`K_s` through the sampling policy of :math:`\ell` steps
+ago — is
+
+.. math::  x_{t+1} - (1+\mu)x_t + \mu x_{t-1} = -\eta (K_f x_t + K_s x_{t-\ell}).
+
+With :math:`x_t = e^{st}` its characteristic function is
+:math:`\chi(s) = e^{s} - (1+\mu) + \mu e^{-s} + \eta K_f + \eta K_s e^{-s\ell}`.
+Expanding to second order in :math:`s` and keeping the lag to first order gives
+:math:`m s^2 + \gamma s + k` with :math:`m = (1+\mu)/2`,
+:math:`\gamma = 1-\mu-\eta K_s\ell`, :math:`k = \eta K`.  Momentum supplies
+inertia, lag erodes damping.  Time is in optimizer steps, :math:`x = z - z^*`
+in logits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from grpo_theory.theory import symbols as S
+from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
+from grpo_theory.validate import check_real
+
+__all__ = [
+    "Oscillator",
+    "coefficients",
+    "trajectory",
+    "velocity",
+    "single_exponential",
+    "damping_ratio",
+    "regime",
+    "discrete_characteristic_function",
+]
+
+_PAPER = ("predictable_grpo",)
+
+
+# ----------------------------------------------------------------------------------
+# Symbolic derivations
+# ----------------------------------------------------------------------------------
+
+def discrete_characteristic_function():
+    r""":math:`\chi(s)` of the linearised heavy-ball update with constant lag :math:`\ell`."""
+    s, mu, eta, Kf, Ks, ell = S.s, S.mu, S.eta, S.K_fresh, S.K_stale, S.ell
+    return sp.exp(s) - (1 + mu) + mu * sp.exp(-s) + eta * Kf + eta * Ks * sp.exp(-s * ell)
+
+
+def _continuum():
+    """Second-order expansion of chi(s); returns (m, gamma, k, second_order_lag_term)."""
+    s = S.s
+    chi = discrete_characteristic_function()
+    series = sp.series(chi, s, 0, 3).removeO()
+    poly = sp.Poly(sp.expand(series), s)
+    c0, c1, c2 = (poly.coeff_monomial(s**i) for i in range(3))
+    # The s^2 coefficient is (1+mu)/2 + eta K_s ell^2/2: the second term is second order
+    # in the lag and is dropped by the first-order-in-lag continuous model.
+    lag2 = sp.expand(c2).coeff(S.ell, 2) * S.ell**2
+    mass = sp.simplify(c2 - lag2)
+    return mass, sp.simplify(c1), sp.simplify(c0), lag2, series
+
+
+@derivation("oscillator.mass")
+def _mass() -> Derived:
+    mass, damping, spring, lag2, series = _continuum()
+    out = Derived(
+        "oscillator.mass", mass, (S.mu,), "m",
+        "Inertia of the reduced model: the s^2 coefficient of the discrete characteristic "
+        "function at first order in the lag.", units="steps^2 (dimensionless per step^2)",
+        assumptions="linearisation at a fixed point; heavy-ball momentum mu in [0,1); lag to first order",
+        level="L3", references=_PAPER)
+    out.check("m is the s^2 coefficient of chi(s) up to a term second order in the lag",
+              "sympy", prove_zero(sp.expand(series).coeff(S.s, 2) - mass - lag2),
+              f"dropped term {sp.sstr(lag2)}")
+    out.check("m = (1+mu)/2 > 0 for mu >= 0", "sympy", prove_equal(mass, (1 + S.mu) / 2))
+    return out
+
+
+@derivation("oscillator.damping")
+def _damping() -> Derived:
+    mass, damping, spring, lag2, series = _continuum()
+    out = Derived(
+        "oscillator.damping", damping, (S.mu, S.eta, S.K_stale, S.ell), r"\gamma",
+        "Damping of the reduced model: the s coefficient of the discrete characteristic "
+        "function. Off-policy lag ell acting on the stale stiffness K_s erodes it.",
+        units="per step", assumptions="first order in the lag ell (steps)",
+        level="L3", references=_PAPER)
+    out.check("gamma is the s^1 coefficient of chi(s)", "sympy",
+              prove_zero(sp.expand(series).coeff(S.s, 1) - damping))
+    out.check("d gamma / d ell = -eta K_s (lag erodes damping)", "sympy",
+              prove_equal(sp.diff(damping, S.ell), -S.eta * S.K_stale))
+    return out
+
+
+@derivation("oscillator.spring")
+def _spring() -> Derived:
+    mass, damping, spring, lag2, series = _continuum()
+    expr = spring.subs(S.K_fresh, S.K - S.K_stale)
+    out = Derived(
+        "oscillator.spring", sp.simplify(expr), (S.eta, S.K), "k",
+        "Spring constant of the reduced model: learning rate times total stiffness.",
+        units="per step^2", assumptions="K = K_f + K_s", level="L3", references=_PAPER)
+    out.check("k = chi(0) = eta (K_f + K_s)", "sympy",
+              prove_zero(series.subs(S.s, 0) - expr.subs(S.K, S.K_fresh + S.K_stale)))
+    return out
+
+
+def mass_expr():
+    return get("oscillator.mass").expr
+
+
+def damping_expr():
+    return get("oscillator.damping").expr
+
+
+def spring_expr():
+    return get("oscillator.spring").expr
+
+
+@derivation("oscillator.damping_ratio")
+def _damping_ratio() -> Derived:
+    expr = S.gamma / (2 * sp.sqrt(S.m * S.spring))
+    out = Derived(
+        "oscillator.damping_ratio", expr, (S.m, S.gamma, S.spring), r"\zeta",
+        "Damping ratio: zeta < 1 oscillatory, = 1 critical, > 1 overdamped.",
+        units="dimensionless", level="L3", references=_PAPER)
+    # zeta = 1 exactly where the characteristic roots of m s^2 + gamma s + k coincide
+    roots = sp.solve(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
+    disc = sp.discriminant(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
+    out.check("the discriminant gamma^2 - 4 m k equals 4 m k (zeta^2 - 1)", "sympy",
+              prove_zero(disc - 4 * S.m * S.spring * (expr**2 - 1)))
+    out.check("the characteristic equation has two roots", "sympy", len(roots) == 2)
+    return out
+
+
+def _critical(name, var, args, lhs, description, units, sample, upper=None) -> Derived:
+    """Critical damping gamma^2 = 4 m k of the continuous model (all stiffness stale) solved for
+    ``var``; the physical root is the one in range with gamma > 0 at the ``sample`` point."""
+    g, mm, kk = damping_expr().subs(S.K_stale, S.K), mass_expr(), spring_expr()
+    disc = g**2 - 4 * mm * kk
+    chosen = None
+    for sol in sp.solve(sp.Eq(disc, 0), var):
+        val = sol.subs(sample)
+        in_range = val.is_real and val >= 0 and (upper is None or val < upper)
+        if in_range and g.subs({**sample, var: val}) > 0:
+            chosen = sp.simplify(sol)
+    out = Derived(name, chosen, args, lhs, description, units=units,
+                  assumptions="K_s = K; root with gamma > 0", level="L3", references=_PAPER)
+    out.check(f"zeta = 1 at the root for {var}", "sympy", prove_zero(disc.subs(var, chosen)))
+    return out
+
+
+@derivation("oscillator.critical_momentum")
+def _critical_momentum() -> Derived:
+    return _critical("oscillator.critical_momentum", S.mu, (S.eta, S.K, S.ell), r"\mu_c",
+                     "Momentum at critical damping (zeta = 1) of the continuous model, all stiffness "
+                     "stale; mu > mu_c is oscillatory.", "dimensionless",
+                     {S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1}, upper=1)
+
+
+@derivation("oscillator.critical_learning_rate")
+def _critical_learning_rate() -> Derived:
+    return _critical("oscillator.critical_learning_rate", S.eta, (S.mu, S.K, S.ell), r"\eta_c",
+                     "Learning rate at critical damping of the continuous model (all stiffness "
+                     "stale); eta > eta_c is oscillatory.", "per step",
+                     {S.mu: sp.Rational(1, 2), S.K: 1, S.ell: 1})
+
+
+@derivation("oscillator.critical_stiffness")
+def _critical_stiffness() -> Derived:
+    return _critical("oscillator.critical_stiffness", S.K, (S.mu, S.eta, S.ell), r"K_c",
+                     "Stiffness at critical damping of the continuous model (all stiffness stale).",
+                     "per unit learning rate", {S.mu: sp.Rational(1, 2), S.eta: 1, S.ell: 1})
+
+
+@derivation("oscillator.published_threshold")
+def _published_threshold() -> Derived:
+    # gamma = 0 solved for the lag: the first-order-in-lag stability boundary.
+    g = damping_expr().subs(S.K_stale, S.K)
+    (ell_max,) = sp.solve(sp.Eq(g, 0), S.ell)
+    out = Derived(
+        "oscillator.published_threshold", ell_max, (S.mu, S.eta, S.K), r"\ell_{\max}",
+        "Largest lag with positive damping in the first-order continuous model. With the lag "
+        "identified with the refresh interval this is the published threshold "
+        "K eta K_ref < 1 - mu.", units="steps", assumptions="K_s = K; first order in the lag",
+        level="L3", references=_PAPER)
+    out.check("gamma(ell_max) = 0", "sympy", prove_zero(g.subs(S.ell, ell_max)))
+    out.check("ell < ell_max  <=>  eta K ell < 1 - mu (the published form)", "sympy",
+              prove_equal(ell_max * S.eta * S.K, 1 - S.mu))
+    return out
+
+
+# --- closed-form trajectory -----------------------------------------------------------
+
+def _ode():
+    t, xf = S.t, S.x
+    return sp.Eq(S.m * xf(t).diff(t, 2) + S.gamma * xf(t).diff(t) + S.spring * xf(t), 0)
+
+
+def _unified_parts():
+    r"""x(t) = e^{-gamma t/2m} [x0 C + (v0 + gamma x0/2m) Sh] with C = cosh(w t), Sh = sinh(w t)/w."""
+    t, m, g, x0, v0 = S.t, S.m, S.gamma, S.x0, S.v0
+    return sp.exp(-g * t / (2 * m)), x0, v0 + g * x0 / (2 * m)
+
+
+def _overdamped_expr():
+    t, m, g, k = S.t, S.m, S.gamma, S.spring
+    w = sp.sqrt(g**2 - 4 * m * k) / (2 * m)
+    env, c1, c2 = _unified_parts()
+    return env * (c1 * sp.cosh(w * t) + c2 * sp.sinh(w * t) / w)
+
+
+def _underdamped_expr():
+    t, m, g, k = S.t, S.m, S.gamma, S.spring
+    W = sp.sqrt(4 * m * k - g**2) / (2 * m)
+    env, c1, c2 = _unified_parts()
+    return env * (c1 * sp.cos(W * t) + c2 * sp.sin(W * t) / W)
+
+
+def _verify_solution(out: Derived, expr, regime_name: str, spring=S.spring) -> None:
+    t = S.t
+    ode = S.m * sp.diff(expr, t, 2) + S.gamma * sp.diff(expr, t) + spring * expr
+    out.check(f"{regime_name}: satisfies m x'' + gamma x' + k x = 0", "sympy", prove_zero(ode))
+    out.check(f"{regime_name}: x(0) = x0", "sympy", prove_zero(expr.subs(t, 0) - S.x0))
+    out.check(f"{regime_name}: x'(0) = v0", "sympy",
+              prove_zero(sp.diff(expr, t).subs(t, 0) - S.v0))
+
+
+def _mpmath_check(out: Derived, expr, params: dict, times, digits=25) -> None:
+    """Compare the closed form with mpmath's Taylor ODE solver at 40 digits."""
+    m, g, k, x0, v0 = (params[s] for s in (S.m, S.gamma, S.spring, S.x0, S.v0))
+    with mpmath.workdps(40):
+        m, g, k, x0, v0 = (mpmath.mpf(v) for v in (m, g, k, x0, v0))
+        sol = mpmath.odefun(lambda tt, y: [y[1], -(g * y[1] + k * y[0]) / m], 0, [x0, v0])
+        closed = sp.lambdify(S.t, expr.subs(params), modules="mpmath")
+        errors = []
+        for tt in times:
+            ref = sol(mpmath.mpf(tt))[0]
+            errors.append(abs(closed(mpmath.mpf(tt)) - ref) / max(abs(ref), mpmath.mpf(10) ** -30))
+    record_numeric(out, f"closed form vs mpmath.odefun at t = {list(times)}", errors, digits=digits)
+
+
+_ARGS_TRAJ = (S.t, S.m, S.gamma, S.spring, S.x0, S.v0)
+
+
+@derivation("oscillator.trajectory_overdamped")
+def _traj_over() -> Derived:
+    expr = _overdamped_expr()
+    out = Derived("oscillator.trajectory_overdamped", expr, _ARGS_TRAJ, "x(t)",
+                  "Closed-form deviation, overdamped regime (gamma^2 > 4 m k).", units="logits",
+                  assumptions="gamma^2 > 4 m k", level="L3")
+    # Independent route: sympy's dsolve with the initial conditions.
+    sol = sp.dsolve(_ode(), S.x(S.t), ics={S.x(0): S.x0, S.x(S.t).diff(S.t).subs(S.t, 0): S.v0})
+    out.check("equals sympy.dsolve's solution with the same initial conditions", "sympy",
+              prove_zero(sp.simplify((sol.rhs - expr).rewrite(sp.exp))))
+    _verify_solution(out, expr, "overdamped")
+    _mpmath_check(out, expr, {S.m: 1, S.gamma: 3, S.spring: 1, S.x0: 1, S.v0: -sp.Rational(1, 2)},
+                  (sp.Rational(1, 2), 2, 7))
+    return out
+
+
+@derivation("oscillator.trajectory_overdamped_modes")
+def _traj_over_modes() -> Derived:
+    t, m, g, k, x0, v0 = S.t, S.m, S.gamma, S.spring, S.x0, S.v0
+    w = sp.sqrt(g**2 - 4 * m * k) / (2 * m)
+    r1, r2 = -g / (2 * m) + w, -g / (2 * m) - w
+    expr = (v0 - r2 * x0) / (r1 - r2) * sp.exp(r1 * t) + (r1 * x0 - v0) / (r1 - r2) * sp.exp(r2 * t)
+    out = Derived("oscillator.trajectory_overdamped_modes", expr, _ARGS_TRAJ, "x(t)",
+                  "Overdamped trajectory as a sum of its two decaying modes (the form used for "
+                  "numerics at large t: no cosh overflow).", units="logits",
+                  assumptions="gamma^2 > 4 m k", level="L3")
+    out.check("identical to the cosh/sinh form", "sympy",
+              prove_zero((expr - _overdamped_expr()).rewrite(sp.exp)))
+    return out
+
+
+@derivation("oscillator.trajectory_underdamped")
+def _traj_under() -> Derived:
+    expr = _underdamped_expr()
+    out = Derived("oscillator.trajectory_underdamped", expr, _ARGS_TRAJ, "x(t)",
+                  "Closed-form deviation, underdamped (oscillatory) regime (gamma^2 < 4 m k).",
+                  units="logits", assumptions="gamma^2 < 4 m k", level="L3")
+    over = _overdamped_expr()
+    W = sp.Symbol("W", positive=True)
+    # the underdamped form is the overdamped one continued to imaginary w = i W
+    cont = over.subs(sp.sqrt(S.gamma**2 - 4 * S.m * S.spring), sp.I * 2 * S.m * W)
+    target = expr.subs(sp.sqrt(4 * S.m * S.spring - S.gamma**2), 2 * S.m * W)
+    out.check("analytic continuation w -> iW of the overdamped form", "sympy",
+              prove_zero((cont - target).rewrite(sp.exp)))
+    _verify_solution(out, expr, "underdamped")
+    _mpmath_check(out, expr, {S.m: 1, S.gamma: sp.Rational(1, 5), S.spring: 2, S.x0: 1, S.v0: 1},
+                  (sp.Rational(1, 2), 3, 11))
+    return out
+
+
+@derivation("oscillator.trajectory_critical")
+def _traj_critical() -> Derived:
+    m, g, k = S.m, S.gamma, S.spring
+    over = _overdamped_expr()
+    # exact limit gamma^2 - 4 m k -> 0+: substitute k = (gamma^2 - (2 m w)^2)/(4 m), let w -> 0
+    w = sp.Symbol("w", positive=True)
+    in_w = sp.simplify(over.subs(k, (g**2 - 4 * m**2 * w**2) / (4 * m)))
+    expr = sp.simplify(sp.limit(in_w, w, 0, "+"))
+    out = Derived("oscillator.trajectory_critical", expr, _ARGS_TRAJ[:2] + (S.gamma, S.x0, S.v0),
+                  "x(t)", "Closed-form deviation at critical damping, obtained as the exact limit "
+                  "of the overdamped solution (k = gamma^2/(4m)).", units="logits",
+                  assumptions="gamma^2 = 4 m k", level="L3")
+    w_u = sp.Symbol("w", positive=True)
+    under = _underdamped_expr().subs(k, (g**2 + 4 * m**2 * w_u**2) / (4 * m))
+    out.check("the underdamped limit W -> 0+ gives the same function", "sympy",
+              prove_zero(sp.limit(sp.simplify(under), w_u, 0, "+") - expr))
+    _verify_solution(out, expr, "critical (k = gamma^2/(4 m))", spring=g**2 / (4 * m))
+    _mpmath_check(out, expr, {S.m: 1, S.gamma: 2, S.spring: 1, S.x0: 1, S.v0: 2},
+                  (sp.Rational(1, 2), 2, 9))
+    return out
+
+
+@derivation("oscillator.overdamped_limit")
+def _overdamped_limit() -> Derived:
+    t, m, g, k = S.t, S.m, S.gamma, S.spring
+    over = _overdamped_expr()
+    gp = sp.Symbol("gamma", positive=True)
+    tp = sp.Symbol("t", positive=True)
+    lim = sp.limit(over.subs({g: gp, t: tp}), m, 0, "+").subs(tp, t)
+    expr = S.x0 * sp.exp(-t * S.spring / S.gamma)
+    out = Derived("oscillator.overdamped_limit", expr, (S.t, S.gamma, S.spring, S.x0), "x(t)",
+                  "Massless limit m -> 0 of the overdamped trajectory: a single exponential with "
+                  "tau = gamma/k, whatever the initial velocity (the empirical saturation law).",
+                  units="logits", assumptions="gamma > 0, t > 0, m -> 0+", level="L3",
+                  references=_PAPER)
+    out.check("lim_{m->0+} x(t) = x0 exp(-k t/gamma) for t > 0, any v0", "sympy",
+              prove_zero(lim - expr.subs(g, gp)), f"limit = {sp.sstr(lim)}")
+    slow_root = (-gp + sp.sqrt(gp**2 - 4 * m * k)) / (2 * m)
+    out.check("the slow characteristic root tends to -k/gamma = -1/tau", "sympy",
+              prove_zero(sp.limit(slow_root, m, 0, "+") + k / gp))
+    return out
+
+
+@derivation("oscillator.single_exponential")
+def _single_exponential() -> Derived:
+    # reward coordinates: R(t) = R_inf + (R_0 - R_inf) * x(t)/x0 with x from the massless limit
+    x_lim = get("oscillator.overdamped_limit").expr
+    expr = S.R_inf + (S.R_0 - S.R_inf) * (x_lim / S.x0).subs(S.spring / S.gamma, 1 / S.tau)
+    expr = expr.subs(S.spring, S.gamma / S.tau)
+    out = Derived("oscillator.single_exponential", expr, (S.t, S.R_inf, S.R_0, S.tau),
+                  "R(t)", "The empirical saturation law: plateau R_inf (the stable fixed point), "
+                  "initial reward R_0, time scale tau = gamma/k (inverse stiffness).",
+                  units="reward", assumptions="overdamped (m -> 0) and linear in reward",
+                  level="L3", references=_PAPER)
+    out.check("R(0) = R_0 and R(t) -> R_inf", "sympy",
+              prove_zero(out.expr.subs(S.t, 0) - S.R_0)
+              and prove_zero(sp.limit(out.expr, S.t, sp.oo) - S.R_inf))
+    out.check("R satisfies tau R' = R_inf - R", "sympy",
+              prove_zero(S.tau * sp.diff(out.expr, S.t) - (S.R_inf - out.expr)))
+    return out
+
+
+@derivation("oscillator.initial_curvature")
+def _slow_start() -> Derived:
+    over = _overdamped_expr()
+    x2 = sp.simplify(sp.diff(over, S.t, 2).subs(S.t, 0))
+    out = Derived("oscillator.initial_curvature", x2, (S.m, S.gamma, S.spring, S.x0, S.v0),
+                  r"\ddot x(0)", "Initial acceleration. With v0 = 0 (training starts at rest) the "
+                  "slope is zero and the curve starts slowly (inertia), unlike the single "
+                  "exponential whose initial slope is -x0/tau.", units="logits/step^2",
+                  level="L3", references=_PAPER)
+    out.check("x''(0) = -(gamma v0 + k x0)/m", "sympy",
+              prove_equal(x2, -(S.gamma * S.v0 + S.spring * S.x0) / S.m))
+    out.check("slow start: with v0 = 0, x'(0) = 0 in every regime", "sympy",
+              all(prove_zero(sp.diff(e, S.t).subs({S.t: 0, S.v0: 0}))
+                  for e in (over, _underdamped_expr())))
+    return out
+
+
+@derivation("oscillator.scaling_exponent")
+def _scaling() -> Derived:
+    tau_expr = (damping_expr() / spring_expr()).subs(S.K_stale, S.K)
+    tau_N = tau_expr.subs(S.K, S.c_K * S.N**S.alpha)
+    exponent = sp.simplify(sp.diff(sp.log(tau_N), S.N) * S.N)
+    exponent = sp.simplify(exponent.subs(S.c_K * S.N**S.alpha, S.K))
+    out = Derived("oscillator.scaling_exponent", exponent, (S.alpha, S.mu, S.eta, S.K, S.ell),
+                  r"\frac{d\log\tau}{d\log N}", "Model-size exponent of the saturation time "
+                  "tau = gamma/k when the stiffness scales as K = c N^alpha.", units="dimensionless",
+                  assumptions="K = c_K N^alpha; first-order lag model", level="L3",
+                  references=_PAPER)
+    out.check("with no lag the exponent is exactly -alpha (tau ~ N^-alpha)", "sympy",
+              prove_zero(exponent.subs(S.ell, 0) + S.alpha))
+    out.check("with lag: exponent = -alpha (1 - mu)/gamma, steeper than -alpha", "sympy",
+              prove_zero(exponent + S.alpha * (1 - S.mu) / damping_expr().subs(S.K_stale, S.K)))
+    return out
+
+
+# ----------------------------------------------------------------------------------
+# Numeric API (all formulas lambdified from the derivations above)
+# ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Oscillator:
+    r"""Coefficients of :math:`m\ddot x + \gamma\dot x + k x = 0` (time in steps, x in logits)."""
+
+    mass: float
+    damping: float
+    spring: float
+
+    @property
+    def damping_ratio(self) -> float:
+        return damping_ratio(self.mass, self.damping, self.spring)
+
+    @property
+    def regime(self) -> str:
+        return regime(self.mass, self.damping, self.spring)
+
+    @property
+    def time_scale(self) -> float:
+        """tau = gamma/k of the massless limit (steps)."""
+        return self.damping / self.spring
+
+    def trajectory(self, t, x0, v0=0.0):
+        return trajectory(t, self.mass, self.damping, self.spring, x0, v0)
+
+
+def coefficients(learning_rate, momentum, lag, stiffness, *, fresh_fraction=0.0) -> Oscillator:
+    """Mass, damping and spring of the continuous model from the hyper-parameters.
+
+    Parameters: ``learning_rate`` eta > 0 (per step); ``momentum`` mu in [0, 1);
+    ``lag`` ell >= 0 (steps; for refresh interval k the first-order model of the
+    paper uses ell = k); ``stiffness`` K > 0 (per unit learning rate);
+    ``fresh_fraction`` K_f/K, the part of K acting on the current iterate (the rest,
+    K_s = (1 - fresh_fraction) K, acts through the lagged sampling policy; 0 for the
+    stale surrogate without KL; any real number in general).
+    """
+    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
+    mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
+    ell = check_real("lag", lag, low=0)
+    Kv = check_real("stiffness", stiffness, low=0, low_open=True)
+    # K_f/K may lie outside [0, 1]: near p -> 1 the exact-KL force acting on the current
+    # iterate is destabilising (K_f < 0), so the stale part exceeds K.
+    phi = 1 - check_real("fresh_fraction", fresh_fraction)
+    return Oscillator(float(get("oscillator.mass").numeric(mu)),
+                      float(get("oscillator.damping").numeric(mu, eta, phi * Kv, ell)),
+                      float(get("oscillator.spring").numeric(eta, Kv)))
+
+
+def damping_ratio(mass, damping, spring):
+    """zeta = gamma / (2 sqrt(m k)), lambdified from ``oscillator.damping_ratio``."""
+    return get("oscillator.damping_ratio").numeric(mass, damping, spring)
+
+
+def regime(mass, damping, spring, *, rtol=1e-12) -> str:
+    """``"unstable"`` (gamma <= 0), ``"oscillatory"``, ``"critical"`` or ``"overdamped"``."""
+    if damping <= 0:
+        return "unstable"
+    zeta = float(damping_ratio(mass, damping, spring))
+    if abs(zeta - 1) <= rtol:
+        return "critical"
+    return "oscillatory" if zeta < 1 else "overdamped"
+
+
+def _check_traj_args(mass, damping, spring):
+    m = check_real("mass", mass, low=0, low_open=True)
+    g = check_real("damping", damping)
+    k = check_real("spring", spring, low=0, low_open=True)
+    return m, g, k
+
+
+def trajectory(t, mass, damping, spring, x0, v0=0.0):
+    r"""Closed-form :math:`x(t)` of :math:`m\ddot x+\gamma\dot x+kx=0`, :math:`x(0)=x_0`, :math:`\dot x(0)=v_0`.
+
+    Vectorised over ``t`` (steps).  Each regime is lambdified from its sympy
+    derivation; exactly at :math:`\gamma^2 = 4mk` the critical branch (derived
+    as the exact limit) is used, so the function is valid there too.
+    """
+    m, g, k = _check_traj_args(mass, damping, spring)
+    x0 = check_real("x0", x0)
+    v0 = check_real("v0", v0)
+    t = np.asarray(t, dtype=float)
+    scalar = t.ndim == 0
+    t = np.atleast_1d(t)
+    disc = g * g - 4 * m * k
+    if scalar:
+        return trajectory(t, m, g, k, x0, v0)[0]
+    if disc > 0:
+        # cosh/sinh form while w t is moderate (accurate near critical damping), the
+        # proven-equal two-mode form beyond (no overflow of cosh at large t).
+        w = np.sqrt(disc) / (2 * m)
+        big = np.abs(w * t) > 20.0
+        out = np.empty_like(t)
+        if np.any(~big):
+            out[~big] = get("oscillator.trajectory_overdamped").numeric(t[~big], m, g, k, x0, v0)
+        if np.any(big):
+            out[big] = get("oscillator.trajectory_overdamped_modes").numeric(t[big], m, g, k, x0, v0)
+        return out
+    if disc < 0:
+        return get("oscillator.trajectory_underdamped").numeric(t, m, g, k, x0, v0)
+    return get("oscillator.trajectory_critical").numeric(t, m, g, x0, v0) + 0 * t
+
+
+def velocity(t, mass, damping, spring, x0, v0=0.0, *, h=None):
+    """dx/dt of :func:`trajectory` (central difference of the closed form, steps^-1)."""
+    t = np.asarray(t, dtype=float)
+    h = 1e-6 * max(1.0, float(np.max(np.abs(t))) if t.size else 1.0) if h is None else h
+    return (trajectory(t + h, mass, damping, spring, x0, v0)
+            - trajectory(t - h, mass, damping, spring, x0, v0)) / (2 * h)
+
+
+def single_exponential(t, plateau, initial, tau):
+    """The empirical law R(t) = R_inf - (R_inf - R_0) exp(-t/tau), from ``oscillator.single_exponential``."""
+    tau = check_real("tau", tau, low=0, low_open=True)
+    return get("oscillator.single_exponential").numeric(np.asarray(t, dtype=float),
+                                                        plateau, initial, tau)

@@ -1,0 +1,84 @@
+"""Cross-checks of the theory against the simulation (quick mode, run once per module)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from grpo_theory.cli import main as cli_main
+from grpo_theory.crosscheck import (N_SIGMA, check_plateaus, check_refresh_threshold,
+                                    run_crosschecks)
+
+
+@pytest.fixture(scope="module")
+def report():
+    return run_crosschecks(quick=True, seed=0, progress=False)
+
+
+def _finite(x):
+    return x is None or isinstance(x, str) or math.isfinite(float(x))
+
+
+def test_report_numbers_finite_and_json_safe(report):
+    d = report.to_dict()
+    json.dumps(d, allow_nan=False)  # no NaN/inf anywhere
+    assert [c["name"] for c in d["checks"]] == ["mean_trajectory", "group_temperature",
+                                                "refresh_threshold", "damping_transition",
+                                                "plateaus", "adam"]
+    assert report["adam"].verdict == "info"
+    for c in report.checks:
+        assert c.verdict in ("pass", "fail", "info")
+        assert math.isfinite(float(c.predicted))
+        assert c.band["derivation"]
+    assert "predicted" in report.table()
+
+
+@pytest.mark.parametrize("name", ["mean_trajectory", "group_temperature", "refresh_threshold",
+                                  "damping_transition", "plateaus"])
+def test_check_passes(report, name):
+    c = report[name]
+    assert c.verdict == "pass", c.details.get("notes")
+    assert math.isfinite(c.measured)
+
+
+def test_refresh_threshold_reports_all_predictions(report):
+    d = report["refresh_threshold"].details
+    for key in ("k_max_L2_measured_K", "k_max_L2_analytic_K", "k_max_published", "stiffness_measured"):
+        assert d[key] is not None
+    # the measured stiffness agrees with the analytic one within 4 standard errors
+    assert abs(d["stiffness_measured"] - d["stiffness_analytic"]) <= N_SIGMA * d["stiffness_se"]
+    # the empirical bracket contains the exact L2 threshold
+    assert d["k_max_empirical"] <= d["k_max_L2_measured_K"] < d["k_min_unstable_empirical"]
+    for row in report["refresh_threshold"].details["rows"]:
+        assert abs(row["variance_growth"] - row["variance_growth_pred_L2"]) <= \
+            N_SIGMA * row["variance_growth_se"]
+
+
+def test_wrong_stiffness_is_rejected():
+    c = check_refresh_threshold(quick=True, seed_seq=np.random.SeedSequence(7), stiffness_scale=2.0)
+    assert c.verdict == "fail"
+
+
+def test_shifted_plateau_is_rejected(report):
+    # a shift of 10 standard errors of the plateau (derived from the replications)
+    sem = max(r["sem"] for r in report["plateaus"].details["rows"])
+    c = check_plateaus(quick=True, seed_seq=np.random.SeedSequence(8), p_shift=10 * N_SIGMA * sem)
+    assert c.verdict == "fail"
+
+
+def test_deterministic_given_seed(report):
+    again = check_plateaus(quick=True, seed_seq=np.random.SeedSequence(0).spawn(6)[4])
+    assert again.measured == report["plateaus"].measured
+
+
+def test_cli_json(monkeypatch, capsys, report):
+    import grpo_theory.crosscheck as cc
+
+    monkeypatch.setattr(cc, "run_crosschecks", lambda quick, seed: report)
+    code = cli_main(["crosscheck", "--quick", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) >= {"checks", "passed"}
+    assert code == (0 if out["passed"] else 1)
+    code = cli_main(["crosscheck", "--quick"])
+    assert "overall" in capsys.readouterr().out

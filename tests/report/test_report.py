@@ -1,0 +1,93 @@
+"""The report: files, figures, key numbers recomputed from the API, equations, CLI."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from grpo_theory.theory import discrete
+from grpo_theory.cli.main import main
+from grpo_theory.theory.derived import all_names
+from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.model import DEFAULT_MODEL
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+FIGURES = ("phase_diagram_k", "phase_diagram_mu", "trajectories", "fluctuation_law",
+           "bifurcation", "log_fit")
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    assert main(["report", "--out", str(out)]) == 0
+    return out
+
+
+def test_files_exist_and_nonempty(report_dir):
+    for name in ("report.md", "report.json", "equations.tex", "references.bib"):
+        assert (report_dir / name).stat().st_size > 0, name
+    for stem in FIGURES:
+        for ext in ("png", "pdf"):
+            assert (report_dir / f"{stem}.{ext}").stat().st_size > 1000, (stem, ext)
+
+
+def test_pngs_are_valid_images(report_dir):
+    import matplotlib.image as mpimg
+
+    for stem in FIGURES:
+        path = report_dir / f"{stem}.png"
+        assert path.read_bytes()[:8] == PNG_MAGIC
+        img = mpimg.imread(path)
+        assert img.ndim == 3 and img.shape[0] > 200 and img.shape[1] > 200
+        assert img.std() > 0.01  # not blank
+        assert (report_dir / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_report_mentions_key_numbers(report_dir):
+    md = (report_dir / "report.md").read_text()
+    fp = stable_fixed_point(**DEFAULT_MODEL.variant())
+    eta, mu, k = (getattr(DEFAULT_MODEL, x) for x in ("learning_rate", "momentum", "refresh_interval"))
+    assert f"{fp.p:.6g}" in md
+    assert f"{fp.stiffness:.6g}" in md
+    st = discrete.stability(eta, mu, k, fp.stiffness, fresh_fraction=min(max(fp.fresh_fraction, 0), 1))
+    assert f"| regime (exact L2) | {st.discrete_regime} |" in md
+    flip, cx, _ = discrete.refresh_thresholds(mu, k)
+    assert f"{float(min(flip, cx)):.5g}" in md
+    stale = discrete.stability(eta, mu, k, fp.stiffness)
+    assert f"| {stale.max_stable_refresh_interval} | {stale.max_stable_refresh_interval_continuous} |" in md
+    for stem in FIGURES:
+        assert f"({stem}.png)" in md
+    assert "## Cross-checks" in md and "## What is verified" in md
+
+
+def test_references(report_dir):
+    bib = (report_dir / "references.bib").read_text()
+    for key in ("predictable_grpo", "mroueh2025", "shao2024deepseekmath"):
+        assert "{" + key + "," in bib
+    assert "2606.30789" in bib and "2503.06639" in bib and "2402.03300" in bib
+
+
+def test_equations_tex_has_a_label_per_derivation(report_dir):
+    tex = (report_dir / "equations.tex").read_text()
+    assert r"\begin{document}" in tex and r"\end{document}" in tex
+    for name in all_names():
+        label = "eq:" + name.replace(".", ":").replace("_", "-")
+        assert label in tex, name
+
+
+def test_equations_compile(report_dir, tmp_path):
+    if not shutil.which("pdflatex"):
+        pytest.skip("no pdflatex on this machine")
+    tex = tmp_path / "equations.tex"
+    shutil.copy(report_dir / "equations.tex", tex)
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert (tmp_path / "equations.pdf").stat().st_size > 1000
+
+
+def test_default_model_has_stable_interior_fixed_point():
+    fp = stable_fixed_point(**DEFAULT_MODEL.variant())
+    assert fp.stable and DEFAULT_MODEL.p_ref < fp.p < 1

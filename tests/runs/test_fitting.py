@@ -1,0 +1,128 @@
+"""Fits recover known parameters from noisy synthetic curves; forecasts; the fit CLI on the real log."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from grpo_theory.data import example_log
+from grpo_theory.cli.main import main
+from grpo_theory.runs.fitting import fit_curve, forecast, time_to_fraction
+from grpo_theory.validate import ParameterError
+
+VERL = example_log()
+
+
+def test_exponential_recovers_parameters():
+    rng = np.random.default_rng(1)
+    t = np.arange(0, 400.0)
+    plateau, initial, tau, sd = 0.8, 0.2, 60.0, 0.02
+    # the curve written out independently of the core (the test's own truth)
+    y = plateau - (plateau - initial) * np.exp(-t / tau) + sd * rng.standard_normal(t.size)
+    fit = fit_curve(t + 5, y, "exponential")  # shifted steps: t0 handled
+    assert fit.t0 == 5
+    for name, true in (("plateau", plateau), ("initial", initial), ("tau", tau)):
+        assert abs(fit.params[name] - true) < 4 * fit.stderr[name], (name, fit.params, fit.stderr)
+    assert fit.noise_sd == pytest.approx(sd, rel=0.1)
+    assert fit.r2 > 0.95
+    # time to 90 % of the rise: tau ln 10
+    assert fit.time_to_90 == pytest.approx(fit.params["tau"] * math.log(10), rel=1e-6)
+
+
+@pytest.mark.parametrize("zeta", [0.3, 2.0])
+def test_oscillator_recovers_damping_ratio(zeta):
+    rng = np.random.default_rng(2)
+    t = np.arange(0, 300.0)
+    w0, plateau, initial, sd = 0.08, 0.9, 0.3, 0.01
+    x0, v0 = initial - plateau, 0.0
+    # independent closed form of x'' + 2 zeta w0 x' + w0^2 x = 0, x(0)=x0, x'(0)=0
+    if zeta < 1:
+        wd = w0 * math.sqrt(1 - zeta ** 2)
+        x = np.exp(-zeta * w0 * t) * (x0 * np.cos(wd * t) + (v0 + zeta * w0 * x0) / wd * np.sin(wd * t))
+    else:
+        r1 = -w0 * (zeta - math.sqrt(zeta ** 2 - 1))
+        r2 = -w0 * (zeta + math.sqrt(zeta ** 2 - 1))
+        c2 = (v0 - r1 * x0) / (r2 - r1)
+        x = (x0 - c2) * np.exp(r1 * t) + c2 * np.exp(r2 * t)
+    y = plateau + x + sd * rng.standard_normal(t.size)
+    fit = fit_curve(t, y, "oscillator")
+    for name, true in (("zeta", zeta), ("omega0", w0), ("plateau", plateau), ("initial", initial)):
+        assert abs(fit.params[name] - true) < 4 * fit.stderr[name], (name, fit.params, fit.stderr)
+    assert fit.reading["regime"] == ("oscillatory" if zeta < 1 else "overdamped")
+    # the oscillator beats the single exponential on an oscillating curve
+    if zeta < 1:
+        assert fit.aic < fit_curve(t, y, "exponential").aic
+
+
+def test_forecast_holdout_rmse_is_noise_level():
+    rng = np.random.default_rng(3)
+    t = np.arange(0, 500.0)
+    sd = 0.015
+    y = 0.9 - 0.6 * np.exp(-t / 80.0) + sd * rng.standard_normal(t.size)
+    fc = forecast(t, y, 0.4, models=["exponential"])
+    assert fc.n_train == 200 and fc.n_holdout == 300
+    assert fc.holdout_rmse["exponential"] < 1.5 * sd
+    d = fc.to_dict()
+    assert abs(d["plateau"] - 0.9) < 4 * d["plateau_stderr"] + 1e-9
+    lo, hi = fc.band
+    inside = np.mean((y[200:] >= lo) & (y[200:] <= hi))
+    assert inside > 0.9  # 95 % band
+
+
+def test_time_to_fraction_and_errors():
+    assert time_to_fraction(lambda t: 1 - np.exp(-np.asarray(t) / 10.0), 0.0, 1.0, 0.9) == \
+        pytest.approx(10 * math.log(10), rel=1e-9)
+    with pytest.raises(ParameterError, match="model must be one of"):
+        fit_curve([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], "quadratic")
+    with pytest.raises(ParameterError, match="at least 5 finite points"):
+        fit_curve([0, 1, 2], [0, 1, 2], "exponential")
+    with pytest.raises(ParameterError, match="train_fraction"):
+        forecast(np.arange(20.0), np.arange(20.0), 1.5)
+
+
+def test_fit_cli_real_log_json(capsys, tmp_path):
+    png = tmp_path / "fit.png"
+    code = main(["fit", str(VERL), "--train-fraction", "0.3", "--models", "exponential,oscillator",
+                 "--plot", str(png), "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) >= {"models", "best", "forecast"}
+    for m in ("exponential", "oscillator"):
+        assert set(out["models"][m]) >= {"r2", "aic", "params"}
+    # the real run: fast rise then a slow tail -> the two-timescale (overdamped) L3 fit wins
+    assert out["models"]["oscillator"]["r2"] > out["models"]["exponential"]["r2"] > 0.8
+    assert out["best"] == "oscillator"
+    assert out["forecast"]["holdout_rmse"] < 0.02
+    assert 0.9 < out["forecast"]["plateau"] < 1.0
+    assert png.stat().st_size > 1000
+    assert main(["fit", str(VERL), "--train-fraction", "2"]) == 2
+    assert main(["fit", str(VERL), "--metric", "nope"]) == 2
+    assert "metric must be" in capsys.readouterr().err
+
+
+def test_mixture_recovers_parameters_within_reported_errors():
+    # independent of the real log: data generated from known per-prompt difficulty spread
+    from grpo_theory.runs import fitting as F
+
+    t = np.arange(0, 800.0)
+    true = {"mu_z": -1.0, "sigma_z": 1.5, "rate": 0.02, "ceiling": 0.9}
+    y = F._mixture_curve("std")(t, *true.values()) + np.random.default_rng(0).normal(0, 0.01, t.size)
+    res = F.fit_curve(t, y, "mixture_std")
+    for k, v in true.items():
+        assert abs(res.params[k] - v) < 4 * res.stderr[k], (k, res.params[k], res.stderr[k])
+    assert res.r2 > 0.95
+
+
+def test_fit_cli_marks_best_and_shows_progress(capsys, monkeypatch):
+    monkeypatch.setenv("GRPO_THEORY_PROGRESS", "1")
+    assert main(["fit", str(VERL), "--models", "exponential,oscillator"]) == 0
+    cap = capsys.readouterr()
+    assert "fitting" in cap.err  # the progress display over models (forced on)
+    lines = cap.out.splitlines()
+    starred = [ln for ln in lines if ln.lstrip().startswith("* ")]
+    assert len(starred) == 1 and "oscillator" in starred[0]
+    assert "mechanistic reading:" in cap.out and "damping_ratio" in cap.out
+    monkeypatch.setenv("GRPO_THEORY_PROGRESS", "0")
+    assert main(["fit", str(VERL), "--models", "exponential"]) == 0
+    assert "fitting" not in capsys.readouterr().err

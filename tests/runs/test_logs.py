@@ -1,0 +1,171 @@
+"""Readers: real verl log (values read off the file by eye) and synthetic TRL/W&B/JSONL/CSV fixtures."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from grpo_theory.data import example_log
+from grpo_theory.cli.main import main
+from grpo_theory.runs.logs import LogFormatError, detect_format, from_simulation, read_log
+from grpo_theory.validate import ParameterError
+
+DATA = example_log().parent
+VERL = example_log()
+
+
+def test_verl_console_real_log():
+    log = read_log(VERL)
+    assert log.format == "verl" and log.warnings == []
+    steps, reward = log.series("critic/score/mean")
+    # read off the file: step:1 ... critic/score/mean:0.255, step:3 0.354, step:1119 0.981
+    assert steps.size == 1119 and steps[0] == 1 and steps[-1] == 1119
+    assert reward[0] == 0.255 and reward[2] == 0.354 and reward[-1] == 0.981
+    assert log.reward_metric() == "critic/score/mean"
+    vs, vv = log.series(log.role("val_reward"))
+    assert log.role("val_reward") == "val/test_score/openai/gsm8k"
+    assert vs[0] == 10 and vv[0] == 0.648 and vs[-1] == 1120 and vv[-1] == 0.697
+    assert vs.size == 112
+    assert log.role("entropy") == "actor/entropy_loss"
+    assert log.series("actor/entropy_loss")[1][0] == 0.389
+    assert log.role("kl") == "actor/kl_loss"
+    # launch script parsed into the config
+    assert log.config["actor_rollout_ref.rollout.n"] == 5
+    assert log.config["actor_rollout_ref.actor.optim.lr"] == 1e-6
+    assert log.config["data.train_batch_size"] == 1024
+    assert log.config["actor_rollout_ref.actor.kl_loss_type"] == "low_var_kl"
+    assert log.config["actor_rollout_ref.rollout.tensor_model_parallel_size"] == 2  # $TP_VALUE
+
+
+def test_verl_console_tolerates_and_refuses(tmp_path):
+    p = tmp_path / "v.log"
+    p.write_text("noise line\n(main_task pid=7) step:1 - critic/score/mean:np.float64(0.5) - a:1\n"
+                 "step:2 - critic/score/mean:nan - a:2\n"
+                 "step:2 - critic/score/mean:0.7 - a:3\n"
+                 "step:3 - critic/score/mean:0.8 - a:4 - b:0.12")  # cut off, no newline
+    log = read_log(p)
+    s, v = log.series("critic/score/mean")
+    assert list(s) == [1, 2, 3] and list(v) == [0.5, 0.7, 0.8]
+    assert list(log.series("a")[1]) == [1, 3, 4]  # duplicated step 2: last kept
+    assert "b" not in log.metrics  # incomplete last entry dropped
+    assert any("duplicated" in w for w in log.warnings)
+    assert any("cut off" in w for w in log.warnings)
+    bad = tmp_path / "bad.log"
+    bad.write_text("step:1 - critic/score/mean:0.5\nstep:2 - critic/score/mean:oops\nstep:3 - x:1\n")
+    with pytest.raises(LogFormatError, match=r"bad.log line 2: .*oops"):
+        read_log(bad)
+
+
+def _trl_state():
+    hist = []
+    for s in range(1, 21):
+        hist.append({"step": s, "reward": 0.2 + 0.03 * s, "reward_std": 0.4,
+                     "frac_reward_zero_std": 0.1, "entropy": 1.0 - 0.02 * s, "kl": 0.001 * s,
+                     "clip_ratio/region_mean": 0.0, "completions/mean_length": 100 + s})
+        if s % 5 == 0:
+            hist.append({"step": s, "eval_reward": 0.3 + 0.01 * s, "eval_loss": 1.0})
+    hist.append({"train_runtime": 12.0})  # summary entry, no step
+    hist[3]["reward"] = float("nan")
+    return {"global_step": 20, "max_steps": 20, "log_history": hist}
+
+
+def test_trl_trainer_state(tmp_path):
+    p = tmp_path / "trainer_state.json"
+    p.write_text(json.dumps(_trl_state()))
+    assert detect_format(p) == "trl"
+    log = read_log(tmp_path)  # a checkpoint folder works too
+    assert log.format == "trl" and log.reward_metric() == "reward"
+    s, v = log.series("reward")
+    assert s.size == 19 and 4 not in s  # the NaN at step 4 is dropped
+    assert v[0] == pytest.approx(0.23)
+    assert log.role("val_reward") == "eval_reward"
+    assert list(log.series("eval_reward")[0]) == [5, 10, 15, 20]
+    assert log.role("zero_var_frac") == "frac_reward_zero_std"
+    assert any("without a numeric 'step'" in w for w in log.warnings)
+
+
+def test_trl_malformed(tmp_path):
+    p = tmp_path / "trainer_state.json"
+    p.write_text('{"log_history": [\n {"step": 1, "reward": 0.1},\n {"step": 2 "reward": 0.2}\n]}')
+    with pytest.raises(LogFormatError, match=r"trainer_state.json line 3"):
+        read_log(p)
+
+
+def test_wandb_csv_multi_run(tmp_path):
+    p = tmp_path / "export.csv"
+    p.write_text(
+        '"Step","runA - train/reward","runA - train/reward__MIN","runA - train/reward__MAX",'
+        '"runB - train/reward","runB - train/entropy"\n'
+        "0,0.1,0.05,0.15,0.2,\n"
+        "1,,,,0.25,1.5\n"
+        "2,0.3,0.2,0.4,,1.4\n"
+        "2,0.35,0.2,0.4,,1.3\n"
+        "3,0.4,0.3")  # cut-off last row
+    log = read_log(p)
+    assert log.format == "wandb" and log.runs == ["runA", "runB"] and log.run == "runA"
+    assert any("--run" in w for w in log.warnings)
+    assert list(log.series("train/reward")[1]) == [0.1, 0.35]
+    assert log.reward_metric() == "train/reward"
+    assert list(log.series("train/reward__MIN")[1]) == [0.05, 0.2]
+    b = read_log(p, run="runB")
+    assert list(b.series("train/reward")[0]) == [0, 1]
+    assert list(b.series("train/entropy")[1]) == [1.5, 1.3]
+    with pytest.raises(ParameterError, match="run must be one of 'runA', 'runB'"):
+        read_log(p, run="runC")
+
+
+def test_generic_csv_and_jsonl(tmp_path):
+    c = tmp_path / "log.csv"
+    c.write_text("iter,acc,note\n0,0.1,a\n1,0.2,b\n2,,c\n3,0.4,d\n")
+    log = read_log(c, rename={"acc": "reward"})
+    assert log.format == "csv" and list(log.series("reward")[1]) == [0.1, 0.2, 0.4]
+    j = tmp_path / "log.jsonl"
+    j.write_text('{"step": 0, "reward": 0.1}\n{"step": 1, "reward": 0.2, "nested": {"x": 1}}\n'
+                 '{"step": 2, "rew')
+    log = read_log(j)
+    assert log.format == "jsonl" and list(log.series("reward")[1]) == [0.1, 0.2]
+    assert log.series("nested/x")[1][0] == 1
+    assert any("line 3" in w for w in log.warnings)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"step": 0, "reward": 0.1}\n{oops}\n{"step": 2, "reward": 0.3}\n')
+    with pytest.raises(LogFormatError, match=r"bad.jsonl line 2"):
+        read_log(bad)
+    nostep = tmp_path / "nostep.csv"
+    nostep.write_text("a,b\n1,2\n")
+    with pytest.raises(LogFormatError, match=r"nostep.csv line 1: no step column"):
+        read_log(nostep)
+
+
+def test_verl_jsonl(tmp_path):
+    p = tmp_path / "metrics.jsonl"
+    p.write_text("\n".join(json.dumps({"step": s, "data": {"critic/score/mean": 0.1 * s,
+                                                           "actor/entropy": 1.0 / s}})
+                           for s in range(1, 6)) + "\n")
+    log = read_log(p)
+    assert log.format == "verl-jsonl" and log.reward_metric() == "critic/score/mean"
+    assert log.series("critic/score/mean")[1][-1] == pytest.approx(0.5)
+    assert log.role("entropy") == "actor/entropy"
+
+
+def test_from_simulation():
+    class Result:
+        reward = np.array([[0.1, 0.2, 0.3], [0.5, 0.6, 0.7]])
+        zero_var_frac = np.array([[0.5, 0.4, math.nan], [0.1, 0.1, math.nan]])
+        config = {"group_size": 4, "learning_rate": 0.1}
+
+    log = from_simulation(Result(), run=1)
+    assert list(log.series("reward")[1]) == [0.5, 0.6, 0.7]
+    assert log.series("frac_reward_zero_std")[1].size == 2
+    assert log.config["group_size"] == 4
+    with pytest.raises(ParameterError):
+        from_simulation(Result(), run=2)
+
+
+def test_cli_bad_log_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"step": 0, "reward": 0.1}\n{oops}\n{"step": 2, "reward": 0.3}\n')
+    assert main(["diagnose", str(bad), "--json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.jsonl line 2" in err[0]
+    assert main(["fit", str(tmp_path / "missing.log")]) == 2

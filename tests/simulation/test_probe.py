@@ -1,0 +1,130 @@
+"""Tests of the stiffness probe against exhaustive binomial enumeration.
+
+The reference drift F(z) (expected Δz per unit learning rate, two actions, action
+0 correct) is enumerated here from a per-sample gradient written in the test.  The
+probe's estimator is a central difference with half-width δ, so its expectation is
+exactly −(F(z*+δ) − F(z*−δ))/(2δ): that is the reference (no O(δ²) bias to argue
+about).  For mean normalization + exact KL the enumeration is also checked
+against the closed form F(z) = 2[(1 − 1/G) p(1 − p) − β p(1 − p)(z − z_ref)].
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy.special import comb, expit
+
+from grpo_theory.simulation.probe import StiffnessMeasurement, measure_drift, measure_stiffness
+from grpo_theory.validate import ParameterError
+
+
+def drift(z, *, G, normalization, kl, beta, z_ref, adv_eps=1e-4):
+    """E[Δz]/η of one on-policy SGD step at logit z, by enumeration of the count n."""
+    p = expit(z)
+    q_ref = expit(z_ref)
+    total = 0.0
+    for n in range(G + 1):
+        w = comb(G, n, exact=True) * p ** n * (1 - p) ** (G - n)
+        r = [1.0] * n + [0.0] * (G - n)
+        mean = n / G
+        if n in (0, G):
+            adv = [0.0] * G
+        elif normalization == "std":
+            sd = math.sqrt(sum((x - mean) ** 2 for x in r) / (G - 1))
+            adv = [(x - mean) / (sd + adv_eps) for x in r]
+        else:
+            adv = [x - mean for x in r]
+        pi = (p, 1 - p)
+        pref = (q_ref, 1 - q_ref)
+        g = [0.0, 0.0]
+        for i in range(G):
+            a = 0 if i < n else 1
+            coef = -adv[i] / G
+            if kl == "k3":
+                coef += beta * (1 - pref[a] / pi[a]) / G
+            for k in range(2):
+                g[k] += coef * ((1.0 if k == a else 0.0) - pi[k])
+        if kl == "exact":
+            lr = [math.log(pi[k] / pref[k]) for k in range(2)]
+            klv = sum(pi[k] * lr[k] for k in range(2))
+            for k in range(2):
+                g[k] += beta * pi[k] * (lr[k] - klv)
+        total += w * -(g[0] - g[1])
+    return total
+
+
+def test_enumerated_drift_matches_closed_form_mean_exact_kl():
+    G, beta, z_ref = 8, 0.5, math.log(0.3 / 0.7)
+    for z in (-1.0, 0.2, 1.3):
+        p = expit(z)
+        closed = 2 * ((1 - 1 / G) * p * (1 - p) - beta * p * (1 - p) * (z - z_ref))
+        assert drift(z, G=G, normalization="mean", kl="exact", beta=beta,
+                     z_ref=z_ref) == pytest.approx(closed, rel=1e-12)
+
+
+@pytest.mark.parametrize("normalization,kl,beta", [
+    ("mean", "exact", 0.5),
+    ("std", "k3", 0.8),
+    ("std", "exact", 1.2),
+])
+def test_stiffness_matches_enumeration(normalization, kl, beta):
+    G, p_ref, delta, runs = 8, 0.3, 0.15, 60_000
+    z_ref = math.log(p_ref / (1 - p_ref))
+    if normalization == "mean" and kl == "exact":
+        z_star = z_ref + (1 - 1 / G) / beta        # root of the closed form above
+    else:                                         # a point near the fixed point will do
+        z_star = z_ref + 1.0
+    F = lambda z: drift(z, G=G, normalization=normalization, kl=kl, beta=beta,  # noqa: E731
+                        z_ref=z_ref)
+    expected = -(F(z_star + delta) - F(z_star - delta)) / (2 * delta)
+    m = measure_stiffness(z_star, delta=delta, runs=runs, learning_rate=0.05,
+                          group_size=G, normalization=normalization, kl=kl, kl_coef=beta,
+                          p_ref=p_ref, seed=3)
+    assert isinstance(m, StiffnessMeasurement)
+    cmp = m.compare(expected)
+    assert cmp, str(cmp)
+    assert m.runs == runs and m.delta == delta and m.z_star == z_star
+    for side, value, se in ((+1, m.drift_plus, m.drift_plus_stderr),
+                            (-1, m.drift_minus, m.drift_minus_stderr)):
+        ref = F(z_star + side * delta)
+        assert abs(value - ref) <= 4 * se, (side, value, ref, se)
+    assert m.stderr == pytest.approx(math.hypot(m.drift_plus_stderr, m.drift_minus_stderr)
+                                     / (2 * delta))
+    if normalization == "mean" and kl == "exact":
+        assert abs(m.drift_at_fixed_point - 0.5 * (F(z_star + delta) + F(z_star - delta))) \
+            <= 4 * math.hypot(m.drift_plus_stderr, m.drift_minus_stderr) / 2
+
+
+def test_probe_rejects_wrong_stiffness_and_reproduces():
+    G, beta, z_ref = 8, 0.5, math.log(0.3 / 0.7)
+    z_star = z_ref + (1 - 1 / G) / beta
+    kw = dict(delta=0.15, runs=60_000, group_size=G, normalization="mean", kl="exact",
+              kl_coef=beta, seed=5)
+    m = measure_stiffness(z_star, **kw)
+    p = expit(z_star)
+    assert m.compare(2 * beta * p * (1 - p))                 # K = 2βp(1−p) at z*
+    assert not m.compare(2 * 2 * beta * p * (1 - p))          # a factor-2 error is caught
+    assert measure_stiffness(z_star, **kw) == m
+
+
+def test_measure_drift_matches_enumeration():
+    G, z_ref = 8, math.log(0.3 / 0.7)
+    mean, se = measure_drift(0.4, runs=60_000, group_size=G, normalization="std", seed=1)
+    ref = drift(0.4, G=G, normalization="std", kl="none", beta=0.0, z_ref=z_ref)
+    assert abs(mean - ref) <= 4 * se
+
+
+@pytest.mark.parametrize("kw,name", [
+    (dict(delta=0.0), "delta"),
+    (dict(runs=1), "runs"),
+    (dict(optimizer="adam"), "optimizer"),
+    (dict(refresh_interval=2), "refresh_interval"),
+    (dict(learning_rate=-1.0), "learning_rate"),
+])
+def test_probe_bad_input(kw, name):
+    with pytest.raises(ParameterError) as err:
+        measure_stiffness(0.0, **kw)
+    assert str(err.value).startswith(name)
+    with pytest.raises(ParameterError):
+        measure_stiffness(float("nan"))

@@ -1,0 +1,126 @@
+"""Fixed points, stiffness, bifurcations and the Mroueh comparison."""
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grpo_theory.theory import fixed_points as FP
+from grpo_theory.cli.main import main
+from grpo_theory.theory.derived import get
+from grpo_theory.theory.drift import drift
+
+
+@pytest.mark.parametrize("name", ["fixed_points.mean_exact_location", "fixed_points.mean_exact_stiffness",
+                                  "fixed_points.std_exact_condition", "fixed_points.mroueh_map",
+                                  "fixed_points.mroueh_agreement", "fixed_points.stiffness_reward_invariance"])
+def test_derivations_verified(name):
+    assert get(name).verified
+
+
+def test_mean_exact_closed_form_location_and_stiffness():
+    p_ref, beta, G = 0.3, 0.5, 8
+    (fp,) = FP.fixed_points(p_ref=p_ref, kl_coef=beta, normalization="mean", kl="exact", group_size=G)
+    z_star = get("fixed_points.mean_exact_location").numeric(math.log(p_ref / (1 - p_ref)), G, beta)
+    assert fp.z == pytest.approx(z_star, abs=1e-11)
+    K = get("fixed_points.mean_exact_stiffness").numeric(fp.p, 1 - fp.p, 2.0, beta)
+    assert fp.stiffness == pytest.approx(K, rel=1e-9)
+    # and independently: finite difference of the drift
+    h = 1e-6
+    fd = -(drift(fp.z + h, normalization="mean", kl="exact", group_size=G, kl_coef=beta, p_ref=p_ref)
+           - drift(fp.z - h, normalization="mean", kl="exact", group_size=G, kl_coef=beta, p_ref=p_ref)) / (2 * h)
+    assert fp.stiffness == pytest.approx(fd, rel=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(p_ref=st.floats(0.05, 0.9), beta=st.floats(0.05, 3.0), norm=st.sampled_from(["std", "mean"]),
+       kl=st.sampled_from(["exact", "k3"]), G=st.sampled_from([2, 4, 8, 16, None]))
+def test_fixed_points_are_zeros_of_the_drift(p_ref, beta, norm, kl, G):
+    kw = dict(p_ref=p_ref, kl_coef=beta, normalization=norm, kl=kl, group_size=G)
+    fps = FP.fixed_points(**kw)
+    for fp in fps:
+        assert abs(drift(fp.z, **kw)) < 1e-10
+        assert fp.z > math.log(p_ref / (1 - p_ref))  # amplification: always above the reference
+        assert fp.stable == (fp.stiffness > 0)
+    # stability alternates along z for simple roots
+    assert all(a.stable != b.stable for a, b in zip(fps, fps[1:]))
+
+
+def test_no_kl_has_no_fixed_point_and_k3_always_has_one():
+    assert FP.fixed_points(p_ref=0.3, kl_coef=0.0, kl="none") == []
+    for beta in (0.01, 0.1, 1.0):
+        assert any(fp.stable for fp in FP.fixed_points(p_ref=0.3, kl_coef=beta, kl="k3", group_size=None))
+
+
+def test_saddle_node_bifurcation_counts_fixed_points():
+    bifs = FP.bifurcations(p_ref=0.3, normalization="std", kl="exact", group_size=None)
+    assert len(bifs) == 1
+    beta_c = bifs[0]["kl_coef"]
+    below = FP.fixed_points(p_ref=0.3, kl_coef=beta_c * 0.98, group_size=None)
+    above = FP.fixed_points(p_ref=0.3, kl_coef=beta_c * 1.02, group_size=None)
+    assert len(below) == 0 and len(above) == 2
+    # independent check: at beta_c the fixed-point equation z - z_ref = 2 cosh(z/2)/beta is tangent
+    z_ref = math.log(0.3 / 0.7)
+    g = lambda z: (z - z_ref) * beta_c - 2 * math.cosh(z / 2)  # noqa: E731
+    zc = bifs[0]["z"]
+    assert abs(g(zc)) < 1e-8 and abs(beta_c - math.sinh(zc / 2)) < 1e-7
+    # with epsilon > 0 a second bifurcation appears (three fixed points in between)
+    two = FP.bifurcations(p_ref=0.3, group_size=None, adv_eps=0.01)
+    assert len(two) == 2
+    mid = 0.5 * (two[0]["kl_coef"] + two[1]["kl_coef"])
+    assert len(FP.fixed_points(p_ref=0.3, kl_coef=mid, group_size=None, adv_eps=0.01)) == 3
+
+
+def test_bifurcation_in_adv_eps_is_where_beta_c_crosses_beta():
+    (b,) = FP.bifurcations_in_adv_eps(p_ref=0.3, kl_coef=2.0, group_size=None)
+    assert (b["count_below"], b["count_above"], b["kind"]) == (3, 1, "death")
+    eps_c = b["adv_eps"]
+    # independently: just below eps_c there are three roots, just above one
+    assert len(FP.fixed_points(p_ref=0.3, kl_coef=2.0, group_size=None, adv_eps=eps_c * 0.99)) == 3
+    assert len(FP.fixed_points(p_ref=0.3, kl_coef=2.0, group_size=None, adv_eps=eps_c * 1.01)) == 1
+    # and at eps_c the fixed-point equation h(z) = (z - z_ref)(sqrt(pq) + eps) = 1/beta has a
+    # double root: h rises, peaks, dips and rises again; h grows with eps, so the two upper roots
+    # merge and vanish where the local MINIMUM of h reaches 1/beta = 0.5
+    import numpy as np
+
+    z_ref = math.log(0.3 / 0.7)
+    z = z_ref + np.linspace(1e-3, 40, 400_001)
+    h = (z - z_ref) * (np.sqrt(1 / (2 + 2 * np.cosh(z))) + eps_c)
+    i = np.nonzero((h[1:-1] < h[:-2]) & (h[1:-1] < h[2:]))[0]
+    assert len(i) == 1 and h[i[0] + 1] == pytest.approx(0.5, rel=1e-6)
+
+
+def test_mroueh_matches_std_exact_large_G_only():
+    rows = FP.compare_with_mroueh(p_ref=0.3, kl_coef=2.0, group_size=8)
+    by = {(r["variant"], r["group_size"]): r for r in rows}
+    assert abs(by[("std+exact", "inf")]["difference"]) < 1e-9
+    for key, r in by.items():
+        if key != ("std+exact", "inf") and r["difference"] is not None:
+            assert abs(r["difference"]) > 1e-3
+    # independently iterate Mroueh's recurrence from p_ref: it converges to the same point
+    p = 0.3
+    for _ in range(2000):
+        p = float(FP.mroueh_map(p, p_ref=0.3, kl_coef=2.0))
+    assert p == pytest.approx(by[("std+exact", "inf")]["mroueh_p_star"], abs=1e-9)
+
+
+def test_cli_fixed_points_json_and_errors(capsys):
+    assert main(["fixed-points", "--p-ref", "0.3", "--kl-coef", "0.5", "--normalization", "mean",
+                 "--kl", "exact", "--group-size", "8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (fp,) = out["fixed_points"]
+    assert set(fp) >= {"p", "z", "stable", "stiffness"} and fp["stable"] is True
+    assert fp["z"] == pytest.approx(math.log(0.3 / 0.7) + (1 - 1 / 8) / 0.5, abs=1e-10)
+    assert main(["fixed-points", "--group-size", "inf", "--kl-coef", "0.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fixed_points"] == [] and out["escapes_to_one"] is True
+    assert main(["fixed-points", "--group-size", "inf", "--kl-coef", "2", "--eps-bifurcations", "--json"]) == 0
+    (eb,) = json.loads(capsys.readouterr().out)["adv_eps_bifurcations"]
+    assert eb["kind"] == "death" and 0.03 < eb["adv_eps"] < 0.05
+    for bad, name in ((["--group-size", "1"], "group_size"), (["--p-ref", "0"], "p_ref"),
+                      (["--kl", "bogus"], "kl")):
+        assert main(["fixed-points", *bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert name in err and len(err.splitlines()) == 1

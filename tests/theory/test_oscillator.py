@@ -1,0 +1,111 @@
+"""L3 oscillator numeric API vs scipy.integrate.solve_ivp; derivations verified."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from grpo_theory.theory import oscillator as O
+from grpo_theory.cli.main import main
+from grpo_theory.theory.derived import all_names, get
+from grpo_theory.validate import ParameterError
+
+
+@pytest.mark.parametrize("name", [n for n in all_names() if n.startswith("oscillator.")])
+def test_derivation_verified(name):
+    assert get(name).verified
+
+
+def _ivp(m, g, k, x0, v0, t):
+    sol = solve_ivp(lambda _, y: [y[1], -(g * y[1] + k * y[0]) / m], (0, t[-1]), [x0, v0],
+                    t_eval=t, rtol=1e-12, atol=1e-14, method="DOP853")
+    return sol.y[0]
+
+
+@pytest.mark.parametrize("m,g,k,x0,v0,reg", [
+    (1.0, 3.0, 1.0, 1.0, -0.5, "overdamped"),
+    (0.95, 0.2, 0.5, -0.7, 0.3, "oscillatory"),
+    (1.0, 2.0, 1.0, 1.0, 2.0, "critical"),
+    (0.75, 0.3, 0.03, 2.0, 0.0, "critical"),     # gamma^2 = 4 m k exactly
+])
+def test_trajectory_vs_solve_ivp(m, g, k, x0, v0, reg):
+    t = np.linspace(0, 30, 61)
+    x = O.trajectory(t, m, g, k, x0, v0)
+    ref = _ivp(m, g, k, x0, v0, t)
+    np.testing.assert_allclose(x, ref, rtol=1e-10, atol=1e-10 * abs(x0))
+    assert O.regime(m, g, k) == reg
+
+
+def test_continuity_across_critical_damping():
+    m, k, t = 1.0, 1.0, np.linspace(0, 20, 41)
+    crit = O.trajectory(t, m, 2.0, k, 1.0, 0.5)
+    for eps in (1e-4, 1e-6):
+        for g in (2.0 - eps, 2.0 + eps):
+            np.testing.assert_allclose(O.trajectory(t, m, g, k, 1.0, 0.5), crit, atol=10 * eps)
+
+
+def test_slow_start_and_single_exponential():
+    t = np.array([0.0, 1e-4])
+    x = O.trajectory(t, 1.0, 3.0, 1.0, 1.0, 0.0)
+    assert abs(x[1] - x[0]) < 1e-7                               # zero initial slope
+    R = O.single_exponential(np.array([0.0, 5.0, 1e6]), 0.8, 0.2, 5.0)
+    np.testing.assert_allclose(R, [0.2, 0.8 - 0.6 / np.e, 0.8])
+    with pytest.raises(ParameterError):
+        O.single_exponential(1.0, 0.8, 0.2, 0.0)
+
+
+def test_overdamped_limit_approaches_single_exponential():
+    t = np.linspace(1, 5, 9)
+    g, k, m = 1.0, 0.1, 1e-2
+    x = O.trajectory(t, m, g, k, 1.0, 0.0)
+    # slow root -k/g - m k^2/g^3 + O(m^2): relative error ~ m k^2 t / g^3 + fast transient
+    np.testing.assert_allclose(x, np.exp(-k * t / g), rtol=5 * m * k**2 * t.max() / g**3 + 1e-3)
+
+
+def test_overdamped_small_mass_no_overflow():
+    # large w t uses the proven-equal two-mode form: no overflow, and the massless limit holds
+    t = np.linspace(1, 50, 50)
+    with np.errstate(over="raise", invalid="raise"):
+        x = O.trajectory(t, 1e-6, 1.0, 0.1, 1.0, 0.0)
+    np.testing.assert_allclose(x, np.exp(-0.1 * t), rtol=1e-4)
+    with np.errstate(over="raise", invalid="raise"):
+        far = O.trajectory([1e4, 1e6], 1.0, 5.0, 0.5, 1.0, 0.3)
+    assert np.all(np.isfinite(far)) and np.all(np.abs(far) < 1e-30)
+
+
+def test_coefficients_and_errors():
+    osc = O.coefficients(0.01, 0.9, 8, 1.0)
+    assert (osc.mass, osc.damping, osc.spring) == pytest.approx((0.95, 0.02, 0.01))
+    assert osc.regime == "oscillatory"
+    for kwargs, name in ((dict(learning_rate=0), "learning_rate"), (dict(momentum=1), "momentum"),
+                         (dict(lag=-1), "lag"), (dict(stiffness=0), "stiffness"),
+                         (dict(fresh_fraction=float("nan")), "fresh_fraction")):
+        base = dict(learning_rate=0.01, momentum=0.9, lag=8, stiffness=1.0)
+        base.update(kwargs)
+        with pytest.raises(ParameterError) as err:
+            O.coefficients(**base)
+        assert err.value.name == name and name in str(err.value)
+
+
+def test_cli_trajectory(capsys):
+    assert main(["trajectory", "--mass", "1", "--damping", "2", "--spring", "1", "--x0", "1",
+                 "--v0", "0", "--times", "0,1,2.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["regime"] == "critical" and out["damping_ratio"] == pytest.approx(1)
+    np.testing.assert_allclose(out["x"], _ivp(1, 2, 1, 1, 0, np.array([0, 1, 2.5])), rtol=1e-9)
+    assert main(["trajectory", "--mass", "1", "--damping", "0.2", "--spring", "1", "--x0", "1",
+                 "--times", "0,3"]) == 0
+    assert "oscillatory" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,word", [
+    (["--times", "1,,2"], "times"), (["--times", "a"], "times"), (["--times", "-1"], "times"),
+    (["--mass", "0"], "mass"), (["--spring", "-1"], "spring"), (["--x0", "nan"], "x0"),
+])
+def test_cli_trajectory_errors(capsys, argv, word):
+    base = {"--mass": "1", "--damping": "1", "--spring": "1", "--x0": "1", "--times": "0,1"}
+    base[argv[0]] = argv[1]
+    assert main(["trajectory"] + [x for kv in base.items() for x in kv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and word in err
