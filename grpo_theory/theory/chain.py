@@ -1,66 +1,97 @@
-"""The derivation chain printer: every result of every chapter with the checks that verified it.
+"""The derivation chain: every result of every chapter with the checks that verified it.
 
-Used by ``grpo-theory derive`` and ``python -m grpo_theory.theory [CHAPTER]``.  Every step prints the result rendered from its
-sympy expression and the checks that verified it.
+:func:`derive_chain` derives (or loads from the cache) the records of every chapter (or
+of one) and returns a :class:`ChainResult`; ``str(result)`` is what ``grpo-theory
+derive`` and ``python -m grpo_theory.theory [CHAPTER]`` print: per chapter its
+narrative, then each result rendered from its sympy expression, its assumptions and its
+proof log.
 """
 
 from __future__ import annotations
 
-import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
-from grpo_theory.theory.chapters import CHAPTERS, Chapter
-from grpo_theory.theory.derived import get, timings
+from grpo_theory.progress import progress
+from grpo_theory.results import Result
+from grpo_theory.theory.chapters import CHAPTERS, chapter
+from grpo_theory.theory.derived import Derived, get
 
-__all__ = ["Chapter", "CHAPTERS", "run_chapter", "run_chain"]
-
-
-def _print(stream, text=""):
-    print(text, file=stream)
+__all__ = ["ChainResult", "derive_chain", "record_summary"]
 
 
-def run_chapter(chapter: Chapter, *, stream=None, show_latex=True) -> list[dict]:
-    """Derive (or load) every result of ``chapter``, print it with its verification, return records."""
-    stream = sys.stdout if stream is None else stream
-    _print(stream, "=" * 78)
-    _print(stream, chapter.title)
-    _print(stream, "=" * 78)
-    _print(stream, chapter.narrative)
+def record_summary(d: Derived, seconds: float = 0.0) -> dict:
+    """The JSON-ready summary of one derived record (name, LaTeX, proof log, ...)."""
+    return {"name": d.name, "latex": d.latex(), "description": d.description,
+            "assumptions": d.assumptions, "units": d.units, "level": d.level,
+            "verified": d.verified, "seconds": round(seconds, 3),
+            "verifications": [vars(v) for v in d.verifications]}
+
+
+def _is_ok(rec: dict) -> bool:
+    return rec["verified"] or rec["level"] == "literature" or not rec["verifications"]
+
+
+@dataclass(frozen=True)
+class ChainResult(Result):
+    """The derived records of the chapters ``chapters`` (in chapter order), and the path of
+    ``equations.tex`` when one was written.  ``exit_code`` is 1 when a check failed."""
+
+    chapters: tuple
+    records: tuple
+    equations_tex: Path | None = None
+
+    @property
+    def all_verified(self) -> bool:
+        return all(_is_ok(r) for r in self.records)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.all_verified else 1
+
+    def to_dict(self) -> dict:
+        return {"chapters": list(self.chapters), "results": list(self.records),
+                "all_verified": self.all_verified,
+                "equations_tex": str(self.equations_tex) if self.equations_tex else None}
+
+    def __str__(self) -> str:
+        lines = []
+        for key in self.chapters:
+            ch = chapter(key)
+            lines += ["=" * 78, ch.title, "=" * 78, ch.narrative]
+            for r in (r for r in self.records if r["name"].split(".")[0] == key):
+                lines += ["", f"--- {r['name']}  [{r['level'] or '-'}]  ({r['seconds']:.2f} s)",
+                          f"    {r['description']}", f"    $$ {r['latex']} $$"]
+                if r["assumptions"]:
+                    lines.append(f"    assumptions: {r['assumptions']}")
+                for v in r["verifications"]:
+                    mark = "ok  " if v["passed"] else "FAIL"
+                    detail = f" -- {v['detail']}" if v["detail"] else ""
+                    lines.append(f"    [{mark}] ({v['method']}) {v['claim']}{detail}")
+                if not r["verifications"]:
+                    lines.append("    (quoted from the literature)" if r["level"] == "literature"
+                                 else "    (definition; checked where it is used)")
+        n_checks = sum(len(r["verifications"]) for r in self.records)
+        lines += ["", f"{len(self.records)} results, {n_checks} checks, "
+                  + ("all verified" if self.all_verified else "SOME CHECKS FAILED")
+                  + (f"; LaTeX written to {self.equations_tex}" if self.equations_tex else "")]
+        return "\n".join(lines)
+
+
+def derive_chain(only: str | None = None, *, out_dir=None, compile_pdf: bool = True) -> ChainResult:
+    """Derive every chapter (or the chapter ``only``); with ``out_dir`` also write
+    ``equations.tex`` (and the PDF when ``pdflatex`` exists) for the derived records."""
+    keys = [c.key for c in CHAPTERS] if only is None else [chapter(only).key]
+    names = [n for key in keys for n in chapter(key).names()]
     records = []
-    for name in chapter.names():
+    for name in progress(names, total=len(names), desc="derive"):
         start = time.perf_counter()
         d = get(name)
-        elapsed = time.perf_counter() - start
-        _print(stream)
-        _print(stream, f"--- {name}  [{d.level or '-'}]  ({elapsed:.2f} s)")
-        _print(stream, f"    {d.description}")
-        if show_latex:
-            _print(stream, f"    $$ {d.latex()} $$")
-        if d.assumptions:
-            _print(stream, f"    assumptions: {d.assumptions}")
-        for v in d.verifications:
-            mark = "ok  " if v.passed else "FAIL"
-            detail = f" -- {v.detail}" if v.detail else ""
-            _print(stream, f"    [{mark}] ({v.method}) {v.claim}{detail}")
-        if not d.verifications:
-            _print(stream, "    (quoted from the literature)" if d.level == "literature"
-                   else "    (definition; checked where it is used)")
-        records.append({"name": name, "latex": d.latex(), "description": d.description,
-                        "assumptions": d.assumptions, "units": d.units, "level": d.level,
-                        "verified": d.verified,
-                        "verifications": [vars(v) for v in d.verifications]})
-    return records
+        records.append(record_summary(d, time.perf_counter() - start))
+    tex = None
+    if out_dir is not None:
+        from grpo_theory.theory.latex import write_equations
 
-
-def run_chain(*, only=None, stream=None, show_latex=True) -> list[dict]:
-    """Run every chapter (or those whose key starts with ``only``)."""
-    out = []
-    for ch in CHAPTERS:
-        if only and not ch.key.startswith(only):
-            continue
-        out.extend(run_chapter(ch, stream=stream, show_latex=show_latex))
-    return out
-
-
-def chain_timings() -> dict:
-    return timings()
+        tex = write_equations(out_dir, compile_pdf=compile_pdf, names=names)
+    return ChainResult(tuple(keys), tuple(records), tex)

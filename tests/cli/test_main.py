@@ -1,0 +1,52 @@
+"""The CLI core: one-line errors with exit 2, quiet closed pipes, --help with defaults."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from grpo_theory.cli import main
+
+
+
+def _run(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "grpo_theory", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_closed_pipe_ends_quietly():
+    # `grpo-theory derive --only oscillator --json | head -1`
+    proc = subprocess.Popen([sys.executable, "-m", "grpo_theory", "derive", "--only",
+                             "oscillator", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0
+    assert first.strip() == b"{"
+    assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+@pytest.mark.parametrize("target", ["file", "unwritable"])
+def test_output_directory_errors_are_one_line(tmp_path, target):
+    path = tmp_path / "afile"
+    path.write_text("keep me")
+    out = str(path) if target == "file" else "/proc/no/such/dir"
+    proc = _run("derive", "--only", "oscillator", "--out", out)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("grpo-theory derive: error: out must be")
+    assert path.read_text() == "keep me"
+
+
+def test_derive_one_chapter_json(capsys):
+    assert main(["derive", "--only", "oscillator", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["chapters"] == ["oscillator"] and out["all_verified"] is True
+    assert all(r["name"].startswith("oscillator.") for r in out["results"])
+
+
+def test_unknown_chapter(capsys):
+    assert main(["derive", "--only", "nope"]) == 2
+    assert "chapter must be one of" in capsys.readouterr().err
