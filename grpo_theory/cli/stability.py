@@ -1,18 +1,22 @@
-"""``grpo-theory stability``: exact (L2) stability of the linearised update next to the L3 model."""
+"""``grpo-theory stability``: exact (L2) stability at a fixed point, with its fresh/stale split."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 
-from grpo_theory.validate import ParameterError, check_real
 from grpo_theory.cli._common import number
+from grpo_theory.validate import ParameterError
 
 NAME = "stability"
-HELP = ("Exact discrete (L2) stability at a fixed point: spectral radius of the refresh-window "
-        "monodromy (or delay recurrence), binding Jury condition, exact thresholds, and the "
-        "continuous (L3) oscillator with the published first-order threshold.")
+HELP = ("Exact discrete (L2) stability at the fixed point of a GRPO variant (its stiffness and "
+        "fresh/stale split computed here) or at a given --stiffness: spectral radius of the "
+        "refresh-window monodromy (or delay recurrence), binding Jury condition, exact "
+        "thresholds, the published rule and whether it is safe, and the continuous (L3) "
+        "approximation with its error.")
+
+#: the variant options and their defaults (those of grpo_theory.model.GRPOModel)
+_VARIANT = {"p_ref": 0.3, "kl_coef": 0.1, "normalization": "std", "kl": "k3", "group_size": 8,
+            "surrogate": "stale", "adv_eps": 1e-6}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,97 +25,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--momentum", type=number, required=True, help="heavy-ball mu in [0, 1)")
     a("--refresh-interval", type=number, default=1,
       help="k >= 1: pi_old refreshed every k steps (default 1 = on-policy)")
-    a("--stiffness", type=number, required=True, help="K > 0, -F'(z*) per unit learning rate")
     a("--lag-model", choices=("refresh", "delay"), default="refresh",
       help="refresh (lag cycles 0..k-1) | delay (constant staleness d) (default refresh)")
     a("--delay", type=number, default=None, help="d >= 0 steps (required with --lag-model delay)")
-    a("--surrogate", choices=("stale", "ratio"), default="stale",
-      help="stale: all stiffness acts through pi_old | ratio: the fraction --fresh-fraction "
-           "acts on the current iterate (default stale)")
-    a("--fresh-fraction", type=number, default=None,
-      help="phi = K_f/K, required with --surrogate ratio (usually in [0, 1]; negative where the "
-           "force on the current iterate is destabilising, as `fixed-points` can report)")
+    v = parser.add_argument_group(
+        "variant (default: the stiffness and its split come from the variant's stable fixed "
+        "point; defaults p_ref 0.3, beta 0.1, std, k3, G 8, stale surrogate, adv_eps 1e-6)")
+    v.add_argument("--p-ref", type=number, default=None, help="reference success probability")
+    v.add_argument("--kl-coef", type=number, default=None, help="KL coefficient beta >= 0")
+    v.add_argument("--normalization", default=None, help="std | mean")
+    v.add_argument("--kl", default=None, help="none | exact | k3")
+    v.add_argument("--group-size", default=None, help="G >= 2 or 'inf'")
+    v.add_argument("--adv-eps", type=number, default=None, help="advantage epsilon >= 0")
+    a("--surrogate", choices=("stale", "ratio"), default=None,
+      help="stale (no importance ratio) | ratio (default stale)")
+    s = parser.add_argument_group("given stiffness (instead of a variant)")
+    s.add_argument("--stiffness", type=number, default=None,
+                   help="K > 0, -F'(z*) per unit learning rate")
+    s.add_argument("--fresh-fraction", type=number, default=None,
+                   help="phi = K_f/K, the part of K acting on the current iterate (any real; "
+                        "negative where the exact-KL force is destabilising; `fixed-points` "
+                        "reports it). Default 0: all stale, whatever the surrogate")
     a("--json", action="store_true", help="print JSON instead of a table")
 
 
-def _fresh_fraction(args) -> float:
-    if args.surrogate == "ratio":
-        if args.fresh_fraction is None:
-            raise ParameterError(
-                "fresh_fraction", None,
-                "a finite real number with --surrogate ratio (K_f/K, the part of the stiffness "
-                "acting on the current iterate; `grpo-theory fixed-points` reports it)")
-        return check_real("fresh_fraction", args.fresh_fraction)
-    if args.fresh_fraction not in (None, 0, 0.0):
+def call(args):
+    from grpo_theory.theory.stability import stability_at_fixed_point, stability_report
+
+    given = {name: getattr(args, name) for name in _VARIANT if name != "surrogate"
+             and getattr(args, name) is not None}
+    lag = dict(lag_model=args.lag_model, delay=args.delay)
+    surrogate = args.surrogate or "stale"
+    if args.stiffness is not None:
+        if given:
+            name = sorted(given)[0]
+            raise ParameterError(name, given[name], "omitted with --stiffness (give either a "
+                                 "variant or a stiffness with its --fresh-fraction)")
+        return stability_report(args.learning_rate, args.momentum, args.refresh_interval,
+                                args.stiffness, fresh_fraction=args.fresh_fraction or 0.0,
+                                surrogate=surrogate, **lag)
+    if args.fresh_fraction is not None:
         raise ParameterError("fresh_fraction", args.fresh_fraction,
-                             "0 (or omitted) with --surrogate stale; use --surrogate ratio")
-    return 0.0
-
-
-def report(args) -> dict:
-    from grpo_theory.theory.discrete import stability
-
-    phi = _fresh_fraction(args)
-    res = stability(args.learning_rate, args.momentum, args.refresh_interval, args.stiffness,
-                    lag_model=args.lag_model, delay=args.delay, fresh_fraction=phi)
-    d = res.to_dict()
-    return {
-        "inputs": {"learning_rate": res.learning_rate, "momentum": res.momentum,
-                   "refresh_interval": res.refresh_interval, "stiffness": res.stiffness,
-                   "lag_model": res.lag_model, "delay": res.delay, "surrogate": args.surrogate,
-                   "fresh_fraction": res.fresh_fraction},
-        "spectral_radius_exact": d["spectral_radius"],
-        "stable_exact": d["stable"],
-        "binding_condition_exact": d["binding_condition"],
-        "max_stable_learning_rate_exact": d["max_stable_learning_rate"],
-        "max_stable_refresh_interval_exact": d["max_stable_refresh_interval"],
-        "max_stable_refresh_interval_continuous": d["max_stable_refresh_interval_continuous"],
-        "critical_learning_rate_discrete": d["critical_learning_rate_discrete"],
-        "discrete_regime": d["discrete_regime"],
-        "alternating": d["alternating"],
-        "eigenvalues": d["eigenvalues"],
-        "mass": d["mass"],
-        "damping": d["damping"],
-        "spring": d["spring"],
-        "damping_ratio": d["damping_ratio"],
-        "regime": d["regime"],
-        "notes": d["notes"] + [
-            "spectral radius per refresh window" if res.lag_model == "refresh"
-            else "spectral radius per step (delay recurrence)",
-            "continuous columns: first-order-in-lag oscillator with lag = "
-            + ("refresh interval" if res.lag_model == "refresh" else "delay"),
-        ],
-    }
-
-
-def _fmt(v):
-    if isinstance(v, float):
-        return f"{v:.6g}" if math.isfinite(v) else str(v)
-    return str(v)
-
-
-def run(args) -> int:
-    out = report(args)
-    if args.json:
-        print(json.dumps(out, indent=2))
-        return 0
-    rows = [("exact (L2)", ""),
-            ("  spectral radius", out["spectral_radius_exact"]),
-            ("  stable", out["stable_exact"]),
-            ("  discrete regime", out["discrete_regime"]),
-            ("  binding condition", out["binding_condition_exact"]),
-            ("  max stable learning rate", out["max_stable_learning_rate_exact"]),
-            ("  max stable refresh interval", out["max_stable_refresh_interval_exact"]),
-            ("  critical learning rate (real->complex)", out["critical_learning_rate_discrete"]),
-            ("continuous (L3)", ""),
-            ("  mass", out["mass"]), ("  damping", out["damping"]), ("  spring", out["spring"]),
-            ("  damping ratio", out["damping_ratio"]), ("  regime", out["regime"]),
-            ("  max stable refresh interval (published)",
-             out["max_stable_refresh_interval_continuous"])]
-    width = max(len(r[0]) for r in rows)
-    print("inputs: " + ", ".join(f"{k}={_fmt(v)}" for k, v in out["inputs"].items() if v is not None))
-    for label, val in rows:
-        print(f"{label:<{width}}  {_fmt(val)}")
-    for note in out["notes"]:
-        print(f"note: {note}")
-    return 0
+                             "given only with --stiffness (a variant's split is computed)")
+    variant = {**_VARIANT, **given, "surrogate": surrogate}
+    if variant["kl"] == "none" and "kl_coef" not in given:
+        variant["kl_coef"] = 0.0
+    return stability_at_fixed_point(args.learning_rate, args.momentum, args.refresh_interval,
+                                    **lag, **variant)

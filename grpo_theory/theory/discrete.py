@@ -38,7 +38,7 @@ Results (each a registered, verified derivation ``discrete.<name>``):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import sympy as sp
@@ -46,6 +46,7 @@ from scipy.optimize import brentq
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
+from grpo_theory.results import Result
 from grpo_theory.validate import ParameterError, check_choice, check_finite_array, check_int, check_real
 
 __all__ = [
@@ -388,6 +389,75 @@ def _slow_eigenvalue() -> Derived:
         (cd,) = sp.solve(serd.coeff(S.a, 1), c1)
         out.check(f"delay d = {dv}: slow root per step 1 - a/(1-mu) + O(a^2), as L3", "sympy",
                   prove_equal(cd, -1 / (1 - S.mu)))
+    return out
+
+
+def _slow_eigenvalue_series(order=3):
+    """(c1, c2) of the slow monodromy eigenvalue 1 + c1 a + c2 a^2 + O(a^3), from P(lambda)."""
+    P = get("discrete.refresh_characteristic_polynomial").expr
+    c1, c2 = sp.symbols("c1 c2")
+    ser = sp.expand(sp.series(P.subs(S.lam, 1 + c1 * S.a + c2 * S.a**2), S.a, 0, order).removeO())
+    (c1v,) = sp.solve(ser.coeff(S.a, 1), c1)
+    (c2v,) = sp.solve(ser.coeff(S.a, 2).subs(c1, c1v), c2)
+    return sp.simplify(c1v), sp.simplify(c2v)
+
+
+def _l3_window_factor_series(ell):
+    """exp(k s_slow) to O(a^2) for the L3 model (all stiffness stale, eta K = a, lag ell)."""
+    d1, d2 = sp.symbols("d1 d2")
+    m = get("oscillator.mass").expr
+    g = get("oscillator.damping").expr.subs({S.K_stale: S.a / S.eta, S.ell: ell})
+    kspring = get("oscillator.spring").expr.subs(S.K, S.a / S.eta)
+    root = d1 * S.a + d2 * S.a**2
+    e = sp.expand(sp.series(m * root**2 + g * root + kspring, S.a, 0, 3).removeO())
+    (d1v,) = sp.solve(e.coeff(S.a, 1), d1)
+    (d2v,) = sp.solve(e.coeff(S.a, 2).subs(d1, d1v), d2)
+    w = sp.expand(sp.series(sp.exp(S.k_ref * (d1v * S.a + d2v * S.a**2)), S.a, 0, 3).removeO())
+    return sp.simplify(w.coeff(S.a, 1)), sp.simplify(w.coeff(S.a, 2))
+
+
+@derivation("discrete.refresh_effective_lag")
+def _effective_lag() -> Derived:
+    c1v, c2v = _slow_eigenvalue_series()
+    w1, w2 = _l3_window_factor_series(S.ell)
+    (ell_eff,) = sp.solve(sp.Eq(w2, c2v), S.ell)
+    expr = sp.factor(sp.simplify(ell_eff))
+    out = Derived("discrete.refresh_effective_lag", expr, (S.k_ref,), r"\ell_{\mathrm{eff}}",
+                  "Effective lag of the L3 model for a refresh interval k: the lag whose L3 slow "
+                  "root reproduces the exact slow eigenvalue of the monodromy to second order in "
+                  "eta K. It is the mean lag (k-1)/2 of a window, whatever mu.", units="steps",
+                  assumptions=_STALE + "; matching to O((eta K)^2)", level="L2",
+                  references=_PAPER)
+    expr = out.expr
+    w1e, w2e = _l3_window_factor_series(expr)
+    out.check("first order: exp(k s_slow) and the exact slow eigenvalue agree for every lag "
+              "(coefficient -k/(1-mu))", "sympy", prove_zero(w1e - c1v),
+              f"exact lambda_slow = 1 + ({sp.sstr(c1v)}) a + ({sp.sstr(c2v)}) a^2")
+    out.check("second order: with this lag the L3 window factor equals the exact slow "
+              "eigenvalue to O(a^2)", "sympy", prove_zero(w2e - c2v))
+    w1z, w2z = _l3_window_factor_series(0)
+    out.check("with lag 0 (the cross-checks' old convention) the O(a^2) term is off by "
+              "+k(k-1)/(2(1-mu)^2), unless k = 1", "sympy",
+              prove_zero(sp.factor(w2z - c2v) - S.k_ref * (S.k_ref - 1) / (2 * (1 - S.mu)**2)))
+    out.check("k = 1 (on-policy): effective lag 0", "sympy", prove_zero(expr.subs(S.k_ref, 1)))
+    return out
+
+
+@derivation("discrete.continuous_threshold_learning_rate")
+def _continuous_threshold() -> Derived:
+    g = get("oscillator.damping").expr
+    (eta_max,) = sp.solve(sp.Eq(g, 0), S.eta)
+    out = Derived("discrete.continuous_threshold_learning_rate", sp.simplify(eta_max),
+                  (S.mu, S.K_stale, S.ell), r"\eta_{\max}^{L3}",
+                  "Largest learning rate with positive L3 damping gamma = 1 - mu - eta K_s ell: the "
+                  "continuous (second-order modified equation) stability threshold, with the "
+                  "effective lag ell and the stale stiffness K_s.", units="per step",
+                  assumptions="K_s > 0, ell > 0; L3 approximation", level="L3",
+                  references=_PAPER)
+    expr = out.expr
+    out.check("gamma vanishes at eta_max", "sympy", prove_zero(g.subs(S.eta, expr)))
+    out.check("gamma decreases in eta (so eta < eta_max <=> gamma > 0 for K_s ell > 0)", "sympy",
+              prove_equal(sp.diff(g, S.eta), -S.K_stale * S.ell))
     return out
 
 
@@ -791,15 +861,14 @@ def _a_star_k(mu, k):
     return float(np.minimum(flip, cx))
 
 
-def _max_k_stale(a, mu, k_cap=10**9):
-    """Largest integer k with a < a*(k) (a*(k) is decreasing in k; checked in tests)."""
+def _max_k_stale(a, mu):
+    """Largest integer k with a < a*(k) (a*(k) is decreasing in k, ~ 2(1-mu)/k for large k:
+    finite for every a > 0; no scan cap)."""
     if a >= _a_star_k(mu, 1):
         return 0
     hi = 2.0
     while _a_star_k(mu, hi) > a:
         hi *= 2
-        if hi > k_cap:
-            return k_cap
     root = brentq(lambda kv: _a_star_k(mu, kv) - a, hi / 2 if hi > 2 else 1.0, hi, xtol=1e-10)
     kk = max(1, int(math.floor(root)))
     while _a_star_k(mu, kk + 1) > a:
@@ -809,28 +878,62 @@ def _max_k_stale(a, mu, k_cap=10**9):
     return kk
 
 
-def _max_k_general(a, mu, phi, k_cap=1 << 16):
-    """Largest stable k by scanning (numeric monodromy); assumes stable k form {1..k_max}."""
-    def stable(kv):
-        return float(_radius_2x2(_general_monodromy(a, mu, kv, phi))) < 1
-    if not stable(1):
+def _stable_general(a, mu, k, phi):
+    return float(_radius_2x2(_general_monodromy(a, mu, k, phi))) < 1
+
+
+def _stable_for_long_windows(a, mu, phi):
+    """Whether the monodromy stays stable as k -> oo (fresh stiffness only).
+
+    Inside a long window the fresh heavy-ball map (stable iff 0 < eta K_f < 2(1+mu))
+    relaxes x to the balance K_f x + K_s x_s = 0, so M(k) -> diag(-K_s/K_f, 0):
+    stable for long windows iff additionally |1 - 1/phi| < 1, i.e. phi > 1/2.
+    """
+    a_fresh = phi * a
+    return 0 < a_fresh < 2 * (1 + mu) and phi > 0.5
+
+
+_K_SCAN_DOUBLINGS = 62
+
+
+def _max_k_general(a, mu, phi):
+    """Largest stable k (numeric monodromy, by doubling then bisection; the stable k form
+    {1..k_max}); ``math.inf`` when stable for every k: stable at k = 2^62 and, by the
+    long-window limit (:func:`_stable_for_long_windows`), for every larger k."""
+    if not _stable_general(a, mu, 1, phi):
         return 0
-    lo, hi = 1, 2
-    while hi <= k_cap and stable(hi):
-        lo, hi = hi, hi * 2
-    if hi > k_cap:
-        return k_cap
-    ks = np.arange(lo, hi + 1)
-    st = _radius_2x2(_general_monodromy(np.full(ks.shape, a), mu, ks, phi)) < 1
-    return int(ks[st].max())
+    lo = 1
+    for _ in range(_K_SCAN_DOUBLINGS):
+        hi = 2 * lo
+        if not _stable_general(a, mu, hi, phi):
+            break
+        lo = hi
+    else:
+        if _stable_for_long_windows(a, mu, phi):
+            return math.inf
+        raise ParameterError("learning_rate", a, "an eta K whose refresh threshold lies below "
+                             "k = 2^62 or in the long-window limit")
+    while hi - lo > 1:                    # stable at lo, unstable at hi
+        mid = (lo + hi) // 2
+        if _stable_general(a, mu, mid, phi):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
-def max_stable_refresh_interval(learning_rate, momentum, stiffness, *, fresh_fraction=0.0) -> int:
+def max_stable_refresh_interval(learning_rate, momentum, stiffness, *, fresh_fraction=0.0):
     """Exact largest stable integer refresh interval k (0 if even k = 1 is unstable).
 
-    Stale surrogate: brentq on the continuous-k extension of min(flip, complex)
-    threshold, which decreases in k, then an integer check.  With fresh stiffness:
-    a scan of the numeric monodromy.
+    ``fresh_fraction`` = K_f/K is the split of the stiffness at the fixed point
+    (:attr:`grpo_theory.theory.fixed_points.FixedPoint.fresh_fraction`); 0 means all
+    stiffness acts through the sampling policy.  Returns ``math.inf`` when every
+    refresh interval is stable (possible only with fresh stiffness, phi > 1/2),
+    never a scan cap.
+
+    Stale: brentq on the continuous-k extension of min(flip, complex) threshold,
+    which decreases in k, then an integer check.  With fresh stiffness: doubling and
+    bisection on the numeric monodromy.
     """
     eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
     mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
@@ -845,13 +948,21 @@ def max_stable_refresh_interval(learning_rate, momentum, stiffness, *, fresh_fra
 # --- the result object -------------------------------------------------------------
 
 @dataclass(frozen=True)
-class StabilityResult:
-    """Exact (L2) stability of one configuration, next to the continuous (L3) model.
+class StabilityResult(Result):
+    """Exact (L2) stability of one configuration, next to the continuous (L3) approximation.
 
     ``spectral_radius`` is per refresh window (lag model ``refresh``) or per step
-    (``delay``).  ``binding_condition`` is the Jury boundary reached first as the
-    learning rate grows: ``"flip"`` (a real eigenvalue at -1) or ``"complex"`` (a
-    complex pair on the unit circle).  Learning rates per step, intervals in steps.
+    (``delay``).  ``stable`` is decided by the exact thresholds (Jury conditions),
+    not by comparing a rounded radius with 1.  ``binding_condition`` is the Jury
+    boundary reached first as the learning rate grows: ``"flip"`` (a real eigenvalue
+    at -1) or ``"complex"`` (a complex pair on the unit circle).  ``regime`` and
+    ``discrete_regime`` are the exact map's label; ``regime_continuous`` is L3's.
+    ``max_stable_refresh_interval`` is ``None`` with
+    ``stable_for_every_refresh_interval`` true when no refresh interval is unstable.
+    The L3 columns use the effective lag ``lag_continuous`` = (k-1)/2 (refresh) or d
+    (delay) and the same split; ``rel_error_continuous`` is the relative error of the
+    L3 threshold in learning rate against the exact one.  Learning rates per step,
+    intervals in steps.
     """
 
     learning_rate: float
@@ -867,50 +978,65 @@ class StabilityResult:
     binding_condition: str
     max_stable_learning_rate: float
     max_stable_refresh_interval: int | None
+    stable_for_every_refresh_interval: bool | None
     critical_learning_rate_discrete: float | None
     discrete_regime: str
+    regime: str
     alternating: bool
     max_stable_refresh_interval_continuous: int
+    published_rule_safe: bool | None
+    lag_continuous: float
     mass: float
     damping: float
     spring: float
     damping_ratio: float
-    regime: str
+    regime_continuous: str
+    max_stable_learning_rate_continuous: float
+    rel_error_continuous: float
     notes: tuple = field(default=())
 
     def to_dict(self) -> dict:
-        out = asdict(self)
+        out = super().to_dict()
         out["eigenvalues"] = [[float(np.real(z)), float(np.imag(z))] for z in self.eigenvalues]
-        out["notes"] = list(self.notes)
-        for key, val in out.items():
-            if isinstance(val, float) and not math.isfinite(val):
-                out[key] = None if math.isnan(val) else ("inf" if val > 0 else "-inf")
         return out
 
 
-def _discrete_regime(eigs, radius):
+def _discrete_regime(eigs, radius, stable):
     dom = eigs[np.argmax(np.abs(eigs))]
     complex_pair = np.any(np.abs(eigs.imag) > 1e-12 * max(1.0, radius))
     alternating = (not complex_pair) and dom.real < 0
-    if radius >= 1:
+    if not stable:
         return "unstable", bool(alternating)
     if complex_pair:
         return "oscillatory", False
     return ("alternating" if alternating else "overdamped"), bool(alternating)
 
 
+def continuous_lag(lag_model, refresh_interval=1, delay=None) -> float:
+    r"""The one lag convention of the L3 model: :math:`(k-1)/2` for a refresh interval k
+    (derived in ``discrete.refresh_effective_lag``), d for a constant delay d (steps)."""
+    if lag_model == "refresh":
+        return float(get("discrete.refresh_effective_lag").numeric(refresh_interval))
+    return float(delay)
+
+
 def stability(learning_rate, momentum, refresh_interval, stiffness, *, lag_model="refresh",
               delay=None, fresh_fraction=0.0) -> StabilityResult:
     r"""Exact L2 stability of the linearised heavy-ball GRPO update, with the L3 comparison.
 
-    ``lag_model="refresh"``: the refresh-window monodromy (closed form for the stale
-    surrogate, ``fresh_fraction`` :math:`=K_f/K = 0`; numeric product otherwise).
-    ``lag_model="delay"``: constant staleness ``delay`` = d steps, companion matrix of
-    :math:`P_d(\lambda)`.  The continuous columns come from
-    :func:`grpo_theory.theory.oscillator.coefficients` with ``lag = refresh_interval`` (or
-    ``delay``) and ``fresh_fraction``;
+    ``fresh_fraction`` :math:`=K_f/K` is the split of the stiffness at the fixed point
+    (:class:`~grpo_theory.theory.fixed_points.FixedPoint`); 0 means all stiffness acts
+    through the sampling policy.  :meth:`grpo_theory.model.GRPOModel.stability` and
+    :func:`grpo_theory.theory.stability.stability_at_fixed_point` pass the split of the
+    variant; a bare ``stiffness`` without it answers for the all-stale case only.
+
+    ``lag_model="refresh"``: the refresh-window monodromy (closed form when
+    ``fresh_fraction = 0``; numeric product otherwise).  ``lag_model="delay"``:
+    constant staleness ``delay`` = d steps, companion matrix of :math:`P_d(\lambda)`.
+    The continuous columns come from :func:`grpo_theory.theory.oscillator.coefficients`
+    with the lag of :func:`continuous_lag` and the same split;
     ``max_stable_refresh_interval_continuous`` is the published
-    :math:`\lfloor(1-\mu)/(\eta K)\rfloor`.
+    :math:`\lceil(1-\mu)/(\eta K)\rceil - 1` (all stiffness stale, lag = k).
     """
     from grpo_theory.theory import oscillator
 
@@ -944,21 +1070,54 @@ def stability(learning_rate, momentum, refresh_interval, stiffness, *, lag_model
         k_max = None
     radius = float(np.max(np.abs(eigs)))
     a_star, binding = _threshold_a(mu, k, phi, lag_model, delay)
-    d_regime, alternating = _discrete_regime(eigs, radius)
-    lag = float(k if lag_model == "refresh" else delay)
+    stable = bool(a < a_star)
+    if stable and radius >= 1:
+        notes.append(f"the computed spectral radius {radius!r} rounds to >= 1; the exact Jury "
+                     f"conditions (eta K = {a:.3g} < {a_star:.6g}) say stable")
+    d_regime, alternating = _discrete_regime(eigs, radius, stable)
+    every_k = None
+    if lag_model == "refresh":
+        every_k = bool(k_max == math.inf)
+        if every_k:
+            k_max = None
+            notes.append("stable for every refresh interval (the long-window monodromy tends to "
+                         "diag(1 - 1/phi, 0) with phi > 1/2)")
+    lag = continuous_lag(lag_model, k, delay)
     osc = oscillator.coefficients(eta, mu, lag, Kv, fresh_fraction=phi)
+    eta_l3 = _continuous_max_learning_rate(mu, lag, Kv, phi)
     pub = get("oscillator.published_threshold").numeric(mu, eta, Kv)
+    k_pub = _published_k_max(float(pub))
+    safe = None
+    if lag_model == "refresh":
+        safe = bool(every_k or k_pub <= k_max)
+        if not safe:
+            notes.append(f"the published rule eta K k < 1 - mu allows k <= {k_pub} but the exact "
+                         f"map is stable only up to k = {k_max}: unsafe here (fresh fraction "
+                         f"{phi:.4g})")
     return StabilityResult(
         learning_rate=eta, momentum=mu, refresh_interval=k, stiffness=Kv, lag_model=lag_model,
-        delay=delay, fresh_fraction=phi, spectral_radius=radius, stable=radius < 1,
+        delay=delay, fresh_fraction=phi, spectral_radius=radius, stable=stable,
         eigenvalues=tuple(complex(z) for z in eigs), binding_condition=binding,
         max_stable_learning_rate=a_star / Kv, max_stable_refresh_interval=k_max,
-        critical_learning_rate_discrete=crit_lr, discrete_regime=d_regime,
-        alternating=alternating,
-        max_stable_refresh_interval_continuous=_published_k_max(float(pub)),
+        stable_for_every_refresh_interval=every_k,
+        critical_learning_rate_discrete=crit_lr, discrete_regime=d_regime, regime=d_regime,
+        alternating=alternating, max_stable_refresh_interval_continuous=k_pub,
+        published_rule_safe=safe, lag_continuous=lag,
         mass=osc.mass, damping=osc.damping, spring=osc.spring,
         damping_ratio=float(osc.damping_ratio) if osc.damping > 0 else float("nan"),
-        regime=osc.regime, notes=tuple(notes))
+        regime_continuous=osc.regime, max_stable_learning_rate_continuous=eta_l3,
+        rel_error_continuous=(eta_l3 - a_star / Kv) / (a_star / Kv) if math.isfinite(a_star)
+        else float("nan"),
+        notes=tuple(notes))
+
+
+def _continuous_max_learning_rate(mu, lag, stiffness, phi):
+    """Largest learning rate with positive L3 damping, gamma = 1 - mu - eta K_s lag > 0
+    (solved from ``oscillator.damping``); inf when the stale stiffness does not erode it."""
+    k_stale = (1 - phi) * stiffness
+    if lag == 0 or k_stale <= 0:
+        return math.inf
+    return float(get("discrete.continuous_threshold_learning_rate").numeric(mu, k_stale, lag))
 
 
 def _published_k_max(bound: float) -> int:

@@ -257,7 +257,7 @@ def test_cli_stability_table_delay_and_ratio(capsys):
 @pytest.mark.parametrize("argv,word", [
     (["--momentum", "1"], "momentum"), (["--learning-rate", "-1"], "learning_rate"),
     (["--refresh-interval", "0"], "refresh_interval"), (["--stiffness", "0"], "stiffness"),
-    (["--surrogate", "ratio"], "fixed-points"), (["--fresh-fraction", "0.5"], "fresh_fraction"),
+    (["--p-ref", "0.2"], "p_ref"), (["--fresh-fraction", "x"], "fresh_fraction"),
     (["--lag-model", "delay"], "delay"), (["--learning-rate", "abc"], "learning_rate"),
 ])
 def test_cli_stability_errors(capsys, argv, word):
