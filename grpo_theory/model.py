@@ -4,13 +4,17 @@ A :class:`GRPOModel` holds the three things the theory needs:
 
 - the **variant** (the loss): reference success probability ``p_ref``, group size
   ``group_size`` (``None`` for :math:`G\to\infty`), advantage ``normalization``
-  (``std``: GRPO, ``mean``: Dr. GRPO), ``adv_eps``, the KL estimator ``kl`` and its
-  coefficient ``kl_coef``, and the ``surrogate`` (``stale``: no importance ratio;
+  (``std``: GRPO, ``mean``: Dr. GRPO), ``adv_eps``, the KL estimator ``kl`` (``exact``,
+  ``k3`` in the loss, or ``k1_reward``: k1 in the reward, verl ``use_kl_in_reward``,
+  mean normalization only) and its coefficient ``kl_coef``, and the ``surrogate`` (``stale``: no importance ratio;
   ``ratio``: the ratio, which moves part of the force onto the current iterate);
 - the **optimizer**: ``learning_rate`` :math:`\eta` (logits per unit gradient),
   heavy-ball ``momentum`` :math:`\mu`;
 - the **lag**: the sampling policy is refreshed every ``refresh_interval`` steps
-  (``lag_model="refresh"``) or lags by a constant ``delay`` (``"delay"``).
+  (``lag_model="refresh"``) or lags by a constant ``delay`` (``"delay"``); within a
+  refresh window the steps draw fresh batches from the old policy (``reuse="fresh"``,
+  TRL ``steps_per_generation``) or reuse one batch (``reuse="batch"``, TRL
+  ``num_iterations``, verl ``ppo_epochs``): the same mean force, different noise.
 
 Its methods are the theory applied to it: :meth:`fixed_point` (L1), :meth:`stability`
 (exact L2, with the fresh/stale stiffness split of the fixed point),
@@ -31,9 +35,10 @@ from grpo_theory.validate import ParameterError, check_choice, check_int, check_
 __all__ = ["GRPOModel", "DEFAULT_MODEL"]
 
 NORMALIZATIONS = ("std", "mean")
-KL_KINDS = ("none", "exact", "k3")
+KL_KINDS = ("none", "exact", "k3", "k1_reward")
 SURROGATES = ("stale", "ratio")
 LAG_MODELS = ("refresh", "delay")
+REUSE_MODES = ("fresh", "batch")
 
 
 @dataclass(frozen=True)
@@ -61,9 +66,10 @@ class GRPOModel:
     refresh_interval: int = 1
     lag_model: str = "refresh"
     delay: int | None = None
+    reuse: str = "fresh"
 
     def __post_init__(self):
-        from grpo_theory.theory.drift import check_group_size
+        from grpo_theory.theory.drift import Variant, check_group_size
 
         set_ = functools.partial(object.__setattr__, self)
         set_("p_ref", check_probability("p_ref", self.p_ref))
@@ -75,6 +81,7 @@ class GRPOModel:
             raise ParameterError("kl_coef", self.kl_coef, "0 when kl is 'none'")
         set_("adv_eps", check_real("adv_eps", self.adv_eps, low=0))
         check_choice("surrogate", self.surrogate, SURROGATES)
+        Variant(self.normalization, self.kl, self.surrogate)   # k1_reward needs 'mean'
         set_("actions", check_int("actions", self.actions, low=2))
         set_("correct", check_int("correct", self.correct, low=1, high=self.actions - 1))
         set_("learning_rate", check_real("learning_rate", self.learning_rate, low=0, low_open=True))
@@ -90,6 +97,8 @@ class GRPOModel:
                                      "1 when lag_model is 'delay'")
         elif self.delay is not None:
             raise ParameterError("delay", self.delay, "None unless lag_model is 'delay'")
+        if check_choice("reuse", self.reuse, REUSE_MODES) == "batch" and self.lag_model != "refresh":
+            raise ParameterError("reuse", self.reuse, "'fresh' unless lag_model is 'refresh'")
 
     # -- construction ------------------------------------------------------------
     def replace(self, **changes) -> "GRPOModel":
@@ -169,7 +178,8 @@ class GRPOModel:
                       learning_rate=self.learning_rate,
                       optimizer="momentum" if self.momentum > 0 else "sgd",
                       momentum=self.momentum, lag_model=self.lag_model,
-                      refresh_interval=self.refresh_interval, delay=self.delay or 0)
+                      refresh_interval=self.refresh_interval, delay=self.delay or 0,
+                      reuse=self.reuse)
         params.update(overrides)
         if params.get("optimizer") in ("sgd", "adam") and "momentum" not in overrides:
             params["momentum"] = 0.0
