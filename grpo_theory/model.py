@@ -6,7 +6,7 @@ A :class:`GRPOModel` holds the three things the theory needs:
   ``group_size`` (``None`` for :math:`G\to\infty`), advantage ``normalization``
   (``std``: GRPO, ``mean``: Dr. GRPO), ``adv_eps``, the KL estimator ``kl`` (``exact``,
   ``k3`` in the loss, or ``k1_reward``: k1 in the reward, verl ``use_kl_in_reward``,
-  mean normalization only) and its coefficient ``kl_coef``, and the ``surrogate`` (``stale``: no importance ratio;
+  mean normalization only) and its coefficient ``kl_coef``, ``prompts`` B per step, and the ``surrogate`` (``stale``: no importance ratio;
   ``ratio``: the ratio, which moves part of the force onto the current iterate);
 - the **optimizer**: ``learning_rate`` :math:`\eta` (logits per unit gradient),
   heavy-ball ``momentum`` :math:`\mu`;
@@ -59,6 +59,7 @@ class GRPOModel:
     surrogate: str = "stale"
     actions: int = 2
     correct: int = 1
+    prompts: int = 1
     # the optimizer
     learning_rate: float = 0.5
     momentum: float = 0.5
@@ -84,6 +85,7 @@ class GRPOModel:
         Variant(self.normalization, self.kl, self.surrogate)   # k1_reward needs 'mean'
         set_("actions", check_int("actions", self.actions, low=2))
         set_("correct", check_int("correct", self.correct, low=1, high=self.actions - 1))
+        set_("prompts", check_int("prompts", self.prompts, low=1))
         set_("learning_rate", check_real("learning_rate", self.learning_rate, low=0, low_open=True))
         set_("momentum", check_real("momentum", self.momentum, low=0, high=1, high_open=True))
         set_("refresh_interval", check_int("refresh_interval", self.refresh_interval, low=1))
@@ -154,6 +156,13 @@ class GRPOModel:
                          lag_model=self.lag_model, delay=self.delay,
                          fresh_fraction=fp.fresh_fraction)
 
+    def fluctuation(self, **overrides):
+        """Stationary Var z and reward sd at the fixed point, exact L2 for the reuse mode
+        (:func:`grpo_theory.theory.reuse.fluctuation`)."""
+        from grpo_theory.theory.reuse import fluctuation
+
+        return fluctuation(self, **overrides)
+
     def oscillator(self):
         """The continuous (L3) oscillator at the fixed point (mass, damping, spring)."""
         from grpo_theory.theory.oscillator import coefficients
@@ -172,7 +181,7 @@ class GRPOModel:
         if self.group_size is None:
             raise ParameterError("group_size", "inf", "a finite group size to simulate")
         params = dict(steps=steps, runs=runs, group_size=self.group_size, p_ref=self.p_ref,
-                      actions=self.actions, correct=self.correct,
+                      actions=self.actions, correct=self.correct, prompts=self.prompts,
                       normalization=self.normalization, adv_eps=self.adv_eps,
                       surrogate=self.surrogate, kl=self.kl, kl_coef=self.kl_coef,
                       learning_rate=self.learning_rate,
