@@ -754,3 +754,28 @@ def test_batch_reuse_kernels_agree():
 def test_new_refusals(params, match):
     with pytest.raises(ParameterError, match=match):
         simulate(steps=2, **params)
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--kl", "k3"], "--kl-coef"),
+    (["--clip-low", "0.1"], "--clip-low"),
+    (["--clip-high", "0.3"], "--clip-high"),
+    (["--adam-beta1", "0.8"], "--adam-beta1"),
+    (["--reuse", "batch", "--delay", "2"], "reuse"),
+])
+def test_cli_refusals(argv, match, capsys):
+    rc = cli_main(["simulate", "--steps", "2", "--runs", "2", *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_json_keys_and_new_options(capsys):
+    rc = cli_main(["simulate", "--steps", "4", "--runs", "8", "--refresh-interval", "2",
+                   "--reuse", "batch", "--kl", "k1_reward", "--kl-coef", "0.5",
+                   "--normalization", "mean", "--optimizer", "adam", "--adam-beta1", "0.8",
+                   "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    for key in ("mean_reward", "var_reward", "var_z", "n_active", "step", "reuse"):
+        assert key in out
+    assert out["reuse"] == "batch" and out["adam_betas"] == [0.8, 0.999]
