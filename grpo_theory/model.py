@@ -4,13 +4,17 @@ A :class:`GRPOModel` holds the three things the theory needs:
 
 - the **variant** (the loss): reference success probability ``p_ref``, group size
   ``group_size`` (``None`` for :math:`G\to\infty`), advantage ``normalization``
-  (``std``: GRPO, ``mean``: Dr. GRPO), ``adv_eps``, the KL estimator ``kl`` and its
-  coefficient ``kl_coef``, and the ``surrogate`` (``stale``: no importance ratio;
+  (``std``: GRPO, ``mean``: Dr. GRPO), ``adv_eps``, the KL estimator ``kl`` (``exact``,
+  ``k3`` in the loss, or ``k1_reward``: k1 in the reward, verl ``use_kl_in_reward``,
+  mean normalization only) and its coefficient ``kl_coef``, ``prompts`` B per step, and the ``surrogate`` (``stale``: no importance ratio;
   ``ratio``: the ratio, which moves part of the force onto the current iterate);
 - the **optimizer**: ``learning_rate`` :math:`\eta` (logits per unit gradient),
   heavy-ball ``momentum`` :math:`\mu`;
 - the **lag**: the sampling policy is refreshed every ``refresh_interval`` steps
-  (``lag_model="refresh"``) or lags by a constant ``delay`` (``"delay"``).
+  (``lag_model="refresh"``) or lags by a constant ``delay`` (``"delay"``); within a
+  refresh window the steps draw fresh batches from the old policy (``reuse="fresh"``,
+  TRL ``steps_per_generation``) or reuse one batch (``reuse="batch"``, TRL
+  ``num_iterations``, verl ``ppo_epochs``): the same mean force, different noise.
 
 Its methods are the theory applied to it: :meth:`fixed_point` (L1), :meth:`stability`
 (exact L2, with the fresh/stale stiffness split of the fixed point),
@@ -31,9 +35,10 @@ from grpo_theory.validate import ParameterError, check_choice, check_int, check_
 __all__ = ["GRPOModel", "DEFAULT_MODEL"]
 
 NORMALIZATIONS = ("std", "mean")
-KL_KINDS = ("none", "exact", "k3")
+KL_KINDS = ("none", "exact", "k3", "k1_reward")
 SURROGATES = ("stale", "ratio")
 LAG_MODELS = ("refresh", "delay")
+REUSE_MODES = ("fresh", "batch")
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class GRPOModel:
     surrogate: str = "stale"
     actions: int = 2
     correct: int = 1
+    prompts: int = 1
     # the optimizer
     learning_rate: float = 0.5
     momentum: float = 0.5
@@ -61,9 +67,10 @@ class GRPOModel:
     refresh_interval: int = 1
     lag_model: str = "refresh"
     delay: int | None = None
+    reuse: str = "fresh"
 
     def __post_init__(self):
-        from grpo_theory.theory.drift import check_group_size
+        from grpo_theory.theory.drift import Variant, check_group_size
 
         set_ = functools.partial(object.__setattr__, self)
         set_("p_ref", check_probability("p_ref", self.p_ref))
@@ -75,8 +82,10 @@ class GRPOModel:
             raise ParameterError("kl_coef", self.kl_coef, "0 when kl is 'none'")
         set_("adv_eps", check_real("adv_eps", self.adv_eps, low=0))
         check_choice("surrogate", self.surrogate, SURROGATES)
+        Variant(self.normalization, self.kl, self.surrogate)   # k1_reward needs 'mean'
         set_("actions", check_int("actions", self.actions, low=2))
         set_("correct", check_int("correct", self.correct, low=1, high=self.actions - 1))
+        set_("prompts", check_int("prompts", self.prompts, low=1))
         set_("learning_rate", check_real("learning_rate", self.learning_rate, low=0, low_open=True))
         set_("momentum", check_real("momentum", self.momentum, low=0, high=1, high_open=True))
         set_("refresh_interval", check_int("refresh_interval", self.refresh_interval, low=1))
@@ -90,6 +99,8 @@ class GRPOModel:
                                      "1 when lag_model is 'delay'")
         elif self.delay is not None:
             raise ParameterError("delay", self.delay, "None unless lag_model is 'delay'")
+        if check_choice("reuse", self.reuse, REUSE_MODES) == "batch" and self.lag_model != "refresh":
+            raise ParameterError("reuse", self.reuse, "'fresh' unless lag_model is 'refresh'")
 
     # -- construction ------------------------------------------------------------
     def replace(self, **changes) -> "GRPOModel":
@@ -145,6 +156,13 @@ class GRPOModel:
                          lag_model=self.lag_model, delay=self.delay,
                          fresh_fraction=fp.fresh_fraction)
 
+    def fluctuation(self, **overrides):
+        """Stationary Var z and reward sd at the fixed point, exact L2 for the reuse mode
+        (:func:`grpo_theory.theory.reuse.fluctuation`)."""
+        from grpo_theory.theory.reuse import fluctuation
+
+        return fluctuation(self, **overrides)
+
     def oscillator(self):
         """The continuous (L3) oscillator at the fixed point (mass, damping, spring)."""
         from grpo_theory.theory.oscillator import coefficients
@@ -163,13 +181,14 @@ class GRPOModel:
         if self.group_size is None:
             raise ParameterError("group_size", "inf", "a finite group size to simulate")
         params = dict(steps=steps, runs=runs, group_size=self.group_size, p_ref=self.p_ref,
-                      actions=self.actions, correct=self.correct,
+                      actions=self.actions, correct=self.correct, prompts=self.prompts,
                       normalization=self.normalization, adv_eps=self.adv_eps,
                       surrogate=self.surrogate, kl=self.kl, kl_coef=self.kl_coef,
                       learning_rate=self.learning_rate,
                       optimizer="momentum" if self.momentum > 0 else "sgd",
                       momentum=self.momentum, lag_model=self.lag_model,
-                      refresh_interval=self.refresh_interval, delay=self.delay or 0)
+                      refresh_interval=self.refresh_interval, delay=self.delay or 0,
+                      reuse=self.reuse)
         params.update(overrides)
         if params.get("optimizer") in ("sgd", "adam") and "momentum" not in overrides:
             params["momentum"] = 0.0

@@ -5,7 +5,7 @@ THEORY.md §4: "lambdified numerics agree with direct simulation: ensemble means
 statistically justified band, variance ∝ 1/G within 10 %, stability threshold and
 transition located where predicted.  Each comparison reports its numbers."
 
-:func:`run_crosschecks` runs six checks and returns a :class:`CrosscheckReport`.  Every
+:func:`run_crosschecks` runs the checks of :data:`CHECKS` and returns a :class:`CrosscheckReport`.  Every
 band is derived from the number of replications (standard errors of means over
 independent runs, 4σ), plus, where stated, a *computed* model bias (never a hand-tuned
 tolerance).  The base setting is the two-action bandit with p_ref = 0.3, std advantages
@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from grpo_theory.crosscheck.adam import check_adam
+from grpo_theory.crosscheck.batch_reuse import check_reuse_batch, check_reuse_fresh
 from grpo_theory.crosscheck.base import (BASE, BASE_MODEL, N_SIGMA, Check, CrosscheckReport,
                                          mean_field_trajectory, moment_closure_trajectory)
 from grpo_theory.crosscheck.damping_transition import check_damping_transition
@@ -32,7 +33,8 @@ from grpo_theory.validate import check_int
 __all__ = ["Check", "CrosscheckReport", "run_crosschecks", "mean_field_trajectory",
            "moment_closure_trajectory", "BASE", "BASE_MODEL", "N_SIGMA", "CHECKS",
            "check_mean_trajectory", "check_group_temperature", "check_refresh_threshold",
-           "check_damping_transition", "check_plateaus", "check_adam"]
+           "check_damping_transition", "check_plateaus", "check_adam", "check_reuse_fresh",
+           "check_reuse_batch"]
 
 #: (name, function) in report order
 CHECKS = [("mean_trajectory", check_mean_trajectory),
@@ -40,7 +42,9 @@ CHECKS = [("mean_trajectory", check_mean_trajectory),
           ("refresh_threshold", check_refresh_threshold),
           ("damping_transition", check_damping_transition),
           ("plateaus", check_plateaus),
-          ("adam", check_adam)]
+          ("adam", check_adam),
+          ("reuse_fresh", check_reuse_fresh),
+          ("reuse_batch", check_reuse_batch)]
 
 
 def run_crosschecks(quick=True, seed=0, progress=None) -> CrosscheckReport:

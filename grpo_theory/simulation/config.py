@@ -12,14 +12,20 @@ from grpo_theory.validate import (ParameterError, check_choice, check_finite_arr
                                   check_probability, check_real)
 
 __all__ = ["OBSERVABLES", "OPTIMIZERS", "NORMALIZATIONS", "SURROGATES", "KL_KINDS", "LAG_MODELS",
+           "REUSE_MODES",
            "MAX_DIVERGENCE_BOUND", "SimulationConfig"]
 
 OBSERVABLES = _k.OBSERVABLES
 OPTIMIZERS = ("sgd", "momentum", "adam")
 NORMALIZATIONS = ("std", "mean")
 SURROGATES = ("stale", "ratio")
-KL_KINDS = ("none", "exact", "k3")
+KL_KINDS = ("none", "exact", "k3", "k1_reward")
 LAG_MODELS = ("refresh", "delay")
+#: How the steps of one refresh window get their samples: ``fresh`` — a new batch per
+#: step, all drawn from π_old (TRL ``steps_per_generation``); ``batch`` — one batch
+#: drawn at the window's first step and reused by all its steps (TRL
+#: ``num_iterations``, verl ``ppo_epochs``).
+REUSE_MODES = ("fresh", "batch")
 #: Largest allowed ``divergence_bound`` (logits): below it every intermediate of a
 #: step (ratios π/π_old ≤ K·e^bound, their squares in Adam) stays far from overflow.
 MAX_DIVERGENCE_BOUND = 300.0
@@ -66,6 +72,7 @@ class SimulationConfig:
     lag_model: str = "refresh"
     refresh_interval: int = 1
     delay: int = 0
+    reuse: str = "fresh"
     difficulty_spread: float = 0.0
     divergence_bound: float = MAX_DIVERGENCE_BOUND
     seed: int = 0
@@ -140,7 +147,10 @@ class SimulationConfig:
         check_real("kl_coef", self.kl_coef, low=0.0)
         if kl == "none" and self.kl_coef != 0:
             raise ParameterError("kl_coef", self.kl_coef,
-                                 "0 when kl is 'none' (choose kl 'exact' or 'k3')")
+                                 "0 when kl is 'none' (choose kl 'exact', 'k3' or 'k1_reward')")
+        if kl != "none" and self.kl_coef == 0:
+            raise ParameterError("kl_coef", self.kl_coef,
+                                 f"a value > 0 when kl is {kl!r} (kl 'none' for no KL)")
         lag = check_choice("lag_model", self.lag_model, LAG_MODELS)
         check_int("refresh_interval", self.refresh_interval, low=1)
         check_int("delay", self.delay, low=0)
@@ -150,6 +160,9 @@ class SimulationConfig:
         if lag == "delay" and self.refresh_interval != 1:
             raise ParameterError("refresh_interval", self.refresh_interval,
                                  "1 with lag_model 'delay' (use lag_model 'refresh')")
+        if check_choice("reuse", self.reuse, REUSE_MODES) == "batch" and lag != "refresh":
+            raise ParameterError("reuse", self.reuse, "'fresh' with lag_model 'delay' "
+                                 "(batch reuse needs refresh windows)")
         check_real("difficulty_spread", self.difficulty_spread, low=0.0)
         check_int("seed", self.seed, low=0)
         for name in self.record:

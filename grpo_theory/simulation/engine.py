@@ -24,7 +24,11 @@ Conventions (see ``THEORY.md`` §1 and ``docs/simulation.md``):
   analytic gradient averaged over prompts, then SGD / heavy-ball / Adam
   (PyTorch conventions).
 - Lag: ``refresh`` (π_old := π_θ at t ≡ 0 mod k) or ``delay`` (groups from the
-  policy of step t − d).
+  policy of step t − d).  Within a refresh window the k steps draw fresh batches
+  from π_old (``reuse="fresh"``) or reuse the first one (``reuse="batch"``).
+- ``kl="k1_reward"`` (verl ``use_kl_in_reward``): the KL enters the reward,
+  :math:`r'(a) = r(a) - \beta(\log\pi_{old}(a) - \log\pi_{ref}(a))`, before the
+  advantages are formed; it adds no loss term.
 
 Time is in optimizer steps; ``t = 0..T``.  State observables (``reward``, ``z``,
 ``entropy``, ``kl``) are those of θ_t; update observables (``zero_var_frac``,
@@ -109,8 +113,10 @@ def simulate(config: SimulationConfig | None = None, /, *, _kernel: str = "auto"
     steps, runs, group_size, prompts, actions, correct, rewards, p_ref, p0, theta0,
     theta_ref, learning_rate, optimizer (``sgd``/``momentum``/``adam``), momentum,
     adam_betas, adam_eps, normalization (``std``/``mean``), adv_eps, surrogate
-    (``stale``/``ratio``), clip_low, clip_high, kl (``none``/``exact``/``k3``),
-    kl_coef, lag_model (``refresh``/``delay``), refresh_interval, delay,
+    (``stale``/``ratio``), clip_low, clip_high, kl (``none``/``exact``/``k3``/
+    ``k1_reward``), kl_coef, lag_model (``refresh``/``delay``), refresh_interval, delay,
+    reuse (``fresh``: a new batch from π_old at every step of a refresh window;
+    ``batch``: the window's first batch reused by all its steps),
     difficulty_spread, seed, record, progress.
 
     For ``K = 2`` and the stale surrogate on-policy, the expected update of
@@ -160,7 +166,7 @@ def simulate(config: SimulationConfig | None = None, /, *, _kernel: str = "auto"
         learning_rate=config.learning_rate, momentum=config.momentum,
         adam_betas=config.adam_betas, adam_eps=config.adam_eps,
         lag_model=config.lag_model, refresh_interval=config.refresh_interval,
-        delay=config.delay, record=config.record,
+        delay=config.delay, record=config.record, reuse=config.reuse,
         divergence_bound=config.divergence_bound)
     steps_iter = _progress(range(config.steps), total=config.steps, desc="simulate",
                            enabled=config.progress)

@@ -77,7 +77,7 @@ class KernelPlan:
     surrogate: str            # "stale" | "ratio"
     clip_low: float
     clip_high: float
-    kl: str                   # "none" | "exact" | "k3"
+    kl: str                   # "none" | "exact" | "k3" | "k1_reward"
     kl_coef: float
     optimizer: str            # "sgd" | "momentum" | "adam"
     learning_rate: float
@@ -88,6 +88,7 @@ class KernelPlan:
     refresh_interval: int
     delay: int
     record: tuple
+    reuse: str = "fresh"      # "fresh" | "batch": one batch reused for a whole refresh window
     divergence_bound: float = 300.0   # max logit spread of a live run (see run())
 
 
@@ -148,6 +149,8 @@ def group_gradient(theta, theta_old, theta_ref, offsets, rewards, counts, *, gro
     counts = np.asarray(counts, dtype=float)
     logp, logp_old, logp_ref = _prompt_logps(theta, theta_old, theta_ref, offsets)
     pi = np.exp(logp)
+    if kl == "k1_reward":   # r' = r - beta (log pi_old - log pi_ref), per action
+        rewards = rewards - kl_coef * (logp_old - logp_ref)
     adv, zero_var = _advantages(counts, rewards, group_size, normalization, adv_eps)
     w = counts / G
     if surrogate == "ratio":
@@ -174,6 +177,8 @@ def group_loss(theta, theta_old, theta_ref, offsets, rewards, counts, *, group_s
     G = float(group_size)
     counts = np.asarray(counts, dtype=float)
     logp, logp_old, logp_ref = _prompt_logps(theta, theta_old, theta_ref, offsets)
+    if kl == "k1_reward":
+        rewards = rewards - kl_coef * (logp_old - logp_ref)
     adv, _ = _advantages(counts, rewards, group_size, normalization, adv_eps)
     w = counts / G
     if surrogate == "ratio":
@@ -218,7 +223,7 @@ def _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, dr, *, group_size, norm
     n0 = n0.astype(float)
     n1 = G - n0
     nn = n0 * n1
-    zero_var = nn == 0.0 if dr != 0.0 else np.ones(n0.shape, dtype=bool)
+    zero_var = (nn == 0.0) | (np.asarray(dr) == 0.0)
     # deviations r_a − r̄:  r0 − r̄ = n1·dr/G,  r1 − r̄ = −n0·dr/G;  Â_a = dev_a·(scale·G/dr)
     if normalization == "std":
         s = np.sqrt(nn * (dr * dr / (G * (G - 1.0))))
@@ -228,7 +233,7 @@ def _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, dr, *, group_size, norm
         else:
             scale = np.divide(dr / G, s, out=np.zeros_like(s), where=~zero_var)
     else:
-        scale = np.full(n0.shape, dr / G)
+        scale = np.broadcast_to(dr / G, n0.shape)
     # zero-variance groups: nn = 0 makes the products below vanish, except
     # when scale is non-finite, which the masked division above excludes.
     if surrogate == "ratio" and x_old is not x:
@@ -283,8 +288,11 @@ def two_action_gradient(u, u_old, u_ref, delta, r0, r1, n0, *, group_size, norma
     else:
         x_old = u_old[:, None] + delta
         _, sp_old = _sigmoid_parts(x_old)
+    dr = float(r0 - r1)
+    if kl == "k1_reward":   # r'_0 - r'_1 = r_0 - r_1 - beta (x_old - x_ref), per prompt
+        dr = dr - kl_coef * (x_old - (u_ref + delta))
     return _two_action_core(x, q, sp, x_old, sp_old, u_ref + delta, np.asarray(n0),
-                            float(r0 - r1), group_size=group_size,
+                            dr, group_size=group_size,
                             normalization=normalization, adv_eps=adv_eps,
                             surrogate=surrogate, clip_low=clip_low, clip_high=clip_high,
                             kl=kl, kl_coef=kl_coef, u_minus_ref=u - u_ref)
@@ -554,6 +562,7 @@ def _run_two_action(plan, rng, steps_iter):
     active = np.ones(R, dtype=bool)
     diverged_at = np.full(R, -1, dtype=np.int64)
     frozen = False
+    reuse = plan.reuse == "batch" and plan.refresh_interval > 1
     for t in steps_iter:
         if on_policy:
             x_old, q_old, sp_old = x, q, sp
@@ -561,8 +570,12 @@ def _run_two_action(plan, rng, steps_iter):
             u_old = _lagged(plan, t, u, ring, old)
             x_old = u_old[:, None] + delta
             q_old, sp_old = _sigmoid_parts(x_old, need_sp)
-        n0 = rng.binomial(G, q_old)
-        g0, zvf, cf = _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, r0 - r1,
+        if not reuse or t % plan.refresh_interval == 0:
+            n0 = rng.binomial(G, q_old)
+        dr = r0 - r1
+        if plan.kl == "k1_reward":   # r'_0 - r'_1 = r_0 - r_1 - beta (x_old - x_ref)
+            dr = dr - plan.kl_coef * (x_old - x_ref)
+        g0, zvf, cf = _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, dr,
                                        u_minus_ref=u - u_ref, **kw)
         if "zero_var_frac" in out:
             out["zero_var_frac"][t] = zvf
@@ -591,6 +604,17 @@ def _run_two_action(plan, rng, steps_iter):
     return _finish(out), theta, diverged_at
 
 
+def _draw_counts(rng, G, theta_old, offsets):
+    """Action counts ``(R, B, K)`` of one group per run and prompt, drawn from π_old."""
+    if theta_old.shape[1] == 2:   # same stream as the two-action kernel: one binomial per group
+        q_old = 1.0 / (1.0 + np.exp(-((theta_old[:, 0] - theta_old[:, 1])[:, None]
+                                      + (offsets[:, 0] - offsets[:, 1]))))
+        n0 = rng.binomial(G, q_old)
+        return np.stack([n0, G - n0], axis=-1)
+    pi_old = np.exp(log_softmax(theta_old[:, None, :] + offsets))
+    return rng.multinomial(G, pi_old / pi_old.sum(axis=-1, keepdims=True))
+
+
 def _run_generic(plan, rng, steps_iter):
     R, K = plan.theta0.shape
     G = plan.group_size
@@ -608,16 +632,12 @@ def _run_generic(plan, rng, steps_iter):
     active = np.ones(R, dtype=bool)
     diverged_at = np.full(R, -1, dtype=np.int64)
     frozen = False
+    reuse = plan.reuse == "batch" and plan.refresh_interval > 1
     for t in steps_iter:
         theta_old = _lagged(plan, t, theta, ring, old)
-        if K == 2:   # same stream as the two-action kernel: one binomial per group
-            q_old = 1.0 / (1.0 + np.exp(-((theta_old[:, 0] - theta_old[:, 1])[:, None]
-                                          + (plan.offsets[:, 0] - plan.offsets[:, 1]))))
-            n0 = rng.binomial(G, q_old)
-            counts = np.stack([n0, G - n0], axis=-1)
-        else:
-            pi_old = np.exp(log_softmax(theta_old[:, None, :] + plan.offsets))
-            counts = rng.multinomial(G, pi_old / pi_old.sum(axis=-1, keepdims=True))
+        # with batch reuse the window's batch, drawn at its first step, is used again
+        if not reuse or t % plan.refresh_interval == 0:
+            counts = _draw_counts(rng, G, theta_old, plan.offsets)
         g, zvf, cf = group_gradient(theta, theta_old, plan.theta_ref, plan.offsets,
                                     plan.rewards, counts, **kw)
         if "zero_var_frac" in out:

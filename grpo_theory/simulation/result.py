@@ -9,11 +9,12 @@ from typing import Mapping
 
 import numpy as np
 
+from grpo_theory.results import Result
 from grpo_theory.simulation import kernels as _k
 from grpo_theory.simulation.config import SimulationConfig
 from grpo_theory.validate import ParameterError
 
-__all__ = ["Comparison", "compare", "SimulationResult"]
+__all__ = ["Comparison", "compare", "SimulationResult", "EnsembleSummary"]
 
 
 # ---------------------------------------------------------------------------
@@ -244,3 +245,73 @@ def _json_float(v):
     return v if math.isfinite(v) else None
 
 
+
+
+@dataclass(frozen=True)
+class EnsembleSummary(Result):
+    """What ``grpo-theory simulate`` prints: the settings, the per-step ensemble mean and
+    variance of every observable over the live runs, and divergence.  JSON keys:
+    the settings, ``n_diverged``, ``diverged_fraction``, ``step``, ``n_active`` and
+    ``mean_<observable>``/``var_<observable>`` (``None`` where no run is live)."""
+
+    result: SimulationResult
+    csv_path: str | None = None
+
+    def to_dict(self) -> dict:
+        r, cfg = self.result, self.result.config
+        payload = {"runs": cfg.runs, "steps": cfg.steps, "group_size": cfg.group_size,
+                   "seed": cfg.seed, "learning_rate": cfg.learning_rate,
+                   "optimizer": cfg.optimizer, "momentum": cfg.momentum,
+                   "normalization": cfg.normalization, "surrogate": cfg.surrogate,
+                   "kl": cfg.kl, "kl_coef": cfg.kl_coef, "lag_model": cfg.lag_model,
+                   "refresh_interval": cfg.refresh_interval, "delay": cfg.delay,
+                   "reuse": cfg.reuse, "p_ref": cfg.p_ref,
+                   "divergence_bound": cfg.divergence_bound,
+                   "n_diverged": int(r.diverged.sum()), "diverged_fraction": r.diverged_fraction,
+                   "step": r.t.tolist(), "n_active": r.n_active.tolist()}
+        if cfg.optimizer == "adam":
+            payload.update(adam_betas=list(cfg.adam_betas), adam_eps=cfg.adam_eps)
+        for name in r.observables:
+            payload[f"mean_{name}"] = [_json_float(v) for v in r.mean(name)]
+            payload[f"var_{name}"] = [_json_float(v) for v in r.var(name)]
+        return payload
+
+    def __str__(self) -> str:
+        r, cfg = self.result, self.result.config
+        mean_r, var_r, sem = r.mean("reward"), r.var("reward"), r.sem("reward")
+        lag = (f"refresh every {cfg.refresh_interval}"
+               + (f" ({'one batch reused' if cfg.reuse == 'batch' else 'fresh batches'})"
+                  if cfg.refresh_interval > 1 else "")
+               if cfg.lag_model == "refresh" else f"delay {cfg.delay}")
+        opt = {"momentum": f", mu = {cfg.momentum:g}",
+               "adam": f", betas = {cfg.adam_betas[0]:g}/{cfg.adam_betas[1]:g}, "
+                       f"eps = {cfg.adam_eps:g}"}.get(cfg.optimizer, "")
+        lines = [f"GRPO softmax-bandit simulation: {cfg.runs} runs x {cfg.steps} steps, "
+                 f"G = {cfg.group_size}, K = {cfg.actions}, B = {cfg.prompts}, seed {cfg.seed}",
+                 f"  {cfg.optimizer} (eta = {cfg.learning_rate:g}{opt}), "
+                 f"{cfg.normalization} advantages, {cfg.surrogate} surrogate, KL {cfg.kl}"
+                 + (f" (beta = {cfg.kl_coef:g})" if cfg.kl != "none" else "") + f", {lag}",
+                 f"{'step':>8s} {'mean reward':>12s} {'sd across runs':>15s} {'sem':>10s}"]
+        T = cfg.steps
+        for t in sorted({0, T // 4, T // 2, (3 * T) // 4, T}):
+            sd = math.sqrt(var_r[t]) if math.isfinite(var_r[t]) else float("nan")
+            lines.append(f"{t:8d} {_fmt(mean_r[t], 12)} {_fmt(sd, 15)} {_fmt(sem[t], 10)}")
+        zv = r.mean("zero_var_frac")[:-1]
+        zv = zv[~np.isnan(zv)]
+        lines.append(f"zero-variance groups: {_fmt(zv.mean() if zv.size else math.nan, 0, 3)} "
+                     f"of all groups; final KL to reference {_fmt(r.mean('kl')[T], 0)}; "
+                     f"final entropy {_fmt(r.mean('entropy')[T], 0)}")
+        if r.any_diverged:
+            d = r.diverged_at[r.diverged]
+            lines.append(f"WARNING: {d.size} of {cfg.runs} runs ({100 * d.size / cfg.runs:.1f}%) "
+                         f"diverged (logit spread > {cfg.divergence_bound:g}), first at step "
+                         f"{d.min()}, median {int(np.median(d))}; they are frozen and excluded "
+                         f"from the statistics above ({r.n_active[T]} runs left at the end)")
+        if self.csv_path:
+            lines.append(f"per-step summary written to {self.csv_path}")
+        return "\n".join(lines)
+
+
+def _fmt(v, width, digits=4):
+    """``v`` with ``digits`` decimals, or ``n/a`` when undefined (no live runs)."""
+    return f"{v:{width}.{digits}f}" if math.isfinite(v) else f"{'n/a':>{width}s}"

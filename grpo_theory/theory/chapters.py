@@ -70,6 +70,13 @@ CHAPTERS = (
             "Stationary variances from the Lyapunov equations, continuous and exact discrete, and "
             "the reward fluctuation they imply; the per-step noise scales as 1/G.",
             "Noise: group size as temperature"),
+    Chapter("reuse", "7. Batch reuse vs stale sampling",
+            "A refresh window of k steps either draws k fresh batches from the old policy or "
+            "reuses one batch k times: the same drift and monodromy, but with reuse one noise "
+            "kick drives the whole window. The exact L2 variance is an AR process with "
+            "window-correlated forcing; for SGD with an all-stale stiffness it is k times "
+            "the fresh one to leading order.",
+            "Batch reuse vs stale sampling"),
 )
 
 

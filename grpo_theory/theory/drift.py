@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 NORMALIZATIONS = ("std", "mean")
-KL_KINDS = ("none", "exact", "k3")
+KL_KINDS = ("none", "exact", "k3", "k1_reward")
 SURROGATES = ("stale", "ratio")
 
 _P, _Q, _PO, _QO = S.p, S.q_fail, S.p_old, S.q_old
@@ -101,9 +101,15 @@ class Variant(tuple):
     """(normalization, kl, surrogate), validated."""
 
     def __new__(cls, normalization="std", kl="exact", surrogate="stale"):
-        return super().__new__(cls, (check_choice("normalization", normalization, NORMALIZATIONS),
-                                     check_choice("kl", kl, KL_KINDS),
-                                     check_choice("surrogate", surrogate, SURROGATES)))
+        v = super().__new__(cls, (check_choice("normalization", normalization, NORMALIZATIONS),
+                                  check_choice("kl", kl, KL_KINDS),
+                                  check_choice("surrogate", surrogate, SURROGATES)))
+        if v.kl == "k1_reward" and v.normalization != "mean":
+            # std divides the KL-shifted reward gap by its own group std: the force is
+            # sign(gap) A_G, a bang-bang force with no linearisation at its zero.
+            raise ParameterError("normalization", v.normalization,
+                                 "'mean' with kl 'k1_reward' (KL in the reward)")
+        return v
 
     normalization = property(lambda self: self[0])
     kl = property(lambda self: self[1])
@@ -298,6 +304,40 @@ def _kl_k3() -> Derived:
     return out
 
 
+@derivation("drift.kl_force_k1_reward")
+def _kl_k1_reward() -> Derived:
+    # verl use_kl_in_reward (k1): r'(a) = r(a) - beta (log pi_old(a) - log pi_ref(a)),
+    # advantages r' - mean(r') (mean normalization), gradients at the current iterate.
+    G, n = S.G, S.n
+    r_c = 1 - S.beta * (sp.log(_PO) - sp.log(_PR))
+    r_w = -S.beta * (sp.log(_QO) - sp.log(_QR))
+    rbar = (n * r_c + (G - n) * r_w) / G
+    g_c, g_w = _grad_log_pi()
+    per_group = (n * (r_c - rbar) * g_c + (G - n) * (r_w - rbar) * g_w) / G
+    A_plus = _advantage_sum("mean")
+    gap = 1 - S.beta * (sp.log(_PO / _QO) - sp.log(_PR / _QR))     # r'_c - r'_w
+    expr = get("drift.expected_advantage_mean").expr * (sp.log(_PO / _QO) - sp.log(_PR / _QR))
+    out = Derived("drift.kl_force_k1_reward", expr, (_PO, _QO, _PR, _QR, S.G), r"\Phi_{k1}",
+                  "KL in the reward (verl use_kl_in_reward, k1 estimator, mean normalization): "
+                  "the shifted rewards make the expected force A_G(p_old) [1 - beta (z_old - z_ref)], "
+                  "so the KL force is A_G(p_old) (z_old - z_ref). It acts only through pi_old: "
+                  "the fresh stiffness is exactly 0 and the fixed point is z_ref + 1/beta.",
+                  units="logits per unit beta", assumptions="two-class symmetric policy; mean "
+                  "normalization; times the ratio factor R for the ratio surrogate", level="L1")
+    out.check("per group, the stale force is A_+(n) (1 - beta (z_old - z_ref)) for every n", "sympy",
+              prove_zero(sp.expand_log(on_simplex(per_group - A_plus * gap), force=True)))
+    out.check("per group, the force does not depend on the current iterate: "
+              "d/dz = 0 (K_fresh = 0)", "sympy", prove_zero(on_simplex(d_dz(per_group))))
+    out.check("expectation over n ~ Bin(G, p_old): A_G(p_old) (1 - beta (z_old - z_ref)), G = 2..8",
+              "sympy", all(prove_zero(sp.expand_log(on_simplex(
+                  sp.Sum(sp.binomial(g, n) * _PO**n * _QO**(g - n) * (A_plus * gap).subs(G, g),
+                         (n, 0, g)).doit()
+                  - (get("drift.expected_advantage_mean").expr * (1 - S.beta * (
+                      sp.log(_PO / _QO) - sp.log(_PR / _QR)))).subs(G, g)), force=True))
+                  for g in range(2, 9)))
+    return out
+
+
 def kl_force_expr(kl):
     if kl == "none":
         return sp.Integer(0)
@@ -474,7 +514,10 @@ def drift_expr(normalization="std", kl="exact", surrogate="stale", finite=True):
     Variant(normalization, kl, surrogate)
     R = get("drift.ratio_factor").expr if surrogate == "ratio" else sp.Integer(1)
     A = _advantage_expr(normalization, finite)
-    return S.kappa * (R * A - S.beta * kl_force_expr(kl))
+    Phi = kl_force_expr(kl)
+    if kl == "k1_reward":   # a reward shift: the ratio rescales it with the advantage
+        Phi = R * (Phi if finite else sp.limit(Phi, S.G, sp.oo))
+    return S.kappa * (R * A - S.beta * Phi)
 
 
 def _register_drift_variants():
@@ -482,6 +525,8 @@ def _register_drift_variants():
         for kl in KL_KINDS:
             for sur in SURROGATES:
                 for finite in (True, False):
+                    if kl == "k1_reward" and norm != "mean":
+                        continue
                     name = f"drift.F_{norm}_{kl}_{sur}_{'G' if finite else 'inf'}"
 
                     def build(norm=norm, kl=kl, sur=sur, finite=finite, name=name) -> Derived:
@@ -519,6 +564,8 @@ def _pieces(normalization, kl, surrogate, finite):
     """Lambdified pieces: value and z / z_old derivatives of R, A and Phi."""
     R = get("drift.ratio_factor").expr if surrogate == "ratio" else sp.Integer(1)
     Phi = kl_force_expr(kl)
+    if kl == "k1_reward":   # a reward shift: the ratio rescales it with the advantage
+        Phi = R * (Phi if finite else sp.limit(Phi, S.G, sp.oo))
     if finite and normalization == "std":
         # sum_n w_n A_+(n) with w_n = exp(log w_n); d/dz_old w_n = w_n * score_n (derived)
         logw_d = get("drift.binomial_log_weight")
@@ -535,7 +582,7 @@ def _pieces(normalization, kl, surrogate, finite):
         A = sp.lambdify((_PO, _QO, S.G, S.eps), A_expr, "numpy")
         dA = sp.lambdify((_PO, _QO, S.G, S.eps), d_dz_old(A_expr), "numpy")
         A_sum = dA_sum = None
-    args = (_P, _Q, _PO, _QO, _PR, _QR, S.z, S.z_old)
+    args = (_P, _Q, _PO, _QO, _PR, _QR, S.z, S.z_old, S.G)
     lam = lambda e: sp.lambdify(args, e, "numpy")  # noqa: E731
     return dict(R=lam(R), dR_dz=lam(d_dz(R)), dR_dzo=lam(d_dz_old(R)),
                 Phi=lam(Phi), dPhi_dz=lam(d_dz(Phi)), dPhi_dzo=lam(d_dz_old(Phi)),
@@ -575,7 +622,7 @@ def drift_components(z, z_old=None, *, normalization="std", kl="exact", surrogat
     po, qo = expit(zo), expit(-zo)
     pc = _pieces(norm, kl, sur, G is not None)
     zr = math.log(pr / (1 - pr))
-    args = (p, q, po, qo, pr, 1 - pr, z, zo)
+    args = (p, q, po, qo, pr, 1 - pr, z, zo, G if G is not None else 0)
     if pc["A"] is not None:
         A = pc["A"](po, qo, G if G is not None else 0, eps)
         dA = pc["dA"](po, qo, G if G is not None else 0, eps)
@@ -627,6 +674,8 @@ def degenerate_probability(p, group_size):
 def _per_group_update(normalization, kl):
     """kappa*(A_+(n) - beta * k3 group term) for an on-policy group with n correct (per unit lr)."""
     A = advantage_sum_expr(normalization)
+    if kl == "k1_reward":  # the shifted reward gap multiplies the advantage mass
+        return S.kappa * A * (1 - S.beta * (sp.log(_P / _Q) - sp.log(_PR / _QR)))
     if kl != "k3":
         return S.kappa * A  # the exact KL gradient is analytic: no sampling noise
     ell, ell_r = sp.symbols("ell ell_r", real=True)
@@ -711,11 +760,11 @@ def update_variance(p, *, normalization="std", kl="exact", group_size=8, kl_coef
     """Exact variance of the on-policy per-step logit update per unit learning rate squared.
 
     Binomial sum over the number of correct samples of the per-group update
-    (advantage term and, for ``kl="k3"``, the sampled k3 gradient), divided by
+    (advantage term and, for ``kl="k3"``, the sampled k3 gradient; for ``kl="k1_reward"``
+    the advantage term times the shifted reward gap, zero at the fixed point), divided by
     the number of prompts B.  Scales as 1/(B G) at large G.
     """
-    norm = check_choice("normalization", normalization, NORMALIZATIONS)
-    kl = check_choice("kl", kl, KL_KINDS)
+    norm, kl, _ = Variant(normalization, kl)
     beta, pr, eps, G, kap = _common_args(kl_coef, p_ref, adv_eps, group_size, actions, correct)
     if G is None:
         raise ParameterError("group_size", group_size, "a finite integer >= 2 for a variance")

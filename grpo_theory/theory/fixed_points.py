@@ -89,6 +89,32 @@ def _mean_exact_stiff() -> Derived:
     return out
 
 
+@derivation("fixed_points.k1_reward_location")
+def _k1_reward_loc() -> Derived:
+    expr = S.z_ref + 1 / S.beta
+    out = Derived("fixed_points.k1_reward_location", expr, (S.z_ref, S.beta), "z^{*}",
+                  "Unique interior fixed point with the KL in the reward (k1, mean normalization): "
+                  "z* = z_ref + 1/beta at every G and for both surrogates; there the shifted "
+                  "rewards of both actions are equal, every advantage is zero.", units="logits",
+                  assumptions="beta > 0", level="L1")
+    Delta = sp.Symbol("Delta", real=True)   # z_old - z_ref
+    for sur in ("stale", "ratio"):
+        F = drift_expr("mean", "k1_reward", sur, finite=True)
+        Fd = sp.expand_log(sp.expand(F), force=True)
+        Fd = Fd.subs(sp.log(S.p_old), Delta + sp.log(S.q_old) + sp.log(_PR) - sp.log(_QR))
+        kf = sp.expand_log(d_dz(F), force=True).subs(
+            sp.log(S.p_old), Delta + sp.log(S.q_old) + sp.log(_PR) - sp.log(_QR))
+        out.check(f"{sur} surrogate: F = 0 at z_old - z_ref = 1/beta, K_fresh = -dF/dz = 0 there",
+                  "sympy", prove_zero(Fd.subs(Delta, 1 / S.beta))
+                  and prove_zero(kf.subs(Delta, 1 / S.beta)))
+    F = on_policy(drift_expr("mean", "k1_reward", "stale", finite=True))
+    K_total = sp.expand_log(sp.expand(-d_dz(F)), force=True).subs(
+        sp.log(_P), Delta + sp.log(_Q) + sp.log(_PR) - sp.log(_QR)).subs(Delta, 1 / S.beta)
+    out.check("the stiffness there is all stale: K = K_s = kappa beta (1 - 1/G) p* q*", "sympy",
+              prove_zero(on_simplex(K_total - S.kappa * S.beta * (1 - 1 / S.G) * _P * _Q)))
+    return out
+
+
 @derivation("fixed_points.std_exact_condition")
 def _std_exact_cond() -> Derived:
     F = on_policy(drift_expr("std", "exact", "stale", finite=False))
@@ -205,6 +231,8 @@ def _params(p_ref, kl_coef, normalization, kl, surrogate, adv_eps, group_size, a
 def _span_for(span, kw):
     """Widen the upper end where epsilon > 0 puts a fixed point near z_ref + 1/(epsilon beta)."""
     lo, hi = span
+    if kw["kl"] == "k1_reward" and kw["kl_coef"] > 0:   # z* = z_ref + 1/beta
+        hi = max(hi, min(650.0, 1.0 / kw["kl_coef"] + 10.0))
     if kw["adv_eps"] > 0 and kw["group_size"] is None and kw["kl_coef"] > 0:
         hi = max(hi, min(650.0, 2.0 / (kw["adv_eps"] * kw["kl_coef"]) + 10.0))
     return lo, hi

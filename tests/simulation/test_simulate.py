@@ -720,3 +720,62 @@ def test_cli_reports_divergence(capsys):
     assert "WARNING" in text and "diverged" in text
     assert cli_main(["simulate", "--steps", "10", "--runs", "8"]) == 0
     assert "WARNING" not in capsys.readouterr().out
+
+
+def test_batch_reuse_repeats_the_window_batch():
+    # stale surrogate, mean normalization, no KL, SGD: the update depends only on the
+    # counts, so with one batch per window the k increments of a window are equal
+    from grpo_theory.simulation import simulate as sim
+
+    kw = dict(steps=12, runs=50, group_size=4, normalization="mean", learning_rate=0.3,
+              refresh_interval=3, seed=4, record=("z",))
+    dz = np.diff(sim(reuse="batch", **kw).observables["z"], axis=1)
+    windows = dz.reshape(50, 4, 3)
+    assert np.allclose(windows, windows[:, :, :1])
+    fresh = np.diff(sim(reuse="fresh", **kw).observables["z"], axis=1).reshape(50, 4, 3)
+    assert not np.allclose(fresh, fresh[:, :, :1])
+
+
+def test_batch_reuse_kernels_agree():
+    from grpo_theory.simulation import simulate as sim
+
+    kw = dict(steps=40, runs=20, refresh_interval=3, reuse="batch", surrogate="ratio",
+              kl="k3", kl_coef=0.2, seed=1, record=("z",))
+    a = sim(**kw).observables["z"]
+    b = sim(_kernel="generic", **kw).observables["z"]
+    np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(kl="k3"), "kl_coef must be a value > 0 when kl is 'k3'"),
+    (dict(lag_model="delay", delay=2, reuse="batch"), "reuse"),
+    (dict(reuse="twice"), "reuse"),
+])
+def test_new_refusals(params, match):
+    with pytest.raises(ParameterError, match=match):
+        simulate(steps=2, **params)
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--kl", "k3"], "--kl-coef"),
+    (["--clip-low", "0.1"], "--clip-low"),
+    (["--clip-high", "0.3"], "--clip-high"),
+    (["--adam-beta1", "0.8"], "--adam-beta1"),
+    (["--reuse", "batch", "--delay", "2"], "reuse"),
+])
+def test_cli_refusals(argv, match, capsys):
+    rc = cli_main(["simulate", "--steps", "2", "--runs", "2", *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_json_keys_and_new_options(capsys):
+    rc = cli_main(["simulate", "--steps", "4", "--runs", "8", "--refresh-interval", "2",
+                   "--reuse", "batch", "--kl", "k1_reward", "--kl-coef", "0.5",
+                   "--normalization", "mean", "--optimizer", "adam", "--adam-beta1", "0.8",
+                   "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    for key in ("mean_reward", "var_reward", "var_z", "n_active", "step", "reuse"):
+        assert key in out
+    assert out["reuse"] == "batch" and out["adam_betas"] == [0.8, 0.999]

@@ -1,0 +1,211 @@
+r"""Two kinds of lag: one batch reused for a refresh window vs fresh batches from a stale policy.
+
+Both TRL's ``num_iterations`` (verl ``ppo_epochs``) and ``steps_per_generation`` give
+a refresh window of k optimizer steps whose samples come from the same old policy,
+so they share the mean-field drift and the L2 monodromy.  They differ in the noise:
+
+* ``fresh`` — every step draws its own batch: the window is driven by k independent
+  noise kicks :math:`\eta\xi_j`;
+* ``batch`` — one batch is reused by all k steps: to linear order the same kick
+  :math:`\eta\xi` is applied k times (for the stale surrogate the advantage force
+  does not depend on the current iterate at all, see ``drift.kl_force_k1_reward``
+  and ``drift.ratio_factor``; for the ratio surrogate and k3 the per-step
+  difference is of order x, i.e. multiplicative, and is dropped).
+
+On the per-step state :math:`y = (x, v, x_s)` (deviation, last increment, deviation
+of the sampling policy) with step map :math:`A` (``discrete.refresh_step_matrix``)
+and noise loading :math:`b = (1, 1, 0)`, the state at phase j of a window is
+:math:`y_j = A^j E y_0 + \eta\,\sum_{i<j} A^{j-1-i} b\,\xi_i`, with
+:math:`\xi_i = \xi` for ``batch``.  Its noise covariance is
+:math:`\eta^2\sigma^2 S_j b b^\top S_j^\top`, :math:`S_j = \sum_{m<j} A^m` (``batch``)
+instead of :math:`\eta^2\sigma^2\sum_{m<j} A^m b b^\top A^{m\top}` (``fresh``): an AR
+process with window-correlated forcing.  The window-start covariance solves the
+discrete Lyapunov equation of the monodromy; the reported variance is the average
+over the k phases.  ``reuse.sgd_window_variance`` is the closed form for SGD with
+an all-stale stiffness (the KL-in-reward case), where batch reuse multiplies the
+stationary variance by k to leading order in :math:`\eta K`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import sympy as sp
+
+from grpo_theory.results import Result
+from grpo_theory.theory import symbols as S
+from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
+from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
+
+__all__ = ["REUSE_MODES", "window_phase_variances", "stationary_variance", "Fluctuation",
+           "fluctuation"]
+
+#: ``fresh``: a new batch per step from pi_old; ``batch``: one batch per refresh window.
+REUSE_MODES = ("fresh", "batch")
+
+_j = sp.Symbol("j", integer=True, nonnegative=True)
+
+
+def _sgd_window(reuse):
+    """(window-start variance V0, phase-averaged variance) for SGD, all-stale stiffness."""
+    a, k, eta, s2 = S.a, S.k_ref, S.eta, S.sigma2
+    V = sp.Symbol("V_0", positive=True)
+    # x_j = (1 - j a) x_0 + eta * (sum of j kicks): j^2 sigma^2 (one kick j times) or j sigma^2
+    loading = _j**2 if reuse == "batch" else _j
+    (V0,) = sp.solve(sp.Eq(V, (1 - k * a) ** 2 * V + eta**2 * s2 * loading.subs(_j, k)), V)
+    avg = sp.summation((1 - _j * a) ** 2 * V0 + eta**2 * s2 * loading, (_j, 0, k - 1)) / k
+    return sp.factor(V0), sp.factor(sp.simplify(avg))
+
+
+@derivation("reuse.sgd_window_variance")
+def _sgd_window_variance() -> Derived:
+    a, k, eta, s2 = S.a, S.k_ref, S.eta, S.sigma2
+    V0_b, avg_b = _sgd_window("batch")
+    V0_f, avg_f = _sgd_window("fresh")
+    out = Derived("reuse.sgd_window_variance", avg_b, (S.eta, S.a, S.k_ref, S.sigma2),
+                  r"\overline{\operatorname{Var} x}_{\mathrm{batch}}",
+                  "Exact stationary variance of the logit deviation, averaged over the k phases "
+                  "of a refresh window, when one batch is reused by all k steps (SGD, all-stale "
+                  "stiffness a = eta K, e.g. KL in the reward): x_j = (1 - j a) x_0 + j eta xi.",
+                  units="logits^2", assumptions="linear noise (same kick at every step of the "
+                  "window); 0 < k a < 2", level="L2")
+    out.check("the window-start variance solves V0 = (1 - k a)^2 V0 + k^2 eta^2 sigma^2 (batch) "
+              "and V0 = (1 - k a)^2 V0 + k eta^2 sigma^2 (fresh)", "sympy",
+              prove_zero(V0_b - (1 - k * a) ** 2 * V0_b - k**2 * eta**2 * s2)
+              and prove_zero(V0_f - (1 - k * a) ** 2 * V0_f - k * eta**2 * s2))
+    out.check("window-start variance: batch / fresh = k exactly", "sympy",
+              prove_equal(V0_b / V0_f, k))
+    ar = get("noise.ar2_variance").expr.subs({S.mu: 0, S.K: a / eta})
+    out.check("k = 1: both equal the on-policy AR variance (noise.ar2_variance at mu = 0)", "sympy",
+              prove_equal(avg_b.subs(k, 1), ar) and prove_equal(avg_f.subs(k, 1), ar))
+    lead = sp.limit(sp.simplify(avg_b / avg_f), a, 0)
+    out.check("to leading order in a the phase-averaged variance is k times the fresh one",
+              "sympy", prove_equal(lead, k), f"lim_(a->0) batch/fresh = {sp.sstr(lead)}")
+    fb = sp.lambdify((S.eta, S.a, S.k_ref, S.sigma2), avg_b)
+    ff = sp.lambdify((S.eta, S.a, S.k_ref, S.sigma2), avg_f)
+    worst = 0.0
+    for a_v, k_v in ((0.05, 2), (0.1, 4), (0.02, 8), (0.2, 3)):
+        for mode, f in (("batch", fb), ("fresh", ff)):
+            ref = np.mean(window_phase_variances(1.0, 0.0, a_v, 1.0, k_v, reuse=mode))
+            worst = max(worst, abs(f(1.0, a_v, k_v, 1.0) - ref) / ref)
+    out.check("equals the general window-map Lyapunov numerics (scipy) at 4 points, both modes",
+              "numeric", worst < 1e-10, f"worst relative error {worst:.2g} (tolerance 1e-10)")
+    return out
+
+
+# ----------------------------------------------------------------------------------
+# numerics: the general exact L2 window map
+# ----------------------------------------------------------------------------------
+
+def window_phase_variances(learning_rate, momentum, stiffness, noise_variance, refresh_interval,
+                           *, fresh_fraction=0.0, reuse="fresh"):
+    r"""Exact (L2, linear noise) stationary Var x at each phase j = 0..k-1 of a refresh window.
+
+    ``reuse="fresh"``: independent kicks per step; ``"batch"``: one kick per window,
+    applied at every step.  ``noise_variance`` :math:`\sigma^2` is the per-step variance
+    of the logit update per unit learning rate squared (logits²).  Returns k variances
+    (logits²), all ``inf`` when the window map is unstable.
+    """
+    from grpo_theory.theory.discrete import step_matrix
+
+    k = check_int("refresh_interval", refresh_interval, low=1)
+    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
+    mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
+    Kv = check_real("stiffness", stiffness, low=0, low_open=True)
+    s2 = check_real("noise_variance", noise_variance, low=0)
+    phi = check_real("fresh_fraction", fresh_fraction)
+    mode = check_choice("reuse", reuse, REUSE_MODES)
+    A = step_matrix(eta, mu, Kv, phi)
+    E = np.array([[1.0, 0], [0, 1], [1, 0]])
+    b = eta * np.array([1.0, 1.0, 0.0])
+    lin = [E]
+    cov = [np.zeros((3, 3))]
+    load = np.zeros(3)             # S_j b: one kick applied at every step so far
+    for _ in range(k):
+        lin.append(A @ lin[-1])
+        if mode == "batch":
+            load = A @ load + b
+            cov.append(s2 * np.outer(load, load))
+        else:
+            cov.append(A @ cov[-1] @ A.T + s2 * np.outer(b, b))
+    M = lin[k][:2]
+    if np.max(np.abs(np.linalg.eigvals(M))) >= 1:
+        return np.full(k, np.inf)
+    sigma0 = scipy.linalg.solve_discrete_lyapunov(M, cov[k][:2, :2])
+    return np.array([(lin[j] @ sigma0 @ lin[j].T + cov[j])[0, 0] for j in range(k)])
+
+
+def stationary_variance(learning_rate, momentum, stiffness, noise_variance, refresh_interval=1,
+                        *, fresh_fraction=0.0, reuse="fresh") -> float:
+    """Phase-averaged exact L2 stationary Var x (logits²); ``inf`` where unstable."""
+    return float(np.mean(window_phase_variances(learning_rate, momentum, stiffness,
+                                                noise_variance, refresh_interval,
+                                                fresh_fraction=fresh_fraction, reuse=reuse)))
+
+
+@dataclass(frozen=True)
+class Fluctuation(Result):
+    """Stationary fluctuation of one configuration around its fixed point (exact L2).
+
+    ``stationary_variance_z`` (logits²) and ``reward_fluctuation_sd`` (reward) are
+    ``None`` with a ``reason`` where the model does not apply (no finite group, no
+    stable fixed point, an unstable window map).
+    """
+
+    reuse: str
+    prompts: int
+    p_star: float | None = None
+    noise_variance: float | None = None
+    stationary_variance_z: float | None = None
+    reward_fluctuation_sd: float | None = None
+    reason: str = ""
+
+    def __str__(self) -> str:
+        if self.stationary_variance_z is None:
+            return f"stationary fluctuation: n/a ({self.reason})"
+        return (f"stationary fluctuation (exact L2, reuse {self.reuse}, B = {self.prompts}): "
+                f"Var z = {self.stationary_variance_z:.4g} logits^2, reward sd = "
+                f"{self.reward_fluctuation_sd:.4g} at p* = {self.p_star:.4g}"
+                + (f" ({self.reason})" if self.reason else ""))
+
+
+def fluctuation(model, *, prompts=None, reuse=None) -> Fluctuation:
+    r"""Stationary Var z and reward sd of a :class:`~grpo_theory.model.GRPOModel`.
+
+    The per-step noise is the exact binomial variance of the update at :math:`p^*`
+    (``drift.update_variance``) over B prompts; the variance is the exact L2 window
+    map with the fixed point's fresh/stale split, for the model's reuse mode (or
+    ``reuse``); the reward sd is the delta method ``noise.reward_fluctuation``.
+    """
+    from grpo_theory.model import GRPOModel
+    from grpo_theory.theory.drift import update_variance
+    from grpo_theory.theory.noise import reward_fluctuation
+
+    if not isinstance(model, GRPOModel):
+        raise ParameterError("model", type(model).__name__, "a GRPOModel")
+    B = check_int("prompts", model.prompts if prompts is None else prompts, low=1)
+    mode = check_choice("reuse", model.reuse if reuse is None else reuse, REUSE_MODES)
+    if model.group_size is None:
+        return Fluctuation(mode, B, reason="needs a finite group size")
+    if model.lag_model != "refresh":
+        return Fluctuation(mode, B, reason="defined for lag_model 'refresh'")
+    try:
+        fp = model.fixed_point()
+    except ParameterError as exc:
+        return Fluctuation(mode, B, reason=f"no stable fixed point ({exc.allowed})")
+    s2 = float(update_variance(fp.p, normalization=model.normalization, kl=model.kl,
+                               group_size=model.group_size, kl_coef=model.kl_coef,
+                               p_ref=model.p_ref, adv_eps=model.adv_eps, actions=model.actions,
+                               correct=model.correct, prompts=B))
+    var = stationary_variance(model.learning_rate, model.momentum, fp.stiffness, s2,
+                              model.refresh_interval, fresh_fraction=fp.fresh_fraction,
+                              reuse=mode)
+    if not math.isfinite(var):
+        return Fluctuation(mode, B, fp.p, s2,
+                           reason="the window map is unstable: no stationary state")
+    reason = ("KL in the reward: every advantage vanishes at z*, so the noise is "
+              "multiplicative and the linear variance is 0") if model.kl == "k1_reward" else ""
+    return Fluctuation(mode, B, fp.p, s2, var, math.sqrt(reward_fluctuation(fp.p, var)), reason)

@@ -1,0 +1,78 @@
+"""Batch reuse vs fresh sampling: the exact L2 window variance against independent references."""
+
+import math
+
+import numpy as np
+import pytest
+
+from grpo_theory.model import DEFAULT_MODEL, GRPOModel
+from grpo_theory.theory import noise
+from grpo_theory.theory.derived import get
+from grpo_theory.theory.discrete import step_matrix
+from grpo_theory.theory.reuse import fluctuation, stationary_variance, window_phase_variances
+from grpo_theory.validate import ParameterError
+
+
+def test_derivation_verified():
+    d = get("reuse.sgd_window_variance")
+    assert all(v.passed for v in d.verifications)
+    assert {v.method for v in d.verifications} == {"sympy", "numeric"}
+
+
+@pytest.mark.parametrize("eta,mu,K,k,phi", [(0.1, 0.5, 1.3, 4, 0.2), (0.3, 0.0, 0.8, 3, 0.0),
+                                            (0.05, 0.9, 2.0, 2, -0.3)])
+def test_fresh_equals_the_noise_module(eta, mu, K, k, phi):
+    a = window_phase_variances(eta, mu, K, 0.7, k, fresh_fraction=phi, reuse="fresh")
+    b = noise.refresh_phase_variances(eta, mu, K, 0.7, k, fresh_fraction=phi)
+    assert np.all(np.isfinite(a))
+    np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_batch_against_monte_carlo_of_the_linear_map():
+    # independent: iterate the per-step linear map with one kick per window, many replications
+    eta, mu, K, k, phi, s2 = 0.2, 0.3, 1.0, 4, 0.25, 1.0
+    A = step_matrix(eta, mu, K, phi)
+    rng = np.random.default_rng(0)
+    R, W = 4000, 150
+    y = np.zeros((R, 3))
+    acc = []
+    for w in range(W):
+        y[:, 2] = y[:, 0]                     # refresh: x_s <- x
+        xi = rng.normal(0.0, math.sqrt(s2), R)
+        for j in range(k):
+            if w >= 50:
+                acc.append(y[:, 0] ** 2)
+            y = y @ A.T
+            y[:, 0] += eta * xi
+            y[:, 1] += eta * xi
+    per_run = np.mean(acc, axis=0)
+    measured, se = per_run.mean(), per_run.std(ddof=1) / math.sqrt(R)
+    pred = stationary_variance(eta, mu, K, s2, k, fresh_fraction=phi, reuse="batch")
+    assert abs(measured - pred) < 4 * se
+
+
+def test_batch_is_k_times_fresh_for_small_steps():
+    for k in (2, 4, 8):
+        r = (stationary_variance(1e-4, 0.0, 1.0, 1.0, k, reuse="batch")
+             / stationary_variance(1e-4, 0.0, 1.0, 1.0, k, reuse="fresh"))
+        assert r == pytest.approx(k, rel=1e-3)
+
+
+def test_unstable_window_map_gives_inf_and_na():
+    assert math.isinf(stationary_variance(5.0, 0.5, 2.0, 1.0, 8, reuse="batch"))
+    f = DEFAULT_MODEL.replace(learning_rate=500.0, refresh_interval=8).fluctuation()
+    assert f.stationary_variance_z is None and "unstable" in f.reason
+
+
+def test_fluctuation_not_applicable():
+    assert fluctuation(GRPOModel(group_size=None)).stationary_variance_z is None
+    f = GRPOModel(kl="none", kl_coef=0.0).fluctuation()
+    assert f.stationary_variance_z is None and "fixed point" in f.reason
+    with pytest.raises(ParameterError, match="reuse"):
+        DEFAULT_MODEL.fluctuation(reuse="sometimes")
+
+
+def test_fluctuation_scales_with_prompts():
+    a = DEFAULT_MODEL.fluctuation(prompts=1).stationary_variance_z
+    b = DEFAULT_MODEL.fluctuation(prompts=4).stationary_variance_z
+    assert b == pytest.approx(a / 4, rel=1e-12)
