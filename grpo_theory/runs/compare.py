@@ -236,20 +236,23 @@ def _regress(x, y, se) -> Regression:
 # Group size
 # ----------------------------------------------------------------------------------
 
-def fluctuation_regime(p, group_size) -> tuple[float, str]:
-    r"""Local exponent :math:`d\log\operatorname{Var}p/d\log G` of the exact finite-G
-    prediction at reward level ``p`` (between G and 2G) and its regime name."""
+def fluctuation_regime(p, group_size, *, normalization="std") -> tuple[float, str]:
+    r"""Local exponent :math:`d\log\sigma^2/d\log G` of the exact finite-G per-step noise
+    (``drift.update_variance``, between G and 2G) at reward level ``p``, and its regime."""
     from grpo_theory.theory.drift import update_variance
-    from grpo_theory.theory.noise import reward_fluctuation
 
     G = int(group_size)
-    v1, v2 = (reward_fluctuation(p, update_variance(p, group_size=g, kl="none")) for g in (G, 2 * G))
+    v1, v2 = (update_variance(p, group_size=g, kl="none", normalization=normalization)
+              for g in (G, 2 * G))
     e = math.log(v2 / v1) / math.log(2)
+    rare = G * min(p, 1 - p)
     if abs(e + 1) <= ONE_OVER_G_BAND:
         return e, "1/G"
-    if e < -1:
-        return e, "steeper than 1/G (near p = 1/2 the 1/G term vanishes: towards 1/G^2)"
-    return e, "flatter than 1/G (G min(p, 1-p) not >> 1: rare successes or failures)"
+    if e > -1:
+        return e, f"flatter than 1/G: rare outcomes, G min(p, 1-p) = {rare:.2g} not >> 1"
+    if abs(p - 0.5) < 0.15:
+        return e, "steeper than 1/G: near p = 1/2 the 1/G term vanishes (towards 1/G^2)"
+    return e, f"steeper than 1/G: crossover, 1/G^2 terms still large (G min(p, 1-p) = {rare:.2g})"
 
 
 @dataclass(frozen=True)
@@ -298,7 +301,7 @@ def _invariance(series, fits):
     return (chi2, dof, float(scipy.stats.chi2.sf(chi2, dof)), L, n_blocks), ""
 
 
-def _group_size(series, fits, values, binary) -> GroupSizeAnalysis:
+def _group_size(series, fits, binary, normalization) -> GroupSizeAnalysis:
     declined = {}
     inv, why = _invariance(series, fits)
     out = {}
@@ -326,12 +329,16 @@ def _group_size(series, fits, values, binary) -> GroupSizeAnalysis:
                               "reward")
         return GroupSizeAnalysis(**out, declined=declined)
     from grpo_theory.theory.drift import update_variance
-    from grpo_theory.theory.noise import reward_fluctuation
+    from grpo_theory.theory.noise import reward_fluctuation, stationary_variance
 
     ps = [min(max(f.plateau, 1e-6), 1 - 1e-6) for f in usable]
-    local = [fluctuation_regime(p, f.value) for p, f in zip(ps, usable)]
-    pred = np.log([reward_fluctuation(p, update_variance(p, group_size=int(f.value), kl="none"))
-                   for p, f in zip(ps, usable)])
+    local = [fluctuation_regime(p, f.value, normalization=normalization) for p, f in zip(ps, usable)]
+    # Var p = (p(1-p))^2 Var z, Var z the exact L2 stationary variance with the per-step noise at
+    # (p, G) and the relaxation rate eta K = 1/tau measured on the run (eta common to the family)
+    pred = np.log([reward_fluctuation(p, stationary_variance(
+        1.0, 0.0, 1 / f.tau, update_variance(p, group_size=int(f.value), kl="none",
+                                             normalization=normalization)))
+        for p, f in zip(ps, usable)])
     predicted = _regress(x, pred, se).slope
     lo, hi = reg.interval
     return GroupSizeAnalysis(**out, predicted_exponent=predicted,
@@ -494,7 +501,7 @@ def _config_value(log, by):
     return None
 
 
-def compare(logs, *, by: str, values=None, metric: str | None = None,
+def compare(logs, *, by: str, values=None, metric: str | None = None, normalization: str = "std",
             plot: str | None = None) -> Comparison:
     """Compare a family of runs that differ in ``by`` (see the module docstring).
 
@@ -505,11 +512,16 @@ def compare(logs, *, by: str, values=None, metric: str | None = None,
     values : the knob's value per log; default: read from each log's config
         (:data:`CONFIG_KEYS`).  Model size in any unit (parameters, billions).
     metric : reward metric (default: each log's reward metric; they must agree).
+    normalization : advantage normalization of the runs, ``"std"`` (GRPO, TRL default) or
+        ``"mean"`` (Dr. GRPO), for the finite-G noise prediction.
     plot : write a figure of the family with the fitted law to this file.
     """
     from grpo_theory.runs.logs import TrainingLog, read_log
 
+    from grpo_theory.theory.drift import NORMALIZATIONS
+
     by = check_choice("by", by, BY)
+    normalization = check_choice("normalization", normalization, NORMALIZATIONS)
     logs = list(logs)
     if len(logs) < 2:
         raise ParameterError("LOG", len(logs), "at least 2 logs (a family of runs)")
@@ -542,7 +554,7 @@ def compare(logs, *, by: str, values=None, metric: str | None = None,
         fits.append(fit_run(s, y, source=lg.source, value=v))
     binary = all(np.all((y >= 0) & (y <= 1)) for _, y in series)
     if by == "group_size":
-        analysis = _group_size(series, fits, values, binary)
+        analysis = _group_size(series, fits, binary, normalization)
     else:
         analysis = _scaling(by, series, fits)
     result = Comparison(by=by, metric=metrics[0], runs=fits, analysis=analysis, binary=binary,
