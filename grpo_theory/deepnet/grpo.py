@@ -77,7 +77,7 @@ class GRPOConfig:
 VARIANTS = {
     "dr-grpo-k1": GRPOConfig(normalization="mean", surrogate="stale", clip=None, kl="k1_reward"),
     "trl-default": GRPOConfig(normalization="std", surrogate="ratio", clip=0.2, kl="k3",
-                              kl_coef=0.1),
+                              kl_coef=0.5),
 }
 
 
