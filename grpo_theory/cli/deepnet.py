@@ -1,0 +1,64 @@
+"""``grpo-theory deepnet``: the exact stability theory tested on a neural policy (real GRPO, CPU).
+
+One library call, :func:`grpo_theory.deepnet.run_deepnet`; the CLI core prints
+``str(result)`` or ``result.to_dict()`` as JSON and exits with ``result.exit_code``
+(1 when any refresh interval is misclassified outside its standard error).  Without
+PyTorch the call raises a ``ParameterError`` whose message is the install hint
+(exit 2).  Torch is imported lazily, inside the library call.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "deepnet"
+HELP = ("Test the exact discrete stability theory (largest stable refresh interval, critical "
+        "momentum) on a small MLP policy trained with real sampled GRPO on CPU: stiffness "
+        "measured two ways (NTK x bandit theory, linear response), per-k window multipliers "
+        "against the exact prediction and the published rule.")
+
+
+def _number(text):
+    """int or float, else the text unchanged (the library's ParameterError names it)."""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    a = parser.add_argument
+    a("--quick", action="store_true",
+      help="small sweep: k_max - 1, k_max, k_max + 1 and mu_c +- 0.05 (under a minute)")
+    a("--variant", default="dr-grpo-k1",
+      help="dr-grpo-k1 (mean advantages, KL in the reward, k1; the theory's case) | "
+           "trl-default (std advantages, clipped ratio, k3 KL in the loss; the negative control)")
+    a("--momentum", type=_number, default=None,
+      help="heavy-ball mu in [0, 1) (SGD, default 0); Adam: beta1 (default 0.9)")
+    a("--learning-rate", type=_number, default=None,
+      help="eta > 0 (default: eta*K between the exact thresholds of k = 10 and 11)")
+    a("--refresh-intervals", type=_number, nargs="+", default=None,
+      help="refresh intervals k to test (default: around the exact k_max)")
+    a("--optimizer", default="sgd", help="sgd (heavy-ball) | adam | adamw")
+    a("--lag", default="fresh",
+      help="fresh (a new batch from the stale policy every step) | reuse (one batch, k times)")
+    a("--flip-probability", type=_number, default=None,
+      help="noisy verifier: reward flip probability (Adam default 0.1, else 0)")
+    a("--seed", type=_number, default=0, help="seed of the sampling noise")
+    a("--no-transition", action="store_true", help="skip the k = 1 momentum transition")
+    a("--json", action="store_true", help="print JSON instead of a table")
+    a("--out", default=None, help="also write result.json and result.txt to this directory")
+
+
+def call(args):
+    """Exactly one library call; returns a :class:`grpo_theory.deepnet.DeepnetResult`."""
+    from grpo_theory.deepnet import run_deepnet
+
+    return run_deepnet(quick=args.quick, variant=args.variant, momentum=args.momentum,
+                       learning_rate=args.learning_rate,
+                       refresh_intervals=args.refresh_intervals, optimizer=args.optimizer,
+                       lag=args.lag, flip_probability=args.flip_probability, seed=args.seed,
+                       transition=not args.no_transition, out=args.out)
