@@ -86,7 +86,7 @@ def main(argv=None):
     results["control_trl_default"] = run_deepnet(variant="trl-default", transition=False, **kw)
     results["adam_beta1_0.9"] = run_deepnet(optimizer="adam", momentum=0.9, transition=False,
                                             **kw)
-    results["lag_reuse_mu0"] = run_deepnet(momentum=0.0, lag="reuse", transition=False, **kw)
+    results["reuse_batch_mu0"] = run_deepnet(momentum=0.0, reuse="batch", transition=False, **kw)
     print(f"sweeps done ({time.perf_counter() - t0:.0f} s)", flush=True)
     fluct = fluctuation_law((4, 8, 16, 32), runs=64, burn=200, steps=600, seed=args.seed + 3)
     spd = speed()

@@ -11,22 +11,13 @@ from __future__ import annotations
 
 import argparse
 
+from grpo_theory.cli._common import number
+
 NAME = "deepnet"
 HELP = ("Test the exact discrete stability theory (largest stable refresh interval, critical "
         "momentum) on a small MLP policy trained with real sampled GRPO on CPU: stiffness "
         "measured two ways (NTK x bandit theory, linear response), per-k window multipliers "
         "against the exact prediction and the published rule.")
-
-
-def _number(text):
-    """int or float, else the text unchanged (the library's ParameterError names it)."""
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,18 +27,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--variant", default="dr-grpo-k1",
       help="dr-grpo-k1 (mean advantages, KL in the reward, k1; the theory's case) | "
            "trl-default (std advantages, clipped ratio, k3 KL in the loss; the negative control)")
-    a("--momentum", type=_number, default=None,
+    a("--momentum", type=number, default=None,
       help="heavy-ball mu in [0, 1) (SGD, default 0); Adam: beta1 (default 0.9)")
-    a("--learning-rate", type=_number, default=None,
+    a("--learning-rate", type=number, default=None,
       help="eta > 0 (default: eta*K between the exact thresholds of k = 10 and 11)")
-    a("--refresh-intervals", type=_number, nargs="+", default=None,
+    a("--refresh-intervals", type=number, nargs="+", default=None,
       help="refresh intervals k to test (default: around the exact k_max)")
     a("--optimizer", default="sgd", help="sgd (heavy-ball) | adam | adamw")
-    a("--lag", default="fresh",
-      help="fresh (a new batch from the stale policy every step) | reuse (one batch, k times)")
-    a("--flip-probability", type=_number, default=None,
+    a("--reuse", choices=("fresh", "batch"), default="fresh",
+      help="fresh: a new batch from the stale policy every step (TRL steps_per_generation) | "
+           "batch: one batch reused by the window's k steps (TRL num_iterations, verl ppo_epochs)")
+    a("--flip-probability", type=number, default=None,
       help="noisy verifier: reward flip probability (Adam default 0.1, else 0)")
-    a("--seed", type=_number, default=0, help="seed of the sampling noise")
+    a("--seed", type=number, default=0, help="seed of the sampling noise")
     a("--no-transition", action="store_true", help="skip the k = 1 momentum transition")
     a("--json", action="store_true", help="print JSON instead of a table")
     a("--out", default=None, help="also write result.json and result.txt to this directory")
@@ -60,5 +52,5 @@ def call(args):
     return run_deepnet(quick=args.quick, variant=args.variant, momentum=args.momentum,
                        learning_rate=args.learning_rate,
                        refresh_intervals=args.refresh_intervals, optimizer=args.optimizer,
-                       lag=args.lag, flip_probability=args.flip_probability, seed=args.seed,
+                       reuse=args.reuse, flip_probability=args.flip_probability, seed=args.seed,
                        transition=not args.no_transition, out=args.out)

@@ -14,19 +14,14 @@ Re-exported (unchanged) from the project's theory:
   for the two-action softmax), ``update_variance`` (``drift``);
 * ``ParameterError`` and the ``check_*`` helpers of ``grpo_theory.validate``.
 
-Added here (a stop-gap, see below): :func:`bandit_stiffness_k1_reward` and
-:func:`bandit_k1_reward_moments`, the per-prompt bandit stiffness, fixed-point
-placement and update variance of the KL-in-reward (verl ``use_kl_in_reward``, k1)
-variant with mean (Dr. GRPO) advantages and the stale surrogate.
-
-**Integrator note.** The theory does not have the ``kl="k1_reward"`` variant yet
-(another engineer adds it to ``fixed_points.stable_fixed_point``).  The functions
-below are a *measurement*: the exact expected bandit update is enumerated over all
-binomial outcomes of a group (and over the verifier's reward flips), and its
-derivative in the sampling logit is taken by a central finite difference.  No
-closed form is typed in.  When the derived record exists, replace the body of
-:func:`bandit_stiffness_k1_reward` by ``stable_fixed_point(kl="k1_reward", ...)``
-(its ``.stiffness``; ``.fresh_fraction`` must be 0) and keep the signature.
+The per-prompt bandit stiffness of the KL-in-reward (verl ``use_kl_in_reward``, k1)
+variant with mean (Dr. GRPO) advantages, :func:`bandit_stiffness_k1_reward`, comes from
+the theory (``fixed_points.stable_fixed_point(kl="k1_reward")``, whose fresh part is
+proven to vanish) for an exact verifier.  With a noisy verifier (rewards flipped with
+probability ``flip_probability``), which the theory's variants do not include, it is a
+*measurement*: the exact expected bandit update is enumerated over all binomial outcomes
+of a group and of the flips (:func:`bandit_k1_reward_moments`) and differentiated by
+central differences; the tests check that enumeration against the theory at flip 0.
 """
 
 from __future__ import annotations
@@ -37,13 +32,14 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import binom
 
-from ..derived import get as _get
-from ..discrete import (_published_k_max, max_stable_refresh_interval, refresh_thresholds,
-                        spectral_radius, stability)
-from ..drift import geometric_factor, update_variance
-from ..fixed_points import stable_fixed_point
-from ..noise import stationary_variance
-from ..validate import (ParameterError, check_choice, check_int, check_probability, check_real)
+from grpo_theory.theory.derived import get as _get
+from grpo_theory.theory.discrete import (_published_k_max, max_stable_refresh_interval,
+                                         refresh_thresholds, spectral_radius, stability)
+from grpo_theory.theory.drift import geometric_factor, update_variance
+from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.theory.noise import stationary_variance
+from grpo_theory.validate import (ParameterError, check_choice, check_int, check_probability,
+                                  check_real)
 
 __all__ = [
     "ParameterError", "check_choice", "check_int", "check_probability", "check_real",
@@ -149,23 +145,36 @@ def bandit_stiffness_k1_reward(p_star, group_size, kl_coef, flip_probability=0.0
                                *, step=1e-4) -> dict:
     r"""Per-prompt bandit stiffness of the k1-in-reward variant (mean advantages, stale).
 
-    Measured, not typed: the reference is placed so that ``p_star`` is the fixed
-    point (:func:`k1_reward_reference_logit`), the exact enumerated expected update
-    :math:`F(z, z_{old})` is differentiated by central differences in the current
-    logit (``stiffness_fresh`` :math:`=-\partial_z F`) and in the sampling logit
+    The reference is placed so that ``p_star`` is the fixed point.  Exact verifier
+    (``flip_probability = 0``): from the theory, ``stable_fixed_point(kl="k1_reward")``
+    (split and location derived, :math:`K_{fresh} = 0` proven) and the exact finite-G
+    ``update_variance``.  Noisy verifier: measured from the enumerated update
+    (:func:`bandit_k1_reward_moments`), differentiated by central differences in the
+    current logit (``stiffness_fresh`` :math:`=-\partial_z F`) and the sampling logit
     (``stiffness_stale`` :math:`=-\partial_{z_{old}} F`).  Same convention as
     ``fixed_points.FixedPoint``: per unit learning rate, two-logit softmax
     (:math:`\kappa = 2`).  Returns a dict with ``p, z, z_ref, stiffness,
     stiffness_fresh, stiffness_stale, fresh_fraction, noise_variance`` (the on-policy
-    variance of the update per unit lr^2, one prompt).
-
-    To be replaced by the theory's derived record (``kl="k1_reward"``) at integration.
+    variance of the update per unit lr^2, one prompt) and ``source``.
     """
     G = check_int("group_size", group_size, low=2)
     beta = check_real("kl_coef", kl_coef, low=0, low_open=True)
     eps = check_real("flip_probability", flip_probability, low=0, high=0.5, high_open=True)
-    zr = k1_reward_reference_logit(p_star, G, beta, eps)
-    zs = math.log(p_star / (1 - p_star))
+    ps = check_probability("p_star", p_star)
+    zs = math.log(ps / (1 - ps))
+    if eps == 0.0:
+        zr = zs - 1.0 / beta   # inverts the derived location fixed_points.k1_reward_location
+        loc = float(_get("fixed_points.k1_reward_location").numeric(zr, beta))
+        pr = 1.0 / (1.0 + math.exp(-zr))
+        fp = stable_fixed_point(p_ref=pr, kl_coef=beta, normalization="mean", kl="k1_reward",
+                                surrogate="stale", group_size=G)
+        var = update_variance(fp.p, normalization="mean", kl="k1_reward", group_size=G,
+                              kl_coef=beta, p_ref=pr)
+        return {"p": fp.p, "z": loc, "z_ref": zr, "stiffness": fp.stiffness,
+                "stiffness_fresh": fp.stiffness_fresh, "stiffness_stale": fp.stiffness_stale,
+                "fresh_fraction": fp.fresh_fraction, "noise_variance": float(var),
+                "source": "theory (fixed_points, kl='k1_reward')"}
+    zr = k1_reward_reference_logit(ps, G, beta, eps)
     F = lambda z, zo: bandit_k1_reward_moments(z, zo, zr, G, beta, eps)[0]  # noqa: E731
     Kf = -(F(zs + step, zs) - F(zs - step, zs)) / (2 * step)
     Ks = -(F(zs, zs + step) - F(zs, zs - step)) / (2 * step)
@@ -174,6 +183,7 @@ def bandit_stiffness_k1_reward(p_star, group_size, kl_coef, flip_probability=0.0
         Kf = 0.0
     var = bandit_k1_reward_moments(zs, zs, zr, G, beta, eps)[1]
     K = Kf + Ks
-    return {"p": float(p_star), "z": zs, "z_ref": zr, "stiffness": float(K),
+    return {"p": float(ps), "z": zs, "z_ref": zr, "stiffness": float(K),
             "stiffness_fresh": float(Kf), "stiffness_stale": float(Ks),
-            "fresh_fraction": float(Kf / K) if K else float("nan"), "noise_variance": float(var)}
+            "fresh_fraction": float(Kf / K) if K else float("nan"), "noise_variance": float(var),
+            "source": "enumeration (noisy verifier)"}

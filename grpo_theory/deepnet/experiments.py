@@ -107,7 +107,7 @@ def _amplitudes(pairs, amp):
 
 
 def refresh_sweep(plat: Plateau, opt: OptimizerConfig, ks, *, K, phi, lr_eff, mu_eff, mode=None,
-                  pairs=16, windows=8, amplitude=0.1, seed=0, lag="fresh", adam_v=None,
+                  pairs=16, windows=8, amplitude=0.1, seed=0, reuse="fresh", adam_v=None,
                   adam_step=0):
     """Per-k measured vs predicted multiplier (list of KRow) and the seconds/run-steps used."""
     mode = mode or plat.mode
@@ -115,7 +115,7 @@ def refresh_sweep(plat: Plateau, opt: OptimizerConfig, ks, *, K, phi, lr_eff, mu
     for i, k in enumerate(ks):
         k = th.check_int("refresh_interval", k, low=1)
         rec = run_ensemble(plat.policy, plat.cfg, opt, steps=windows * k, runs=2 * pairs,
-                           refresh_interval=k, lag=lag, seed=seed + 1000 * i + k,
+                           refresh_interval=k, reuse=reuse, seed=seed + 1000 * i + k,
                            kick=mode.direction, amplitudes=_amplitudes(pairs, amplitude),
                            paired=True, observe=mode.eigenvector, adam_v=adam_v,
                            adam_step=adam_step, stop_abs=50 * amplitude)
@@ -150,13 +150,13 @@ def observed_k_max(rows):
 
 
 def momentum_transition(plat: Plateau, K, momenta, *, eta_K=0.05, steps=40, pairs=16,
-                        amplitude=0.1, seed=7, lag="fresh"):
+                        amplitude=0.1, seed=7, reuse="fresh"):
     """k = 1 heavy-ball responses at each momentum: AR(2) discriminant and overshoot."""
     eta = eta_K / K
     rows, secs, run_steps = [], 0.0, 0
     for i, mu in enumerate(momenta):
         rec = run_ensemble(plat.policy, plat.cfg, OptimizerConfig("sgd", eta, float(mu)),
-                           steps=steps, runs=2 * pairs, refresh_interval=1, lag=lag,
+                           steps=steps, runs=2 * pairs, refresh_interval=1, reuse=reuse,
                            seed=seed + i, kick=plat.mode.direction,
                            amplitudes=_amplitudes(pairs, amplitude), paired=True,
                            observe=plat.mode.eigenvector)
@@ -236,7 +236,7 @@ def fluctuation_law(group_sizes=(4, 8, 16, 32), *, flip_probability=0.1, p_star=
 
 
 def run_deepnet(*, quick=True, variant="dr-grpo-k1", momentum=None, learning_rate=None,
-                refresh_intervals=None, optimizer="sgd", lag="fresh", p_star=0.7, kl_coef=None,
+                refresh_intervals=None, optimizer="sgd", reuse="fresh", p_star=0.7, kl_coef=None,
                 group_size=None, flip_probability=None, seed=0, pairs=16, windows=8,
                 transition=True, threads=1) -> DeepnetResult:
     """Test the exact discrete stability theory on a neural policy trained with real GRPO.
@@ -256,7 +256,7 @@ def run_deepnet(*, quick=True, variant="dr-grpo-k1", momentum=None, learning_rat
         torch.set_num_threads(int(threads))
     try:
         return _run(quick=quick, variant=variant, momentum=momentum, learning_rate=learning_rate,
-                    refresh_intervals=refresh_intervals, optimizer=optimizer, lag=lag,
+                    refresh_intervals=refresh_intervals, optimizer=optimizer, reuse=reuse,
                     p_star=p_star, kl_coef=kl_coef, group_size=group_size,
                     flip_probability=flip_probability, seed=seed, pairs=pairs, windows=windows,
                     transition=transition, t_start=t_start)
@@ -264,7 +264,7 @@ def run_deepnet(*, quick=True, variant="dr-grpo-k1", momentum=None, learning_rat
         torch.set_num_threads(old_threads)
 
 
-def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimizer, lag, p_star,
+def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimizer, reuse, p_star,
          kl_coef, group_size, flip_probability, seed, pairs, windows, transition, t_start):
     th.check_choice("optimizer", optimizer, ("sgd", "adam", "adamw"))
     adam = optimizer != "sgd"
@@ -335,7 +335,7 @@ def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimize
     else:
         opt = OptimizerConfig("sgd", learning_rate, mu)
     rows, s2, n2 = refresh_sweep(plat, opt, ks, K=K_sys, phi=phi, lr_eff=lr_eff, mu_eff=mu_eff,
-                                 mode=mode, pairs=pairs, windows=windows, seed=seed, lag=lag,
+                                 mode=mode, pairs=pairs, windows=windows, seed=seed, reuse=reuse,
                                  adam_v=adam_v, adam_step=10 ** 6 if adam else 0)
     secs += s2
     run_steps += n2
@@ -349,7 +349,7 @@ def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimize
         grid = ([mu_c - 0.05, mu_c + 0.05] if quick else
                 [mu_c + d for d in (-0.1, -0.05, -0.02, 0.0, 0.02, 0.05, 0.1)])
         trans, s3, n3 = momentum_transition(plat, K_ntk, grid, eta_K=eK, pairs=pairs,
-                                            seed=seed + 500, lag=lag)
+                                            seed=seed + 500, reuse=reuse)
         secs += s3
         run_steps += n3
         trans = tuple(trans)
@@ -359,7 +359,7 @@ def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimize
         effective_learning_rate=float(lr_eff), effective_momentum=float(mu_eff), eta_K=float(a),
         group_size=plat.cfg.group_size, kl_coef=plat.cfg.kl_coef,
         flip_probability=plat.cfg.flip_probability, p_star=plat.p,
-        prompts=plat.policy.spec.prompts, parameters=plat.policy.n_params, lag=lag,
+        prompts=plat.policy.spec.prompts, parameters=plat.policy.n_params, reuse=reuse,
         bandit_stiffness=plat.K_b, fresh_fraction=float(phi),
         ntk_top_eigenvalue=mode.eigenvalue, stiffness_ntk=float(K_sys),
         stiffness_response=float(K_resp), stiffness_response_se=float(K_resp_se),

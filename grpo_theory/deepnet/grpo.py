@@ -19,8 +19,8 @@ One step for every run of the ensemble at once:
    ``kl="k3"``: :math:`+\beta\,k_3`, :math:`k_3 = e^{\ell_{ref}-\ell} - (\ell_{ref}-\ell) - 1`
    at :math:`\ell = \log\pi_\theta(a)` (TRL's default).
 5. *Refresh lag.*  :math:`\pi_{old}` is the policy at the start of the current
-   window of ``refresh_interval`` = k steps.  ``lag="fresh"``: a fresh batch is drawn
-   from :math:`\pi_{old}` at every step; ``lag="reuse"``: one batch drawn at the window
+   window of ``refresh_interval`` = k steps.  ``reuse="fresh"``: a fresh batch is drawn
+   from :math:`\pi_{old}` at every step; ``reuse="batch"``: one batch drawn at the window
    start is reused for all k steps (PPO-style epochs).
 6. *Optimizer* (per run, batched): ``sgd`` (heavy-ball momentum ``momentum``:
    :math:`b \leftarrow \mu b + g`, :math:`\theta \leftarrow \theta - \eta b`, torch's
@@ -30,8 +30,7 @@ One step for every run of the ensemble at once:
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,7 +43,7 @@ __all__ = ["GRPOConfig", "OptimizerConfig", "VARIANTS", "Batch", "sample_batch",
 NORMALIZATIONS = ("mean", "std")
 SURROGATES = ("stale", "ratio")
 KLS = ("none", "k3", "k1_reward")
-LAGS = ("fresh", "reuse")
+REUSE_MODES = ("fresh", "batch")
 OPTIMIZERS = ("sgd", "adam", "adamw")
 
 
@@ -238,7 +237,7 @@ def grpo_step(policy, params, opt, cfg, batch_or_none, logp_old, u_action, u_fli
 
 
 def run_ensemble(policy, cfg: GRPOConfig, opt_cfg: OptimizerConfig, *, steps: int, runs: int,
-                 refresh_interval: int = 1, lag: str = "fresh", seed: int = 0,
+                 refresh_interval: int = 1, reuse: str = "fresh", seed: int = 0,
                  kick=None, amplitudes=None, paired: bool = False, observe=None,
                  adam_v=None, adam_step=0, stop_abs=None, params=None) -> RunRecord:
     r"""Train ``runs`` policies from the plateau with real sampled GRPO, batched.
@@ -257,7 +256,7 @@ def run_ensemble(policy, cfg: GRPOConfig, opt_cfg: OptimizerConfig, *, steps: in
     steps = check_int("steps", steps, low=1)
     runs = check_int("runs", runs, low=1)
     k = check_int("refresh_interval", refresh_interval, low=1)
-    lag = check_choice("lag", lag, LAGS)
+    reuse = check_choice("reuse", reuse, REUSE_MODES)
     if paired and runs % 2:
         raise ParameterError("runs", runs, "an even number with paired=True")
     gen = torch.Generator().manual_seed(int(seed))
@@ -294,7 +293,7 @@ def run_ensemble(policy, cfg: GRPOConfig, opt_cfg: OptimizerConfig, *, steps: in
             with torch.no_grad():
                 logp_old = policy.log_probs(params)
             batch = None
-        if lag == "fresh":
+        if reuse == "fresh":
             batch = None
         logp, batch = grpo_step(policy, params, opt, cfg, batch, logp_old, u, uf)
         observe_now(logp, t)

@@ -2,34 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
 
-__all__ = ["KRow", "TransitionRow", "DeepnetResult", "jsonable"]
+from grpo_theory.results import Result, jsonable
 
-
-def jsonable(obj):
-    """JSON-safe copy: numpy -> Python, NaN -> None, inf -> None (callers say why in notes)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return jsonable(obj.tolist())
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        v = float(obj)
-        return v if math.isfinite(v) else None
-    return obj
+__all__ = ["KRow", "TransitionRow", "DeepnetResult"]
 
 
 def _f(v, fmt=".4f"):
@@ -78,7 +57,7 @@ class TransitionRow:
 
 
 @dataclass(frozen=True)
-class DeepnetResult:
+class DeepnetResult(Result):
     """The deep-network test of the exact stability theory (``grpo-theory deepnet``)."""
 
     variant: str
@@ -94,7 +73,7 @@ class DeepnetResult:
     p_star: float
     prompts: int
     parameters: int
-    lag: str
+    reuse: str
     bandit_stiffness: float
     fresh_fraction: float
     ntk_top_eigenvalue: float
@@ -122,7 +101,7 @@ class DeepnetResult:
         return 1 if self.misclassified else 0
 
     def to_dict(self) -> dict:
-        d = jsonable(self)
+        d = super().to_dict()
         d["per_k"] = [{key: jsonable(getattr(r, key)) for key in
                        ("k", "multiplier", "se", "predicted", "stable_observed", "stable_predicted",
                         "misclassified", "windows")} for r in self.per_k]
@@ -130,15 +109,11 @@ class DeepnetResult:
         d["exit_code"] = self.exit_code
         return d
 
-    def to_json(self, **kw) -> str:
-        kw.setdefault("indent", 2)
-        return json.dumps(self.to_dict(), allow_nan=False, **kw)
-
     def __str__(self) -> str:
         L = []
         L.append(f"deepnet: {self.variant}, optimizer {self.optimizer}, MLP {self.parameters} "
                  f"parameters over {self.prompts} prompts, G = {self.group_size}, "
-                 f"beta = {self.kl_coef:g}, plateau p* = {self.p_star:.4f}, lag {self.lag}")
+                 f"beta = {self.kl_coef:g}, plateau p* = {self.p_star:.4f}, reuse {self.reuse}")
         L.append(f"heavy-ball: eta = {self.effective_learning_rate:.5g}, mu = "
                  f"{self.effective_momentum:g}, eta*K = {self.eta_K:.4f}"
                  + ("" if self.optimizer == "sgd" else

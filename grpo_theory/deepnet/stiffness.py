@@ -90,7 +90,7 @@ def ntk_top_mode(policy, precondition=None) -> TopMode:
 
 
 def linear_response(policy, cfg, mode: TopMode, *, learning_rate, steps=40, pairs=16,
-                    amplitude=0.5, seed=0, lag="fresh"):
+                    amplitude=0.5, seed=0, reuse="fresh"):
     """K_resp from the AR(1) decay of a +-kick along the top mode (k = 1, mu = 0, SGD).
 
     Returns (K, se, coefficient, record).
@@ -98,7 +98,7 @@ def linear_response(policy, cfg, mode: TopMode, *, learning_rate, steps=40, pair
     R = 2 * pairs
     amps = np.r_[np.full(pairs, amplitude), np.full(pairs, -amplitude)]
     rec = run_ensemble(policy, cfg, OptimizerConfig("sgd", learning_rate, 0.0), steps=steps,
-                       runs=R, refresh_interval=1, lag=lag, seed=seed, kick=mode.direction,
+                       runs=R, refresh_interval=1, reuse=reuse, seed=seed, kick=mode.direction,
                        amplitudes=amps, paired=True, observe=mode.eigenvector)
     c, se = ar1(rec.response())
     return (1 - c) / learning_rate, se / learning_rate, c, rec
