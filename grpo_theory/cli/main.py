@@ -43,8 +43,9 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows each option's default in --help (except where it is None or a flag)."""
 
     def _get_help_string(self, action):
-        if action.default in (None, False, argparse.SUPPRESS) or "%(default)" in (action.help or ""):
-            return action.help
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text.lower():
+            return action.help  # no default, or the help text already states it
         return super()._get_help_string(action)
 
 
