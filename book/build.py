@@ -35,6 +35,7 @@ ROOT = BOOK.parent
 
 _EQREF = re.compile(r"\\eqref\{([^}]*)\}")
 _LABEL = re.compile(r"\\label\{([^}]*)\}")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # terminal colours in tracebacks
 
 
 class LectureError(RuntimeError):
@@ -103,7 +104,7 @@ def execute(path: Path, *, timeout: int = 600):
         failed = next((i for i, c in enumerate(nb.cells)
                        if any(o.get("output_type") == "error" for o in c.get("outputs", []))), None)
         where = _where(path, failed, nb.cells[failed]) if failed is not None else path.name
-        raise LectureError(f"{where} raised:\n{err}") from None
+        raise LectureError(f"{where} raised:\n{_ANSI.sub('', str(err))}") from None
     found = problems(path, nb)
     if found:
         raise LectureError("\n\n".join(found))
