@@ -47,9 +47,11 @@ def test_lecture_format(path):
     nb = jupytext.read(path, fmt="md:myst")
     assert build.title(nb) != "untitled"
     kinds = [(c.cell_type, c.source) for c in nb.cells]
-    exercises = next(i for i, (kind, src) in enumerate(kinds)
-                     if kind == "markdown" and re.search(r"^## Exercises", src, re.MULTILINE))
-    assert any(kind == "code" and "assert " in src for kind, src in kinds[exercises:])
+    exercises = [i for i, (kind, src) in enumerate(kinds)
+                 if kind == "markdown" and re.search(r"^## Exercises", src, re.MULTILINE)]
+    assert exercises, f"{path.name}: a lecture ends with a '## Exercises' section"
+    assert any(kind == "code" and "assert " in src for kind, src in kinds[exercises[0]:]), \
+        f"{path.name}: every exercise checks the reader's answer with an assert"
     assert not any(kind == "code" and re.search(r"matplotlib\.use|Agg", src) for kind, src in kinds), \
         "lectures show figures inline; do not force a backend"
 
