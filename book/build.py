@@ -7,7 +7,8 @@ For each lecture (a MyST text notebook, read with jupytext) the build executes e
 cell in a fresh ``python3`` kernel that imports this checkout of ``grpo_theory``
 (nbclient), then writes ``<name>.ipynb`` (executed, for Jupyter) and ``<name>.html``
 (nbconvert, figures embedded as PNG, math by MathJax), and finally ``index.html``
-(the table of contents).  A lecture fails the build, naming the lecture and the cell,
+(the table of contents).  A lecture fails the build, naming the lecture, the line of the
+cell in its source and the cell,
 when a cell raises, when a cell writes to stderr (every warning does), or when an
 ``\\eqref`` in its text has no equation labelled so on the page, or a label is defined
 twice.
@@ -67,8 +68,12 @@ def kernel_env() -> dict:
 
 
 def _where(path: Path, index: int, cell) -> str:
+    """``name.md:line, cell index ('first line')``: where to look in the source."""
+    text = path.read_text(encoding="utf-8")
+    at = text.find(cell.source) if cell.source.strip() else -1
+    line = f":{text.count(chr(10), 0, at) + 1}" if at >= 0 else ""
     first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
-    return f"{path.name}, cell {index} ({first[:60]!r})"
+    return f"{path.name}{line}, cell {index} ({first[:60]!r})"
 
 
 def problems(path: Path, nb) -> list[str]:

@@ -67,7 +67,7 @@ def test_a_warning_fails_the_lecture(tmp_path):
     lecture = tmp_path / "99_warns.md"
     lecture.write_text(FRONT_MATTER + "\n# Warns\n\n```{code-cell} ipython3\nimport warnings\n"
                        "warnings.warn('drift is approximate')\n```\n", encoding="utf-8")
-    with pytest.raises(build.LectureError, match=r"99_warns\.md, cell 1 .*stderr(.|\n)*drift is approximate"):
+    with pytest.raises(build.LectureError, match=r"99_warns\.md:13, cell 1 .*stderr(.|\n)*drift is approximate"):
         build.execute(lecture)
 
 
@@ -75,7 +75,7 @@ def test_an_exception_names_the_lecture_and_cell(tmp_path):
     lecture = tmp_path / "98_fails.md"
     lecture.write_text(FRONT_MATTER + "\n# Fails\n\n```{code-cell} ipython3\nx = 1\n```\n\n"
                        "```{code-cell} ipython3\nassert x == 2, 'wrong answer'\n```\n", encoding="utf-8")
-    with pytest.raises(build.LectureError, match=r"98_fails\.md, cell 2 \(.assert x == 2(.|\n)*AssertionError: wrong answer"):
+    with pytest.raises(build.LectureError, match=r"98_fails\.md:17, cell 2 \(.assert x == 2(.|\n)*AssertionError: wrong answer"):
         build.execute(lecture)
 
 
