@@ -7,11 +7,10 @@ For each lecture (a MyST text notebook, read with jupytext) the build executes e
 cell in a fresh ``python3`` kernel that imports this checkout of ``grpo_theory``
 (nbclient), then writes ``<name>.ipynb`` (executed, for Jupyter) and ``<name>.html``
 (nbconvert, figures embedded as PNG, math by MathJax), and finally ``index.html``
-(the table of contents).  A lecture fails the build, naming the lecture, the line of the
-cell in its source and the cell,
-when a cell raises, when a cell writes to stderr (every warning does), or when an
-``\\eqref`` in its text has no equation labelled so on the page, or a label is defined
-twice.
+(the table of contents).  A lecture fails the build, naming the lecture and the line of
+the cell in its source, when a cell raises, when a cell writes to stderr (every warning
+does), when an ``\\eqref`` in its text has no equation labelled so on the page, or when a
+label is defined twice.
 """
 
 from __future__ import annotations
