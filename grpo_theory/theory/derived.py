@@ -131,6 +131,28 @@ class Derived:
         state.pop("numeric", None)  # lambdified functions are rebuilt lazily
         return state
 
+    # -- notebook display (the lectures) -------------------------------------------------
+    def _repr_latex_(self) -> str:
+        r"""Jupyter shows the record as a numbered equation labelled :attr:`label`, so the
+        text around it can refer to it with ``\eqref{<label>}``."""
+        return rf"\begin{{equation}}{self.latex()}\label{{{self.label}}}\end{{equation}}"
+
+    def proof_log(self):
+        """The proof log as a Markdown table (claim, method, detail) for notebooks.
+
+        Returns an ``IPython.display.Markdown`` (IPython comes with the ``[book]`` extra);
+        the records themselves are :attr:`verifications`.
+        """
+        from IPython.display import Markdown
+
+        def cell(text: str) -> str:  # Markdown-escape, so claims render verbatim
+            return re.sub(r"([\\`*_\[\]<>#|$])", r"\\\1", text)
+
+        rows = [f"| {cell(v.claim)} | {v.method} {'✓' if v.passed else '✗'} | {cell(v.detail)} |"
+                for v in self.verifications]
+        return Markdown("\n".join([f"**Proof log of `{self.name}`**", "",
+                                   "| claim | verified by | detail |", "|---|---|---|", *rows]))
+
 
 # --- proof helpers --------------------------------------------------------------------
 
