@@ -58,6 +58,7 @@ def _mean_exact_loc() -> Derived:
                   "Unique interior fixed point for mean normalization with the exact KL: the "
                   "amplified logit, exact at every finite G.", units="logits",
                   assumptions="beta > 0", level="L1")
+    expr = out.expr
     # F = kappa p q [(1 - 1/G) - beta (z - z_ref)] with z - z_ref = log(p/q) - log(p_ref/q_ref)
     Delta = sp.Symbol("Delta", real=True)
     reduced = sp.expand(sp.expand_log(F / (S.kappa * _P * _Q), force=True))
@@ -84,6 +85,7 @@ def _mean_exact_stiff() -> Derived:
                   "Stiffness at the fixed point, mean normalization, exact KL: kappa beta p* q* "
                   "(the KL coefficient sets the restoring force).", units="per unit learning rate",
                   assumptions="evaluated at p = p*", level="L1")
+    expr = out.expr
     out.check("-dF/dz at z* = kappa beta p* q*", "sympy",
               prove_zero(on_simplex(sp.simplify(Kat - expr))))
     return out
@@ -100,6 +102,7 @@ def _std_exact_cond() -> Derived:
                   "Fixed-point condition for std normalization with the exact KL at large G: "
                   "the amplification of the logit over the reference.", units="logits",
                   assumptions="G -> infinity", level="L1")
+    expr = out.expr
     out.check("F = 0  <=>  z - z_ref = 1/(beta (sqrt(p q) + eps))", "sympy",
               len(sol) == 1 and prove_zero(sol[0] - expr), f"sympy.solve -> {sol}")
     return out
@@ -114,6 +117,7 @@ def _mroueh_map() -> Derived:
                   "mean+std normalization and KL to the reference (quoted from the literature).",
                   units="probability", assumptions="quoted: arXiv 2503.06639", level="literature",
                   references=("mroueh2025",))
+    expr = out.expr
     odds = expr / (1 - expr)
     out.check("in logits the map reads z_n = z_ref + 1/(beta sqrt(p q + eps)) "
               "(odds p_n/(1-p_n) = odds_ref * exp(1/(beta sqrt(pq + eps))))", "sympy",
@@ -124,17 +128,27 @@ def _mroueh_map() -> Derived:
 @derivation("fixed_points.mroueh_agreement")
 def _mroueh_agree() -> Derived:
     ours = get("fixed_points.std_exact_condition").expr
-    theirs = 1 / (S.beta * sp.sqrt(_P * _Q + S.eps))
-    expr = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO()
-    out = Derived("fixed_points.mroueh_agreement", sp.simplify(expr), (_P, _Q, S.beta, S.h),
+    # Mroueh's fixed point p = f(p), read from the quoted map: in logits
+    # z - z_ref = log(f/(1-f)) - log(p_ref/(1-p_ref)), taken from the record, not retyped
+    f = get("fixed_points.mroueh_map").expr.subs(1 - _P, _Q)
+    odds = sp.simplify(f / (1 - f))
+    theirs = sp.simplify(sp.expand_log(sp.log(odds * (1 - _PR) / _PR), force=True))
+    derived = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO()
+    out = Derived("fixed_points.mroueh_agreement", sp.simplify(derived), (_P, _Q, S.beta, S.h),
                   r"\Delta z^{*}_{\mathrm{ours}} - \Delta z^{*}_{\mathrm{Mroueh}}",
                   "Difference of the fixed-point conditions (std + exact KL, G -> infinity) vs "
                   "Mroueh's, to first order in the advantage epsilon h: zero at h = 0 (the "
                   "variants coincide), O(epsilon) because epsilon sits outside the square root "
                   "in TRL/verl and inside it in Mroueh's.", units="logits",
                   assumptions="G -> infinity", level="L1", references=("mroueh2025",))
-    out.check("at epsilon = 0 the fixed-point conditions coincide exactly", "sympy",
-              prove_zero(ours.subs(S.eps, 0) - theirs.subs(S.eps, 0)))
+    expr = out.expr
+    out.check("the logit of Mroueh's map is z_ref + 1/(beta sqrt(p q + eps)): its fixed points "
+              "satisfy z - z_ref = 1/(beta sqrt(pq + eps))", "sympy",
+              prove_zero(theirs - 1 / (S.beta * sp.sqrt(_P * _Q + S.eps))), sp.sstr(theirs))
+    out.check("equals the first-order series in epsilon of ours - Mroueh's (computed from the "
+              "two records)", "sympy", prove_zero(expr - derived))
+    out.check("at epsilon = 0 the fixed-point conditions coincide exactly (our condition and "
+              "the fixed point of Mroueh's map)", "sympy", prove_zero(expr.subs(S.h, 0)))
     out.check("the first-order difference is nonzero (epsilon placement matters)", "sympy",
               not prove_zero(expr))
     return out
@@ -153,8 +167,9 @@ def _stiff_reward() -> Derived:
                   "Stiffness in reward coordinates: -d(dp/dt)/dp at a fixed point equals the logit "
                   "stiffness K (an eigenvalue is coordinate invariant).", units="per step per unit lr",
                   level="L1")
+    expr = out.expr
     lhs = sp.simplify(-at)
-    target = -sp.Subs(sp.Derivative(f(zs), zs), zs, sp.log(pp / (1 - pp))).doit()
+    target = sp.Subs(expr.xreplace({S.z: zs}), zs, sp.log(pp / (1 - pp))).doit()
     out.check("-d/dp [p(1-p) F(z(p))] = -F'(z) wherever F = 0", "sympy",
               prove_zero(sp.simplify(lhs - target)), sp.sstr(lhs))
     del zs

@@ -63,6 +63,7 @@ def _langevin() -> Derived:
                   "m x'' + gamma x' + k x = eta xi(t), white noise of intensity sigma^2.",
                   units="logits^2", assumptions="gamma > 0, k > 0 (stable); white noise",
                   level="L3", references=_PAPER)
+    expr = out.expr
     Ps = P.subs(sol)
     out.check("solves the continuous Lyapunov equation A P + P A^T + Q = 0", "sympy",
               all(prove_zero(e) for e in (A * Ps + Ps * A.T + Q)))
@@ -100,6 +101,7 @@ def _ar2() -> Derived:
                   "x_{t+1} = (1 + mu - eta K) x_t - mu x_{t-1} + eta xi_t, Var xi = sigma^2.",
                   units="logits^2", assumptions="on-policy (k = 1); 0 < eta K < 2 (1 + mu), mu < 1",
                   level="L2", references=_PAPER)
+    expr = out.expr
     Ps = P.subs(sol)
     out.check("solves the discrete Lyapunov equation P = A P A^T + Q", "sympy",
               all(prove_zero(sp.simplify(e)) for e in (A * Ps * A.T + Q - Ps)))
@@ -144,6 +146,7 @@ def _reward() -> Derived:
                   "proportional to 1/G because Var z is proportional to sigma^2 ~ 1/G.",
                   units="reward^2", assumptions="Var z small (delta method, O(Var z^2) dropped)",
                   level="L3", references=_PAPER)
+    expr = out.expr
     out.check("dp/dz at z* = logit(p*) equals p*(1 - p*)", "sympy", prove_equal(slope, ps * (1 - ps)))
     # second-order delta method for Gaussian eps: Var sigma(z*+eps) = p'^2 v + O(v^2)
     eps_, v = sp.symbols("epsilon_ v", positive=True)

@@ -77,6 +77,7 @@ def _mass() -> Derived:
         "function at first order in the lag.", units="steps^2 (dimensionless per step^2)",
         assumptions="linearisation at a fixed point; heavy-ball momentum mu in [0,1); lag to first order",
         level="L3", references=_PAPER)
+    mass = out.expr
     out.check("m is the s^2 coefficient of chi(s) up to a term second order in the lag",
               "sympy", prove_zero(sp.expand(series).coeff(S.s, 2) - mass - lag2),
               f"dropped term {sp.sstr(lag2)}")
@@ -93,6 +94,7 @@ def _damping() -> Derived:
         "function. Off-policy lag ell acting on the stale stiffness K_s erodes it.",
         units="per step", assumptions="first order in the lag ell (steps)",
         level="L3", references=_PAPER)
+    damping = out.expr
     out.check("gamma is the s^1 coefficient of chi(s)", "sympy",
               prove_zero(sp.expand(series).coeff(S.s, 1) - damping))
     out.check("d gamma / d ell = -eta K_s (lag erodes damping)", "sympy",
@@ -108,6 +110,7 @@ def _spring() -> Derived:
         "oscillator.spring", sp.simplify(expr), (S.eta, S.K), "k",
         "Spring constant of the reduced model: learning rate times total stiffness.",
         units="per step^2", assumptions="K = K_f + K_s", level="L3", references=_PAPER)
+    expr = out.expr
     out.check("k = chi(0) = eta (K_f + K_s)", "sympy",
               prove_zero(series.subs(S.s, 0) - expr.subs(S.K, S.K_fresh + S.K_stale)))
     return out
@@ -132,18 +135,36 @@ def _damping_ratio() -> Derived:
         "oscillator.damping_ratio", expr, (S.m, S.gamma, S.spring), r"\zeta",
         "Damping ratio: zeta < 1 oscillatory, = 1 critical, > 1 overdamped.",
         units="dimensionless", level="L3", references=_PAPER)
+    expr = out.expr
     # zeta = 1 exactly where the characteristic roots of m s^2 + gamma s + k coincide
-    roots = sp.solve(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
+    s_plus, s_minus = sp.solve(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
     disc = sp.discriminant(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
     out.check("the discriminant gamma^2 - 4 m k equals 4 m k (zeta^2 - 1)", "sympy",
               prove_zero(disc - 4 * S.m * S.spring * (expr**2 - 1)))
-    out.check("the characteristic equation has two roots", "sympy", len(roots) == 2)
+    out.check("the squared gap of the characteristic roots is 4 k (zeta^2 - 1)/m: they coincide "
+              "exactly at zeta = 1 (real for zeta > 1, complex for zeta < 1)", "sympy",
+              prove_zero(sp.expand((s_plus - s_minus)**2) - 4 * S.spring * (expr**2 - 1) / S.m))
     return out
 
 
-def _critical(name, var, args, lhs, description, units, sample, upper=None) -> Derived:
+def _rationalized(root):
+    """(A + c sqrt(B))/D -> (A^2 - c^2 B)/(D (A - c sqrt(B))): the same root without the
+    cancellation of A against c sqrt(B) (0/0 at zero lag for eta_c and K_c)."""
+    num, den = sp.fraction(sp.together(root))
+    num = sp.expand(num)
+    surd = sp.Add(*[t for t in sp.Add.make_args(num)
+                   if any(pw.exp == sp.Rational(1, 2) for pw in t.atoms(sp.Pow))])
+    if surd == 0:
+        return root
+    rest = num - surd
+    return sp.factor(sp.expand(rest**2 - surd**2)) / (den * (rest - surd))
+
+
+def _critical(name, var, args, lhs, description, units, sample, upper=None,
+              rationalize=True) -> Derived:
     """Critical damping gamma^2 = 4 m k of the continuous model (all stiffness stale) solved for
-    ``var``; the physical root is the one in range with gamma > 0 at the ``sample`` point."""
+    ``var``; the physical root is the one in range with gamma > 0 at the ``sample`` point,
+    written in the rationalised form that is exact and finite at zero lag."""
     g, mm, kk = damping_expr().subs(S.K_stale, S.K), mass_expr(), spring_expr()
     disc = g**2 - 4 * mm * kk
     chosen = None
@@ -152,9 +173,22 @@ def _critical(name, var, args, lhs, description, units, sample, upper=None) -> D
         in_range = val.is_real and val >= 0 and (upper is None or val < upper)
         if in_range and g.subs({**sample, var: val}) > 0:
             chosen = sp.simplify(sol)
-    out = Derived(name, chosen, args, lhs, description, units=units,
-                  assumptions="K_s = K; root with gamma > 0", level="L3", references=_PAPER)
-    out.check(f"zeta = 1 at the root for {var}", "sympy", prove_zero(disc.subs(var, chosen)))
+    form = sp.factor_terms(sp.cancel(_rationalized(chosen))) if rationalize else chosen
+    out = Derived(name, form, args, lhs, description,
+                  units=units, assumptions="K_s = K; root with gamma > 0", level="L3",
+                  references=_PAPER)
+    expr = out.expr
+    out.check(f"zeta = 1 at the root for {var}", "sympy", prove_zero(sp.expand(disc.subs(var, expr))))
+    out.check("equals the quadratic-formula root of gamma^2 = 4 m k", "sympy",
+              prove_zero(expr - chosen))
+    if rationalize:
+        den0 = sp.factor(sp.simplify(sp.fraction(sp.together(expr))[1].subs(S.ell, 0)
+                                     .subs(S.mu, sp.Symbol("mu", positive=True))))
+        out.check("finite at zero lag: the rationalised root equals the quadratic-formula root for "
+                  "ell != 0 and its denominator at ell = 0 has no root for mu >= 0, so its value "
+                  "there is the limit ell -> 0 (the quadratic-formula root is 0/0)", "sympy",
+                  den0.is_nonzero is True and not (den0.free_symbols & {S.ell}),
+                  f"denominator at ell = 0: {sp.sstr(den0)}; value {sp.sstr(expr.subs(S.ell, 0))}")
     return out
 
 
@@ -163,7 +197,7 @@ def _critical_momentum() -> Derived:
     return _critical("oscillator.critical_momentum", S.mu, (S.eta, S.K, S.ell), r"\mu_c",
                      "Momentum at critical damping (zeta = 1) of the continuous model, all stiffness "
                      "stale; mu > mu_c is oscillatory.", "dimensionless",
-                     {S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1}, upper=1)
+                     {S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1}, upper=1, rationalize=False)
 
 
 @derivation("oscillator.critical_learning_rate")
@@ -192,6 +226,7 @@ def _published_threshold() -> Derived:
         "identified with the refresh interval this is the published threshold "
         "K eta K_ref < 1 - mu.", units="steps", assumptions="K_s = K; first order in the lag",
         level="L3", references=_PAPER)
+    ell_max = out.expr
     out.check("gamma(ell_max) = 0", "sympy", prove_zero(g.subs(S.ell, ell_max)))
     out.check("ell < ell_max  <=>  eta K ell < 1 - mu (the published form)", "sympy",
               prove_equal(ell_max * S.eta * S.K, 1 - S.mu))
@@ -257,6 +292,7 @@ def _traj_over() -> Derived:
     out = Derived("oscillator.trajectory_overdamped", expr, _ARGS_TRAJ, "x(t)",
                   "Closed-form deviation, overdamped regime (gamma^2 > 4 m k).", units="logits",
                   assumptions="gamma^2 > 4 m k", level="L3")
+    expr = out.expr
     # Independent route: sympy's dsolve with the initial conditions.
     sol = sp.dsolve(_ode(), S.x(S.t), ics={S.x(0): S.x0, S.x(S.t).diff(S.t).subs(S.t, 0): S.v0})
     out.check("equals sympy.dsolve's solution with the same initial conditions", "sympy",
@@ -277,6 +313,7 @@ def _traj_over_modes() -> Derived:
                   "Overdamped trajectory as a sum of its two decaying modes (the form used for "
                   "numerics at large t: no cosh overflow).", units="logits",
                   assumptions="gamma^2 > 4 m k", level="L3")
+    expr = out.expr
     out.check("identical to the cosh/sinh form", "sympy",
               prove_zero((expr - _overdamped_expr()).rewrite(sp.exp)))
     return out
@@ -288,6 +325,7 @@ def _traj_under() -> Derived:
     out = Derived("oscillator.trajectory_underdamped", expr, _ARGS_TRAJ, "x(t)",
                   "Closed-form deviation, underdamped (oscillatory) regime (gamma^2 < 4 m k).",
                   units="logits", assumptions="gamma^2 < 4 m k", level="L3")
+    expr = out.expr
     over = _overdamped_expr()
     W = sp.Symbol("W", positive=True)
     # the underdamped form is the overdamped one continued to imaginary w = i W
@@ -313,6 +351,7 @@ def _traj_critical() -> Derived:
                   "x(t)", "Closed-form deviation at critical damping, obtained as the exact limit "
                   "of the overdamped solution (k = gamma^2/(4m)).", units="logits",
                   assumptions="gamma^2 = 4 m k", level="L3")
+    expr = out.expr
     w_u = sp.Symbol("w", positive=True)
     under = _underdamped_expr().subs(k, (g**2 + 4 * m**2 * w_u**2) / (4 * m))
     out.check("the underdamped limit W -> 0+ gives the same function", "sympy",
@@ -336,6 +375,7 @@ def _overdamped_limit() -> Derived:
                   "tau = gamma/k, whatever the initial velocity (the empirical saturation law).",
                   units="logits", assumptions="gamma > 0, t > 0, m -> 0+", level="L3",
                   references=_PAPER)
+    expr = out.expr
     out.check("lim_{m->0+} x(t) = x0 exp(-k t/gamma) for t > 0, any v0", "sympy",
               prove_zero(lim - expr.subs(g, gp)), f"limit = {sp.sstr(lim)}")
     slow_root = (-gp + sp.sqrt(gp**2 - 4 * m * k)) / (2 * m)
@@ -355,6 +395,7 @@ def _single_exponential() -> Derived:
                   "initial reward R_0, time scale tau = gamma/k (inverse stiffness).",
                   units="reward", assumptions="overdamped (m -> 0) and linear in reward",
                   level="L3", references=_PAPER)
+    expr = out.expr
     out.check("R(0) = R_0 and R(t) -> R_inf", "sympy",
               prove_zero(out.expr.subs(S.t, 0) - S.R_0)
               and prove_zero(sp.limit(out.expr, S.t, sp.oo) - S.R_inf))
@@ -372,10 +413,13 @@ def _slow_start() -> Derived:
                   "slope is zero and the curve starts slowly (inertia), unlike the single "
                   "exponential whose initial slope is -x0/tau.", units="logits/step^2",
                   level="L3", references=_PAPER)
+    x2 = out.expr
     out.check("x''(0) = -(gamma v0 + k x0)/m", "sympy",
               prove_equal(x2, -(S.gamma * S.v0 + S.spring * S.x0) / S.m))
-    out.check("slow start: with v0 = 0, x'(0) = 0 in every regime", "sympy",
-              all(prove_zero(sp.diff(e, S.t).subs({S.t: 0, S.v0: 0}))
+    out.check("slow start from rest (v0 = 0): x(t) = x0 + x''(0) t^2/2 + O(t^3) in every regime, "
+              "a quadratic departure (the single exponential departs linearly, -x0 t/tau)", "sympy",
+              all(prove_zero(sp.series(e.subs(S.v0, 0), S.t, 0, 3).removeO()
+                             - S.x0 - x2.subs(S.v0, 0) * S.t**2 / 2)
                   for e in (over, _underdamped_expr())))
     return out
 
@@ -391,6 +435,7 @@ def _scaling() -> Derived:
                   "tau = gamma/k when the stiffness scales as K = c N^alpha.", units="dimensionless",
                   assumptions="K = c_K N^alpha; first-order lag model", level="L3",
                   references=_PAPER)
+    exponent = out.expr
     out.check("with no lag the exponent is exactly -alpha (tau ~ N^-alpha)", "sympy",
               prove_zero(exponent.subs(S.ell, 0) + S.alpha))
     out.check("with lag: exponent = -alpha (1 - mu)/gamma, steeper than -alpha", "sympy",
