@@ -340,6 +340,8 @@ def _published_lr() -> Derived:
                   units="dimensionless (eta K)", assumptions="first order in the lag, lag = k",
                   level="L3", references=_PAPER)
     expr = out.expr
+    out.check("eta K k = 1 - mu at the threshold (the published form, quoted)", "sympy",
+              prove_zero(expr * S.k_ref - (1 - S.mu)))
     exact = get("discrete.refresh_flip_threshold").expr
     ratio = sp.simplify(exact.subs(S.mu, 0) / expr.subs(S.mu, 0))
     out.check("DISAGREEMENT recorded: at mu = 0 the exact threshold (2/k) is twice the published "
@@ -476,6 +478,32 @@ def _continuous_threshold() -> Derived:
     out.check("gamma vanishes at eta_max", "sympy", prove_zero(g.subs(S.eta, expr)))
     out.check("gamma decreases in eta (so eta < eta_max <=> gamma > 0 for K_s ell > 0)", "sympy",
               prove_equal(sp.diff(g, S.eta), -S.K_stale * S.ell))
+    return out
+
+
+@derivation("discrete.mean_lag_max_refresh_interval")
+def _mean_lag_k_max() -> Derived:
+    bound = get("oscillator.published_threshold").expr        # (1 - mu)/(eta K): lag at gamma = 0
+    lag = get("discrete.refresh_effective_lag").expr           # (k - 1)/2
+    kk = sp.Symbol("kappa_k", positive=True)
+    (k_edge,) = sp.solve(sp.Eq(lag.subs(S.k_ref, kk), bound), kk)
+    out = Derived("discrete.mean_lag_max_refresh_interval", sp.ceiling(k_edge) - 1,
+                  (S.mu, S.eta, S.K), r"k_{\max}^{\bar\ell}",
+                  "Largest integer refresh interval with positive L3 damping at the effective lag "
+                  "(k-1)/2, all stiffness stale: the largest k with (k-1)/2 < (1-mu)/(eta K).",
+                  units="steps", assumptions="L3 approximation; all stiffness stale", level="L3")
+    expr = out.expr
+    out.check("the edge k with (k-1)/2 = (1-mu)/(eta K) is 2(1-mu)/(eta K) + 1", "sympy",
+              prove_zero(k_edge - 2 * bound - 1))
+    ok = True
+    for mv, av in ((0, sp.Rational(1, 100)), (sp.Rational(1, 2), sp.Rational(3, 100)),
+                   (sp.Rational(9, 10), sp.Rational(7, 1000)), (sp.Rational(1, 2), sp.Rational(1, 7))):
+        kv = expr.subs({S.mu: mv, S.eta: av, S.K: 1})
+        g = get("oscillator.damping").expr.subs({S.mu: mv, S.eta: av, S.K_stale: 1})
+        ok &= (kv.is_integer and g.subs(S.ell, lag.subs(S.k_ref, kv)) > 0
+               and g.subs(S.ell, lag.subs(S.k_ref, kv + 1)) <= 0)
+    out.check("k_max is an integer with damping > 0 at k_max and <= 0 at k_max + 1 (4 exact "
+              "rational points, including the equality case (1-mu)/(eta K) integer)", "numeric", ok)
     return out
 
 
@@ -1241,7 +1269,7 @@ def refresh_interval_error_table(momenta=(0.0, 0.5, 0.9, 0.99), eta_K=(1e-3, 1e-
             exact = _max_k_stale(a, mu)
             bound = float(get("oscillator.published_threshold").numeric(mu, 1.0, a))  # (1-mu)/(eta K)
             pub = _published_k_max(bound)
-            mean = math.ceil(2 * bound + 1) - 1
+            mean = int(get("discrete.mean_lag_max_refresh_interval").numeric(mu, 1.0, a))
             rows.append({"momentum": mu, "eta_K": a, "k_max_exact": exact,
                          "k_max_published": pub, "k_max_mean_lag": mean,
                          "rel_error_published": (pub - exact) / exact if exact else math.nan,

@@ -89,6 +89,26 @@ def _ar2_matrices():
     return A, Q
 
 
+@derivation("noise.ar2_stability_bound")
+def _ar2_bound() -> Derived:
+    flip = get("discrete.refresh_flip_threshold").expr.subs(S.k_ref, 1)
+    out = Derived("noise.ar2_stability_bound", sp.factor(sp.simplify(flip)), (S.mu,),
+                  r"(\eta K)_{\max}^{AR(2)}",
+                  "Largest eta K for which the on-policy heavy-ball AR(2) process has a "
+                  "stationary state: the k = 1 flip threshold of the exact map.",
+                  units="dimensionless (eta K)", assumptions="on-policy (k = 1); mu in [0, 1)",
+                  level="L2", references=_PAPER)
+    expr = out.expr
+    out.check("equals the exact flip threshold of the refresh monodromy at k = 1", "sympy",
+              prove_zero(expr - flip))
+    A, _ = _ar2_matrices()
+    lam = sp.Symbol("lambda")
+    cp = A.charpoly(lam).as_expr().subs(S.eta, S.a / S.K)
+    out.check("at eta K = bound the AR(2) matrix has the eigenvalue -1", "sympy",
+              prove_zero(cp.subs({lam: -1, S.a: expr})))
+    return out
+
+
 @derivation("noise.ar2_variance")
 def _ar2() -> Derived:
     A, Q = _ar2_matrices()
@@ -155,7 +175,7 @@ def _reward() -> Derived:
     # moments of N(0, v): E eps = 0, E eps^2 = v, E eps^3 = 0, E eps^4 = 3 v^2
     var = c1**2 * v + 2 * c1 * c2 * 0 + c2**2 * (3 * v**2 - v**2)
     out.check("second-order delta method: Var p = (p*(1-p*))^2 Var z + O(Var z^2)", "sympy",
-              prove_zero(sp.simplify(var.coeff(v, 1) - expr.coeff(var_z))))
+              prove_zero(sp.simplify(var.coeff(v, 1) * var_z - expr)))
     import mpmath
 
     errs = []
@@ -242,7 +262,7 @@ def stationary_variance(learning_rate, momentum, stiffness, noise_variance, *, r
             return math.inf
         return float(get("noise.langevin_variance").numeric(eta, s2, osc.damping, osc.spring))
     if k == 1:
-        if eta * Kv >= 2 * (1 + mu):
+        if eta * Kv >= get("noise.ar2_stability_bound").numeric(mu):
             return math.inf
         return float(get("noise.ar2_variance").numeric(eta, mu, Kv, s2))
     return float(np.mean(refresh_phase_variances(eta, mu, Kv, s2, k, fresh_fraction=phi)))

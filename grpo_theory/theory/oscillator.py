@@ -424,6 +424,123 @@ def _slow_start() -> Derived:
     return out
 
 
+@derivation("oscillator.slow_root")
+def _slow_root() -> Derived:
+    m, g, k = S.m, S.gamma, S.spring
+    roots = sp.solve(m * S.s**2 + g * S.s + k, S.s)
+    chosen = [r for r in roots if r.subs({m: 1, g: 3, k: 1}) > -1][0]   # the root nearer 0
+    out = Derived("oscillator.slow_root", chosen, (S.m, S.gamma, S.spring), r"s_{\mathrm{slow}}",
+                  "Slow characteristic root of m s^2 + gamma s + k (overdamped: real, the late-time "
+                  "rate; underdamped: its real part is -gamma/(2m)).", units="per step",
+                  assumptions="gamma > 0", level="L3", references=_PAPER)
+    expr = out.expr
+    out.check("m s^2 + gamma s + k = 0 at s_slow", "sympy",
+              prove_zero(sp.expand(m * expr**2 + g * expr + k)))
+    gp = sp.Symbol("gamma", positive=True)
+    out.check("massless limit: s_slow -> -k/gamma = -1/tau", "sympy",
+              prove_zero(sp.limit(expr.subs(g, gp), m, 0, "+") + k / gp))
+    return out
+
+
+@derivation("oscillator.decay_time")
+def _decay_time() -> Derived:
+    slow = get("oscillator.slow_root").expr
+    out = Derived("oscillator.decay_time", -1 / slow, (S.m, S.gamma, S.spring), r"\tau_{\mathrm{slow}}",
+                  "Late-time decay time of the overdamped oscillator, -1/s_slow (the time scale a "
+                  "fitted curve approaches its plateau with).", units="steps",
+                  assumptions="gamma^2 > 4 m k", level="L3", references=_PAPER)
+    expr = out.expr
+    out.check("exp(-t/tau_slow) solves m x'' + gamma x' + k x = 0", "sympy",
+              prove_zero(sp.expand(S.m / expr**2 - S.gamma / expr + S.spring)))
+    gp = sp.Symbol("gamma", positive=True)
+    out.check("massless limit: tau_slow -> gamma/k (the single exponential's tau)", "sympy",
+              prove_zero(sp.limit(expr.subs(S.gamma, gp), S.m, 0, "+") - gp / S.spring))
+    return out
+
+
+def _underdamped_rates():
+    """(envelope rate gamma/2m, angular frequency W) of the underdamped closed form, read from
+    the record's expression."""
+    x = get("oscillator.trajectory_underdamped").expr
+    W = [a.args[0] / S.t for a in x.atoms(sp.cos)][0]
+    rate = -[e.args[0] for e in x.atoms(sp.exp)][0] / S.t
+    return sp.simplify(rate), sp.simplify(W)
+
+
+@derivation("oscillator.period")
+def _period() -> Derived:
+    rate, W = _underdamped_rates()
+    out = Derived("oscillator.period", 2 * sp.pi / W, (S.m, S.gamma, S.spring), "T",
+                  "Period of the underdamped oscillation (2 pi over the angular frequency).",
+                  units="steps", assumptions="gamma^2 < 4 m k", level="L3", references=_PAPER)
+    expr = out.expr
+    x = get("oscillator.trajectory_underdamped").expr
+    shifted = (x * sp.exp(rate * S.t)).subs(S.t, S.t + expr)
+    out.check("x(t) e^{gamma t/2m} is periodic with period T", "sympy",
+              prove_zero(sp.expand_trig(sp.expand(shifted - x * sp.exp(rate * S.t)))))
+    return out
+
+
+@derivation("oscillator.envelope_decay_time")
+def _envelope() -> Derived:
+    rate, W = _underdamped_rates()
+    out = Derived("oscillator.envelope_decay_time", 1 / rate, (S.m, S.gamma), r"\tau_{\mathrm{env}}",
+                  "Decay time of the underdamped envelope, 2m/gamma.", units="steps",
+                  assumptions="gamma^2 < 4 m k, gamma > 0", level="L3", references=_PAPER)
+    expr = out.expr
+    x = get("oscillator.trajectory_underdamped").expr
+    out.check("x(t) e^{t/tau_env} is a pure oscillation (no exponential left)", "sympy",
+              not (sp.simplify(x * sp.exp(S.t / expr))).has(sp.exp))
+    out.check("tau_env = -1/Re(s) for both complex roots of m s^2 + gamma s + k", "sympy",
+              prove_zero(-S.gamma / (2 * S.m) + 1 / expr))
+    return out
+
+
+@derivation("oscillator.overshoot")
+def _overshoot() -> Derived:
+    rate, W = _underdamped_rates()
+    x = get("oscillator.trajectory_underdamped").expr
+    xdot = sp.expand(sp.simplify(sp.diff(x, S.t) * sp.exp(rate * S.t)))
+    A = sp.simplify(xdot.coeff(sp.cos(W * S.t)))
+    B = sp.simplify(xdot.coeff(sp.sin(W * S.t)))
+    phase = sp.atan2(A, B)                   # A cos + B sin = R sin(W t + phase)
+    t1 = (sp.pi - sp.Mod(phase, sp.pi)) / W  # first t > 0 with x'(t) = 0
+    out = Derived("oscillator.overshoot", sp.simplify(-x.subs(S.t, t1) / S.x0), (S.m, S.gamma, S.spring, S.x0, S.v0),
+                  r"\mathrm{OS}",
+                  "Overshoot of the underdamped oscillator: -x(t_1)/x0 at the first extremum t_1 > 0, "
+                  "with a free initial slope v0 (the fitted oscillator's); positive when the "
+                  "deviation crosses the fixed point.", units="fraction of the initial deviation",
+                  assumptions="gamma^2 < 4 m k, x0 != 0", level="L3", references=_PAPER)
+    expr = out.expr
+    out.check("x'(t) e^{gamma t/2m} = A cos(W t) + B sin(W t) (no other terms)", "sympy",
+              prove_zero(xdot - A * sp.cos(W * S.t) - B * sp.sin(W * S.t)))
+    at_rest = sp.exp(-rate * sp.pi / W)
+    rest = x.subs(S.v0, 0)
+    out.check("from rest (v0 = 0) the first extremum is at t = pi/W and the overshoot is "
+              "exp(-gamma pi/(2 m W)), the at-rest formula", "sympy",
+              prove_zero(sp.diff(rest, S.t).subs(S.t, sp.pi / W))
+              and prove_zero(-rest.subs(S.t, sp.pi / W) / S.x0 - at_rest))
+    import mpmath
+
+    f = sp.lambdify(_ARGS_TRAJ[1:], expr, "mpmath")
+    traj = sp.lambdify((S.t,) + _ARGS_TRAJ[1:], x, "mpmath")
+    errors = []
+    with mpmath.workdps(40):
+        for (mv, gv, kv, v0) in ((1, "0.2", 2, "0.5"), (1, "0.2", 2, "-3"), ("0.75", "0.3", "0.1", "0.05"),
+                                 (1, "0.2", 2, 0)):
+            mv, gv, kv, v0 = (mpmath.mpf(v) for v in (mv, gv, kv, v0))
+            d = lambda tt: mpmath.diff(lambda u: traj(u, mv, gv, kv, 1, v0), tt)  # noqa: E731
+            Wv = mpmath.sqrt(4 * mv * kv - gv**2) / (2 * mv)
+            grid = [mpmath.mpf(i) / 400 * 2 * mpmath.pi / Wv for i in range(1, 401)]
+            t_first = next(g for g0, g in zip(grid, grid[1:]) if d(g0) * d(g) <= 0)
+            t_root = mpmath.findroot(d, t_first)
+            ref = -traj(t_root, mv, gv, kv, 1, v0)
+            errors.append(abs(f(mv, gv, kv, 1, v0) - ref) / abs(ref))
+    record_numeric(out, "equals -x(t_1) at the first root t_1 > 0 of x'(t) found by mpmath (4 "
+                   "cases: v0 of both signs and v0 = 0)", errors, digits=25)
+    return out
+
+
 @derivation("oscillator.scaling_exponent")
 def _scaling() -> Derived:
     tau_expr = (damping_expr() / spring_expr()).subs(S.K_stale, S.K)
