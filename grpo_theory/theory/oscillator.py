@@ -28,6 +28,7 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
+from grpo_theory.results import Result
 from grpo_theory.validate import check_real
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "damping_ratio",
     "regime",
     "discrete_characteristic_function",
+    "TrajectoryResult",
+    "trajectory_report",
 ]
 
 _PAPER = ("predictable_grpo",)
@@ -663,6 +666,44 @@ def trajectory(t, mass, damping, spring, x0, v0=0.0):
     if disc < 0:
         return get("oscillator.trajectory_underdamped").numeric(t, m, g, k, x0, v0)
     return get("oscillator.trajectory_critical").numeric(t, m, g, x0, v0) + 0 * t
+
+
+@dataclass(frozen=True)
+class TrajectoryResult(Result):
+    """x(t) of the L3 oscillator at given times (``grpo-theory trajectory``)."""
+
+    inputs: dict
+    times: tuple
+    x: tuple
+    regime: str
+    damping_ratio: float
+
+    def __str__(self) -> str:
+        lines = [f"regime: {self.regime}  damping ratio: {self.damping_ratio:.6g}",
+                 f"{'t':>12}  {'x(t)':>16}"]
+        lines += [f"{tt:>12.6g}  {xv:>16.10g}" for tt, xv in zip(self.times, self.x)]
+        return "\n".join(lines)
+
+
+def trajectory_report(times, mass, damping, spring, x0, v0=0.0) -> TrajectoryResult:
+    """The closed-form trajectory at ``times`` (steps, each >= 0) with its regime."""
+    from grpo_theory.validate import ParameterError
+
+    ts = []
+    for tt in times:
+        try:
+            ts.append(check_real("times", tt, low=0))
+        except ParameterError:
+            raise ParameterError("times", list(times), "finite real numbers >= 0") from None
+    if not ts:
+        raise ParameterError("times", list(times), "at least one time >= 0")
+    m, g, k = _check_traj_args(mass, damping, spring)
+    x0 = check_real("x0", x0)
+    v0 = check_real("v0", v0)
+    x = trajectory(np.array(ts), m, g, k, x0, v0)
+    return TrajectoryResult(inputs={"mass": m, "damping": g, "spring": k, "x0": x0, "v0": v0},
+                            times=tuple(ts), x=tuple(float(v) for v in np.atleast_1d(x)),
+                            regime=regime(m, g, k), damping_ratio=float(damping_ratio(m, g, k)))
 
 
 def velocity(t, mass, damping, spring, x0, v0=0.0, *, h=None):
