@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-
-import numpy as np
 
 from grpo_theory.validate import ParameterError, check_real
 
@@ -50,24 +47,8 @@ def parse_times(text) -> list[float]:
     return out
 
 
-def run(args) -> int:
-    from grpo_theory.theory import oscillator
+def call(args):
+    from grpo_theory.theory.oscillator import trajectory_report
 
-    times = parse_times(args.times)
-    m = check_real("mass", args.mass, low=0, low_open=True)
-    g = check_real("damping", args.damping)
-    k = check_real("spring", args.spring, low=0, low_open=True)
-    x = oscillator.trajectory(np.array(times), m, g, k, args.x0, args.v0)
-    zeta = float(oscillator.damping_ratio(m, g, k))
-    out = {"inputs": {"mass": m, "damping": g, "spring": k, "x0": float(args.x0),
-                      "v0": float(args.v0)},
-           "times": times, "x": [float(v) for v in np.atleast_1d(x)],
-           "regime": oscillator.regime(m, g, k), "damping_ratio": zeta}
-    if args.json:
-        print(json.dumps(out, indent=2))
-        return 0
-    print(f"regime: {out['regime']}  damping ratio: {zeta:.6g}")
-    print(f"{'t':>12}  {'x(t)':>16}")
-    for tt, xv in zip(times, out["x"]):
-        print(f"{tt:>12.6g}  {xv:>16.10g}")
-    return 0
+    return trajectory_report(parse_times(args.times), args.mass, args.damping, args.spring,
+                             args.x0, args.v0)

@@ -69,6 +69,7 @@ def _no_kl_std() -> Derived:
                   "Mean-field logit trajectory without KL, std normalization (large G, epsilon = 0): "
                   "explicit closed form.", units="logits",
                   assumptions="continuous time; r = eta kappa (per step)", level="L1 (nonlinear)")
+    expr = out.expr
     out.check("sqrt(p q) = 1/(2 cosh(z/2)) for p = sigma(z)", "sympy",
               _rational_in_w(g - g_simple) == 0)
     out.check("separation of variables: integral of 2 cosh(z/2) dz = 4 sinh(z/2)", "sympy",
@@ -91,6 +92,7 @@ def _no_kl_std_time() -> Derived:
                   "Mean-field time to reach logit z without KL, std normalization (large G, "
                   "epsilon = 0): the inverse of the explicit trajectory.", units="steps",
                   assumptions="continuous time; r = eta kappa (per step)", level="L1 (nonlinear)")
+    expr = out.expr
     z_of_t = get("closed_forms.no_kl_std").expr
     out.check("t(z(t)) = t for the explicit trajectory z(t)", "sympy",
               prove_zero(expr.subs(S.z, z_of_t) - S.t))
@@ -106,6 +108,7 @@ def _no_kl_mean() -> Derived:
                   "Mean-field time to reach logit z without KL, mean normalization (exact at finite G "
                   "with r = eta kappa (1 - 1/G)): the implicit closed form, inverted numerically.",
                   units="steps", assumptions="continuous time", level="L1 (nonlinear)")
+    expr = out.expr
     out.check("p q = 1/(2 + 2 cosh z) for p = sigma(z)", "sympy",
               _rational_in_w(g - g_simple) == 0)
     out.check("separation of variables: integral of (2 + 2 cosh z) dz = 2 z + 2 sinh z", "sympy",

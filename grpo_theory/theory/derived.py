@@ -15,6 +15,7 @@ disable the disk cache, or to a directory to move it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -37,6 +38,8 @@ __all__ = [
     "prove_zero",
     "prove_equal",
     "record_numeric",
+    "mutated",
+    "build",
 ]
 
 
@@ -126,6 +129,11 @@ class Derived:
         if not passed:
             raise VerificationError(f"{self.name}: {claim} failed ({method}) {detail}")
 
+    def __post_init__(self):
+        mutate = _MUTATIONS.get(self.name)
+        if mutate is not None:
+            self.expr = mutate(self.expr)
+
     def __getstate__(self):
         state = dict(self.__dict__)
         state.pop("numeric", None)  # lambdified functions are rebuilt lazily
@@ -154,13 +162,69 @@ class Derived:
                                    "| claim | verified by | detail |", "|---|---|---|", *rows]))
 
 
+# --- mutation testing ------------------------------------------------------------------
+
+_MUTATIONS: dict[str, Callable] = {}
+
+
+@contextlib.contextmanager
+def mutated(name: str, mutate: Callable):
+    """Within the block, a :class:`Derived` named ``name`` is built with
+    ``mutate(expr)`` in place of its expression, so its proof log runs on the perturbed
+    expression (builders take ``expr = out.expr`` before proving).  A proof that still
+    passes proves nothing.  Results built here must not be cached: call the builder
+    (:func:`build`), not :func:`get`."""
+    _MUTATIONS[name] = mutate
+    try:
+        yield
+    finally:
+        _MUTATIONS.pop(name, None)
+
+
+def build(name: str) -> Derived:
+    """Run the derivation ``name`` now, bypassing both caches (for mutation tests)."""
+    if name not in _REGISTRY:
+        _import_all()
+    return _REGISTRY[name]()
+
+
 # --- proof helpers --------------------------------------------------------------------
 
+def _disproved(expr) -> bool:
+    """True when ``expr`` is clearly nonzero at a sample point (50-digit evaluation with every
+    free symbol at a value in (0, 1), integers in {3, 4, 5}): a counterexample ends the
+    proof attempt at once instead of letting simplification search.  Never proves anything;
+    an expression that cannot be evaluated is left to the symbolic route."""
+    symbols = sorted(expr.free_symbols, key=str)
+    if not symbols or len(symbols) > 40:
+        return False
+    for seed in (0, 1):
+        point = {}
+        for i, sym in enumerate(symbols):
+            if sym.is_integer:
+                point[sym] = 3 + (i + seed) % 3
+            else:
+                point[sym] = sp.Rational(13 + (7 * i + 5 * seed) % 17, 41)
+        try:
+            value = complex(sp.N(expr.xreplace(point).doit(), 50))
+        except (TypeError, ValueError, ZeroDivisionError, AttributeError, NotImplementedError,
+                RecursionError):
+            return False
+        if value != value or abs(value) == float("inf"):
+            return False
+        if abs(value) > 1e-20:
+            return True
+    return False
+
+
 def prove_zero(expr, *, simplifier=None) -> bool:
-    """True when sympy proves ``expr == 0`` identically (not at sample points)."""
+    """True when sympy proves ``expr == 0`` identically (not at sample points).  A
+    counterexample at a sample point (:func:`_disproved`) answers False at once."""
     expr = sp.sympify(expr)
     if expr == 0:
         return True
+    if isinstance(expr, sp.Basic) and not isinstance(expr, sp.MatrixBase) and _disproved(expr):
+        return False
     for simp in (simplifier,) if simplifier else (sp.simplify, lambda e: sp.simplify(sp.expand(e)),
                                                    lambda e: sp.simplify(e.rewrite(sp.exp))):
         try:

@@ -135,6 +135,8 @@ def _refresh_monodromy() -> Derived:
         "(x, v) at the next window start = M (x, v) at this one.", units="dimensionless",
         assumptions=_STALE + "; a = eta K; mu in [0,1); k_ref >= 1 steps per window",
         level="L2", references=_PAPER)
+    expr = out.expr
+    closed = sp.Matrix(expr)
     out.check("the summed geometric series equal the closed form (S1, S2 with q = mu^k)", "sympy",
               all(prove_zero(sp.simplify(derived[r, c] - closed[r, c])) for r in range(2)
                   for c in range(2)))
@@ -170,6 +172,7 @@ def _refresh_trace() -> Derived:
     out = Derived("discrete.refresh_trace", tr, (S.a, S.mu, S.k_ref), r"\operatorname{tr} M",
                   "Trace of the refresh monodromy (stale surrogate).", units="dimensionless",
                   assumptions=_STALE, level="L2")
+    tr = out.expr
     q, S1, S2 = _geometric_sums()
     out.check("tr M = 1 + q - a S2 (affine in a)", "sympy",
               prove_equal(tr, 1 + q - S.a * S2) and sp.diff(tr, S.a, 2) == 0)
@@ -182,6 +185,7 @@ def _refresh_det() -> Derived:
     out = Derived("discrete.refresh_determinant", det, (S.a, S.mu, S.k_ref), r"\det M",
                   "Determinant of the refresh monodromy (stale surrogate).", units="dimensionless",
                   assumptions=_STALE, level="L2")
+    det = out.expr
     q, S1, S2 = _geometric_sums()
     out.check("det M = q + a (S1 - k q)/(1 - mu) (affine in a)", "sympy",
               prove_equal(det, q + S.a * (S1 - S.k_ref * q) / (1 - S.mu))
@@ -202,6 +206,7 @@ def _refresh_charpoly() -> Derived:
                   (S.lam, S.a, S.mu, S.k_ref), r"P(\lambda)",
                   "Characteristic polynomial of the refresh monodromy (stale surrogate).",
                   units="dimensionless", assumptions=_STALE, level="L2")
+    expr = out.expr
     M = get("discrete.refresh_monodromy").expr
     out.check("P(lambda) = det(lambda I - M)", "sympy",
               prove_zero(sp.simplify((S.lam * sp.eye(2) - M).det() - expr)))
@@ -223,9 +228,17 @@ def _refresh_flip() -> Derived:
                   "Exact learning-rate threshold (in eta K) where a real eigenvalue of the "
                   "refresh monodromy crosses -1 (period-doubling 'flip').",
                   units="dimensionless (eta K)", assumptions=_STALE, level="L2", references=_PAPER)
+    a_flip = out.expr
     out.check("P(-1) = 1 + tr + det vanishes at a_flip", "sympy", prove_zero(jury.subs(S.a, a_flip)))
-    out.check("1 + tr + det is affine and decreasing in a (slope -(k(1+q)-2 S1)/(1-mu))", "sympy",
-              sp.diff(jury, S.a, 2) == 0)
+    q, S1, _ = _geometric_sums()
+    slope = sp.diff(jury, S.a)
+    pairs = _drop_mu_one(sp.summation((1 - S.mu**_i) * (1 - S.mu**(S.k_ref - _i)), (_i, 0, S.k_ref)))
+    out.check("1 + tr + det is affine and decreasing in a: slope -(k(1+q) - 2 S1)/(1-mu) with "
+              "k(1+q) - 2 S1 = sum_{j=0}^k (1-mu^j)(1-mu^{k-j}) + (1 - mu^k) > 0 (each term >= 0 "
+              "and 1 - mu^k > 0 for mu in [0,1))", "sympy",
+              sp.diff(jury, S.a, 2) == 0
+              and prove_zero(slope + (S.k_ref * (1 + q) - 2 * S1) / (1 - S.mu))
+              and prove_zero(pairs + 1 - q - (S.k_ref * (1 + q) - 2 * S1)))
     out.check("mu = 0: a_flip = 2/k, i.e. stable iff eta K k < 2", "sympy",
               prove_equal(a_flip.subs(S.mu, 0), 2 / S.k_ref))
     out.check("k = 1: a_flip = 2(1 + mu) (on-policy heavy ball)", "sympy",
@@ -248,6 +261,7 @@ def _refresh_complex() -> Derived:
                   "of the refresh monodromy reaches the unit circle (det M = 1). Infinite for "
                   "mu = 0 or k = 1 (det M = q < 1 there).", units="dimensionless (eta K)",
                   assumptions=_STALE + "; k >= 2 and mu > 0", level="L2", references=_PAPER)
+    a_cx = out.expr
     out.check("det M = 1 at a_complex", "sympy", prove_zero(sp.simplify(det.subs(S.a, a_cx) - 1)))
     out.check("mu = 0 or k = 1: det M does not depend on a (no complex boundary)", "sympy",
               prove_zero(sp.diff(det, S.a).subs(S.mu, 0))
@@ -288,6 +302,7 @@ def _refresh_critical() -> Derived:
                   "tr(M)^2 - 4 det(M) = 0, where the monodromy eigenvalues turn from real to "
                   "complex.", units="dimensionless (eta K)", assumptions=_STALE, level="L2",
                   references=_PAPER)
+    chosen = out.expr
     out.check("tr^2 - 4 det is quadratic in a, leading coefficient S2^2 > 0", "sympy",
               sp.degree(disc, S.a) == 2
               and prove_equal(c2, get("discrete.refresh_trace").expr.diff(S.a)**2))
@@ -324,6 +339,9 @@ def _published_lr() -> Derived:
                   "in eta K (continuous model with the lag identified with k).",
                   units="dimensionless (eta K)", assumptions="first order in the lag, lag = k",
                   level="L3", references=_PAPER)
+    expr = out.expr
+    out.check("eta K k = 1 - mu at the threshold (the published form, quoted)", "sympy",
+              prove_zero(expr * S.k_ref - (1 - S.mu)))
     exact = get("discrete.refresh_flip_threshold").expr
     ratio = sp.simplify(exact.subs(S.mu, 0) / expr.subs(S.mu, 0))
     out.check("DISAGREEMENT recorded: at mu = 0 the exact threshold (2/k) is twice the published "
@@ -342,6 +360,7 @@ def _mean_lag_lr() -> Derived:
                   "window instead of k (gamma = 0). Infinite at k = 1.",
                   units="dimensionless (eta K)", assumptions="first order in the lag, lag = (k-1)/2",
                   level="L3")
+    expr = out.expr
     out.check("gamma(mean lag) = 0 at the threshold", "sympy",
               prove_zero(g.subs(S.eta, expr / S.K)))
     exact = get("discrete.refresh_flip_threshold").expr
@@ -368,6 +387,7 @@ def _slow_eigenvalue() -> Derived:
                   "window of k steps, each contracting by a/(1-mu) (the L3 root -k/gamma).",
                   units="per window", assumptions=_STALE + "; O(a^2) dropped", level="L2",
                   references=_PAPER)
+    expr = out.expr
     out.check("P(1 + c1 a + O(a^2)) = O(a^2) gives c1 = -k/(1-mu)", "sympy",
               prove_equal(c1v, -S.k_ref / (1 - S.mu)) and prove_zero(ser.coeff(S.a, 0)))
     # L3 at zero lag: slow root of m s^2 + gamma s + k to first order in a = eta K
@@ -461,6 +481,32 @@ def _continuous_threshold() -> Derived:
     return out
 
 
+@derivation("discrete.mean_lag_max_refresh_interval")
+def _mean_lag_k_max() -> Derived:
+    bound = get("oscillator.published_threshold").expr        # (1 - mu)/(eta K): lag at gamma = 0
+    lag = get("discrete.refresh_effective_lag").expr           # (k - 1)/2
+    kk = sp.Symbol("kappa_k", positive=True)
+    (k_edge,) = sp.solve(sp.Eq(lag.subs(S.k_ref, kk), bound), kk)
+    out = Derived("discrete.mean_lag_max_refresh_interval", sp.ceiling(k_edge) - 1,
+                  (S.mu, S.eta, S.K), r"k_{\max}^{\bar\ell}",
+                  "Largest integer refresh interval with positive L3 damping at the effective lag "
+                  "(k-1)/2, all stiffness stale: the largest k with (k-1)/2 < (1-mu)/(eta K).",
+                  units="steps", assumptions="L3 approximation; all stiffness stale", level="L3")
+    expr = out.expr
+    out.check("the edge k with (k-1)/2 = (1-mu)/(eta K) is 2(1-mu)/(eta K) + 1", "sympy",
+              prove_zero(k_edge - 2 * bound - 1))
+    ok = True
+    for mv, av in ((0, sp.Rational(1, 100)), (sp.Rational(1, 2), sp.Rational(3, 100)),
+                   (sp.Rational(9, 10), sp.Rational(7, 1000)), (sp.Rational(1, 2), sp.Rational(1, 7))):
+        kv = expr.subs({S.mu: mv, S.eta: av, S.K: 1})
+        g = get("oscillator.damping").expr.subs({S.mu: mv, S.eta: av, S.K_stale: 1})
+        ok &= (kv.is_integer and g.subs(S.ell, lag.subs(S.k_ref, kv)) > 0
+               and g.subs(S.ell, lag.subs(S.k_ref, kv + 1)) <= 0)
+    out.check("k_max is an integer with damping > 0 at k_max and <= 0 at k_max + 1 (4 exact "
+              "rational points, including the equality case (1-mu)/(eta K) integer)", "numeric", ok)
+    return out
+
+
 # ----------------------------------------------------------------------------------
 # Symbolic derivations: refresh with fresh stiffness, delay
 # ----------------------------------------------------------------------------------
@@ -479,7 +525,8 @@ def _refresh_step() -> Derived:
                   "iterate and K_s through the frozen sampling policy x_s; the window monodromy "
                   "is P A^k E with E: x_s <- x at the window start.", units="dimensionless",
                   assumptions="mu in [0,1); K = K_f + K_s", level="L2")
-    A = _general_step()
+    expr = out.expr
+    A = sp.Matrix(expr)
     # v' = mu v - eta (K_f x + K_s x_s), x' = x + v'
     xs, vs, xss = sp.symbols("x v x_s")
     y = A * sp.Matrix([xs, vs, xss])
@@ -531,6 +578,7 @@ def _delay_charpoly() -> Derived:
                   "lambda^2 - (1 + mu - eta K) lambda + mu; for d = 1 the lambda^{d-1} term merges "
                   "with the constant.", units="dimensionless",
                   assumptions="x_t = lambda^t in the linear recurrence", level="L2")
+    expr = out.expr
     lam, mu, eta, Kf, Ks = S.lam, S.mu, S.eta, S.K_fresh, S.K_stale
     # hand derivation from the recurrence: substitute x_t = lambda^t
     tt = sp.Symbol("t_", integer=True)
@@ -596,6 +644,7 @@ def _register_delay_threshold(dv: int):
                       f"surrogate (Schur–Cohn). flip boundary: {sp.sstr(flip)}; complex boundary: "
                       f"{sp.sstr(complex_)}.", units="dimensionless (eta K)",
                       assumptions=_STALE + f"; delay d = {dv}", level="L2", references=_PAPER)
+        expr = out.expr
         out.check("P(1) = a > 0: no eigenvalue at +1", "sympy", prove_equal(p1, a))
         for label, c in conds.items():
             if label != "P(1)":
@@ -603,13 +652,15 @@ def _register_delay_threshold(dv: int):
                 ok = prove_zero(sp.diff(c, a, 3)) and all(
                     c.subs({mu: mv, a: expr.subs(mu, mv) * f}) > 0
                     for mv in (0, sp.Rational(1, 2), sp.Rational(9, 10)) for f in (0, sp.Rational(1, 2), 1))
-                out.check(f"the condition {label} > 0 holds on the whole range below the threshold",
-                          "sympy", ok)
+                out.check(f"the condition {label} > 0 holds at 9 sample points below the threshold "
+                          "(mu in {0, 1/2, 9/10}, a/a* in {0, 1/2, 1}; exact rationals) and it is "
+                          "a polynomial of degree <= 2 in a", "numeric", ok)
         if binding is None:
             binding = "complex" if all(
                 (complex_ - flip).subs(mu, mv) < 0 for mv in (0, sp.Rational(1, 2), sp.Rational(99, 100))
             ) else "mixed"
-        out.check(f"binding condition: {binding}", "sympy", binding in ("flip", "complex"))
+        out.check(f"binding condition: {binding} (complex below flip at mu in {{0, 1/2, 99/100}} "
+                  "when both exist)", "numeric", binding in ("flip", "complex"))
         # the boundary is where a root reaches the unit circle (numeric, numpy roots)
         worst = 0.0
         for mv in (0.0, 0.3, 0.6, 0.9):
@@ -1218,7 +1269,7 @@ def refresh_interval_error_table(momenta=(0.0, 0.5, 0.9, 0.99), eta_K=(1e-3, 1e-
             exact = _max_k_stale(a, mu)
             bound = float(get("oscillator.published_threshold").numeric(mu, 1.0, a))  # (1-mu)/(eta K)
             pub = _published_k_max(bound)
-            mean = math.ceil(2 * bound + 1) - 1
+            mean = int(get("discrete.mean_lag_max_refresh_interval").numeric(mu, 1.0, a))
             rows.append({"momentum": mu, "eta_K": a, "k_max_exact": exact,
                          "k_max_published": pub, "k_max_mean_lag": mean,
                          "rel_error_published": (pub - exact) / exact if exact else math.nan,

@@ -21,6 +21,9 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import brentq
 
+from scipy.special import expit
+
+from grpo_theory.results import Result, jsonable
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_zero
 from grpo_theory.theory.drift import (Variant, check_group_size, d_dz, drift_components, drift_expr, on_policy,
@@ -37,6 +40,8 @@ __all__ = [
     "mroueh_fixed_point",
     "mroueh_fixed_points",
     "compare_with_mroueh",
+    "FixedPointsReport",
+    "fixed_point_report",
 ]
 
 _P, _Q, _PR, _QR = S.p, S.q_fail, S.p_ref, S.q_ref
@@ -58,6 +63,7 @@ def _mean_exact_loc() -> Derived:
                   "Unique interior fixed point for mean normalization with the exact KL: the "
                   "amplified logit, exact at every finite G.", units="logits",
                   assumptions="beta > 0", level="L1")
+    expr = out.expr
     # F = kappa p q [(1 - 1/G) - beta (z - z_ref)] with z - z_ref = log(p/q) - log(p_ref/q_ref)
     Delta = sp.Symbol("Delta", real=True)
     reduced = sp.expand(sp.expand_log(F / (S.kappa * _P * _Q), force=True))
@@ -84,6 +90,7 @@ def _mean_exact_stiff() -> Derived:
                   "Stiffness at the fixed point, mean normalization, exact KL: kappa beta p* q* "
                   "(the KL coefficient sets the restoring force).", units="per unit learning rate",
                   assumptions="evaluated at p = p*", level="L1")
+    expr = out.expr
     out.check("-dF/dz at z* = kappa beta p* q*", "sympy",
               prove_zero(on_simplex(sp.simplify(Kat - expr))))
     return out
@@ -126,6 +133,7 @@ def _std_exact_cond() -> Derived:
                   "Fixed-point condition for std normalization with the exact KL at large G: "
                   "the amplification of the logit over the reference.", units="logits",
                   assumptions="G -> infinity", level="L1")
+    expr = out.expr
     out.check("F = 0  <=>  z - z_ref = 1/(beta (sqrt(p q) + eps))", "sympy",
               len(sol) == 1 and prove_zero(sol[0] - expr), f"sympy.solve -> {sol}")
     return out
@@ -140,6 +148,7 @@ def _mroueh_map() -> Derived:
                   "mean+std normalization and KL to the reference (quoted from the literature).",
                   units="probability", assumptions="quoted: arXiv 2503.06639", level="literature",
                   references=("mroueh2025",))
+    expr = out.expr
     odds = expr / (1 - expr)
     out.check("in logits the map reads z_n = z_ref + 1/(beta sqrt(p q + eps)) "
               "(odds p_n/(1-p_n) = odds_ref * exp(1/(beta sqrt(pq + eps))))", "sympy",
@@ -150,17 +159,27 @@ def _mroueh_map() -> Derived:
 @derivation("fixed_points.mroueh_agreement")
 def _mroueh_agree() -> Derived:
     ours = get("fixed_points.std_exact_condition").expr
-    theirs = 1 / (S.beta * sp.sqrt(_P * _Q + S.eps))
-    expr = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO()
-    out = Derived("fixed_points.mroueh_agreement", sp.simplify(expr), (_P, _Q, S.beta, S.h),
+    # Mroueh's fixed point p = f(p), read from the quoted map: in logits
+    # z - z_ref = log(f/(1-f)) - log(p_ref/(1-p_ref)), taken from the record, not retyped
+    f = get("fixed_points.mroueh_map").expr.subs(1 - _P, _Q)
+    odds = sp.simplify(f / (1 - f))
+    theirs = sp.simplify(sp.expand_log(sp.log(odds * (1 - _PR) / _PR), force=True))
+    derived = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO()
+    out = Derived("fixed_points.mroueh_agreement", sp.simplify(derived), (_P, _Q, S.beta, S.h),
                   r"\Delta z^{*}_{\mathrm{ours}} - \Delta z^{*}_{\mathrm{Mroueh}}",
                   "Difference of the fixed-point conditions (std + exact KL, G -> infinity) vs "
                   "Mroueh's, to first order in the advantage epsilon h: zero at h = 0 (the "
                   "variants coincide), O(epsilon) because epsilon sits outside the square root "
                   "in TRL/verl and inside it in Mroueh's.", units="logits",
                   assumptions="G -> infinity", level="L1", references=("mroueh2025",))
-    out.check("at epsilon = 0 the fixed-point conditions coincide exactly", "sympy",
-              prove_zero(ours.subs(S.eps, 0) - theirs.subs(S.eps, 0)))
+    expr = out.expr
+    out.check("the logit of Mroueh's map is z_ref + 1/(beta sqrt(p q + eps)): its fixed points "
+              "satisfy z - z_ref = 1/(beta sqrt(pq + eps))", "sympy",
+              prove_zero(theirs - 1 / (S.beta * sp.sqrt(_P * _Q + S.eps))), sp.sstr(theirs))
+    out.check("equals the first-order series in epsilon of ours - Mroueh's (computed from the "
+              "two records)", "sympy", prove_zero(expr - derived))
+    out.check("at epsilon = 0 the fixed-point conditions coincide exactly (our condition and "
+              "the fixed point of Mroueh's map)", "sympy", prove_zero(expr.subs(S.h, 0)))
     out.check("the first-order difference is nonzero (epsilon placement matters)", "sympy",
               not prove_zero(expr))
     return out
@@ -179,8 +198,9 @@ def _stiff_reward() -> Derived:
                   "Stiffness in reward coordinates: -d(dp/dt)/dp at a fixed point equals the logit "
                   "stiffness K (an eigenvalue is coordinate invariant).", units="per step per unit lr",
                   level="L1")
+    expr = out.expr
     lhs = sp.simplify(-at)
-    target = -sp.Subs(sp.Derivative(f(zs), zs), zs, sp.log(pp / (1 - pp))).doit()
+    target = sp.Subs(expr.xreplace({S.z: zs}), zs, sp.log(pp / (1 - pp))).doit()
     out.check("-d/dp [p(1-p) F(z(p))] = -F'(z) wherever F = 0", "sympy",
               prove_zero(sp.simplify(lhs - target)), sp.sstr(lhs))
     del zs
@@ -228,13 +248,50 @@ def _params(p_ref, kl_coef, normalization, kl, surrogate, adv_eps, group_size, a
                 actions=actions, correct=correct)
 
 
+#: largest logit whose failure probability 1 - p = e^{-z} is a normal double
+_Z_REPRESENTABLE = 700.0
+
+
+def _upper_bound(kw) -> float:
+    r"""An upper bound on z* - z_ref for every interior fixed point (logits), from the drift.
+
+    Below z_ref both forces push up, so no root lies there.  Above it: for std
+    normalisation at finite G each group's advantage mass obeys
+    :math:`A_+(n) \le \sqrt{G}\,n(G-n)/G^2` (since :math:`n(G-n) \ge G-1`), so
+    :math:`\mathcal A_G \le \sqrt{G}\,pq`; for mean normalisation :math:`\mathcal A_G \le pq`;
+    for std at :math:`G=\infty`, :math:`\mathcal A \le pq/\epsilon`.  With the exact KL force
+    :math:`eta pq(z - z_{ref})` the drift is negative beyond :math:`z_{ref} + c/eta` with
+    c the factor above; the k3 force :math:`eta(p - p_{ref})` wins once
+    :math:`q < eta(p-p_{ref})/(c\,p)`, i.e. by :math:`z_{ref} + \log(c/(eta(1-p_{ref}))) + 1`.
+    The metric factor kappa multiplies both forces and drops out.  ``inf`` when nothing
+    bounds the reward (no KL, or std at G = oo with epsilon = 0)."""
+    beta, G = kw["kl_coef"], kw["group_size"]
+    if kw["kl"] == "none" or beta == 0:
+        return math.inf
+    if kw["normalization"] == "mean":
+        c = 1.0
+    elif G is not None:
+        c = math.sqrt(G)
+    elif kw["adv_eps"] > 0:
+        c = 1.0 / kw["adv_eps"]
+    else:
+        return math.inf
+    if kw["kl"] == "k1_reward":   # the only root is z* = z_ref + 1/beta (proven)
+        return 1.0 / beta + 1.0
+    if kw["kl"] == "exact":
+        return 1.05 * c / beta + 1.0
+    return math.log(c / (beta * (1 - kw["p_ref"]))) + 1.0 - math.log(kw["p_ref"] / (1 - kw["p_ref"]))
+
+
 def _span_for(span, kw):
-    """Widen the upper end where epsilon > 0 puts a fixed point near z_ref + 1/(epsilon beta)."""
+    """Widen the upper end of the search to the analytic bound on the fixed points
+    (:func:`_upper_bound`), up to the largest representable logit (unchanged where no
+    finite bound exists)."""
     lo, hi = span
-    if kw["kl"] == "k1_reward" and kw["kl_coef"] > 0:   # z* = z_ref + 1/beta
-        hi = max(hi, min(650.0, 1.0 / kw["kl_coef"] + 10.0))
-    if kw["adv_eps"] > 0 and kw["group_size"] is None and kw["kl_coef"] > 0:
-        hi = max(hi, min(650.0, 2.0 / (kw["adv_eps"] * kw["kl_coef"]) + 10.0))
+    z_ref = math.log(kw["p_ref"] / (1 - kw["p_ref"]))
+    bound = _upper_bound(kw)
+    if math.isfinite(bound):
+        hi = max(hi, min(_Z_REPRESENTABLE - z_ref, bound))
     return lo, hi
 
 
@@ -424,3 +481,105 @@ def compare_with_mroueh(*, p_ref=0.3, kl_coef=0.5, adv_eps=0.0, group_size=8) ->
                              "p_star": ps, "mroueh_p_star": ref,
                              "difference": None if ps is None or ref is None else ps - ref})
     return rows
+
+
+# ----------------------------------------------------------------------------------
+# the report of `grpo-theory fixed-points`
+# ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FixedPointsReport(Result):
+    """All interior fixed points of a variant with a one-line summary (bistability, the
+    failure probability 1 - p* where p* rounds to 1), the beta bifurcations and Mroueh's
+    fixed point.  JSON keys of ``grpo-theory fixed-points``."""
+
+    inputs: dict
+    fixed_points: tuple
+    escapes_to_one: bool
+    bifurcations: tuple
+    adv_eps_bifurcations: tuple | None
+    mroueh_fixed_point: float | None
+
+    @property
+    def summary(self) -> str:
+        fps = self.fixed_points
+        if not fps:
+            return "no interior fixed point" + (" -- the reward escapes to p = 1"
+                                                if self.escapes_to_one else "")
+        stable = [fp for fp in fps if fp.stable]
+        head = ("bistable: " if len(stable) > 1 else "") + ", ".join(
+            f"{'stable' if fp.stable else 'unstable'} p* = {_p_text(fp)}" for fp in fps)
+        return head + ("; above the largest the reward escapes to p = 1" if self.escapes_to_one
+                       else "")
+
+    def to_dict(self) -> dict:
+        inputs = dict(self.inputs)
+        inputs["group_size"] = "inf" if inputs["group_size"] is None else inputs["group_size"]
+        return {"inputs": jsonable(inputs),
+                "fixed_points": [dict(fp.to_dict(), failure_probability=_failure(fp))
+                                 for fp in self.fixed_points],
+                "summary": self.summary,
+                "bistable": sum(fp.stable for fp in self.fixed_points) > 1,
+                "escapes_to_one": self.escapes_to_one,
+                "bifurcations": jsonable(list(self.bifurcations)),
+                "adv_eps_bifurcations": jsonable(None if self.adv_eps_bifurcations is None
+                                                 else list(self.adv_eps_bifurcations)),
+                "mroueh_fixed_point": self.mroueh_fixed_point,
+                "notes": "stiffness per unit learning rate (the spring constant is eta*K); "
+                         "stable means K > 0 (small steps); failure_probability = 1 - p* = "
+                         "sigma(-z*) (exact where p* rounds to 1); `grpo-theory stability` "
+                         "takes the same variant options and uses the fresh/stale split."}
+
+    def __str__(self) -> str:
+        v = self.inputs
+        lines = [f"variant: normalization={v['normalization']} kl={v['kl']} surrogate={v['surrogate']} "
+                 f"G={'inf' if v['group_size'] is None else v['group_size']} beta={v['kl_coef']} "
+                 f"p_ref={v['p_ref']} eps={v['adv_eps']}",
+                 f"summary: {self.summary}"]
+        for fp in self.fixed_points:
+            lines.append(f"  p* = {_p_text(fp)}  z* = {fp.z:+.6f}  "
+                         f"{'stable  ' if fp.stable else 'unstable'}  K = {fp.stiffness:.6g} "
+                         f"(fresh {fp.stiffness_fresh:.4g}, stale {fp.stiffness_stale:.4g})")
+        for b in self.bifurcations:
+            lines.append(f"  bifurcation ({b['kind']}) at beta = {b['kl_coef']:.6g}, p = {b['p']:.6f}")
+        for b in self.adv_eps_bifurcations or []:
+            lines.append(f"  at adv_eps = {b['adv_eps']:.6g} fixed points: {b['count_below']} -> "
+                         f"{b['count_above']} ({b['kind']} as epsilon grows)")
+        if self.mroueh_fixed_point is not None:
+            lines.append(f"  Mroueh's recurrence: lowest interior fixed point p = "
+                         f"{self.mroueh_fixed_point:.6f}")
+        return "\n".join(lines)
+
+
+def _failure(fp) -> float:
+    return float(expit(-fp.z))
+
+
+def _p_text(fp) -> str:
+    q = _failure(fp)
+    return f"{fp.p:.6f}" if q > 1e-6 else f"1 - {q:.3g}"
+
+
+def fixed_point_report(*, eps_bifurcations=False, **variant) -> FixedPointsReport:
+    """Fixed points, bifurcations in beta (and optionally in epsilon) and Mroueh's point
+    for a variant (the keyword arguments of :func:`fixed_points`)."""
+    kw = _params(**{**dict(p_ref=0.3, kl_coef=0.05, normalization="std", kl="exact",
+                           surrogate="stale", adv_eps=0.0, group_size=8, actions=2, correct=1),
+                    **variant})
+    fps = fixed_points(**kw)
+    bifs = bifurcations(**{k: v for k, v in kw.items() if k not in {"kl_coef", "surrogate"}})
+    mroueh = (mroueh_fixed_point(p_ref=kw["p_ref"], kl_coef=kw["kl_coef"], adv_eps=kw["adv_eps"])
+              if kw["kl_coef"] > 0 else None)
+    bound = _upper_bound(kw)
+    if math.isfinite(bound):
+        escapes = False          # the drift is negative beyond z_ref + bound
+    else:
+        z_top = math.log(kw["p_ref"] / (1 - kw["p_ref"])) + 60.0
+        escapes = bool(drift_components(z_top, **kw)["F"] > 0)
+    eps_bifs = None
+    if eps_bifurcations and kw["kl"] != "none":
+        eps_bifs = tuple(bifurcations_in_adv_eps(**{k: v for k, v in kw.items()
+                                                    if k not in {"adv_eps", "surrogate"}}))
+    return FixedPointsReport(inputs=kw, fixed_points=tuple(fps), escapes_to_one=escapes,
+                             bifurcations=tuple(bifs), adv_eps_bifurcations=eps_bifs,
+                             mroueh_fixed_point=mroueh)

@@ -63,6 +63,7 @@ def _langevin() -> Derived:
                   "m x'' + gamma x' + k x = eta xi(t), white noise of intensity sigma^2.",
                   units="logits^2", assumptions="gamma > 0, k > 0 (stable); white noise",
                   level="L3", references=_PAPER)
+    expr = out.expr
     Ps = P.subs(sol)
     out.check("solves the continuous Lyapunov equation A P + P A^T + Q = 0", "sympy",
               all(prove_zero(e) for e in (A * Ps + Ps * A.T + Q)))
@@ -88,6 +89,26 @@ def _ar2_matrices():
     return A, Q
 
 
+@derivation("noise.ar2_stability_bound")
+def _ar2_bound() -> Derived:
+    flip = get("discrete.refresh_flip_threshold").expr.subs(S.k_ref, 1)
+    out = Derived("noise.ar2_stability_bound", sp.factor(sp.simplify(flip)), (S.mu,),
+                  r"(\eta K)_{\max}^{AR(2)}",
+                  "Largest eta K for which the on-policy heavy-ball AR(2) process has a "
+                  "stationary state: the k = 1 flip threshold of the exact map.",
+                  units="dimensionless (eta K)", assumptions="on-policy (k = 1); mu in [0, 1)",
+                  level="L2", references=_PAPER)
+    expr = out.expr
+    out.check("equals the exact flip threshold of the refresh monodromy at k = 1", "sympy",
+              prove_zero(expr - flip))
+    A, _ = _ar2_matrices()
+    lam = sp.Symbol("lambda")
+    cp = A.charpoly(lam).as_expr().subs(S.eta, S.a / S.K)
+    out.check("at eta K = bound the AR(2) matrix has the eigenvalue -1", "sympy",
+              prove_zero(cp.subs({lam: -1, S.a: expr})))
+    return out
+
+
 @derivation("noise.ar2_variance")
 def _ar2() -> Derived:
     A, Q = _ar2_matrices()
@@ -100,6 +121,7 @@ def _ar2() -> Derived:
                   "x_{t+1} = (1 + mu - eta K) x_t - mu x_{t-1} + eta xi_t, Var xi = sigma^2.",
                   units="logits^2", assumptions="on-policy (k = 1); 0 < eta K < 2 (1 + mu), mu < 1",
                   level="L2", references=_PAPER)
+    expr = out.expr
     Ps = P.subs(sol)
     out.check("solves the discrete Lyapunov equation P = A P A^T + Q", "sympy",
               all(prove_zero(sp.simplify(e)) for e in (A * Ps * A.T + Q - Ps)))
@@ -144,6 +166,7 @@ def _reward() -> Derived:
                   "proportional to 1/G because Var z is proportional to sigma^2 ~ 1/G.",
                   units="reward^2", assumptions="Var z small (delta method, O(Var z^2) dropped)",
                   level="L3", references=_PAPER)
+    expr = out.expr
     out.check("dp/dz at z* = logit(p*) equals p*(1 - p*)", "sympy", prove_equal(slope, ps * (1 - ps)))
     # second-order delta method for Gaussian eps: Var sigma(z*+eps) = p'^2 v + O(v^2)
     eps_, v = sp.symbols("epsilon_ v", positive=True)
@@ -152,7 +175,7 @@ def _reward() -> Derived:
     # moments of N(0, v): E eps = 0, E eps^2 = v, E eps^3 = 0, E eps^4 = 3 v^2
     var = c1**2 * v + 2 * c1 * c2 * 0 + c2**2 * (3 * v**2 - v**2)
     out.check("second-order delta method: Var p = (p*(1-p*))^2 Var z + O(Var z^2)", "sympy",
-              prove_zero(sp.simplify(var.coeff(v, 1) - expr.coeff(var_z))))
+              prove_zero(sp.simplify(var.coeff(v, 1) * var_z - expr)))
     import mpmath
 
     errs = []
@@ -239,7 +262,7 @@ def stationary_variance(learning_rate, momentum, stiffness, noise_variance, *, r
             return math.inf
         return float(get("noise.langevin_variance").numeric(eta, s2, osc.damping, osc.spring))
     if k == 1:
-        if eta * Kv >= 2 * (1 + mu):
+        if eta * Kv >= get("noise.ar2_stability_bound").numeric(mu):
             return math.inf
         return float(get("noise.ar2_variance").numeric(eta, mu, Kv, s2))
     return float(np.mean(refresh_phase_variances(eta, mu, Kv, s2, k, fresh_fraction=phi)))

@@ -28,6 +28,7 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
+from grpo_theory.results import Result
 from grpo_theory.validate import check_real
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "damping_ratio",
     "regime",
     "discrete_characteristic_function",
+    "TrajectoryResult",
+    "trajectory_report",
 ]
 
 _PAPER = ("predictable_grpo",)
@@ -77,6 +80,7 @@ def _mass() -> Derived:
         "function at first order in the lag.", units="steps^2 (dimensionless per step^2)",
         assumptions="linearisation at a fixed point; heavy-ball momentum mu in [0,1); lag to first order",
         level="L3", references=_PAPER)
+    mass = out.expr
     out.check("m is the s^2 coefficient of chi(s) up to a term second order in the lag",
               "sympy", prove_zero(sp.expand(series).coeff(S.s, 2) - mass - lag2),
               f"dropped term {sp.sstr(lag2)}")
@@ -93,6 +97,7 @@ def _damping() -> Derived:
         "function. Off-policy lag ell acting on the stale stiffness K_s erodes it.",
         units="per step", assumptions="first order in the lag ell (steps)",
         level="L3", references=_PAPER)
+    damping = out.expr
     out.check("gamma is the s^1 coefficient of chi(s)", "sympy",
               prove_zero(sp.expand(series).coeff(S.s, 1) - damping))
     out.check("d gamma / d ell = -eta K_s (lag erodes damping)", "sympy",
@@ -108,6 +113,7 @@ def _spring() -> Derived:
         "oscillator.spring", sp.simplify(expr), (S.eta, S.K), "k",
         "Spring constant of the reduced model: learning rate times total stiffness.",
         units="per step^2", assumptions="K = K_f + K_s", level="L3", references=_PAPER)
+    expr = out.expr
     out.check("k = chi(0) = eta (K_f + K_s)", "sympy",
               prove_zero(series.subs(S.s, 0) - expr.subs(S.K, S.K_fresh + S.K_stale)))
     return out
@@ -132,18 +138,36 @@ def _damping_ratio() -> Derived:
         "oscillator.damping_ratio", expr, (S.m, S.gamma, S.spring), r"\zeta",
         "Damping ratio: zeta < 1 oscillatory, = 1 critical, > 1 overdamped.",
         units="dimensionless", level="L3", references=_PAPER)
+    expr = out.expr
     # zeta = 1 exactly where the characteristic roots of m s^2 + gamma s + k coincide
-    roots = sp.solve(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
+    s_plus, s_minus = sp.solve(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
     disc = sp.discriminant(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
     out.check("the discriminant gamma^2 - 4 m k equals 4 m k (zeta^2 - 1)", "sympy",
               prove_zero(disc - 4 * S.m * S.spring * (expr**2 - 1)))
-    out.check("the characteristic equation has two roots", "sympy", len(roots) == 2)
+    out.check("the squared gap of the characteristic roots is 4 k (zeta^2 - 1)/m: they coincide "
+              "exactly at zeta = 1 (real for zeta > 1, complex for zeta < 1)", "sympy",
+              prove_zero(sp.expand((s_plus - s_minus)**2) - 4 * S.spring * (expr**2 - 1) / S.m))
     return out
 
 
-def _critical(name, var, args, lhs, description, units, sample, upper=None) -> Derived:
+def _rationalized(root):
+    """(A + c sqrt(B))/D -> (A^2 - c^2 B)/(D (A - c sqrt(B))): the same root without the
+    cancellation of A against c sqrt(B) (0/0 at zero lag for eta_c and K_c)."""
+    num, den = sp.fraction(sp.together(root))
+    num = sp.expand(num)
+    surd = sp.Add(*[t for t in sp.Add.make_args(num)
+                   if any(pw.exp == sp.Rational(1, 2) for pw in t.atoms(sp.Pow))])
+    if surd == 0:
+        return root
+    rest = num - surd
+    return sp.factor(sp.expand(rest**2 - surd**2)) / (den * (rest - surd))
+
+
+def _critical(name, var, args, lhs, description, units, sample, upper=None,
+              rationalize=True) -> Derived:
     """Critical damping gamma^2 = 4 m k of the continuous model (all stiffness stale) solved for
-    ``var``; the physical root is the one in range with gamma > 0 at the ``sample`` point."""
+    ``var``; the physical root is the one in range with gamma > 0 at the ``sample`` point,
+    written in the rationalised form that is exact and finite at zero lag."""
     g, mm, kk = damping_expr().subs(S.K_stale, S.K), mass_expr(), spring_expr()
     disc = g**2 - 4 * mm * kk
     chosen = None
@@ -152,9 +176,22 @@ def _critical(name, var, args, lhs, description, units, sample, upper=None) -> D
         in_range = val.is_real and val >= 0 and (upper is None or val < upper)
         if in_range and g.subs({**sample, var: val}) > 0:
             chosen = sp.simplify(sol)
-    out = Derived(name, chosen, args, lhs, description, units=units,
-                  assumptions="K_s = K; root with gamma > 0", level="L3", references=_PAPER)
-    out.check(f"zeta = 1 at the root for {var}", "sympy", prove_zero(disc.subs(var, chosen)))
+    form = sp.factor_terms(sp.cancel(_rationalized(chosen))) if rationalize else chosen
+    out = Derived(name, form, args, lhs, description,
+                  units=units, assumptions="K_s = K; root with gamma > 0", level="L3",
+                  references=_PAPER)
+    expr = out.expr
+    out.check(f"zeta = 1 at the root for {var}", "sympy", prove_zero(sp.expand(disc.subs(var, expr))))
+    out.check("equals the quadratic-formula root of gamma^2 = 4 m k", "sympy",
+              prove_zero(expr - chosen))
+    if rationalize:
+        den0 = sp.factor(sp.simplify(sp.fraction(sp.together(expr))[1].subs(S.ell, 0)
+                                     .subs(S.mu, sp.Symbol("mu", positive=True))))
+        out.check("finite at zero lag: the rationalised root equals the quadratic-formula root for "
+                  "ell != 0 and its denominator at ell = 0 has no root for mu >= 0, so its value "
+                  "there is the limit ell -> 0 (the quadratic-formula root is 0/0)", "sympy",
+                  den0.is_nonzero is True and not (den0.free_symbols & {S.ell}),
+                  f"denominator at ell = 0: {sp.sstr(den0)}; value {sp.sstr(expr.subs(S.ell, 0))}")
     return out
 
 
@@ -163,7 +200,7 @@ def _critical_momentum() -> Derived:
     return _critical("oscillator.critical_momentum", S.mu, (S.eta, S.K, S.ell), r"\mu_c",
                      "Momentum at critical damping (zeta = 1) of the continuous model, all stiffness "
                      "stale; mu > mu_c is oscillatory.", "dimensionless",
-                     {S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1}, upper=1)
+                     {S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1}, upper=1, rationalize=False)
 
 
 @derivation("oscillator.critical_learning_rate")
@@ -192,6 +229,7 @@ def _published_threshold() -> Derived:
         "identified with the refresh interval this is the published threshold "
         "K eta K_ref < 1 - mu.", units="steps", assumptions="K_s = K; first order in the lag",
         level="L3", references=_PAPER)
+    ell_max = out.expr
     out.check("gamma(ell_max) = 0", "sympy", prove_zero(g.subs(S.ell, ell_max)))
     out.check("ell < ell_max  <=>  eta K ell < 1 - mu (the published form)", "sympy",
               prove_equal(ell_max * S.eta * S.K, 1 - S.mu))
@@ -257,6 +295,7 @@ def _traj_over() -> Derived:
     out = Derived("oscillator.trajectory_overdamped", expr, _ARGS_TRAJ, "x(t)",
                   "Closed-form deviation, overdamped regime (gamma^2 > 4 m k).", units="logits",
                   assumptions="gamma^2 > 4 m k", level="L3")
+    expr = out.expr
     # Independent route: sympy's dsolve with the initial conditions.
     sol = sp.dsolve(_ode(), S.x(S.t), ics={S.x(0): S.x0, S.x(S.t).diff(S.t).subs(S.t, 0): S.v0})
     out.check("equals sympy.dsolve's solution with the same initial conditions", "sympy",
@@ -277,6 +316,7 @@ def _traj_over_modes() -> Derived:
                   "Overdamped trajectory as a sum of its two decaying modes (the form used for "
                   "numerics at large t: no cosh overflow).", units="logits",
                   assumptions="gamma^2 > 4 m k", level="L3")
+    expr = out.expr
     out.check("identical to the cosh/sinh form", "sympy",
               prove_zero((expr - _overdamped_expr()).rewrite(sp.exp)))
     return out
@@ -288,6 +328,7 @@ def _traj_under() -> Derived:
     out = Derived("oscillator.trajectory_underdamped", expr, _ARGS_TRAJ, "x(t)",
                   "Closed-form deviation, underdamped (oscillatory) regime (gamma^2 < 4 m k).",
                   units="logits", assumptions="gamma^2 < 4 m k", level="L3")
+    expr = out.expr
     over = _overdamped_expr()
     W = sp.Symbol("W", positive=True)
     # the underdamped form is the overdamped one continued to imaginary w = i W
@@ -313,6 +354,7 @@ def _traj_critical() -> Derived:
                   "x(t)", "Closed-form deviation at critical damping, obtained as the exact limit "
                   "of the overdamped solution (k = gamma^2/(4m)).", units="logits",
                   assumptions="gamma^2 = 4 m k", level="L3")
+    expr = out.expr
     w_u = sp.Symbol("w", positive=True)
     under = _underdamped_expr().subs(k, (g**2 + 4 * m**2 * w_u**2) / (4 * m))
     out.check("the underdamped limit W -> 0+ gives the same function", "sympy",
@@ -336,6 +378,7 @@ def _overdamped_limit() -> Derived:
                   "tau = gamma/k, whatever the initial velocity (the empirical saturation law).",
                   units="logits", assumptions="gamma > 0, t > 0, m -> 0+", level="L3",
                   references=_PAPER)
+    expr = out.expr
     out.check("lim_{m->0+} x(t) = x0 exp(-k t/gamma) for t > 0, any v0", "sympy",
               prove_zero(lim - expr.subs(g, gp)), f"limit = {sp.sstr(lim)}")
     slow_root = (-gp + sp.sqrt(gp**2 - 4 * m * k)) / (2 * m)
@@ -355,6 +398,7 @@ def _single_exponential() -> Derived:
                   "initial reward R_0, time scale tau = gamma/k (inverse stiffness).",
                   units="reward", assumptions="overdamped (m -> 0) and linear in reward",
                   level="L3", references=_PAPER)
+    expr = out.expr
     out.check("R(0) = R_0 and R(t) -> R_inf", "sympy",
               prove_zero(out.expr.subs(S.t, 0) - S.R_0)
               and prove_zero(sp.limit(out.expr, S.t, sp.oo) - S.R_inf))
@@ -372,11 +416,131 @@ def _slow_start() -> Derived:
                   "slope is zero and the curve starts slowly (inertia), unlike the single "
                   "exponential whose initial slope is -x0/tau.", units="logits/step^2",
                   level="L3", references=_PAPER)
+    x2 = out.expr
     out.check("x''(0) = -(gamma v0 + k x0)/m", "sympy",
               prove_equal(x2, -(S.gamma * S.v0 + S.spring * S.x0) / S.m))
-    out.check("slow start: with v0 = 0, x'(0) = 0 in every regime", "sympy",
-              all(prove_zero(sp.diff(e, S.t).subs({S.t: 0, S.v0: 0}))
+    out.check("slow start from rest (v0 = 0): x(t) = x0 + x''(0) t^2/2 + O(t^3) in every regime, "
+              "a quadratic departure (the single exponential departs linearly, -x0 t/tau)", "sympy",
+              all(prove_zero(sp.series(e.subs(S.v0, 0), S.t, 0, 3).removeO()
+                             - S.x0 - x2.subs(S.v0, 0) * S.t**2 / 2)
                   for e in (over, _underdamped_expr())))
+    return out
+
+
+@derivation("oscillator.slow_root")
+def _slow_root() -> Derived:
+    m, g, k = S.m, S.gamma, S.spring
+    roots = sp.solve(m * S.s**2 + g * S.s + k, S.s)
+    chosen = [r for r in roots if r.subs({m: 1, g: 3, k: 1}) > -1][0]   # the root nearer 0
+    out = Derived("oscillator.slow_root", chosen, (S.m, S.gamma, S.spring), r"s_{\mathrm{slow}}",
+                  "Slow characteristic root of m s^2 + gamma s + k (overdamped: real, the late-time "
+                  "rate; underdamped: its real part is -gamma/(2m)).", units="per step",
+                  assumptions="gamma > 0", level="L3", references=_PAPER)
+    expr = out.expr
+    out.check("m s^2 + gamma s + k = 0 at s_slow", "sympy",
+              prove_zero(sp.expand(m * expr**2 + g * expr + k)))
+    gp = sp.Symbol("gamma", positive=True)
+    out.check("massless limit: s_slow -> -k/gamma = -1/tau", "sympy",
+              prove_zero(sp.limit(expr.subs(g, gp), m, 0, "+") + k / gp))
+    return out
+
+
+@derivation("oscillator.decay_time")
+def _decay_time() -> Derived:
+    slow = get("oscillator.slow_root").expr
+    out = Derived("oscillator.decay_time", -1 / slow, (S.m, S.gamma, S.spring), r"\tau_{\mathrm{slow}}",
+                  "Late-time decay time of the overdamped oscillator, -1/s_slow (the time scale a "
+                  "fitted curve approaches its plateau with).", units="steps",
+                  assumptions="gamma^2 > 4 m k", level="L3", references=_PAPER)
+    expr = out.expr
+    out.check("exp(-t/tau_slow) solves m x'' + gamma x' + k x = 0", "sympy",
+              prove_zero(sp.expand(S.m / expr**2 - S.gamma / expr + S.spring)))
+    gp = sp.Symbol("gamma", positive=True)
+    out.check("massless limit: tau_slow -> gamma/k (the single exponential's tau)", "sympy",
+              prove_zero(sp.limit(expr.subs(S.gamma, gp), S.m, 0, "+") - gp / S.spring))
+    return out
+
+
+def _underdamped_rates():
+    """(envelope rate gamma/2m, angular frequency W) of the underdamped closed form, read from
+    the record's expression."""
+    x = get("oscillator.trajectory_underdamped").expr
+    W = [a.args[0] / S.t for a in x.atoms(sp.cos)][0]
+    rate = -[e.args[0] for e in x.atoms(sp.exp)][0] / S.t
+    return sp.simplify(rate), sp.simplify(W)
+
+
+@derivation("oscillator.period")
+def _period() -> Derived:
+    rate, W = _underdamped_rates()
+    out = Derived("oscillator.period", 2 * sp.pi / W, (S.m, S.gamma, S.spring), "T",
+                  "Period of the underdamped oscillation (2 pi over the angular frequency).",
+                  units="steps", assumptions="gamma^2 < 4 m k", level="L3", references=_PAPER)
+    expr = out.expr
+    x = get("oscillator.trajectory_underdamped").expr
+    shifted = (x * sp.exp(rate * S.t)).subs(S.t, S.t + expr)
+    out.check("x(t) e^{gamma t/2m} is periodic with period T", "sympy",
+              prove_zero(sp.expand_trig(sp.expand(shifted - x * sp.exp(rate * S.t)))))
+    return out
+
+
+@derivation("oscillator.envelope_decay_time")
+def _envelope() -> Derived:
+    rate, W = _underdamped_rates()
+    out = Derived("oscillator.envelope_decay_time", 1 / rate, (S.m, S.gamma), r"\tau_{\mathrm{env}}",
+                  "Decay time of the underdamped envelope, 2m/gamma.", units="steps",
+                  assumptions="gamma^2 < 4 m k, gamma > 0", level="L3", references=_PAPER)
+    expr = out.expr
+    x = get("oscillator.trajectory_underdamped").expr
+    out.check("x(t) e^{t/tau_env} is a pure oscillation (no exponential left)", "sympy",
+              not (sp.simplify(x * sp.exp(S.t / expr))).has(sp.exp))
+    out.check("tau_env = -1/Re(s) for both complex roots of m s^2 + gamma s + k", "sympy",
+              prove_zero(-S.gamma / (2 * S.m) + 1 / expr))
+    return out
+
+
+@derivation("oscillator.overshoot")
+def _overshoot() -> Derived:
+    rate, W = _underdamped_rates()
+    x = get("oscillator.trajectory_underdamped").expr
+    xdot = sp.expand(sp.simplify(sp.diff(x, S.t) * sp.exp(rate * S.t)))
+    A = sp.simplify(xdot.coeff(sp.cos(W * S.t)))
+    B = sp.simplify(xdot.coeff(sp.sin(W * S.t)))
+    phase = sp.atan2(A, B)                   # A cos + B sin = R sin(W t + phase)
+    t1 = (sp.pi - sp.Mod(phase, sp.pi)) / W  # first t > 0 with x'(t) = 0
+    out = Derived("oscillator.overshoot", sp.simplify(-x.subs(S.t, t1) / S.x0), (S.m, S.gamma, S.spring, S.x0, S.v0),
+                  r"\mathrm{OS}",
+                  "Overshoot of the underdamped oscillator: -x(t_1)/x0 at the first extremum t_1 > 0, "
+                  "with a free initial slope v0 (the fitted oscillator's); positive when the "
+                  "deviation crosses the fixed point.", units="fraction of the initial deviation",
+                  assumptions="gamma^2 < 4 m k, x0 != 0", level="L3", references=_PAPER)
+    expr = out.expr
+    out.check("x'(t) e^{gamma t/2m} = A cos(W t) + B sin(W t) (no other terms)", "sympy",
+              prove_zero(xdot - A * sp.cos(W * S.t) - B * sp.sin(W * S.t)))
+    at_rest = sp.exp(-rate * sp.pi / W)
+    rest = x.subs(S.v0, 0)
+    out.check("from rest (v0 = 0) the first extremum is at t = pi/W and the overshoot is "
+              "exp(-gamma pi/(2 m W)), the at-rest formula", "sympy",
+              prove_zero(sp.diff(rest, S.t).subs(S.t, sp.pi / W))
+              and prove_zero(-rest.subs(S.t, sp.pi / W) / S.x0 - at_rest))
+    import mpmath
+
+    f = sp.lambdify(_ARGS_TRAJ[1:], expr, "mpmath")
+    traj = sp.lambdify((S.t,) + _ARGS_TRAJ[1:], x, "mpmath")
+    errors = []
+    with mpmath.workdps(40):
+        for (mv, gv, kv, v0) in ((1, "0.2", 2, "0.5"), (1, "0.2", 2, "-3"), ("0.75", "0.3", "0.1", "0.05"),
+                                 (1, "0.2", 2, 0)):
+            mv, gv, kv, v0 = (mpmath.mpf(v) for v in (mv, gv, kv, v0))
+            d = lambda tt: mpmath.diff(lambda u: traj(u, mv, gv, kv, 1, v0), tt)  # noqa: E731
+            Wv = mpmath.sqrt(4 * mv * kv - gv**2) / (2 * mv)
+            grid = [mpmath.mpf(i) / 400 * 2 * mpmath.pi / Wv for i in range(1, 401)]
+            t_first = next(g for g0, g in zip(grid, grid[1:]) if d(g0) * d(g) <= 0)
+            t_root = mpmath.findroot(d, t_first)
+            ref = -traj(t_root, mv, gv, kv, 1, v0)
+            errors.append(abs(f(mv, gv, kv, 1, v0) - ref) / abs(ref))
+    record_numeric(out, "equals -x(t_1) at the first root t_1 > 0 of x'(t) found by mpmath (4 "
+                   "cases: v0 of both signs and v0 = 0)", errors, digits=25)
     return out
 
 
@@ -391,6 +555,7 @@ def _scaling() -> Derived:
                   "tau = gamma/k when the stiffness scales as K = c N^alpha.", units="dimensionless",
                   assumptions="K = c_K N^alpha; first-order lag model", level="L3",
                   references=_PAPER)
+    exponent = out.expr
     out.check("with no lag the exponent is exactly -alpha (tau ~ N^-alpha)", "sympy",
               prove_zero(exponent.subs(S.ell, 0) + S.alpha))
     out.check("with lag: exponent = -alpha (1 - mu)/gamma, steeper than -alpha", "sympy",
@@ -501,6 +666,44 @@ def trajectory(t, mass, damping, spring, x0, v0=0.0):
     if disc < 0:
         return get("oscillator.trajectory_underdamped").numeric(t, m, g, k, x0, v0)
     return get("oscillator.trajectory_critical").numeric(t, m, g, x0, v0) + 0 * t
+
+
+@dataclass(frozen=True)
+class TrajectoryResult(Result):
+    """x(t) of the L3 oscillator at given times (``grpo-theory trajectory``)."""
+
+    inputs: dict
+    times: tuple
+    x: tuple
+    regime: str
+    damping_ratio: float
+
+    def __str__(self) -> str:
+        lines = [f"regime: {self.regime}  damping ratio: {self.damping_ratio:.6g}",
+                 f"{'t':>12}  {'x(t)':>16}"]
+        lines += [f"{tt:>12.6g}  {xv:>16.10g}" for tt, xv in zip(self.times, self.x)]
+        return "\n".join(lines)
+
+
+def trajectory_report(times, mass, damping, spring, x0, v0=0.0) -> TrajectoryResult:
+    """The closed-form trajectory at ``times`` (steps, each >= 0) with its regime."""
+    from grpo_theory.validate import ParameterError
+
+    ts = []
+    for tt in times:
+        try:
+            ts.append(check_real("times", tt, low=0))
+        except ParameterError:
+            raise ParameterError("times", list(times), "finite real numbers >= 0") from None
+    if not ts:
+        raise ParameterError("times", list(times), "at least one time >= 0")
+    m, g, k = _check_traj_args(mass, damping, spring)
+    x0 = check_real("x0", x0)
+    v0 = check_real("v0", v0)
+    x = trajectory(np.array(ts), m, g, k, x0, v0)
+    return TrajectoryResult(inputs={"mass": m, "damping": g, "spring": k, "x0": x0, "v0": v0},
+                            times=tuple(ts), x=tuple(float(v) for v in np.atleast_1d(x)),
+                            regime=regime(m, g, k), damping_ratio=float(damping_ratio(m, g, k)))
 
 
 def velocity(t, mass, damping, spring, x0, v0=0.0, *, h=None):

@@ -1,6 +1,7 @@
 """L2 exact discrete linearisation: derivations verified, plus independent numerical checks."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -268,3 +269,18 @@ def test_cli_stability_errors(capsys, argv, word):
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and word in err
+
+
+@pytest.mark.parametrize("d", range(0, 7))
+def test_delay_threshold_at_zero_momentum(d):
+    # exact threshold for constant delay d at mu = 0: 2 sin(pi / (2 (2 d + 1)))
+    a_star, _ = D._threshold_a(0.0, 1, 0.0, "delay", d)
+    assert a_star == pytest.approx(2 * math.sin(math.pi / (2 * (2 * d + 1))), rel=1e-9)
+
+
+def test_mean_lag_k_max_record_matches_the_table():
+    rows = D.refresh_interval_error_table(momenta=(0.0, 0.5), eta_K=(0.01, 0.1))
+    for r in rows:
+        bound = (1 - r["momentum"]) / r["eta_K"]
+        k = r["k_max_mean_lag"]
+        assert (k - 1) / 2 < bound <= k / 2 + 1e-12

@@ -2,6 +2,7 @@
 
 import json
 import math
+import numpy as np
 
 import pytest
 from hypothesis import given, settings
@@ -124,3 +125,40 @@ def test_cli_fixed_points_json_and_errors(capsys):
         assert main(["fixed-points", *bad]) == 2
         err = capsys.readouterr().err.strip()
         assert name in err and len(err.splitlines()) == 1
+
+
+def test_fixed_point_beyond_the_old_search_window():
+    # issue 9: the window z_ref + [-30, 60] missed z* = 77.9 (1 - p* ~ 1e-34)
+    fps = FP.fixed_points(p_ref=0.3, kl_coef=0.1, normalization="std", kl="exact", group_size=64)
+    assert len(fps) == 1 and fps[0].stable
+    assert fps[0].z == pytest.approx(77.9, abs=0.05)
+    # independent: the drift changes sign across z* (F > 0 below, < 0 above)
+    kw = dict(p_ref=0.3, kl_coef=0.1, normalization="std", kl="exact", group_size=64)
+    assert drift(fps[0].z - 0.5, **kw) > 0 > drift(fps[0].z + 0.5, **kw)
+
+
+def test_upper_bound_holds_on_the_drift():
+    for kw in (dict(kl="exact", kl_coef=0.1, group_size=64), dict(kl="exact", kl_coef=1.0, group_size=8),
+               dict(kl="k3", kl_coef=0.1, group_size=8), dict(kl="exact", kl_coef=0.5, group_size=8,
+                                                              normalization="mean")):
+        full = dict(dict(p_ref=0.3, normalization="std", surrogate="stale", adv_eps=0.0,
+                         actions=2, correct=1), **kw)
+        bound = FP._upper_bound(full)
+        z_ref = math.log(0.3 / 0.7)
+        zs = z_ref + bound + np.array([0.0, 1.0, 10.0])
+        zs = zs[zs < 690]
+        assert np.all(drift(zs, **{k: v for k, v in full.items()}) < 0)
+
+
+def test_cli_reports_bistability_and_tiny_failure_probability(capsys):
+    assert main(["fixed-points", "--p-ref", "0.3", "--kl-coef", "1.15", "--kl", "exact",
+                 "--group-size", "64", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bistable"] and "bistable" in out["summary"]
+    ps = [fp["p"] for fp in out["fixed_points"]]
+    assert ps == pytest.approx([0.759, 0.956, 0.996], abs=1e-3)
+    assert main(["fixed-points", "--p-ref", "0.3", "--kl-coef", "0.05", "--kl", "exact",
+                 "--group-size", "8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fixed_points"][0]["failure_probability"] == pytest.approx(7e-22, rel=0.1)
+    assert not out["escapes_to_one"]

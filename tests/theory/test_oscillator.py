@@ -1,6 +1,7 @@
 """L3 oscillator numeric API vs scipy.integrate.solve_ivp; derivations verified."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -109,3 +110,41 @@ def test_cli_trajectory_errors(capsys, argv, word):
     assert main(["trajectory"] + [x for kv in base.items() for x in kv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and word in err
+
+
+def test_critical_learning_rate_is_finite_at_zero_lag():
+    # issue 9: 0/0 (nan) at lag 0 and -2.22 at 1e-8 before; independent value: at lag 0
+    # gamma = 1 - mu, m = (1 + mu)/2, so gamma^2 = 4 m eta K gives eta = (1-mu)^2/(2(1+mu)K)
+    f = get("oscillator.critical_learning_rate").numeric
+    for lag in (0.0, 1e-8):
+        assert f(0.5, 1.0, lag) == pytest.approx(0.25 / 3, rel=1e-7)
+    g = get("oscillator.critical_stiffness").numeric
+    assert g(0.5, 1.0, 0.0) == pytest.approx(0.25 / 3, rel=1e-12)
+
+
+def test_overshoot_with_free_initial_slope_against_integration():
+    from scipy.integrate import solve_ivp
+    m, g, k, x0 = 1.0, 0.2, 2.0, 1.0
+    for v0 in (0.0, 0.5, -3.0):
+        sol = solve_ivp(lambda t, y: [y[1], -(g * y[1] + k * y[0]) / m], (0, 10), [x0, v0],
+                        rtol=1e-11, atol=1e-13, dense_output=True, events=lambda t, y: y[1])
+        t1 = [t for t in sol.t_events[0] if t > 1e-9][0]
+        expected = -sol.sol(t1)[0] / x0
+        assert get("oscillator.overshoot").numeric(m, g, k, x0, v0) == pytest.approx(expected, rel=1e-7)
+
+
+def test_period_and_decay_times():
+    m, g, k = 1.0, 0.2, 2.0
+    W = math.sqrt(4 * m * k - g * g) / (2 * m)
+    assert get("oscillator.period").numeric(m, g, k) == pytest.approx(2 * math.pi / W)
+    assert get("oscillator.envelope_decay_time").numeric(m, g) == pytest.approx(10.0)
+    s = get("oscillator.slow_root").numeric(1.0, 3.0, 1.0)
+    assert s == pytest.approx((-3 + math.sqrt(5)) / 2)
+    assert get("oscillator.decay_time").numeric(1.0, 3.0, 1.0) == pytest.approx(-1 / s)
+
+
+def test_trajectory_cli_is_a_typed_result(capsys):
+    assert main(["trajectory", "--mass", "1", "--damping", "2", "--spring", "1", "--x0", "1",
+                 "--times", "0,1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["x"][1] == pytest.approx(2 * math.exp(-1)) and out["regime"] == "critical"
