@@ -77,6 +77,12 @@ CHAPTERS = (
             "window-correlated forcing; for SGD with an all-stale stiffness it is k times "
             "the fresh one to leading order.",
             "Batch reuse vs stale sampling"),
+    Chapter("collapse", "8. Collapse: escape to a degenerate policy",
+            "At p = 0 or 1 every group is degenerate and the gradient vanishes: the boundary "
+            "absorbs. The mean first-passage time out of the plateau's basin solves "
+            "D tau'' + b tau' = -1 with the exact finite-G drift and noise; it gives the "
+            "probability of collapse within N steps and the knob that lowers it most.",
+            "Collapse: escape to a degenerate policy"),
 )
 
 
