@@ -61,3 +61,44 @@ def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(
                  "relative_error_first_order": rel_first,
                  "eta_eff": red.effective_learning_rate, "second_moment": red.second_moment,
                  "noise_variance": s2, "runs": R, "steps": T, "notes": notes})
+
+
+def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9, 0.999)) -> Check:
+    r"""Adam at the learning rate predicted to be critically damped: the measured step
+    :math:`\hat a = (1+\beta_1)(1-\hat\rho_1)` (from the lag-1 autocorrelation of the
+    stationary deviations, AR(2) Yule-Walker) against :math:`a_c = (1-\sqrt{\beta_1})^2`."""
+    from grpo_theory.theory.adam import critical_learning_rate
+    from grpo_theory.theory.derived import get
+
+    base = as_base(base)
+    seed_seq = seed_seq or np.random.SeedSequence(6)
+    R = 400 if quick else 2000
+    t0 = int(2 / (1 - betas[1]))
+    T = t0 + 2000
+    fp = stable_fixed_point(**base)
+    s2 = float(update_variance(fp.p, normalization=base["normalization"], kl=base["kl"],
+                               group_size=base["group_size"], kl_coef=base["kl_coef"],
+                               p_ref=base["p_ref"], adv_eps=base["adv_eps"]))
+    eta_c = critical_learning_rate(fp.stiffness, s2, betas=betas)
+    a_c = float(get("adam.critical_step").numeric(betas[0]))
+    res = _sim(seed_seq, steps=T, runs=R, learning_rate=eta_c, optimizer="adam",
+               adam_betas=tuple(betas), p0=fp.p, record=("z",), **base)
+    x = res.z[:, t0:]
+    x = x - x.mean(axis=0)                 # deviations from the ensemble mean at each time
+    num = (x[:, :-1] * x[:, 1:]).mean(axis=1)
+    den = (x[:, :-1] ** 2).mean(axis=1)
+    a_meas = float((1 + betas[0]) * (1 - num.sum() / den.sum()))
+    se = float(((1 + betas[0]) * (1 - num / den)).std(ddof=1) / math.sqrt(R))
+    notes = [f"predicted critical Adam learning rate eta_c = {eta_c:.4g} (a_c = "
+             f"(1 - sqrt(beta1))^2 = {a_c:.4g}); measured step there {a_meas:.4g} ± {se:.2g} "
+             f"({100 * (a_meas - a_c) / a_c:+.1f}%)"]
+    return Check(
+        name="adam_critical_damping",
+        description="Adam at the predicted critically damped learning rate: the step eta_eff K "
+                    "measured from the lag-1 autocorrelation vs (1 - sqrt(beta1))^2",
+        predicted=a_c, measured=a_meas, error=a_meas - a_c,
+        band={"tolerance": N_SIGMA * se,
+              "derivation": f"4 SE of the per-run step estimates over R = {R} runs"},
+        verdict="pass" if abs(a_meas - a_c) <= N_SIGMA * se else "fail",
+        details={"units": "dimensionless step eta_eff K", "eta_critical": eta_c, "runs": R,
+                 "steps": T, "notes": notes})

@@ -40,7 +40,7 @@ from grpo_theory.results import Result
 from grpo_theory.theory.derived import Derived, derivation, prove_zero
 from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
 
-__all__ = ["AdamReduction", "adam_reduction"]
+__all__ = ["AdamReduction", "adam_reduction", "critical_learning_rate"]
 
 
 @derivation("adam.momentum_form")
@@ -65,6 +65,27 @@ def _momentum_form() -> Derived:
     out.check("bias correction of m: the factor tends to eta (1 - beta1)/sqrt(v_hat) as t -> oo",
               "sympy", prove_zero(sp.limit(expr.subs(b1, sp.Rational(9, 10)), t, sp.oo)
                                   - (eta / 10) / sp.sqrt(vhat)))
+    return out
+
+
+@derivation("adam.critical_step")
+def _critical_step() -> Derived:
+    mu, a, lam = sp.symbols("mu a lambda", positive=True)
+    char = lam**2 - (1 + mu - a) * lam + mu          # heavy ball, on-policy
+    disc = sp.discriminant(char, lam)
+    expr = (1 - sp.sqrt(mu)) ** 2
+    out = Derived("adam.critical_step", expr, (mu,), r"a_c",
+                  "Critical damping of the heavy-ball map at momentum mu (on-policy): the step "
+                  "a = eta_eff K at which its two eigenvalues meet on the real axis; under Adam "
+                  "mu = beta1 and eta_eff is the self-consistent effective learning rate.",
+                  units="dimensionless", assumptions="refresh interval 1; the smaller root "
+                  "(the larger, (1 + sqrt(mu))^2, lies beyond the flip threshold 2(1 + mu))",
+                  level="L2")
+    out.check("the discriminant of lambda^2 - (1 + mu - a) lambda + mu vanishes at a = (1 - sqrt mu)^2",
+              "sympy", prove_zero(disc.subs(a, expr)))
+    out.check("d(discriminant)/da = -4 sqrt(mu) < 0 there: a complex pair (oscillatory) just "
+              "above a_c", "sympy",
+              prove_zero(sp.diff(disc, a).subs(a, expr) + 4 * sp.sqrt(mu)))
     return out
 
 
@@ -151,3 +172,36 @@ def adam_reduction(learning_rate, stiffness, noise_variance, *, betas=(0.9, 0.99
     v = hi
     return AdamReduction(b1, eta_eff(v), v, var(v), eta_eff(v0),
                          first if math.isfinite(first) else None)
+
+
+def critical_learning_rate(stiffness, noise_variance, *, betas=(0.9, 0.999), eps=1e-8,
+                           geometric_factor=2.0) -> float:
+    r"""Adam learning rate :math:`\eta` at which the self-consistent heavy ball is critically
+    damped on-policy: :math:`\eta_{\mathrm{eff}}(\eta)\,K = (1-\sqrt{\beta_1})^2`
+    (``adam.critical_step``).  Below it the stationary fluctuation relaxes monotonically,
+    above it it oscillates.  Solved by bisection in :math:`\log\eta` (:math:`\eta_{\mathrm{eff}}`
+    increases with :math:`\eta`)."""
+    from grpo_theory.theory.derived import get
+
+    Kv = check_real("stiffness", stiffness, low=0, low_open=True)
+    target = float(get("adam.critical_step").numeric(check_real("betas[0]", betas[0], low=0,
+                                                                   high=1, high_open=True)))
+
+    def excess(log_eta):
+        r = adam_reduction(math.exp(log_eta), Kv, noise_variance, betas=betas, eps=eps,
+                           geometric_factor=geometric_factor)
+        return r.effective_learning_rate * Kv - target
+
+    lo, hi = math.log(1e-12), math.log(1e3)
+    if excess(hi) < 0:
+        raise ParameterError("stiffness", stiffness, "a value for which critical damping is "
+                             "reached below eta = 1e3")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if excess(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return math.exp(hi)

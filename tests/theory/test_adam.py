@@ -38,3 +38,25 @@ def test_adam_check_within_ten_percent():
     c = check_adam()
     assert c.verdict == "pass", c.details["notes"]
     assert abs(c.details["relative_error_variance"]) < 0.10
+
+
+def test_critical_step_proven_and_inverted():
+    from grpo_theory.theory.adam import critical_learning_rate
+
+    assert all(v.passed and v.method == "sympy" for v in get("adam.critical_step").verifications)
+    eta_c = critical_learning_rate(1.0, 0.0124, betas=(0.9, 0.999))
+    r = adam_reduction(eta_c, 1.0, 0.0124, betas=(0.9, 0.999))
+    assert r.effective_learning_rate * 1.0 == pytest.approx((1 - 0.9**0.5) ** 2, rel=1e-8)
+    # independent: the heavy-ball eigenvalues at that step are a double root
+    import numpy as np
+
+    a = r.effective_learning_rate
+    roots = np.roots([1.0, -(1.9 - a), 0.9])
+    assert abs(roots[0] - roots[1]) < 1e-3
+
+
+def test_adam_critical_damping_check():
+    from grpo_theory.crosscheck import check_adam_critical_damping
+
+    c = check_adam_critical_damping()
+    assert c.verdict == "pass", c.details["notes"]
