@@ -41,7 +41,7 @@ from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, pr
 from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
 
 __all__ = ["REUSE_MODES", "window_phase_variances", "stationary_variance", "Fluctuation",
-           "fluctuation"]
+           "fluctuation", "window_sampling"]
 
 #: ``fresh``: a new batch per step from pi_old; ``batch``: one batch per refresh window.
 REUSE_MODES = ("fresh", "batch")
@@ -94,6 +94,28 @@ def _sgd_window_variance() -> Derived:
     out.check("equals the general window-map Lyapunov numerics (scipy) at 4 points, both modes",
               "numeric", worst < 1e-10, f"worst relative error {worst:.2g} (tolerance 1e-10)")
     return out
+
+
+def window_sampling(passes, batches) -> dict:
+    r"""Refresh interval and reuse mode of a trainer's window.
+
+    ``passes``: optimizer passes over one generation (TRL ``num_iterations``, verl
+    ``ppo_epochs``); ``batches``: distinct optimizer-step batches per generation (TRL
+    ``steps_per_generation / gradient_accumulation_steps``, verl ``train_batch_size /
+    ppo_mini_batch_size``).  Returns ``{"refresh_interval": passes * batches, "reuse":
+    "fresh" | "batch" | None, "reason": str}``: ``fresh`` when each batch is used once,
+    ``batch`` when one batch is used ``passes`` times; a window with several batches each
+    used several times is not modelled (``reuse`` None, with the reason).
+    """
+    p = check_int("passes", passes, low=1)
+    b = check_int("batches", batches, low=1)
+    if p == 1:
+        return {"refresh_interval": b, "reuse": "fresh", "reason": ""}
+    if b == 1:
+        return {"refresh_interval": p, "reuse": "batch", "reason": ""}
+    return {"refresh_interval": p * b, "reuse": None,
+            "reason": f"{b} batches each reused {p} times: the model has one batch per window "
+                      "(batch) or one batch per step (fresh), not both"}
 
 
 # ----------------------------------------------------------------------------------

@@ -76,3 +76,16 @@ def test_fluctuation_scales_with_prompts():
     a = DEFAULT_MODEL.fluctuation(prompts=1).stationary_variance_z
     b = DEFAULT_MODEL.fluctuation(prompts=4).stationary_variance_z
     assert b == pytest.approx(a / 4, rel=1e-12)
+
+
+def test_window_sampling_from_trainer_keys():
+    from grpo_theory.theory.reuse import window_sampling
+
+    # TRL num_iterations = 4 with steps_per_generation = gradient_accumulation_steps
+    assert window_sampling(4, 1) == {"refresh_interval": 4, "reuse": "batch", "reason": ""}
+    # TRL steps_per_generation = 4 x GAS, num_iterations = 1 (verl ppo_epochs = 1, 4 mini-batches)
+    assert window_sampling(1, 4) == {"refresh_interval": 4, "reuse": "fresh", "reason": ""}
+    mixed = window_sampling(2, 4)
+    assert mixed["reuse"] is None and mixed["refresh_interval"] == 8 and mixed["reason"]
+    with pytest.raises(ParameterError, match="passes"):
+        window_sampling(0, 1)
