@@ -167,18 +167,16 @@ class GRPOModel:
         """Adam(``learning_rate``, ``betas``, ``eps``) at the fixed point as self-consistent heavy
         ball (:func:`grpo_theory.theory.adam.adam_reduction`; ``momentum`` is not used)."""
         from grpo_theory.theory.adam import adam_reduction
-        from grpo_theory.theory.drift import update_variance
+        from grpo_theory.theory.drift import geometric_factor, update_variance
 
-        fp = self.fixed_point()
         if self.group_size is None:
             raise ParameterError("group_size", "inf", "a finite group size (Adam's step is "
                                  "set by the gradient noise)")
+        fp = self.fixed_point()
         s2 = float(update_variance(fp.p, normalization=self.normalization, kl=self.kl,
                                    group_size=self.group_size, kl_coef=self.kl_coef,
                                    p_ref=self.p_ref, adv_eps=self.adv_eps, actions=self.actions,
                                    correct=self.correct, prompts=self.prompts))
-        from grpo_theory.theory.drift import geometric_factor
-
         return adam_reduction(self.learning_rate, fp.stiffness, s2, betas=betas, eps=eps,
                               refresh_interval=self.refresh_interval,
                               fresh_fraction=fp.fresh_fraction, reuse=self.reuse,
