@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--refresh-interval", type=number, default=1, help="k steps per sampling policy")
     a("--reuse", choices=REUSE_MODES, default="fresh",
       help="fresh batches per step | one batch reused by the window's k steps")
+    a("--window-batches", type=number, default=1,
+      help="with --reuse batch: batches per window, cycled through (default 1)")
     a("--steps", type=number, default=1000, help="horizon N in optimizer steps")
     a("--degenerate-level", type=number, default=None,
       help="delta: collapsed once p < delta or p > 1 - delta (default 1/(10 G))")
@@ -41,5 +43,6 @@ def call(args) -> CollapseRisk:
                       kl_coef=args.kl_coef, adv_eps=args.adv_eps, surrogate=args.surrogate,
                       learning_rate=args.learning_rate, momentum=args.momentum,
                       group_size=args.group_size, prompts=args.prompts,
-                      refresh_interval=args.refresh_interval, reuse=args.reuse)
+                      refresh_interval=args.refresh_interval, reuse=args.reuse,
+                      window_batches=args.window_batches)
     return collapse_risk(model, steps=args.steps, degenerate_level=args.degenerate_level)

@@ -90,7 +90,8 @@ class KernelPlan:
     refresh_interval: int
     delay: int
     record: tuple
-    reuse: str = "fresh"      # "fresh" | "batch": one batch reused for a whole refresh window
+    reuse: str = "fresh"      # "fresh" | "batch": batches reused within a refresh window
+    window_batches: int = 1   # with "batch": the window cycles through this many batches
     divergence_bound: float = 300.0   # max logit spread of a live run (see run())
 
 
@@ -624,6 +625,7 @@ def _run_two_action(plan, rng, steps_iter):
     diverged_at = np.full(R, -1, dtype=np.int64)
     frozen = False
     reuse = plan.reuse == "batch" and plan.refresh_interval > 1
+    stored = [None] * plan.window_batches
     for t in steps_iter:
         if on_policy:
             x_old, q_old, sp_old = x, q, sp
@@ -631,8 +633,13 @@ def _run_two_action(plan, rng, steps_iter):
             u_old = _lagged(plan, t, u, ring, old)
             x_old = u_old[:, None] + delta
             q_old, sp_old = _sigmoid_parts(x_old, need_sp)
-        if not reuse or t % plan.refresh_interval == 0:
+        if not reuse:
             n0 = binomial_counts(rng, G, q_old)
+        else:   # the window draws its m batches at its first m steps, then cycles
+            j = t % plan.refresh_interval
+            if j < plan.window_batches:
+                stored[j] = binomial_counts(rng, G, q_old)
+            n0 = stored[j % plan.window_batches]
         dr = r0 - r1
         if plan.kl == "k1_reward":   # r'_0 - r'_1 = r_0 - r_1 - beta (x_old - x_ref)
             dr = dr - plan.kl_coef * (x_old - x_ref)
@@ -694,11 +701,16 @@ def _run_generic(plan, rng, steps_iter):
     diverged_at = np.full(R, -1, dtype=np.int64)
     frozen = False
     reuse = plan.reuse == "batch" and plan.refresh_interval > 1
+    stored = [None] * plan.window_batches
     for t in steps_iter:
         theta_old = _lagged(plan, t, theta, ring, old)
-        # with batch reuse the window's batch, drawn at its first step, is used again
-        if not reuse or t % plan.refresh_interval == 0:
+        if not reuse:
             counts = _draw_counts(rng, G, theta_old, plan.offsets)
+        else:   # the window draws its m batches at its first m steps, then cycles
+            j = t % plan.refresh_interval
+            if j < plan.window_batches:
+                stored[j] = _draw_counts(rng, G, theta_old, plan.offsets)
+            counts = stored[j % plan.window_batches]
         g, zvf, cf = group_gradient(theta, theta_old, plan.theta_ref, plan.offsets,
                                     plan.rewards, counts, **kw)
         if "zero_var_frac" in out:

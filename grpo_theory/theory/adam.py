@@ -117,8 +117,8 @@ class AdamReduction(Result):
 
 
 def adam_reduction(learning_rate, stiffness, noise_variance, *, betas=(0.9, 0.999), eps=1e-8,
-                   refresh_interval=1, fresh_fraction=0.0, reuse="fresh", geometric_factor=2.0,
-                   iterations=200) -> AdamReduction:
+                   refresh_interval=1, fresh_fraction=0.0, reuse="fresh", window_batches=1,
+                   geometric_factor=2.0, iterations=200) -> AdamReduction:
     r"""Stationary heavy-ball reduction of Adam (see the module docstring).
 
     ``stiffness`` K and ``noise_variance`` :math:`\sigma^2` are per unit learning rate on z
@@ -146,7 +146,7 @@ def adam_reduction(learning_rate, stiffness, noise_variance, *, betas=(0.9, 0.99
 
     def var(v):
         return stationary_variance(eta_eff(v), b1, Kv, s2, k, fresh_fraction=fresh_fraction,
-                                   reuse=mode)
+                                   reuse=mode, window_batches=window_batches)
 
     v0 = s2 / kap**2
     first = var(v0)

@@ -185,7 +185,7 @@ def _risk(model, steps, degenerate_level, grid):
                 "and the diffusion model (D > 0 on the basin) does not apply")
     var_model = stationary_variance(model.learning_rate, model.momentum, fp.stiffness, s2_star,
                                     model.refresh_interval, fresh_fraction=fp.fresh_fraction,
-                                    reuse=model.reuse)
+                                    reuse=model.reuse, window_batches=model.window_batches)
     if not math.isfinite(var_model):
         return "the window map is unstable (L2): the run leaves the plateau deterministically"
     var_sgd = stationary_variance(eta_eff, 0.0, fp.stiffness, s2_star, 1)
@@ -232,9 +232,10 @@ def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001)
         if model.momentum > 0:
             changes.append(("momentum / 2", dict(momentum=model.momentum / 2)))
         if model.refresh_interval > 1:
-            changes.append(("refresh interval 1", dict(refresh_interval=1, reuse="fresh")))
+            changes.append(("refresh interval 1", dict(refresh_interval=1, reuse="fresh",
+                                                       window_batches=1)))
         if model.reuse == "batch" and model.refresh_interval > 1:
-            changes.append(("fresh batches (no reuse)", dict(reuse="fresh")))
+            changes.append(("fresh batches (no reuse)", dict(reuse="fresh", window_batches=1)))
         for label, change in changes:
             # the default level 1/(10G) follows G: larger groups are informative closer to 0 and 1
             r = _risk(model.replace(**change), T, degenerate_level, grid)
