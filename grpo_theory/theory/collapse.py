@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 from grpo_theory.results import Result
 from grpo_theory.theory.derived import Derived, derivation, prove_zero
