@@ -13,8 +13,9 @@ A :class:`GRPOModel` holds the three things the theory needs:
 - the **lag**: the sampling policy is refreshed every ``refresh_interval`` steps
   (``lag_model="refresh"``) or lags by a constant ``delay`` (``"delay"``); within a
   refresh window the steps draw fresh batches from the old policy (``reuse="fresh"``,
-  TRL ``steps_per_generation``) or reuse one batch (``reuse="batch"``, TRL
-  ``num_iterations``, verl ``ppo_epochs``): the same mean force, different noise.
+  TRL ``steps_per_generation``) or cycle through ``window_batches`` batches drawn at its
+  start (``reuse="batch"``, TRL ``num_iterations``, verl ``ppo_epochs``; 1: one batch for
+  the whole window): the same mean force, different noise.
 
 Its methods are the theory applied to it: :meth:`fixed_point` (L1), :meth:`stability`
 (exact L2, with the fresh/stale stiffness split of the fixed point),
@@ -68,6 +69,7 @@ class GRPOModel:
     lag_model: str = "refresh"
     delay: int | None = None
     reuse: str = "fresh"
+    window_batches: int = 1
 
     def __post_init__(self):
         from grpo_theory.theory.drift import Variant, check_group_size
@@ -101,6 +103,10 @@ class GRPOModel:
             raise ParameterError("delay", self.delay, "None unless lag_model is 'delay'")
         if check_choice("reuse", self.reuse, REUSE_MODES) == "batch" and self.lag_model != "refresh":
             raise ParameterError("reuse", self.reuse, "'fresh' unless lag_model is 'refresh'")
+        from grpo_theory.theory.reuse import check_window_batches
+
+        set_("window_batches", check_window_batches(self.window_batches, self.refresh_interval,
+                                                    self.reuse))
 
     # -- construction ------------------------------------------------------------
     def replace(self, **changes) -> "GRPOModel":
@@ -163,6 +169,26 @@ class GRPOModel:
 
         return fluctuation(self, **overrides)
 
+    def adam_reduction(self, *, betas=(0.9, 0.999), eps=1e-8):
+        """Adam(``learning_rate``, ``betas``, ``eps``) at the fixed point as self-consistent heavy
+        ball (:func:`grpo_theory.theory.adam.adam_reduction`; ``momentum`` is not used)."""
+        from grpo_theory.theory.adam import adam_reduction
+        from grpo_theory.theory.drift import geometric_factor, update_variance
+
+        if self.group_size is None:
+            raise ParameterError("group_size", "inf", "a finite group size (Adam's step is "
+                                 "set by the gradient noise)")
+        fp = self.fixed_point()
+        s2 = float(update_variance(fp.p, normalization=self.normalization, kl=self.kl,
+                                   group_size=self.group_size, kl_coef=self.kl_coef,
+                                   p_ref=self.p_ref, adv_eps=self.adv_eps, actions=self.actions,
+                                   correct=self.correct, prompts=self.prompts))
+        return adam_reduction(self.learning_rate, fp.stiffness, s2, betas=betas, eps=eps,
+                              refresh_interval=self.refresh_interval,
+                              fresh_fraction=fp.fresh_fraction, reuse=self.reuse,
+                              window_batches=self.window_batches,
+                              geometric_factor=geometric_factor(self.actions, self.correct))
+
     def oscillator(self):
         """The continuous (L3) oscillator at the fixed point (mass, damping, spring)."""
         from grpo_theory.theory.oscillator import coefficients
@@ -188,7 +214,7 @@ class GRPOModel:
                       optimizer="momentum" if self.momentum > 0 else "sgd",
                       momentum=self.momentum, lag_model=self.lag_model,
                       refresh_interval=self.refresh_interval, delay=self.delay or 0,
-                      reuse=self.reuse)
+                      reuse=self.reuse, window_batches=self.window_batches)
         params.update(overrides)
         if params.get("optimizer") in ("sgd", "adam") and "momentum" not in overrides:
             params["momentum"] = 0.0

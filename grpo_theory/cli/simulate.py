@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="fresh: a new batch from pi_old at every step of a refresh window (TRL "
            "steps_per_generation) | batch: one batch reused by the window's k steps (TRL "
            "num_iterations, verl ppo_epochs)")
+    a("--window-batches", type=number, default=1,
+      help="with --reuse batch: m batches drawn at the window's start and cycled through "
+           "(verl train_batch_size/ppo_mini_batch_size; default 1)")
     a("--delay", type=number, default=0, help="d: groups drawn from the policy d steps back")
     a("--surrogate", choices=SURROGATES, default="stale",
       help="stale (ignore the ratio) | ratio (clipped PPO ratio) (default stale)")
@@ -109,7 +112,8 @@ def call(args) -> EnsembleSummary:
         normalization=args.normalization, adv_eps=args.adv_eps, surrogate=args.surrogate,
         kl=args.kl, kl_coef=0.0 if args.kl_coef is None else args.kl_coef,
         lag_model=lag_model, refresh_interval=args.refresh_interval, delay=args.delay,
-        reuse=args.reuse, difficulty_spread=args.difficulty_spread,
+        reuse=args.reuse, window_batches=args.window_batches,
+        difficulty_spread=args.difficulty_spread,
         divergence_bound=args.divergence_bound, seed=args.seed, **extra)
     if args.out:
         try:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_theory.crosscheck.adam import check_adam
+from grpo_theory.crosscheck.adam import check_adam, check_adam_critical_damping
+from grpo_theory.crosscheck.collapse import check_collapse, check_collapse_reuse
 from grpo_theory.crosscheck.batch_reuse import check_reuse_batch, check_reuse_fresh
 from grpo_theory.crosscheck.base import (BASE, BASE_MODEL, N_SIGMA, Check, CrosscheckReport,
                                          mean_field_trajectory, moment_closure_trajectory)
@@ -34,7 +35,8 @@ __all__ = ["Check", "CrosscheckReport", "run_crosschecks", "mean_field_trajector
            "moment_closure_trajectory", "BASE", "BASE_MODEL", "N_SIGMA", "CHECKS",
            "check_mean_trajectory", "check_group_temperature", "check_refresh_threshold",
            "check_damping_transition", "check_plateaus", "check_adam", "check_reuse_fresh",
-           "check_reuse_batch"]
+           "check_reuse_batch", "check_collapse", "check_collapse_reuse",
+           "check_adam_critical_damping"]
 
 #: (name, function) in report order
 CHECKS = [("mean_trajectory", check_mean_trajectory),
@@ -43,8 +45,11 @@ CHECKS = [("mean_trajectory", check_mean_trajectory),
           ("damping_transition", check_damping_transition),
           ("plateaus", check_plateaus),
           ("adam", check_adam),
+          ("adam_critical_damping", check_adam_critical_damping),
           ("reuse_fresh", check_reuse_fresh),
-          ("reuse_batch", check_reuse_batch)]
+          ("reuse_batch", check_reuse_batch),
+          ("collapse", check_collapse),
+          ("collapse_reuse", check_collapse_reuse)]
 
 
 def run_crosschecks(quick=True, seed=0, progress=None) -> CrosscheckReport:

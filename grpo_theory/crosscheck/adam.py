@@ -1,4 +1,4 @@
-"""Check 6 (information): Adam against its momentum-only reduction."""
+"""Check 6: Adam against its self-consistent heavy-ball reduction (theory/adam.py)."""
 
 from __future__ import annotations
 
@@ -6,65 +6,99 @@ import math
 
 import numpy as np
 
-from grpo_theory.theory import noise
+from grpo_theory.crosscheck.base import N_SIGMA, Check, _sim, _stationary_var, as_base
+from grpo_theory.theory.adam import adam_reduction
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
-from grpo_theory.crosscheck.base import (N_SIGMA, Check, _sim, _variant, as_base, mean_field_trajectory, _stationary_var, _stationary_mean)
+
+#: the stated criterion (THEORY.md §4: variances within 10 %)
+RELATIVE_TOLERANCE = 0.10
 
 
 def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(0.9, 0.999)) -> Check:
-    r"""Adam vs heavy ball with mu = beta1 and eta_eff = 2 eta (1 - beta1)/sigma.
+    r"""Stationary Var z of Adam runs started at the fixed point vs the reduction.
 
-    Approximation (stated): at stationarity F = 0, Adam's second moment of the logit
-    gradient g_0 = -Δz/(2η) is E[g_0^2] = sigma^2/4 (sigma^2 = update_variance, per unit
-    lr^2), its first moment is (1-beta1) times the heavy-ball buffer, so
-    Δz = η(1-β1) B/sqrt(v) = η_eff B.  Bias corrections and the fluctuation of v are
-    ignored; the reduction is claimed only near the fixed point (verdict "info").
+    Prediction: heavy ball with mu = beta1 and eta_eff = eta (1 - beta1)/sqrt(v), v the
+    self-consistent stationary second moment (sigma^2 + K^2 Var z)/4.  The first-order
+    reduction (v = sigma^2/4) is reported beside it.  The runs start at p* and are measured
+    after 1/(1 - beta2) steps, so v_hat has forgotten the start.
     """
     base = as_base(base)
     seed_seq = seed_seq or np.random.SeedSequence(5)
     R = 400 if quick else 3000
-    T = 1500 if quick else 4000
-    var = _variant(base)
-    fp = stable_fixed_point(**var)
-    s2 = float(update_variance(fp.p, normalization=var["normalization"], kl=var["kl"],
-                               group_size=var["group_size"], kl_coef=var["kl_coef"],
-                               p_ref=var["p_ref"], adv_eps=var["adv_eps"]))
-    b1 = betas[0]
-    eta_eff = 2 * learning_rate * (1 - b1) / math.sqrt(s2)
-    var_pred = noise.stationary_variance(eta_eff, b1, fp.stiffness, s2)
+    b2 = betas[1]
+    t0 = int(2 / (1 - b2))
+    T = t0 + (1500 if quick else 4000)
+    fp = stable_fixed_point(**base)
+    s2 = float(update_variance(fp.p, normalization=base["normalization"], kl=base["kl"],
+                               group_size=base["group_size"], kl_coef=base["kl_coef"],
+                               p_ref=base["p_ref"], adv_eps=base["adv_eps"]))
+    red = adam_reduction(learning_rate, fp.stiffness, s2, betas=betas)
     res = _sim(seed_seq, steps=T, runs=R, learning_rate=learning_rate, optimizer="adam",
-               adam_betas=tuple(betas), record=("z", "reward"), **base)
-    t0 = T // 2
+               adam_betas=tuple(betas), p0=fp.p, record=("z",), **base)
     var_meas, var_se, _ = _stationary_var(res.z, t0, 20)
-    p_meas, p_se = _stationary_mean(res.reward, t0)
-    # relaxation: L1 momentum map with eta_eff from p_ref vs the simulated mean
-    z0 = math.log(var["p_ref"] / (1 - var["p_ref"]))
-    Tm = min(T, 300)
-    L1 = mean_field_trajectory(Tm, z0, eta_eff, b1, **var)
-    m = res.mean("z")[:Tm + 1]
-    rms_traj = float(np.sqrt(np.mean((m - L1) ** 2)))
-    rel = (var_meas - var_pred) / var_pred
-    notes = [f"sigma^2 = {s2:.4g}, eta_eff = 2 eta (1-beta1)/sigma = {eta_eff:.4g} (eta = "
-             f"{learning_rate}, beta1 = {b1})",
-             f"stationary Var z: predicted {var_pred:.4g}, Adam simulation {var_meas:.4g} ± "
-             f"{var_se:.2g} (relative error {100 * rel:.1f}%)",
-             f"plateau: fixed point {fp.p:.5f}, Adam {p_meas:.5f} ± {p_se:.2g}",
-             f"mean trajectory from p_ref: RMS |sim - L1(eta_eff, mu=beta1)| = {rms_traj:.3g} "
-             "logits over the first 300 steps (far from z* Adam's v is not sigma^2/4; "
-             "information only)"]
+    pred = red.stationary_variance_z
+    rel = (var_meas - pred) / pred
+    rel_first = (var_meas - red.first_order_variance_z) / red.first_order_variance_z
+    notes = [f"sigma^2 = {s2:.4g}, K = {fp.stiffness:.4g}; eta = {learning_rate}, betas = {betas}",
+             f"self-consistent v = {red.second_moment:.4g} (first order sigma^2/4 = {s2 / 4:.4g}), "
+             f"eta_eff = {red.effective_learning_rate:.4g} (first order "
+             f"{red.first_order_learning_rate:.4g})",
+             f"stationary Var z: reduction {pred:.4g}, simulation {var_meas:.4g} ± {var_se:.2g} "
+             f"(relative error {100 * rel:+.1f}%; first-order reduction {100 * rel_first:+.1f}%)",
+             "measured from step 2/(1 - beta2): within ~1/(1 - beta2) steps of a large-gradient "
+             "transient v_hat still remembers it (the former -21 % came from measuring there)"]
     return Check(
         name="adam",
-        description="Adam runs vs the momentum-only reduction (mu = beta1, eta_eff = 2 eta "
-                    "(1-beta1)/sigma at stationarity): stationary Var z, plateau, trajectory",
-        predicted=var_pred, measured=var_meas, error=var_meas - var_pred,
-        band={"tolerance": N_SIGMA * var_se,
-              "derivation": f"4 SE of the stationary variance (R={R} runs) - information only: "
-                            "the reduction is an approximation, so the verdict is 'info'"},
-        verdict="info",
-        details={"units": "z in logits (variance logits^2)", "eta_eff": eta_eff,
-                 "noise_variance": s2, "relative_error_variance": rel,
-                 "within_4se": bool(abs(var_meas - var_pred) <= N_SIGMA * var_se),
-                 "plateau_pred": fp.p, "plateau_meas": p_meas, "plateau_sem": p_se,
-                 "rms_trajectory_error": rms_traj, "t": np.arange(Tm + 1),
-                 "sim_mean": m, "L1_eta_eff": L1, "runs": R, "steps": T, "notes": notes})
+        description="Adam runs vs the self-consistent heavy-ball reduction (mu = beta1, eta_eff "
+                    "from the stationary second moment incl. the force fluctuation): Var z",
+        predicted=pred, measured=var_meas, error=var_meas - pred,
+        band={"tolerance": RELATIVE_TOLERANCE * pred,
+              "derivation": f"the stated 10 % criterion for variances (4 SE = "
+                            f"{N_SIGMA * var_se:.2g} from R = {R} runs is smaller)"},
+        verdict="pass" if abs(var_meas - pred) <= RELATIVE_TOLERANCE * pred else "fail",
+        details={"units": "z in logits (variance logits^2)", "relative_error_variance": rel,
+                 "relative_error_first_order": rel_first,
+                 "eta_eff": red.effective_learning_rate, "second_moment": red.second_moment,
+                 "noise_variance": s2, "runs": R, "steps": T, "notes": notes})
+
+
+def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9, 0.999)) -> Check:
+    r"""Adam at the learning rate predicted to be critically damped: the measured step
+    :math:`\hat a = (1+\beta_1)(1-\hat\rho_1)` (from the lag-1 autocorrelation of the
+    stationary deviations, AR(2) Yule-Walker) against :math:`a_c = (1-\sqrt{\beta_1})^2`."""
+    from grpo_theory.theory.adam import critical_learning_rate
+    from grpo_theory.theory.derived import get
+
+    base = as_base(base)
+    seed_seq = seed_seq or np.random.SeedSequence(6)
+    R = 400 if quick else 2000
+    t0 = int(2 / (1 - betas[1]))
+    T = t0 + 2000
+    fp = stable_fixed_point(**base)
+    s2 = float(update_variance(fp.p, normalization=base["normalization"], kl=base["kl"],
+                               group_size=base["group_size"], kl_coef=base["kl_coef"],
+                               p_ref=base["p_ref"], adv_eps=base["adv_eps"]))
+    eta_c = critical_learning_rate(fp.stiffness, s2, betas=betas)
+    a_c = float(get("adam.critical_step").numeric(betas[0]))
+    res = _sim(seed_seq, steps=T, runs=R, learning_rate=eta_c, optimizer="adam",
+               adam_betas=tuple(betas), p0=fp.p, record=("z",), **base)
+    x = res.z[:, t0:]
+    x = x - x.mean(axis=0)                 # deviations from the ensemble mean at each time
+    num = (x[:, :-1] * x[:, 1:]).mean(axis=1)
+    den = (x[:, :-1] ** 2).mean(axis=1)
+    a_meas = float((1 + betas[0]) * (1 - num.sum() / den.sum()))
+    se = float(((1 + betas[0]) * (1 - num / den)).std(ddof=1) / math.sqrt(R))
+    notes = [f"predicted critical Adam learning rate eta_c = {eta_c:.4g} (a_c = "
+             f"(1 - sqrt(beta1))^2 = {a_c:.4g}); measured step there {a_meas:.4g} ± {se:.2g} "
+             f"({100 * (a_meas - a_c) / a_c:+.1f}%)"]
+    return Check(
+        name="adam_critical_damping",
+        description="Adam at the predicted critically damped learning rate: the step eta_eff K "
+                    "measured from the lag-1 autocorrelation vs (1 - sqrt(beta1))^2",
+        predicted=a_c, measured=a_meas, error=a_meas - a_c,
+        band={"tolerance": N_SIGMA * se,
+              "derivation": f"4 SE of the per-run step estimates over R = {R} runs"},
+        verdict="pass" if abs(a_meas - a_c) <= N_SIGMA * se else "fail",
+        details={"units": "dimensionless step eta_eff K", "eta_critical": eta_c, "runs": R,
+                 "steps": T, "notes": notes})

@@ -24,7 +24,8 @@ LAG_MODELS = ("refresh", "delay")
 #: How the steps of one refresh window get their samples: ``fresh`` — a new batch per
 #: step, all drawn from π_old (TRL ``steps_per_generation``); ``batch`` — one batch
 #: drawn at the window's first step and reused by all its steps (TRL
-#: ``num_iterations``, verl ``ppo_epochs``).
+#: ``num_iterations``, verl ``ppo_epochs``); with ``window_batches`` m > 1 the window
+#: draws m batches at its first m steps and cycles through them.
 REUSE_MODES = ("fresh", "batch")
 #: Largest allowed ``divergence_bound`` (logits): below it every intermediate of a
 #: step (ratios π/π_old ≤ K·e^bound, their squares in Adam) stays far from overflow.
@@ -73,6 +74,7 @@ class SimulationConfig:
     refresh_interval: int = 1
     delay: int = 0
     reuse: str = "fresh"
+    window_batches: int = 1
     difficulty_spread: float = 0.0
     divergence_bound: float = MAX_DIVERGENCE_BOUND
     seed: int = 0
@@ -163,6 +165,13 @@ class SimulationConfig:
         if check_choice("reuse", self.reuse, REUSE_MODES) == "batch" and lag != "refresh":
             raise ParameterError("reuse", self.reuse, "'fresh' with lag_model 'delay' "
                                  "(batch reuse needs refresh windows)")
+        check_int("window_batches", self.window_batches, low=1)
+        if self.reuse != "batch" and self.window_batches != 1:
+            raise ParameterError("window_batches", self.window_batches,
+                                 "1 unless reuse is 'batch'")
+        if self.refresh_interval % self.window_batches:
+            raise ParameterError("window_batches", self.window_batches,
+                                 f"a divisor of the refresh interval {self.refresh_interval}")
         check_real("difficulty_spread", self.difficulty_spread, low=0.0)
         check_int("seed", self.seed, low=0)
         for name in self.record:

@@ -116,7 +116,8 @@ def simulate(config: SimulationConfig | None = None, /, *, _kernel: str = "auto"
     (``stale``/``ratio``), clip_low, clip_high, kl (``none``/``exact``/``k3``/
     ``k1_reward``), kl_coef, lag_model (``refresh``/``delay``), refresh_interval, delay,
     reuse (``fresh``: a new batch from π_old at every step of a refresh window;
-    ``batch``: the window's first batch reused by all its steps),
+    ``batch``: the window's first ``window_batches`` batches, cycled through by its steps),
+    window_batches,
     difficulty_spread, seed, record, progress.
 
     For ``K = 2`` and the stale surrogate on-policy, the expected update of
@@ -167,6 +168,7 @@ def simulate(config: SimulationConfig | None = None, /, *, _kernel: str = "auto"
         adam_betas=config.adam_betas, adam_eps=config.adam_eps,
         lag_model=config.lag_model, refresh_interval=config.refresh_interval,
         delay=config.delay, record=config.record, reuse=config.reuse,
+        window_batches=config.window_batches,
         divergence_bound=config.divergence_bound)
     steps_iter = _progress(range(config.steps), total=config.steps, desc="simulate",
                            enabled=config.progress)

@@ -34,6 +34,7 @@ binomial draw per run and prompt for ``K = 2``), so they agree to rounding.
 
 from __future__ import annotations
 
+import functools
 import mmap
 from dataclasses import dataclass
 
@@ -48,6 +49,7 @@ __all__ = [
     "group_gradient",
     "group_loss",
     "two_action_gradient",
+    "binomial_counts",
     "Optimizer",
     "run",
 ]
@@ -88,7 +90,8 @@ class KernelPlan:
     refresh_interval: int
     delay: int
     record: tuple
-    reuse: str = "fresh"      # "fresh" | "batch": one batch reused for a whole refresh window
+    reuse: str = "fresh"      # "fresh" | "batch": batches reused within a refresh window
+    window_batches: int = 1   # with "batch": the window cycles through this many batches
     divergence_bound: float = 300.0   # max logit spread of a live run (see run())
 
 
@@ -200,31 +203,55 @@ def group_loss(theta, theta_old, theta_ref, offsets, rewards, counts, *, group_s
 # K = 2
 # ---------------------------------------------------------------------------
 
-def _sigmoid_parts(x, need_sp=True):
-    r"""``(q, sp)`` with :math:`q = \sigma(x)` and :math:`sp = \log(1 + e^{-x}) = -\log\sigma(x)`.
+#: Above this group size :func:`binomial_counts` hands back to ``rng.binomial``:
+#: the inverse-CDF loop grows with G and stops paying (see docs/simulation.md).
+INVERSE_CDF_MAX_GROUP = 64
 
-    One ``exp`` and (if ``need_sp``; else ``sp`` is None) one ``log1p``, stable
-    for both signs: :math:`\log\sigma(-x) = -x - sp`.
+
+def binomial_counts(rng, group_size, q):
+    r"""Binomial(G, q) counts, elementwise, from one uniform per entry (inverse CDF).
+
+    :math:`n = \#\{k < G : u > F(k)\}` with :math:`F` the binomial CDF built by the
+    pmf recursion :math:`f(k+1) = f(k)\,\frac{G-k}{k+1}\frac{s}{1-s}` on
+    :math:`s = \min(q, 1-q)` (so :math:`f(0) = (1-s)^G \ge 2^{-G}` never underflows;
+    counts of the complement are mirrored back); the loop stops as soon as every entry
+    is placed.  For ``G > INVERSE_CDF_MAX_GROUP`` it is ``rng.binomial(G, q)``.
+    Statistically identical to ``rng.binomial`` (not the same stream).
     """
-    e = np.exp(-np.abs(x))
-    inv = 1.0 / (1.0 + e)
-    q = np.where(x >= 0, inv, e * inv)
-    if not need_sp:
-        return q, None
-    sp = np.log1p(e)
-    sp += np.maximum(-x, 0.0)
-    return q, sp
+    if group_size > INVERSE_CDF_MAX_GROUP:
+        return rng.binomial(group_size, q)
+    u = rng.random(np.shape(q))
+    flip = q > 0.5
+    s = np.where(flip, 1.0 - q, q)
+    ratio = s / (1.0 - s)
+    pmf = (1.0 - s) ** group_size
+    cdf = pmf.copy()
+    n = np.zeros(np.shape(q), dtype=np.int64)
+    for k in range(group_size):
+        above = u > cdf
+        if not above.any():
+            break
+        n += above
+        pmf *= ratio
+        pmf *= (group_size - k) / (k + 1.0)
+        cdf += pmf
+    return np.where(flip, group_size - n, n)
 
 
-def _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, dr, *, group_size, normalization,
-                     adv_eps, surrogate, clip_low, clip_high, kl, kl_coef, u_minus_ref):
-    """Gradient component g0 for two actions from precomputed policy parts (``(R, B)``)."""
+@functools.lru_cache(maxsize=64)
+def _advantage_mass_table(group_size, normalization, adv_eps, dr):
+    """Per count n = 0..G: the stale advantage term g0 and whether the group is degenerate."""
+    n0 = np.arange(group_size + 1, dtype=float)[:, None]
+    g0, zero_var, _ = _advantage_term(n0, group_size, normalization, adv_eps, dr)
+    return g0[:, 0], zero_var[:, 0]
+
+
+def _advantage_term(n0, group_size, normalization, adv_eps, dr):
+    """Stale-surrogate advantage term g0 = -n0 n1 scale / G, the degenerate mask and the
+    advantage scale (Â_0 = n1·scale, Â_1 = −n0·scale)."""
     G = float(group_size)
-    n0 = n0.astype(float)
-    n1 = G - n0
-    nn = n0 * n1
+    nn = n0 * (G - n0)
     zero_var = (nn == 0.0) | (np.asarray(dr) == 0.0)
-    # deviations r_a − r̄:  r0 − r̄ = n1·dr/G,  r1 − r̄ = −n0·dr/G;  Â_a = dev_a·(scale·G/dr)
     if normalization == "std":
         s = np.sqrt(nn * (dr * dr / (G * (G - 1.0))))
         s += adv_eps
@@ -234,9 +261,51 @@ def _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, dr, *, group_size, norm
             scale = np.divide(dr / G, s, out=np.zeros_like(s), where=~zero_var)
     else:
         scale = np.broadcast_to(dr / G, n0.shape)
-    # zero-variance groups: nn = 0 makes the products below vanish, except
-    # when scale is non-finite, which the masked division above excludes.
+    g0 = nn * scale
+    g0 *= -1.0 / G
+    return g0, zero_var, scale
+
+def _sigmoid_parts(x, need_sp=True):
+    r"""``(q, sp)`` with :math:`q = \sigma(x)` and :math:`sp = \log(1 + e^{-x}) = -\log\sigma(x)`.
+
+    One ``exp`` and (if ``need_sp``; else ``sp`` is None) one ``log1p``, stable
+    for both signs: :math:`\log\sigma(-x) = -x - sp`.
+    """
+    if not need_sp:
+        # 1/(1 + e^{-x}): e^{-x} = inf for x < -709 gives q = 0, the correctly rounded value
+        with np.errstate(over="ignore"):
+            q = np.exp(-x)
+        q += 1.0
+        return np.reciprocal(q, out=q), None
+    e = np.exp(-np.abs(x))
+    inv = 1.0 / (1.0 + e)
+    q = np.where(x >= 0, inv, e * inv)
+    sp = np.log1p(e)
+    sp += np.maximum(-x, 0.0)
+    return q, sp
+
+
+def _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, dr, *, group_size, normalization,
+                     adv_eps, surrogate, clip_low, clip_high, kl, kl_coef, u_minus_ref):
+    """Gradient component g0 for two actions from precomputed policy parts (``(R, B)``).
+
+    Without the ratio and with one reward gap ``dr`` for all groups, the advantage term
+    depends on the count only: it is read from a table over n = 0..G.
+    """
+    G = float(group_size)
+    if not (surrogate == "ratio" and x_old is not x) and np.ndim(dr) == 0:
+        g_tab, zv_tab = _advantage_mass_table(group_size, normalization, float(adv_eps),
+                                              float(dr))
+        idx = n0 if n0.dtype.kind in "iu" else n0.astype(np.int64)
+        g0, zero_var = g_tab[idx], zv_tab[idx]
+        n0 = n0.astype(float) if kl == "k3" else n0
+    else:
+        n0 = n0.astype(float)
+        g0, zero_var, scale = _advantage_term(n0, group_size, normalization, adv_eps, dr)
+    clip_frac = None
     if surrogate == "ratio" and x_old is not x:
+        # deviations r_a − r̄:  r0 − r̄ = n1·dr/G,  r1 − r̄ = −n0·dr/G;  Â_a = dev_a·scale·G/dr
+        n1 = G - n0
         adv0 = n1 * scale
         adv1 = -n0 * scale
         rho0 = np.exp(sp_old - sp)                         # π(0)/π_old(0)
@@ -247,20 +316,13 @@ def _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, dr, *, group_size, norm
         c1 = -(n1 / G) * np.where(un1, rho1 * adv1, 0.0)
         clip_frac = (n0 * ~un0 + n1 * ~un1).sum(axis=1) / (G * n0.shape[1])
         g0 = c0 * (1.0 - q) - c1 * q
-    else:
-        # ρ ≡ 1 (or ignored): c0 = −(n0/G)Â0 = −nn·scale/G = −c1, so g0 = c0
-        g0 = nn * scale
-        g0 *= -1.0 / G
-        clip_frac = None
-        if kl == "k3":
-            c0 = g0
-            c1 = -g0
+    # otherwise ρ ≡ 1 (or ignored): c0 = −(n0/G)Â0 = −nn·scale/G = −c1, so g0 = c0
     if kl == "k3":
         # c_a += β (n_a/G)(1 − π_ref(a)/π(a)),  log π(0) = −sp,  log π(1) = −x − sp
         lr0 = -np.logaddexp(0.0, -x_ref)                   # log π_ref(0), (B,)
         lr1 = lr0 - x_ref                                  # log π_ref(1)
         k0 = kl_coef * (n0 / G) * (1.0 - np.exp(lr0 + sp))
-        k1 = kl_coef * (n1 / G) * (1.0 - np.exp(lr1 + x + sp))
+        k1 = kl_coef * ((G - n0) / G) * (1.0 - np.exp(lr1 + x + sp))
         g0 = g0 + k0 * (1.0 - q) - k1 * q
     if kl == "exact":
         g0 = g0 + kl_coef * q * (1.0 - q) * u_minus_ref[:, None]
@@ -563,6 +625,7 @@ def _run_two_action(plan, rng, steps_iter):
     diverged_at = np.full(R, -1, dtype=np.int64)
     frozen = False
     reuse = plan.reuse == "batch" and plan.refresh_interval > 1
+    stored = [None] * plan.window_batches
     for t in steps_iter:
         if on_policy:
             x_old, q_old, sp_old = x, q, sp
@@ -570,8 +633,13 @@ def _run_two_action(plan, rng, steps_iter):
             u_old = _lagged(plan, t, u, ring, old)
             x_old = u_old[:, None] + delta
             q_old, sp_old = _sigmoid_parts(x_old, need_sp)
-        if not reuse or t % plan.refresh_interval == 0:
-            n0 = rng.binomial(G, q_old)
+        if not reuse:
+            n0 = binomial_counts(rng, G, q_old)
+        else:   # the window draws its m batches at its first m steps, then cycles
+            j = t % plan.refresh_interval
+            if j < plan.window_batches:
+                stored[j] = binomial_counts(rng, G, q_old)
+            n0 = stored[j % plan.window_batches]
         dr = r0 - r1
         if plan.kl == "k1_reward":   # r'_0 - r'_1 = r_0 - r_1 - beta (x_old - x_ref)
             dr = dr - plan.kl_coef * (x_old - x_ref)
@@ -609,7 +677,7 @@ def _draw_counts(rng, G, theta_old, offsets):
     if theta_old.shape[1] == 2:   # same stream as the two-action kernel: one binomial per group
         q_old = 1.0 / (1.0 + np.exp(-((theta_old[:, 0] - theta_old[:, 1])[:, None]
                                       + (offsets[:, 0] - offsets[:, 1]))))
-        n0 = rng.binomial(G, q_old)
+        n0 = binomial_counts(rng, G, q_old)
         return np.stack([n0, G - n0], axis=-1)
     pi_old = np.exp(log_softmax(theta_old[:, None, :] + offsets))
     return rng.multinomial(G, pi_old / pi_old.sum(axis=-1, keepdims=True))
@@ -633,11 +701,16 @@ def _run_generic(plan, rng, steps_iter):
     diverged_at = np.full(R, -1, dtype=np.int64)
     frozen = False
     reuse = plan.reuse == "batch" and plan.refresh_interval > 1
+    stored = [None] * plan.window_batches
     for t in steps_iter:
         theta_old = _lagged(plan, t, theta, ring, old)
-        # with batch reuse the window's batch, drawn at its first step, is used again
-        if not reuse or t % plan.refresh_interval == 0:
+        if not reuse:
             counts = _draw_counts(rng, G, theta_old, plan.offsets)
+        else:   # the window draws its m batches at its first m steps, then cycles
+            j = t % plan.refresh_interval
+            if j < plan.window_batches:
+                stored[j] = _draw_counts(rng, G, theta_old, plan.offsets)
+            counts = stored[j % plan.window_batches]
         g, zvf, cf = group_gradient(theta, theta_old, plan.theta_ref, plan.offsets,
                                     plan.rewards, counts, **kw)
         if "zero_var_frac" in out:

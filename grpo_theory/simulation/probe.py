@@ -14,9 +14,9 @@ learning rate (logits per unit η),
 a central difference whose bias is :math:`O(\delta^2 F''')`.  The two sides use
 **independent** random streams (two children of ``SeedSequence(seed)``), so the
 standard error is the plain sum in quadrature of the two standard errors of the
-mean.  (Common random numbers would lower the variance, but numpy's binomial
-sampler does not map one uniform monotonically to one draw, so the pairing would
-not be exact.)
+mean.  (Common random numbers would lower the variance, but the binomial draw maps
+uniforms to counts monotonically only on one side of p = 1/2 — it draws the
+complement above it — so the pairing would not be exact across it.)
 
 The fixed point :math:`z^*` is an input (it comes from the symbolic core).
 """

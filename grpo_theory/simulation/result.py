@@ -265,7 +265,8 @@ class EnsembleSummary(Result):
                    "normalization": cfg.normalization, "surrogate": cfg.surrogate,
                    "kl": cfg.kl, "kl_coef": cfg.kl_coef, "lag_model": cfg.lag_model,
                    "refresh_interval": cfg.refresh_interval, "delay": cfg.delay,
-                   "reuse": cfg.reuse, "p_ref": cfg.p_ref,
+                   "reuse": cfg.reuse, "window_batches": cfg.window_batches,
+                   "p_ref": cfg.p_ref,
                    "divergence_bound": cfg.divergence_bound,
                    "n_diverged": int(r.diverged.sum()), "diverged_fraction": r.diverged_fraction,
                    "step": r.t.tolist(), "n_active": r.n_active.tolist()}
@@ -280,7 +281,7 @@ class EnsembleSummary(Result):
         r, cfg = self.result, self.result.config
         mean_r, var_r, sem = r.mean("reward"), r.var("reward"), r.sem("reward")
         lag = (f"refresh every {cfg.refresh_interval}"
-               + (f" ({'one batch reused' if cfg.reuse == 'batch' else 'fresh batches'})"
+               + (f" ({'fresh batches' if cfg.reuse == 'fresh' else 'one batch reused' if cfg.window_batches == 1 else f'{cfg.window_batches} batches cycled'})"
                   if cfg.refresh_interval > 1 else "")
                if cfg.lag_model == "refresh" else f"delay {cfg.delay}")
         opt = {"momentum": f", mu = {cfg.momentum:g}",

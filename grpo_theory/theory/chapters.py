@@ -77,6 +77,17 @@ CHAPTERS = (
             "window-correlated forcing; for SGD with an all-stale stiffness it is k times "
             "the fresh one to leading order.",
             "Batch reuse vs stale sampling"),
+    Chapter("collapse", "8. Collapse: escape to a degenerate policy",
+            "At p = 0 or 1 every group is degenerate and the gradient vanishes: the boundary "
+            "absorbs. The mean first-passage time out of the plateau's basin solves "
+            "D tau'' + b tau' = -1 with the exact finite-G drift and noise; it gives the "
+            "probability of collapse within N steps and the knob that lowers it most.",
+            "Collapse: escape to a degenerate policy"),
+    Chapter("adam", "9. Adam near a fixed point",
+            "Adam's first moment is the heavy-ball buffer; its second moment sets the step. At "
+            "stationarity the second moment holds the gradient noise plus the restoring force's "
+            "own fluctuation, which depends on the step: a self-consistent heavy-ball reduction.",
+            "Adam near a fixed point"),
 )
 
 

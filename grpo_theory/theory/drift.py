@@ -334,12 +334,12 @@ def _kl_k1_reward() -> Derived:
               prove_zero(sp.expand_log(on_simplex(per_group - A_plus * gap), force=True)))
     out.check("per group, the force does not depend on the current iterate: "
               "d/dz = 0 (K_fresh = 0)", "sympy", prove_zero(on_simplex(d_dz(per_group))))
-    out.check("expectation over n ~ Bin(G, p_old): A_G(p_old) (1 - beta (z_old - z_ref)), G = 2..8",
-              "sympy", all(prove_zero(sp.expand_log(on_simplex(
+    A_G = get("drift.expected_advantage_mean").expr
+    out.check("expectation over n ~ Bin(G, p_old) of the per-group force is A_G - beta Phi_k1 "
+              "(this record's expression), G = 2..8", "sympy",
+              all(prove_zero(sp.expand_log(on_simplex(
                   sp.Sum(sp.binomial(g, n) * _PO**n * _QO**(g - n) * (A_plus * gap).subs(G, g),
-                         (n, 0, g)).doit()
-                  - (get("drift.expected_advantage_mean").expr * (1 - S.beta * (
-                      sp.log(_PO / _QO) - sp.log(_PR / _QR)))).subs(G, g)), force=True))
+                         (n, 0, g)).doit() - (A_G - S.beta * expr).subs(G, g)), force=True))
                   for g in range(2, 9)))
     return out
 

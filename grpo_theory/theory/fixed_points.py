@@ -112,11 +112,11 @@ def _k1_reward_loc() -> Derived:
         kf = sp.expand_log(d_dz(F), force=True).subs(
             sp.log(S.p_old), Delta + sp.log(S.q_old) + sp.log(_PR) - sp.log(_QR))
         out.check(f"{sur} surrogate: F = 0 at z_old - z_ref = 1/beta, K_fresh = -dF/dz = 0 there",
-                  "sympy", prove_zero(Fd.subs(Delta, 1 / S.beta))
-                  and prove_zero(kf.subs(Delta, 1 / S.beta)))
+                  "sympy", prove_zero(Fd.subs(Delta, expr - S.z_ref))
+                  and prove_zero(kf.subs(Delta, expr - S.z_ref)))
     F = on_policy(drift_expr("mean", "k1_reward", "stale", finite=True))
     K_total = sp.expand_log(sp.expand(-d_dz(F)), force=True).subs(
-        sp.log(_P), Delta + sp.log(_Q) + sp.log(_PR) - sp.log(_QR)).subs(Delta, 1 / S.beta)
+        sp.log(_P), Delta + sp.log(_Q) + sp.log(_PR) - sp.log(_QR)).subs(Delta, expr - S.z_ref)
     out.check("the stiffness there is all stale: K = K_s = kappa beta (1 - 1/G) p* q*", "sympy",
               prove_zero(on_simplex(K_total - S.kappa * S.beta * (1 - 1 / S.G) * _P * _Q)))
     return out

@@ -41,7 +41,7 @@ from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, pr
 from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
 
 __all__ = ["REUSE_MODES", "window_phase_variances", "stationary_variance", "Fluctuation",
-           "fluctuation"]
+           "fluctuation", "window_sampling", "check_window_batches"]
 
 #: ``fresh``: a new batch per step from pi_old; ``batch``: one batch per refresh window.
 REUSE_MODES = ("fresh", "batch")
@@ -96,16 +96,35 @@ def _sgd_window_variance() -> Derived:
     return out
 
 
+def window_sampling(passes, batches) -> dict:
+    r"""Refresh interval and reuse mode of a trainer's window.
+
+    ``passes``: optimizer passes over one generation (TRL ``num_iterations``, verl
+    ``ppo_epochs``); ``batches``: distinct optimizer-step batches per generation (TRL
+    ``steps_per_generation / gradient_accumulation_steps``, verl ``train_batch_size /
+    ppo_mini_batch_size``).  Returns ``{"refresh_interval": passes * batches,
+    "reuse": "fresh" | "batch", "window_batches": m}``: ``fresh`` when each batch is used
+    once, otherwise ``batch`` with the window cycling through its m = ``batches`` batches
+    ``passes`` times.
+    """
+    p = check_int("passes", passes, low=1)
+    b = check_int("batches", batches, low=1)
+    if p == 1:
+        return {"refresh_interval": b, "reuse": "fresh", "window_batches": 1}
+    return {"refresh_interval": p * b, "reuse": "batch", "window_batches": b}
+
+
 # ----------------------------------------------------------------------------------
 # numerics: the general exact L2 window map
 # ----------------------------------------------------------------------------------
 
 def window_phase_variances(learning_rate, momentum, stiffness, noise_variance, refresh_interval,
-                           *, fresh_fraction=0.0, reuse="fresh"):
+                           *, fresh_fraction=0.0, reuse="fresh", window_batches=1):
     r"""Exact (L2, linear noise) stationary Var x at each phase j = 0..k-1 of a refresh window.
 
-    ``reuse="fresh"``: independent kicks per step; ``"batch"``: one kick per window,
-    applied at every step.  ``noise_variance`` :math:`\sigma^2` is the per-step variance
+    ``reuse="fresh"``: independent kicks per step; ``"batch"``: the window cycles through
+    ``window_batches`` = m independent kicks (step j uses kick j mod m; m = 1: one kick
+    applied at every step).  ``noise_variance`` :math:`\sigma^2` is the per-step variance
     of the logit update per unit learning rate squared (logits²).  Returns k variances
     (logits²), all ``inf`` when the window map is unstable.
     """
@@ -118,17 +137,19 @@ def window_phase_variances(learning_rate, momentum, stiffness, noise_variance, r
     s2 = check_real("noise_variance", noise_variance, low=0)
     phi = check_real("fresh_fraction", fresh_fraction)
     mode = check_choice("reuse", reuse, REUSE_MODES)
+    m = check_window_batches(window_batches, k, mode)
     A = step_matrix(eta, mu, Kv, phi)
     E = np.array([[1.0, 0], [0, 1], [1, 0]])
     b = eta * np.array([1.0, 1.0, 0.0])
     lin = [E]
     cov = [np.zeros((3, 3))]
-    load = np.zeros(3)             # S_j b: one kick applied at every step so far
-    for _ in range(k):
+    loads = np.zeros((m, 3))       # per kick i: sum over its steps j' < j of A^(j-1-j') b
+    for j in range(k):
         lin.append(A @ lin[-1])
         if mode == "batch":
-            load = A @ load + b
-            cov.append(s2 * np.outer(load, load))
+            loads = loads @ A.T
+            loads[j % m] += b
+            cov.append(s2 * loads.T @ loads)
         else:
             cov.append(A @ cov[-1] @ A.T + s2 * np.outer(b, b))
     M = lin[k][:2]
@@ -139,11 +160,24 @@ def window_phase_variances(learning_rate, momentum, stiffness, noise_variance, r
 
 
 def stationary_variance(learning_rate, momentum, stiffness, noise_variance, refresh_interval=1,
-                        *, fresh_fraction=0.0, reuse="fresh") -> float:
+                        *, fresh_fraction=0.0, reuse="fresh", window_batches=1) -> float:
     """Phase-averaged exact L2 stationary Var x (logits²); ``inf`` where unstable."""
     return float(np.mean(window_phase_variances(learning_rate, momentum, stiffness,
                                                 noise_variance, refresh_interval,
-                                                fresh_fraction=fresh_fraction, reuse=reuse)))
+                                                fresh_fraction=fresh_fraction, reuse=reuse,
+                                                window_batches=window_batches)))
+
+
+def check_window_batches(window_batches, refresh_interval, reuse):
+    """``window_batches`` m: an integer >= 1 dividing the refresh interval; 1 unless ``reuse``
+    is ``"batch"``."""
+    m = check_int("window_batches", window_batches, low=1)
+    if reuse != "batch" and m != 1:
+        raise ParameterError("window_batches", m, "1 unless reuse is 'batch'")
+    if refresh_interval % m:
+        raise ParameterError("window_batches", m,
+                             f"a divisor of the refresh interval {refresh_interval}")
+    return m
 
 
 @dataclass(frozen=True)
@@ -202,7 +236,8 @@ def fluctuation(model, *, prompts=None, reuse=None) -> Fluctuation:
                                correct=model.correct, prompts=B))
     var = stationary_variance(model.learning_rate, model.momentum, fp.stiffness, s2,
                               model.refresh_interval, fresh_fraction=fp.fresh_fraction,
-                              reuse=mode)
+                              reuse=mode, window_batches=model.window_batches if mode == "batch"
+                              else 1)
     if not math.isfinite(var):
         return Fluctuation(mode, B, fp.p, s2,
                            reason="the window map is unstable: no stationary state")

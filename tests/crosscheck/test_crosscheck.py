@@ -25,8 +25,9 @@ def test_report_numbers_finite_and_json_safe(report):
     json.dumps(d, allow_nan=False)  # no NaN/inf anywhere
     assert [c["name"] for c in d["checks"]] == ["mean_trajectory", "group_temperature",
                                                 "refresh_threshold", "damping_transition",
-                                                "plateaus", "adam"]
-    assert report["adam"].verdict == "info"
+                                                "plateaus", "adam", "adam_critical_damping",
+                                                "reuse_fresh",
+                                                "reuse_batch", "collapse", "collapse_reuse"]
     for c in report.checks:
         assert c.verdict in ("pass", "fail", "info")
         assert math.isfinite(float(c.predicted))
@@ -35,7 +36,9 @@ def test_report_numbers_finite_and_json_safe(report):
 
 
 @pytest.mark.parametrize("name", ["mean_trajectory", "group_temperature", "refresh_threshold",
-                                  "damping_transition", "plateaus"])
+                                  "damping_transition", "plateaus", "adam",
+                                  "adam_critical_damping", "reuse_fresh",
+                                  "reuse_batch", "collapse", "collapse_reuse"])
 def test_check_passes(report, name):
     c = report[name]
     assert c.verdict == "pass", c.details.get("notes")

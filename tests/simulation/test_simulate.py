@@ -779,3 +779,19 @@ def test_cli_json_keys_and_new_options(capsys):
     for key in ("mean_reward", "var_reward", "var_z", "n_active", "step", "reuse"):
         assert key in out
     assert out["reuse"] == "batch" and out["adam_betas"] == [0.8, 0.999]
+
+
+def test_cycled_window_batches():
+    # mean normalization, stale, no KL, SGD: increments depend on the counts only, so with
+    # k = 4 and 2 batches the window's increments repeat with period 2; both kernels agree
+    from grpo_theory.simulation import simulate as sim
+
+    kw = dict(steps=16, runs=40, group_size=4, normalization="mean", learning_rate=0.3,
+              refresh_interval=4, reuse="batch", window_batches=2, seed=6, record=("z",))
+    dz = np.diff(sim(**kw).observables["z"], axis=1).reshape(40, 4, 4)
+    assert np.allclose(dz[:, :, :2], dz[:, :, 2:])
+    assert not np.allclose(dz[:, :, 0], dz[:, :, 1])
+    b = sim(_kernel="generic", **kw).observables["z"]
+    np.testing.assert_allclose(sim(**kw).observables["z"], b, atol=1e-12)
+    with pytest.raises(ParameterError, match="window_batches"):
+        sim(steps=2, refresh_interval=4, reuse="batch", window_batches=3)

@@ -76,3 +76,65 @@ def test_fluctuation_scales_with_prompts():
     a = DEFAULT_MODEL.fluctuation(prompts=1).stationary_variance_z
     b = DEFAULT_MODEL.fluctuation(prompts=4).stationary_variance_z
     assert b == pytest.approx(a / 4, rel=1e-12)
+
+
+def test_window_sampling_from_trainer_keys():
+    from grpo_theory.theory.reuse import window_sampling
+
+    # TRL num_iterations = 4 with steps_per_generation = gradient_accumulation_steps
+    assert window_sampling(4, 1) == {"refresh_interval": 4, "reuse": "batch", "window_batches": 1}
+    # TRL steps_per_generation = 4 x GAS, num_iterations = 1 (verl ppo_epochs = 1, 4 mini-batches)
+    assert window_sampling(1, 4) == {"refresh_interval": 4, "reuse": "fresh", "window_batches": 1}
+    # verl ppo_epochs = 2 over 4 mini-batches
+    assert window_sampling(2, 4) == {"refresh_interval": 8, "reuse": "batch", "window_batches": 4}
+    with pytest.raises(ParameterError, match="passes"):
+        window_sampling(0, 1)
+
+
+@pytest.mark.parametrize("m", [1, 2])
+def test_cycled_batches_against_monte_carlo_of_the_linear_map(m):
+    eta, mu, K, k, phi, s2 = 0.2, 0.3, 1.0, 4, 0.25, 1.0
+    A = step_matrix(eta, mu, K, phi)
+    rng = np.random.default_rng(1)
+    R, W = 4000, 150
+    y = np.zeros((R, 3))
+    acc = []
+    for w in range(W):
+        y[:, 2] = y[:, 0]
+        xi = rng.normal(0.0, math.sqrt(s2), (m, R))
+        for j in range(k):
+            if w >= 50:
+                acc.append(y[:, 0] ** 2)
+            y = y @ A.T
+            y[:, 0] += eta * xi[j % m]
+            y[:, 1] += eta * xi[j % m]
+    per_run = np.mean(acc, axis=0)
+    measured, se = per_run.mean(), per_run.std(ddof=1) / math.sqrt(R)
+    pred = stationary_variance(eta, mu, K, s2, k, fresh_fraction=phi, reuse="batch",
+                               window_batches=m)
+    assert abs(measured - pred) < 4 * se
+
+
+def test_k_cycled_batches_are_fresh_batches():
+    a = stationary_variance(0.1, 0.5, 1.3, 0.7, 4, fresh_fraction=0.2, reuse="batch",
+                            window_batches=4)
+    b = stationary_variance(0.1, 0.5, 1.3, 0.7, 4, fresh_fraction=0.2, reuse="fresh")
+    assert a == pytest.approx(b, rel=1e-12)
+
+
+def test_cycled_batches_simulated():
+    # exact L2 vs the simulator, k = 4 with 2 batches each used twice (4 SE band)
+    from grpo_theory.crosscheck.base import BASE_MODEL, _stationary_var
+
+    model = BASE_MODEL.replace(refresh_interval=4, learning_rate=0.1, reuse="batch",
+                               window_batches=2)
+    res = model.simulate(steps=2500, runs=200, seed=4, record=("z",))
+    var, se, _ = _stationary_var(res.observables["z"], 800, 7)
+    assert abs(var - model.fluctuation().stationary_variance_z) < 4 * se
+
+
+def test_window_batches_refused():
+    with pytest.raises(ParameterError, match="window_batches"):
+        GRPOModel(refresh_interval=4, reuse="batch", window_batches=3)
+    with pytest.raises(ParameterError, match="window_batches"):
+        GRPOModel(refresh_interval=4, reuse="fresh", window_batches=2)

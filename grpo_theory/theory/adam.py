@@ -1,0 +1,207 @@
+r"""Adam near a fixed point: heavy ball with a step set by the second-moment estimate.
+
+Adam on the logit gradient :math:`g` (PyTorch conventions):
+:math:`m \leftarrow \beta_1 m + (1-\beta_1)g`, :math:`v \leftarrow \beta_2 v + (1-\beta_2)g^2`,
+:math:`\Delta\theta = -\eta\,\hat m/(\sqrt{\hat v}+\epsilon)` with bias corrections
+:math:`\hat m = m/(1-\beta_1^t)`, :math:`\hat v = v/(1-\beta_2^t)`.
+With :math:`b = m/(1-\beta_1)` the first moment is exactly the heavy-ball buffer
+:math:`b \leftarrow \beta_1 b + g` (``adam.momentum_form``), so while :math:`\hat v` is
+slow Adam is heavy ball with momentum :math:`\mu = \beta_1` and learning rate
+
+.. math::  \eta_{\mathrm{eff}} = \frac{\eta\,(1-\beta_1)}{(1-\beta_1^t)(\sqrt{\hat v} + \epsilon)}
+
+on the per-unit-lr update of z (two actions: the logit gradient is :math:`-1/\kappa`
+times the update of z and z moves by :math:`\kappa` times the logit step, so
+:math:`\kappa = 2` cancels in the step and stays in :math:`v`).  The second moment is not a constant: at stationarity
+:math:`E[g^2] = (\sigma^2 + K^2\operatorname{Var}z)/\kappa^2` — the gradient noise plus the
+restoring force's own fluctuation — and :math:`\operatorname{Var}z` depends on
+:math:`\eta_{\mathrm{eff}}`, so the stationary state is the self-consistent solution of
+:math:`v = (\sigma^2 + K^2 V(\eta_{\mathrm{eff}}(v)))/\kappa^2` with V the exact L2
+variance (``noise``/``reuse``).  Near the L2 threshold V grows, v grows and
+:math:`\eta_{\mathrm{eff}}` shrinks: Adam stabilises itself, so the threshold in
+:math:`\eta` is where the self-consistent solution ceases to exist.
+
+What is left out (quantified by the cross-check ``adam``): the fluctuation of
+:math:`\hat v` (relative size :math:`\sqrt{(1-\beta_2)/(1+\beta_2)}` times the coefficient
+of variation of :math:`g^2`), its correlation with the current gradient (weight
+:math:`1-\beta_2`), and the memory of the transient: :math:`\hat v` averages
+:math:`g^2` over about :math:`1/(1-\beta_2)` steps, so a window measured within that
+time of a large-gradient transient sees a larger :math:`\hat v` than the stationary one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import sympy as sp
+
+from grpo_theory.results import Result
+from grpo_theory.theory.derived import Derived, derivation, prove_zero
+from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
+
+__all__ = ["AdamReduction", "adam_reduction", "critical_learning_rate"]
+
+
+@derivation("adam.momentum_form")
+def _momentum_form() -> Derived:
+    b1, eta, g, m, t = sp.symbols("beta_1 eta g m t", positive=True)
+    vhat = sp.Symbol(r"\hat{v}", positive=True)
+    b = sp.Symbol("b", real=True)
+    m_next = b1 * m + (1 - b1) * g
+    b_next = b1 * b + g
+    step_adam = -eta * (m_next / (1 - b1**t)) / sp.sqrt(vhat)
+    expr = eta * (1 - b1) / ((1 - b1**t) * sp.sqrt(vhat))
+    out = Derived("adam.momentum_form", expr, (eta, b1, t, vhat), r"\eta_{\theta}",
+                  "Adam's first moment is the heavy-ball buffer b = m/(1 - beta1): the step is "
+                  "heavy ball with momentum beta1 and per-logit learning rate "
+                  "eta (1 - beta1)/((1 - beta1^t) sqrt(v_hat)) (epsilon neglected).",
+                  units="logits per unit gradient", assumptions="v_hat treated as given at each "
+                  "step; epsilon << sqrt(v_hat)", level="L2")
+    out.check("m_{t+1} = (1 - beta1) b_{t+1} when m_t = (1 - beta1) b_t", "sympy",
+              prove_zero(m_next.subs(m, (1 - b1) * b) - (1 - b1) * b_next))
+    out.check("the Adam step equals -eta_theta * b_{t+1}", "sympy",
+              prove_zero(step_adam.subs(m, (1 - b1) * b) + expr * b_next))
+    out.check("bias correction of m: the factor tends to eta (1 - beta1)/sqrt(v_hat) as t -> oo",
+              "sympy", prove_zero(sp.limit(expr.subs(b1, sp.Rational(9, 10)), t, sp.oo)
+                                  - (eta / 10) / sp.sqrt(vhat)))
+    return out
+
+
+@derivation("adam.critical_step")
+def _critical_step() -> Derived:
+    mu, a, lam = sp.symbols("mu a lambda", positive=True)
+    char = lam**2 - (1 + mu - a) * lam + mu          # heavy ball, on-policy
+    disc = sp.discriminant(char, lam)
+    expr = (1 - sp.sqrt(mu)) ** 2
+    out = Derived("adam.critical_step", expr, (mu,), r"a_c",
+                  "Critical damping of the heavy-ball map at momentum mu (on-policy): the step "
+                  "a = eta_eff K at which its two eigenvalues meet on the real axis; under Adam "
+                  "mu = beta1 and eta_eff is the self-consistent effective learning rate.",
+                  units="dimensionless", assumptions="refresh interval 1; the smaller root "
+                  "(the larger, (1 + sqrt(mu))^2, lies beyond the flip threshold 2(1 + mu))",
+                  level="L2")
+    out.check("the discriminant of lambda^2 - (1 + mu - a) lambda + mu vanishes at a = (1 - sqrt mu)^2",
+              "sympy", prove_zero(disc.subs(a, expr)))
+    out.check("d(discriminant)/da = -4 sqrt(mu) < 0 there: a complex pair (oscillatory) just "
+              "above a_c", "sympy",
+              prove_zero(sp.diff(disc, a).subs(a, expr) + 4 * sp.sqrt(mu)))
+    return out
+
+
+@dataclass(frozen=True)
+class AdamReduction(Result):
+    """The heavy-ball reduction of Adam at a fixed point (stationary, self-consistent).
+
+    ``momentum`` = beta1, ``effective_learning_rate`` on z (per unit update),
+    ``second_moment`` the stationary E[g^2] (per logit), ``stationary_variance_z``
+    (logits²; ``None`` with ``reason`` where no stationary state exists),
+    ``first_order_*`` the values with v = sigma²/kappa² (no force fluctuation).
+    """
+
+    momentum: float
+    effective_learning_rate: float | None
+    second_moment: float | None
+    stationary_variance_z: float | None
+    first_order_learning_rate: float
+    first_order_variance_z: float | None
+    reason: str = ""
+
+    def __str__(self) -> str:
+        if self.stationary_variance_z is None:
+            return f"Adam reduction: n/a ({self.reason})"
+        return (f"Adam -> heavy ball: mu = {self.momentum:g}, eta_eff = "
+                f"{self.effective_learning_rate:.4g} (first order {self.first_order_learning_rate:.4g}), "
+                f"E[g^2] = {self.second_moment:.4g}, stationary Var z = "
+                f"{self.stationary_variance_z:.4g}")
+
+
+def adam_reduction(learning_rate, stiffness, noise_variance, *, betas=(0.9, 0.999), eps=1e-8,
+                   refresh_interval=1, fresh_fraction=0.0, reuse="fresh", window_batches=1,
+                   geometric_factor=2.0, iterations=200) -> AdamReduction:
+    r"""Stationary heavy-ball reduction of Adam (see the module docstring).
+
+    ``stiffness`` K and ``noise_variance`` :math:`\sigma^2` are per unit learning rate on z
+    (as in :mod:`grpo_theory.theory.noise`); ``geometric_factor`` :math:`\kappa` converts the
+    update of z into the logit gradient (two actions: 2).  Solves
+    :math:`v = (\sigma^2 + K^2 V(\eta_{\mathrm{eff}}(v)))/\kappa^2` by fixed-point iteration
+    (the map is monotone: V decreases as v grows).
+    """
+    from grpo_theory.theory.reuse import stationary_variance
+
+    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
+    Kv = check_real("stiffness", stiffness, low=0, low_open=True)
+    s2 = check_real("noise_variance", noise_variance, low=0, low_open=True)
+    if len(tuple(betas)) != 2:
+        raise ParameterError("betas", betas, "a pair (beta1, beta2)")
+    b1 = check_real("betas[0]", betas[0], low=0, high=1, high_open=True)
+    check_real("betas[1]", betas[1], low=0, high=1, high_open=True)
+    e = check_real("eps", eps, low=0)
+    k = check_int("refresh_interval", refresh_interval, low=1)
+    mode = check_choice("reuse", reuse, ("fresh", "batch"))
+    kap = check_real("geometric_factor", geometric_factor, low=0, low_open=True)
+
+    def eta_eff(v):
+        return eta * (1 - b1) / (math.sqrt(v) + e)
+
+    def var(v):
+        return stationary_variance(eta_eff(v), b1, Kv, s2, k, fresh_fraction=fresh_fraction,
+                                   reuse=mode, window_batches=window_batches)
+
+    v0 = s2 / kap**2
+    first = var(v0)
+    # V(eta_eff(v)) decreases in v: bisection on h(v) = v - (s2 + K^2 V)/kap^2 (h increasing)
+    def h(v):
+        V = var(v)
+        return -math.inf if not math.isfinite(V) else v - (s2 + Kv**2 * V) / kap**2
+
+    lo, hi = v0, v0
+    while h(hi) < 0:
+        hi *= 2
+        if hi > v0 * 1e12:
+            return AdamReduction(b1, None, None, None, eta_eff(v0), None,
+                                 reason="no self-consistent stationary state")
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        if h(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-14 * hi:
+            break
+    v = hi
+    return AdamReduction(b1, eta_eff(v), v, var(v), eta_eff(v0),
+                         first if math.isfinite(first) else None)
+
+
+def critical_learning_rate(stiffness, noise_variance, *, betas=(0.9, 0.999), eps=1e-8,
+                           geometric_factor=2.0) -> float:
+    r"""Adam learning rate :math:`\eta` at which the self-consistent heavy ball is critically
+    damped on-policy: :math:`\eta_{\mathrm{eff}}(\eta)\,K = (1-\sqrt{\beta_1})^2`
+    (``adam.critical_step``).  Below it the stationary fluctuation relaxes monotonically,
+    above it it oscillates.  Solved by bisection in :math:`\log\eta` (:math:`\eta_{\mathrm{eff}}`
+    increases with :math:`\eta`)."""
+    from grpo_theory.theory.derived import get
+
+    Kv = check_real("stiffness", stiffness, low=0, low_open=True)
+    target = float(get("adam.critical_step").numeric(check_real("betas[0]", betas[0], low=0,
+                                                                   high=1, high_open=True)))
+
+    def excess(log_eta):
+        r = adam_reduction(math.exp(log_eta), Kv, noise_variance, betas=betas, eps=eps,
+                           geometric_factor=geometric_factor)
+        return r.effective_learning_rate * Kv - target
+
+    lo, hi = math.log(1e-12), math.log(1e3)
+    if excess(hi) < 0:
+        raise ParameterError("stiffness", stiffness, "a value for which critical damping is "
+                             "reached below eta = 1e3")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if excess(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return math.exp(hi)

@@ -1,0 +1,247 @@
+r"""Collapse: escape from the plateau's basin to a degenerate policy.
+
+A policy whose success probability is 0 or 1 has only zero-variance groups: no
+advantage, no gradient.  Near there the drift and the noise both vanish like
+:math:`G\,\min(p, 1-p)`, so the dynamics freeze: the boundary absorbs.  We call a run
+*collapsed* once its success probability leaves :math:`[\delta, 1-\delta]`, with the
+degenerate level :math:`\delta` (default :math:`1/(10G)`: then fewer than one group
+in ten carries any signal).
+
+The logit performs a Markov walk :math:`z_{t+1} = z_t + \eta\,U_t` whose per-step update
+has mean :math:`\eta F(z)` (``drift``, exact in finite G) and variance
+:math:`\eta^2\sigma^2(z)/B` (``drift.update_variance``, the exact binomial variance).
+Its diffusion limit has drift :math:`b = \eta F` and diffusion
+:math:`D = \eta^2\sigma^2/(2B)` per step.  The basin of the stable fixed point is the
+interval :math:`(a, b)` between the degenerate levels; the potential is
+:math:`\phi(z) = \int^z b/D`, its depth the **basin depth**
+:math:`\max\phi - \min(\phi(a), \phi(b))` (in units of the noise temperature), and the
+mean first-passage time from :math:`z^*` is the solution of
+:math:`D\tau'' + b\tau' = -1`, :math:`\tau(a) = \tau(b) = 0`
+(``collapse.mean_first_passage``, proven below).  The probability of collapse within
+N steps is taken as :math:`1 - e^{-N/\tau}`: exact for the slowest mode when
+:math:`\tau` is much longer than the relaxation time :math:`1/(\eta K)`.
+
+Where it stops being exact: the diffusion limit replaces the discrete binomial jumps
+(accurate while one step moves z by much less than the basin width); heavy-ball
+momentum enters as :math:`\eta/(1-\mu)` and the refresh lag and batch reuse only through
+the exact L2 stationary variance, which rescales D (an approximation off-policy); the
+exponential law ignores the transient from the start.  The cross-check
+``collapse`` measures the fraction collapsed by step T in simulated ensembles.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+from scipy.special import expit
+
+from grpo_theory.results import Result
+from grpo_theory.theory.derived import Derived, derivation, prove_zero
+from grpo_theory.validate import ParameterError, check_int, check_real
+
+__all__ = ["CollapseRisk", "collapse_risk", "first_passage"]
+
+_x, _y, _w = sp.symbols("x y w", real=True)
+_lo, _hi = sp.symbols("a b", real=True)
+
+
+@derivation("collapse.mean_first_passage")
+def _mfpt() -> Derived:
+    bf, Df = sp.Function("b"), sp.Function("D")
+    phi = sp.Function("phi")          # phi' = b/D
+    inner = sp.Integral(sp.exp(phi(_w)) / Df(_w), (_w, _lo, _y))
+    T1 = sp.Integral(sp.exp(-phi(_y)) * inner, (_y, _lo, _x))
+    S1 = sp.Integral(sp.exp(-phi(_y)), (_y, _lo, _x))
+    C = T1.subs(_x, _hi) / S1.subs(_x, _hi)
+    expr = C * S1 - T1
+    out = Derived("collapse.mean_first_passage", expr, (_x,), r"\tau(x)",
+                  "Mean first-passage time out of (a, b) of the diffusion dx = b dt + sqrt(2D) dW "
+                  "started at x: phi' = b/D, tau = C S(x) - T(x) with S = int_a^x e^{-phi}, "
+                  "T = int_a^x e^{-phi(y)} int_a^y e^{phi}/D, C = T(b)/S(b).",
+                  units="steps", assumptions="diffusion limit of the logit walk; D > 0 on (a, b)",
+                  level="L1")
+    tau = expr
+    ode = Df(_x) * sp.diff(tau, _x, 2) + bf(_x) * sp.diff(tau, _x) + 1
+    ode = ode.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x)).doit()
+    ode = ode.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x))
+    out.check("D tau'' + b tau' = -1 (with phi' = b/D)", "sympy", prove_zero(sp.simplify(ode)))
+    out.check("tau(a) = 0 and tau(b) = 0", "sympy",
+              prove_zero(tau.subs(_x, _lo).doit()) and prove_zero(sp.simplify(tau.subs(_x, _hi))))
+    # perturbation: the same construction with b -> 2b fails the equation
+    bad = Df(_x) * sp.diff(tau, _x, 2) + 2 * bf(_x) * sp.diff(tau, _x) + 1
+    bad = bad.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x)).doit()
+    out.check("the check is sharp: with the drift doubled the equation fails", "sympy",
+              not prove_zero(sp.simplify(bad)))
+    return out
+
+
+def first_passage(z, drift, diffusion, start):
+    r"""Mean first-passage time (steps) of the diffusion out of ``(z[0], z[-1])`` from ``start``.
+
+    ``drift`` b and ``diffusion`` D are arrays on the uniform grid ``z``; the quadratures
+    of ``collapse.mean_first_passage`` are evaluated with the trapezoid rule in the log
+    domain (the potential may span hundreds of units).  Returns ``(tau, phi)``; ``tau``
+    is ``inf`` when it overflows a float.
+    """
+    h = z[1] - z[0]
+    r = drift / diffusion
+    phi = np.concatenate([[0.0], np.cumsum(0.5 * (r[1:] + r[:-1]) * h)])
+
+    def log_cumtrapz(logf):
+        # log of int_a^x f with the trapezoid rule: cumulative log-sum of the half-weights
+        inc = np.logaddexp(logf[1:], logf[:-1]) + math.log(h / 2)
+        return np.concatenate([[-np.inf], np.logaddexp.accumulate(inc)])
+
+    log_inner = log_cumtrapz(phi - np.log(diffusion))
+    log_T = log_cumtrapz(log_inner - phi)
+    log_S = log_cumtrapz(-phi)
+    log_C = log_T[-1] - log_S[-1]
+    a, b = log_C + log_S, log_T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_tau = np.where(a > b, a + np.log1p(-np.exp(np.minimum(b - a, 0.0))), -np.inf)
+    lt = float(np.interp(start, z, log_tau)) if np.all(np.isfinite(log_tau[1:-1])) else \
+        float(log_tau[int(np.searchsorted(z, start))])
+    return (math.exp(lt) if lt < 700 else math.inf), phi
+
+
+@dataclass(frozen=True)
+class CollapseRisk(Result):
+    """Probability that a configuration collapses to a degenerate policy within ``steps``.
+
+    ``probability``, ``mean_first_passage_steps``, ``basin_depth`` (the potential
+    barrier in units of the noise temperature), ``degenerate_level`` δ, the basin in
+    reward units, and ``knobs``: the probability after each single change, best first
+    (``best_knob``).  ``reason`` says why the model does not apply (then the numbers
+    are ``None``).
+    """
+
+    steps: int
+    probability: float | None = None
+    mean_first_passage_steps: float | None = None
+    basin_depth: float | None = None
+    degenerate_level: float | None = None
+    p_star: float | None = None
+    basin: tuple | None = None
+    knobs: tuple = ()
+    best_knob: str | None = None
+    reason: str = ""
+
+    def __str__(self) -> str:
+        if self.probability is None:
+            return f"collapse risk: n/a ({self.reason})"
+        lines = [f"collapse risk within {self.steps} steps: {self.probability:.3g}",
+                 f"  mean first passage to a degenerate policy: "
+                 f"{self.mean_first_passage_steps:.4g} steps from p* = {self.p_star:.4g}",
+                 f"  basin: p in ({self.basin[0]:.4g}, {self.basin[1]:.4g}) "
+                 f"(degenerate level {self.degenerate_level:.3g}); depth "
+                 f"{self.basin_depth:.3g} noise temperatures"]
+        if self.knobs:
+            lines.append("  one change at a time (probability after it):")
+            for k in self.knobs:
+                lines.append(f"    {k['knob']:<28s} {k['probability']:.3g}")
+            lines.append(f"  most effective: {self.best_knob}")
+        if self.reason:
+            lines.append(f"  note: {self.reason}")
+        return "\n".join(lines)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.probability is not None else 1
+
+
+def _risk(model, steps, degenerate_level, grid):
+    """(probability, tau, depth, fixed point, basin) or a reason string."""
+    from grpo_theory.theory.drift import drift, update_variance
+    from grpo_theory.theory.reuse import stationary_variance
+
+    try:
+        fp = model.fixed_point()
+    except ParameterError as exc:
+        return f"no stable fixed point ({exc.allowed})"
+    G, B = model.group_size, model.prompts
+    delta = 1.0 / (10 * G) if degenerate_level is None else degenerate_level
+    if not delta < fp.p < 1 - delta:
+        return f"the fixed point p* = {fp.p:.6g} is itself degenerate at level {delta:g}"
+    a, b = math.log(delta / (1 - delta)), math.log((1 - delta) / delta)
+    z = np.linspace(a, b, grid)
+    v = model.variant()
+    F = drift(z, **v)
+    s2 = np.asarray(update_variance(expit(z), normalization=model.normalization, kl=model.kl,
+                                    group_size=G, kl_coef=model.kl_coef, p_ref=model.p_ref,
+                                    adv_eps=model.adv_eps, actions=model.actions,
+                                    correct=model.correct, prompts=B), float)
+    eta_eff = model.learning_rate / (1 - model.momentum)
+    # lag, reuse and momentum: the exact L2 stationary variance relative to on-policy SGD
+    # at eta_eff rescales the diffusion (1 on-policy without momentum)
+    s2_star = float(update_variance(fp.p, normalization=model.normalization, kl=model.kl,
+                                    group_size=G, kl_coef=model.kl_coef, p_ref=model.p_ref,
+                                    adv_eps=model.adv_eps, actions=model.actions,
+                                    correct=model.correct, prompts=B))
+    if model.kl == "k1_reward":
+        return ("KL in the reward: every advantage vanishes at z*, so the noise vanishes there "
+                "and the diffusion model (D > 0 on the basin) does not apply")
+    var_model = stationary_variance(model.learning_rate, model.momentum, fp.stiffness, s2_star,
+                                    model.refresh_interval, fresh_fraction=fp.fresh_fraction,
+                                    reuse=model.reuse, window_batches=model.window_batches)
+    if not math.isfinite(var_model):
+        return "the window map is unstable (L2): the run leaves the plateau deterministically"
+    var_sgd = stationary_variance(eta_eff, 0.0, fp.stiffness, s2_star, 1)
+    scale = var_model / var_sgd if math.isfinite(var_sgd) else 1.0
+    D = 0.5 * eta_eff**2 * s2 * scale
+    if np.any(D <= 0):
+        return "the noise vanishes inside the basin"
+    tau, phi = first_passage(z, eta_eff * F, D, fp.z)
+    i = int(np.searchsorted(z, fp.z))
+    depth = float(phi[i] - max(phi[0], phi[-1]))
+    prob = -math.expm1(-steps / tau) if tau > 0 else 1.0
+    return prob, tau, depth, fp, (delta, 1 - delta)
+
+
+def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001) -> CollapseRisk:
+    r"""Probability that ``model`` collapses to a degenerate policy within ``steps`` steps.
+
+    See the module docstring for the model and where it stops being exact.  With
+    ``knobs`` the probability is recomputed after each single change — G doubled,
+    B doubled, η halved, μ halved, refresh interval 1, fresh batches instead of reuse —
+    and the changes are listed best first.
+    """
+    from grpo_theory.model import GRPOModel
+
+    if not isinstance(model, GRPOModel):
+        raise ParameterError("model", type(model).__name__, "a GRPOModel")
+    T = check_int("steps", steps, low=1)
+    if degenerate_level is not None:
+        check_real("degenerate_level", degenerate_level, low=0, low_open=True, high=0.5,
+                   high_open=True)
+    if model.group_size is None:
+        return CollapseRisk(T, reason="needs a finite group size (the noise is 1/G)")
+    if model.lag_model != "refresh":
+        return CollapseRisk(T, reason="defined for lag_model 'refresh'")
+    out = _risk(model, T, degenerate_level, grid)
+    if isinstance(out, str):
+        return CollapseRisk(T, reason=out)
+    prob, tau, depth, fp, basin = out
+    rows = []
+    if knobs:
+        changes = [("group size x2", dict(group_size=2 * model.group_size)),
+                   ("prompts x2", dict(prompts=2 * model.prompts)),
+                   ("learning rate / 2", dict(learning_rate=model.learning_rate / 2))]
+        if model.momentum > 0:
+            changes.append(("momentum / 2", dict(momentum=model.momentum / 2)))
+        if model.refresh_interval > 1:
+            changes.append(("refresh interval 1", dict(refresh_interval=1, reuse="fresh",
+                                                       window_batches=1)))
+        if model.reuse == "batch" and model.refresh_interval > 1:
+            changes.append(("fresh batches (no reuse)", dict(reuse="fresh", window_batches=1)))
+        for label, change in changes:
+            # the default level 1/(10G) follows G: larger groups are informative closer to 0 and 1
+            r = _risk(model.replace(**change), T, degenerate_level, grid)
+            if not isinstance(r, str):
+                rows.append({"knob": label, "probability": r[0],
+                             "mean_first_passage_steps": r[1]})
+        rows.sort(key=lambda r: r["probability"])
+    return CollapseRisk(T, prob, tau, depth, basin[0], fp.p, basin, tuple(rows),
+                        rows[0]["knob"] if rows else None)

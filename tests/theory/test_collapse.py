@@ -1,0 +1,65 @@
+"""Collapse risk: the first-passage quadrature against closed forms, n/a cases, and the CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from grpo_theory.cli.main import main as cli_main
+from grpo_theory.model import GRPOModel
+from grpo_theory.theory.collapse import collapse_risk, first_passage
+from grpo_theory.theory.derived import get
+
+
+def test_derivation_proven():
+    d = get("collapse.mean_first_passage")
+    assert d.verifications and all(v.passed and v.method == "sympy" for v in d.verifications)
+
+
+def test_first_passage_pure_diffusion():
+    # b = 0: tau(x) = x (L - x) / (2 D)
+    L, D = 3.0, 0.2
+    z = np.linspace(0.0, L, 20001)
+    tau, _ = first_passage(z, np.zeros_like(z), np.full_like(z, D), 1.1)
+    assert tau == pytest.approx(1.1 * (L - 1.1) / (2 * D), rel=1e-6)
+
+
+@pytest.mark.parametrize("b", [0.05, -0.3, 2.0])
+def test_first_passage_constant_drift(b):
+    # constant drift b and diffusion D on (0, L), absorbing at both ends (solved by hand):
+    # tau(x) = (L (1 - e^{-b x/D}) / (1 - e^{-b L/D}) - x) / b
+    L, D, x = 2.0, 0.25, 0.7
+    z = np.linspace(0.0, L, 40001)
+    tau, _ = first_passage(z, np.full_like(z, b), np.full_like(z, D), x)
+    exact = (L * -math.expm1(-b * x / D) / -math.expm1(-b * L / D) - x) / b
+    assert tau == pytest.approx(exact, rel=1e-5)
+
+
+def test_not_applicable_cases():
+    assert collapse_risk(GRPOModel(group_size=None), steps=10).probability is None
+    r = collapse_risk(GRPOModel(kl="none", kl_coef=0.0), steps=10)
+    assert r.probability is None and r.exit_code == 1 and "fixed point" in r.reason
+    r = collapse_risk(GRPOModel(kl="k1_reward", normalization="mean", kl_coef=0.5), steps=10)
+    assert r.probability is None and "KL in the reward" in r.reason
+
+
+def test_more_steps_more_risk_and_knobs_sorted():
+    m = GRPOModel(kl="exact", kl_coef=0.7, learning_rate=0.5, momentum=0.0, adv_eps=1e-4,
+                  refresh_interval=2, reuse="batch")
+    a = collapse_risk(m, steps=100, knobs=False).probability
+    r = collapse_risk(m, steps=1000)
+    assert 0 < a < r.probability < 1
+    probs = [k["probability"] for k in r.knobs]
+    assert probs == sorted(probs) and r.best_knob == r.knobs[0]["knob"]
+    assert {"fresh batches (no reuse)", "refresh interval 1"} <= {k["knob"] for k in r.knobs}
+
+
+def test_cli(capsys):
+    assert cli_main(["collapse-risk", "--steps", "400", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("probability", "mean_first_passage_steps", "basin_depth", "best_knob"):
+        assert out[key] is not None
+    assert cli_main(["collapse-risk", "--steps", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "steps" in err and len(err.strip().splitlines()) == 1
