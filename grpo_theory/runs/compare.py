@@ -312,7 +312,7 @@ def _group_size(series, fits, binary, normalization) -> GroupSizeAnalysis:
         out.update(chi2=chi2, chi2_dof=dof, p_value=p, block_points=L, n_blocks=nb,
                    invariant=p >= 1 - LEVEL)
     usable = [f for f in fits if np.isfinite(f.fluctuation) and f.fluctuation > 0]
-    skipped = [f"{os.path.basename(f.source)}: {f.reason or f.fluctuation_reason}"
+    skipped = [f"{_short(f.source)}: {f.reason or f.fluctuation_reason}"
                for f in fits if f not in usable]
     if skipped:
         declined["runs without a plateau fluctuation"] = "; ".join(skipped)
@@ -420,7 +420,7 @@ def _scaling(by, series, fits) -> ScalingAnalysis:
 
     ok = [i for i, f in enumerate(fits) if f.identified]
     declined = {}
-    skipped = [f"{os.path.basename(f.source)}: {f.reason}" for f in fits if not f.identified]
+    skipped = [f"{_short(f.source)}: {f.reason}" for f in fits if not f.identified]
     if skipped:
         declined["runs without a time scale"] = "; ".join(skipped)
     fits_ok = [fits[i] for i in ok]
@@ -576,14 +576,19 @@ def _iv(pair, spec=".3g"):
     return f"[{_g(pair[0], spec)}, {_g(pair[1], spec)}]"
 
 
+def _short(source: str) -> str:
+    """Parent folder and file name, at most 40 characters."""
+    name = os.path.join(os.path.basename(os.path.dirname(source)), os.path.basename(source))
+    return name if len(name) <= 40 else "..." + name[-37:]
+
+
 def _format(res: Comparison) -> str:
     a = res.analysis
     lines = [f"family of {len(res.runs)} runs by {res.by}, metric {res.metric}"]
     lines.append(f"  {'run':<40} {res.by:>14} {'points':>6} {'plateau':>8} {'tau (steps) [95%]':>26}"
                  + ("   fluctuation [95%]" if res.by == "group_size" else ""))
     for f in res.runs:
-        name = os.path.basename(os.path.dirname(f.source)) or f.source
-        name = name if len(name) <= 40 else "..." + name[-37:]
+        name = _short(f.source)
         if f.identified:
             row = (f"  {name:<40} {f.value:>14.4g} {f.n_points:>6} {_g(f.plateau, '.4f'):>8} "
                    f"{_g(f.tau):>8} {_iv(f.tau_interval):>17}")
