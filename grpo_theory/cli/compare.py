@@ -20,6 +20,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--metric", default=None, help="reward metric (default: the logs' reward)")
     parser.add_argument("--normalization", default="std", choices=NORMALIZATIONS,
                         help="advantage normalization of the runs (for the finite-G noise prediction)")
+    parser.add_argument("--fresh-fraction", type=float, default=None, metavar="PHI",
+                        help="K_f/K of the runs, for the refresh-interval prediction (default: "
+                             "the range over [0, 1])")
     parser.add_argument("--plot", default=None, metavar="FILE",
                         help="write a figure of the family with the fitted law to FILE")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -36,4 +39,5 @@ def call(args):
         except ValueError:
             raise ParameterError("--values", args.values, "comma-separated numbers") from None
     return compare(args.logs, by=args.by, values=values, metric=args.metric,
-                   normalization=args.normalization, plot=args.plot)
+                   normalization=args.normalization,
+                   fresh_fraction=args.fresh_fraction, plot=args.plot)

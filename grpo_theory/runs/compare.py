@@ -415,7 +415,7 @@ def _joint_fit(series, fits):
     return d, (d - z * se, d + z * se), "shared" if shared else "per run"
 
 
-def _scaling(by, series, fits) -> ScalingAnalysis:
+def _scaling(by, series, fits, fresh_fraction) -> ScalingAnalysis:
     from grpo_theory.theory import oscillator
 
     ok = [i for i, f in enumerate(fits) if f.identified]
@@ -433,17 +433,21 @@ def _scaling(by, series, fits) -> ScalingAnalysis:
         reg = _regress(lag, [f.tau for f in fits_ok],
                        [f.tau * f.log_tau_se for f in fits_ok])
         # d tau / d lag of tau = gamma/k (oscillator.coefficients); linear in the lag
+        phis = (0.0, 1.0) if fresh_fraction is None else (fresh_fraction,)
         slope = [oscillator.coefficients(1.0, 0.0, 1.0, 1.0, fresh_fraction=phi).time_scale
                  - oscillator.coefficients(1.0, 0.0, 0.0, 1.0, fresh_fraction=phi).time_scale
-                 for phi in (0.0, 1.0)]
+                 for phi in phis]
         rng = (min(slope), max(slope))
         lo, hi = reg.interval
         agrees = bool(lo <= rng[1] and hi >= rng[0])
+        theory = (f"in [{rng[0]:g}, {rng[1]:g}]" if fresh_fraction is None
+                  else f"= {rng[0]:.3g} at K_f/K = {fresh_fraction:g}")
         reading = (f"tau changes by {reg.slope:+.3g} {_iv(reg.interval)} steps per step of effective "
-                   f"lag (k-1)/2; theory: dtau/dlag = -K_s/K in [{rng[0]:g}, {rng[1]:g}] (lag erodes "
-                   "the damping gamma = 1 - mu - eta K_s lag, so tau = gamma/k shortens)")
-        return ScalingAnalysis(regression=reg, expected_range=rng, agrees=agrees, reading=reading,
-                               declined=declined)
+                   f"lag (k-1)/2; theory: dtau/dlag = -K_s/K {theory} (lag erodes the damping "
+                   "gamma = 1 - mu - eta K_s lag, so tau = gamma/k shortens; a first-order effect "
+                   "near the plateau, where tau is fitted on the linear relaxation)")
+        return ScalingAnalysis(regression=reg, expected=None if fresh_fraction is None else rng[0],
+                               expected_range=rng, agrees=agrees, reading=reading, declined=declined)
     x = np.log([f.value for f in fits_ok])
     reg = _regress(x, np.log([f.tau for f in fits_ok]), [f.log_tau_se for f in fits_ok])
     joint = _joint_fit([series[i] for i in ok], fits_ok)
@@ -503,7 +507,7 @@ def _config_value(log, by):
 
 
 def compare(logs, *, by: str, values=None, metric: str | None = None, normalization: str = "std",
-            plot: str | None = None) -> Comparison:
+            fresh_fraction: float | None = None, plot: str | None = None) -> Comparison:
     """Compare a family of runs that differ in ``by`` (see the module docstring).
 
     Parameters
@@ -515,6 +519,9 @@ def compare(logs, *, by: str, values=None, metric: str | None = None, normalizat
     metric : reward metric (default: each log's reward metric; they must agree).
     normalization : advantage normalization of the runs, ``"std"`` (GRPO, TRL default) or
         ``"mean"`` (Dr. GRPO), for the finite-G noise prediction.
+    fresh_fraction : K_f/K of the runs (``grpo-theory check-config`` or ``fixed-points`` give it),
+        for the refresh-interval prediction dtau/dlag = -(1 - K_f/K); default: the range over
+        K_f/K in [0, 1].
     plot : write a figure of the family with the fitted law to this file.
     """
     from grpo_theory.runs.logs import TrainingLog, read_log
@@ -523,6 +530,8 @@ def compare(logs, *, by: str, values=None, metric: str | None = None, normalizat
 
     by = check_choice("by", by, BY)
     normalization = check_choice("normalization", normalization, NORMALIZATIONS)
+    if fresh_fraction is not None:
+        fresh_fraction = check_real("fresh_fraction", fresh_fraction)
     logs = list(logs)
     if len(logs) < 2:
         raise ParameterError("LOG", len(logs), "at least 2 logs (a family of runs)")
@@ -557,7 +566,7 @@ def compare(logs, *, by: str, values=None, metric: str | None = None, normalizat
     if by == "group_size":
         analysis = _group_size(series, fits, binary, normalization)
     else:
-        analysis = _scaling(by, series, fits)
+        analysis = _scaling(by, series, fits, fresh_fraction)
     result = Comparison(by=by, metric=metrics[0], runs=fits, analysis=analysis, binary=binary,
                         plot=plot)
     if plot:

@@ -101,6 +101,28 @@ def test_learning_rate_family_matches_inverse_eta():
     assert a.agrees, a.regression
 
 
+def test_refresh_family_shows_lag_eroding_the_damping():
+    """Refresh interval k = 1, 3, 5, 7 on a bandit whose stiffness is all stale (exact KL,
+    beta = 0.5, p_ref = 0.3, mean normalization: K_f/K ~ 0 at p* = 0.754), started near the
+    plateau so that tau is the linear relaxation time; each log is the mean of 128 runs.
+    First-order theory: tau = gamma/(eta K) falls by K_s/K = 1 step per step of lag (k-1)/2."""
+    from grpo_theory.theory.fixed_points import stable_fixed_point
+
+    fp = stable_fixed_point(p_ref=0.3, kl="exact", kl_coef=0.5, group_size=64, normalization="mean")
+    phi = fp.stiffness_fresh / fp.stiffness
+    logs = []
+    for k in (1, 3, 5, 7):
+        r = simulate(steps=300, runs=128, group_size=64, normalization="mean", learning_rate=0.5,
+                     refresh_interval=k, p_ref=0.3, kl="exact", kl_coef=0.5, p0=0.6, seed=50 + k,
+                     record=("reward",))
+        y = np.asarray(r.reward).mean(axis=0)
+        logs.append(_log(np.arange(y.size), y, f"k{k}"))
+    a = compare(logs, by="refresh_interval", values=[1, 3, 5, 7], fresh_fraction=phi).analysis
+    lo, hi = a.regression.interval
+    assert a.expected == pytest.approx(-(1 - phi))
+    assert lo <= a.expected <= hi and hi < 0, a.regression     # erosion resolved
+
+
 def test_plot_and_cli(tmp_path):
     logs = []
     for i, N in enumerate([1, 4]):
