@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -147,9 +148,11 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
         def model(tt, plateau, initial, log_tau):
             return _law(tt, plateau, initial, math.exp(log_tau))
         try:
-            popt, pcov = scipy.optimize.curve_fit(
-                model, t, values, p0=(tail, head, math.log(guess)),
-                bounds=((-np.inf, -np.inf, lo), (np.inf, np.inf, hi)), maxfev=4000)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", scipy.optimize.OptimizeWarning)
+                popt, pcov = scipy.optimize.curve_fit(
+                    model, t, values, p0=(tail, head, math.log(guess)),
+                    bounds=((-np.inf, -np.inf, lo), (np.inf, np.inf, hi)), maxfev=4000)
         except (RuntimeError, ValueError):
             continue
         rss = float(np.sum((values - model(t, *popt)) ** 2))
@@ -170,6 +173,9 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
         return RunFit(**base, identified=False, residual_variance=var, inflation=f,
                       reason=f"relaxes within one logging interval ({dt:g} steps)")
     se = math.sqrt(max(pcov[2, 2], 0.0) * f)
+    if not math.isfinite(se):
+        return RunFit(**base, identified=False, residual_variance=var, inflation=f,
+                      reason="tau not constrained by the data (singular least-squares Jacobian)")
     z = scipy.stats.norm.ppf(0.5 + LEVEL / 2)
     fit = dict(plateau=float(plateau), initial=float(initial), tau=tau,
                tau_interval=(math.exp(log_tau - z * se), math.exp(log_tau + z * se)),
