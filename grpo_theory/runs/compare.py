@@ -538,6 +538,8 @@ def compare(logs, *, by: str, values=None, metric: str | None = None, normalizat
     normalization = check_choice("normalization", normalization, NORMALIZATIONS)
     if fresh_fraction is not None:
         fresh_fraction = check_real("fresh_fraction", fresh_fraction)
+    if plot is not None and not os.path.isdir(os.path.dirname(os.path.abspath(plot))):
+        raise ParameterError("plot", plot, "a file in an existing directory")
     logs = list(logs)
     if len(logs) < 2:
         raise ParameterError("LOG", len(logs), "at least 2 logs (a family of runs)")

@@ -168,6 +168,8 @@ def test_bad_input(capsys):
         compare([good, good], by="model_size")
     with pytest.raises(ParameterError, match="by must be"):
         compare([good, good], by="seed", values=[1, 2])
+    with pytest.raises(ParameterError, match="existing directory"):
+        compare([good, good], by="group_size", values=[4, 8], plot="/no/such/dir/fig.png")
     assert main(["compare", "nothere.csv", "other.csv", "--by", "group_size"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nothere.csv" in err
