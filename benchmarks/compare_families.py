@@ -10,9 +10,12 @@ converted to optimizer steps, k per rollout step).  The reward metric is ``run.j
 ``reward.key``.  Families whose knob is none of these, members whose log has no reader here
 or fewer than ``MIN_POINTS`` reward points, are listed with the reason instead of a result.
 
-Two benchmark formats that :func:`grpo_theory.runs.logs.read_log` does not read are converted
-here, value for value: ``wandb_csv_long`` (``run_name,metric,step,value`` rows) and
-``json_lists`` (a JSON list of dicts with a step key).
+``csv_wide`` is read by ``read_log``'s CSV reader with its first column as the step. Three
+benchmark formats that :func:`grpo_theory.runs.logs.read_log` does not read are converted
+here, value for value: ``wandb_csv_long`` (``run_name,metric,step,value`` rows), ``json_lists``
+(a JSON list of dicts with a step key) and ``tfevents`` (TensorBoard event files: TFRecord
+framing, ``Event.step`` and the scalar ``Summary.Value.simple_value`` of the metric's tag; CRCs
+not checked).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import struct
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -67,6 +71,54 @@ def _json_list(path: Path, metric: str) -> TrainingLog:
                        default_metric=metric)
 
 
+def _varint(buf: bytes, i: int):
+    value = shift = 0
+    while True:
+        byte = buf[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, i
+
+
+def _proto_fields(buf: bytes):
+    """(field number, payload) of a protobuf message (varints as ints, other types as bytes)."""
+    i = 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        wire = key & 7
+        if wire == 0:
+            value, i = _varint(buf, i)
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            value, i = buf[i:i + size], i + size
+        elif wire == 2:
+            size, i = _varint(buf, i)
+            value, i = buf[i:i + size], i + size
+        else:
+            raise ParameterError("tfevents wire type", wire, "0, 1, 2 or 5")
+        yield key >> 3, value
+
+
+def _tfevents(path: Path, metric: str) -> TrainingLog:
+    data = path.read_bytes()
+    points, i = {}, 0
+    while i + 12 <= len(data):
+        (size,) = struct.unpack("<Q", data[i:i + 8])
+        record, i = data[i + 12:i + 12 + size], i + 12 + size + 4
+        fields = list(_proto_fields(record))
+        step = next((v for f, v in fields if f == 2), None)          # Event.step
+        for summary in (v for f, v in fields if f == 5):             # Event.summary
+            for value in (v for f, v in _proto_fields(summary) if f == 1):
+                parts = dict(_proto_fields(value))                   # tag = 1, simple_value = 2
+                if parts.get(1, b"").decode() == metric and isinstance(parts.get(2), bytes):
+                    points[float(step)] = struct.unpack("<f", parts[2])[0]
+    steps = np.array(sorted(points))
+    return TrainingLog(metrics={metric: (steps, np.array([points[s] for s in steps]))},
+                       source=str(path), format="tfevents", default_metric=metric)
+
+
 def load(run_dir: Path, info: dict) -> TrainingLog:
     path = run_dir / info["files"]["log"]
     metric = info["reward"]["key"]
@@ -75,6 +127,12 @@ def load(run_dir: Path, info: dict) -> TrainingLog:
         return _long_csv(path, metric)
     if fmt == "json_lists":
         return _json_list(path, metric)
+    if fmt == "tfevents":
+        return _tfevents(path, metric)
+    if fmt == "csv_wide":  # one row per step, the step in the first column
+        with open(path, newline="") as fh:
+            step_column = next(csv.reader(fh))[0]
+        return read_log(path, "csv", step_column=step_column)
     if fmt in READ_LOG_FORMATS:
         return read_log(path)
     raise ParameterError("format", fmt, "a log format with a reader (no reader for it here)")

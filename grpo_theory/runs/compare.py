@@ -446,10 +446,11 @@ def _scaling(by, series, fits, fresh_fraction) -> ScalingAnalysis:
         rng = (min(slope), max(slope))
         lo, hi = reg.interval
         agrees = bool(lo <= rng[1] and hi >= rng[0])
+        unresolved = "" if (hi < 0 or lo > 0) else " (the interval also contains 0: not resolved)"
         theory = (f"in [{rng[0]:g}, {rng[1]:g}]" if fresh_fraction is None
                   else f"= {rng[0]:.3g} at K_f/K = {fresh_fraction:g}")
         reading = (f"tau changes by {reg.slope:+.3g} {_iv(reg.interval)} steps per step of effective "
-                   f"lag (k-1)/2; theory: dtau/dlag = -K_s/K {theory} (lag erodes the damping "
+                   f"lag (k-1)/2{unresolved}; theory: dtau/dlag = -K_s/K {theory} (lag erodes the damping "
                    "gamma = 1 - mu - eta K_s lag, so tau = gamma/k shortens; a first-order effect "
                    "near the plateau, where tau is fitted on the linear relaxation)")
         return ScalingAnalysis(regression=reg, expected=None if fresh_fraction is None else rng[0],
@@ -595,9 +596,12 @@ def _iv(pair, spec=".3g"):
 
 
 def _short(source: str) -> str:
-    """Parent folder and file name, at most 40 characters."""
-    name = os.path.join(os.path.basename(os.path.dirname(source)), os.path.basename(source))
-    return name if len(name) <= 40 else "..." + name[-37:]
+    """Parent folder and file name, or the parent folder alone when that is too long (40 characters)."""
+    parent = os.path.basename(os.path.dirname(source))
+    name = os.path.join(parent, os.path.basename(source))
+    if len(name) <= 40:
+        return name
+    return parent if 0 < len(parent) <= 40 else "..." + name[-37:]
 
 
 def _format(res: Comparison) -> str:
