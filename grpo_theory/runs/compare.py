@@ -220,7 +220,7 @@ class Regression:
 
 def _regress(x, y, se) -> Regression:
     x, y, se = (np.asarray(a, float) for a in (x, y, se))
-    w = 1 / se**2
+    w = 1 / np.maximum(se, 1e-12) ** 2
     xm = np.sum(w * x) / np.sum(w)
     ym = np.sum(w * y) / np.sum(w)
     sxx = np.sum(w * (x - xm) ** 2)
@@ -264,8 +264,9 @@ def fluctuation_regime(p, group_size, *, normalization="std") -> tuple[float, st
 @dataclass(frozen=True)
 class GroupSizeAnalysis:
     """The group-size questions: invariance of the mean trajectory, fluctuation exponent,
-    and the exact finite-G prediction.  A part that does not apply is ``None`` with its
-    reason in ``declined``."""
+    and the exact finite-G prediction (``predicted_relative``: the predicted plateau variances
+    of the runs with a fluctuation, divided by their geometric mean, since eta^2 is unknown).
+    A part that does not apply is ``None`` with its reason in ``declined``."""
 
     chi2: float | None = None
     chi2_dof: int | None = None
@@ -275,6 +276,7 @@ class GroupSizeAnalysis:
     invariant: bool | None = None
     exponent: Regression | None = None
     predicted_exponent: float | None = None
+    predicted_relative: list = field(default_factory=list)
     local_exponents: list = field(default_factory=list)
     regimes: list = field(default_factory=list)
     agrees: bool | None = None
@@ -348,6 +350,7 @@ def _group_size(series, fits, binary, normalization) -> GroupSizeAnalysis:
     predicted = _regress(x, pred, se).slope
     lo, hi = reg.interval
     return GroupSizeAnalysis(**out, predicted_exponent=predicted,
+                             predicted_relative=list(np.exp(pred - pred.mean())),
                              local_exponents=[e for e, _ in local], regimes=[r for _, r in local],
                              agrees=bool(lo <= predicted <= hi), declined=declined)
 
@@ -383,7 +386,7 @@ def _joint_fit(series, fits):
     xs = np.log([f.value for f in fits])
     ts = [s - s[0] for s, _ in series]
     ys = [v for _, v in series]
-    sig = [math.sqrt(f.residual_variance) for f in fits]
+    sig = [max(math.sqrt(f.residual_variance), 1e-12) for f in fits]
     R = len(fits)
     best = None
     for shared in (True, False):
@@ -687,6 +690,10 @@ def _plot(res: Comparison, series, path) -> None:
                 gg = np.geomspace(G.min(), G.max())
                 ax2.plot(gg, np.exp(a.exponent.intercept) * gg**a.exponent.slope,
                          label=f"fit G^{a.exponent.slope:.2f}")
+            if a.predicted_relative:
+                scale = math.exp(np.mean(np.log(v)))
+                ax2.plot(G, scale * np.array(a.predicted_relative), "s", mfc="none",
+                         label=f"exact finite-G prediction (G^{a.predicted_exponent:.2f})")
             ax2.set_xscale("log")
             ax2.set_yscale("log")
             ax2.set_xlabel("group size G")
