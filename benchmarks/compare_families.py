@@ -43,7 +43,7 @@ def _knob(varies: str) -> str | None:
         return "learning_rate"
     if v.startswith("group_size"):
         return "group_size"
-    if v.startswith("model_size") or v.startswith("model_params"):
+    if v.startswith(("model_size", "model_params")):
         return "model_size"
     if "ppo_epochs" in v or "num_iterations" in v or v.startswith("refresh_interval"):
         return "refresh_interval"

@@ -60,8 +60,8 @@ from grpo_theory.results import Result
 from grpo_theory.theory.derived import get
 from grpo_theory.validate import ParameterError, check_choice, check_real
 
-__all__ = ["BY", "CONFIG_KEYS", "MIN_POINTS", "RunFit", "Regression", "GroupSizeAnalysis",
-           "ScalingAnalysis", "Comparison", "compare", "fit_run", "fluctuation_regime"]
+__all__ = ["BY", "CONFIG_KEYS", "MIN_POINTS", "Comparison", "GroupSizeAnalysis", "Regression",
+           "RunFit", "ScalingAnalysis", "compare", "fit_run", "fluctuation_regime"]
 
 #: The knobs a family may vary.
 BY = ("group_size", "model_size", "learning_rate", "refresh_interval")
@@ -90,13 +90,13 @@ def _law(t, plateau, initial, tau):
     return get("oscillator.single_exponential").numeric(t, plateau, initial, tau)
 
 
-def _inflation(residuals) -> tuple[float, float]:
-    """Lag-1 autocorrelation rho (clipped to [0, 0.98]) and f = (1 + rho)/(1 - rho)."""
+def _inflation(residuals) -> float:
+    """f = (1 + rho)/(1 - rho), rho the lag-1 autocorrelation clipped to [0, 0.98]."""
     r = residuals - residuals.mean()
     denom = float(np.dot(r, r))
     rho = float(np.dot(r[1:], r[:-1]) / denom) if denom > 0 else 0.0
     rho = min(max(rho, 0.0), 0.98)
-    return rho, (1 + rho) / (1 - rho)
+    return (1 + rho) / (1 - rho)
 
 
 @dataclass(frozen=True)
@@ -143,10 +143,11 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
     head = values[: max(3, t.size // 10)].mean()
     tail = values[-max(3, t.size // 5):].mean()
     lo, hi = math.log(dt / 10), math.log(100 * span)
+    def model(tt, plateau, initial, log_tau):
+        return _law(tt, plateau, initial, math.exp(log_tau))
+
     best = None
     for guess in (span / 10, span / 3, span):
-        def model(tt, plateau, initial, log_tau):
-            return _law(tt, plateau, initial, math.exp(log_tau))
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", scipy.optimize.OptimizeWarning)
@@ -163,7 +164,7 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
     rss, (plateau, initial, log_tau), pcov = best
     tau = math.exp(log_tau)
     resid = values - _law(t, plateau, initial, tau)
-    rho, f = _inflation(resid)
+    f = _inflation(resid)
     var = rss / max(t.size - 3, 1)
     if tau > span:
         return RunFit(**base, identified=False, residual_variance=var, inflation=f,
@@ -186,7 +187,7 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
                       fluctuation_reason=f"{int(on_plateau.sum())} points after 3 tau "
                                          f"(need {MIN_PLATEAU_POINTS})")
     r = resid[on_plateau]
-    rho_p, f_p = _inflation(r)
+    f_p = _inflation(r)
     v = float(np.mean((r - r.mean()) ** 2))
     dof = max(r.size / f_p, 2.0)
     interval = (dof * v / scipy.stats.chi2.ppf(0.5 + LEVEL / 2, dof),
@@ -388,25 +389,24 @@ def _joint_fit(series, fits):
     ys = [v for _, v in series]
     sig = [max(math.sqrt(f.residual_variance), 1e-12) for f in fits]
     R = len(fits)
+    def residuals(theta, shared):
+        a, d = theta[0], theta[1]
+        n_plateau = 1 if shared else R
+        plat, init = theta[2:2 + n_plateau], theta[2 + n_plateau:]
+        out = []
+        for i in range(R):
+            tau = math.exp(min(a + d * xs[i], 50.0))
+            out.append((ys[i] - _law(ts[i], plat[0 if shared else i], init[i], tau)) / sig[i])
+        return np.concatenate(out)
+
     best = None
     for shared in (True, False):
-        n_plateau = 1 if shared else R
-
-        def residuals(theta):
-            a, d = theta[0], theta[1]
-            plat = theta[2:2 + n_plateau]
-            init = theta[2 + n_plateau:]
-            out = []
-            for i in range(R):
-                tau = math.exp(min(a + d * xs[i], 50.0))
-                out.append((ys[i] - _law(ts[i], plat[0 if shared else i], init[i], tau)) / sig[i])
-            return np.concatenate(out)
 
         d0 = _regress(xs, np.log([f.tau for f in fits]), [f.log_tau_se for f in fits])
         theta0 = np.concatenate([[d0.intercept, d0.slope],
                                  [np.mean([f.plateau for f in fits])] if shared
                                  else [f.plateau for f in fits], [f.initial for f in fits]])
-        sol = scipy.optimize.least_squares(residuals, theta0, method="trf")
+        sol = scipy.optimize.least_squares(residuals, theta0, method="trf", args=(shared,))
         chi2 = float(np.sum(sol.fun**2))
         aic = chi2 + 2 * theta0.size
         if best is None or aic < best[0]:
@@ -535,7 +535,6 @@ def compare(logs, *, by: str, values=None, metric: str | None = None, normalizat
     plot : write a figure of the family with the fitted law to this file.
     """
     from grpo_theory.runs.logs import TrainingLog, read_log
-
     from grpo_theory.theory.drift import NORMALIZATIONS
 
     by = check_choice("by", by, BY)

@@ -120,7 +120,7 @@ def test_refresh_family_shows_lag_eroding_the_damping():
     a = compare(logs, by="refresh_interval", values=[1, 3, 5, 7], fresh_fraction=phi).analysis
     lo, hi = a.regression.interval
     assert a.expected == pytest.approx(-(1 - phi))
-    assert lo <= a.expected <= hi and hi < 0, a.regression     # erosion resolved
+    assert lo <= a.expected <= hi < 0, a.regression     # erosion resolved
 
 
 def test_plot_and_cli(tmp_path):
