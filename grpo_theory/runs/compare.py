@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,8 +60,8 @@ from grpo_theory.results import Result
 from grpo_theory.theory.derived import get
 from grpo_theory.validate import ParameterError, check_choice, check_real
 
-__all__ = ["BY", "CONFIG_KEYS", "MIN_POINTS", "RunFit", "Regression", "GroupSizeAnalysis",
-           "ScalingAnalysis", "Comparison", "compare", "fit_run", "fluctuation_regime"]
+__all__ = ["BY", "CONFIG_KEYS", "MIN_POINTS", "Comparison", "GroupSizeAnalysis", "Regression",
+           "RunFit", "ScalingAnalysis", "compare", "fit_run", "fluctuation_regime"]
 
 #: The knobs a family may vary.
 BY = ("group_size", "model_size", "learning_rate", "refresh_interval")
@@ -89,13 +90,13 @@ def _law(t, plateau, initial, tau):
     return get("oscillator.single_exponential").numeric(t, plateau, initial, tau)
 
 
-def _inflation(residuals) -> tuple[float, float]:
-    """Lag-1 autocorrelation rho (clipped to [0, 0.98]) and f = (1 + rho)/(1 - rho)."""
+def _inflation(residuals) -> float:
+    """f = (1 + rho)/(1 - rho), rho the lag-1 autocorrelation clipped to [0, 0.98]."""
     r = residuals - residuals.mean()
     denom = float(np.dot(r, r))
     rho = float(np.dot(r[1:], r[:-1]) / denom) if denom > 0 else 0.0
     rho = min(max(rho, 0.0), 0.98)
-    return rho, (1 + rho) / (1 - rho)
+    return (1 + rho) / (1 - rho)
 
 
 @dataclass(frozen=True)
@@ -142,14 +143,17 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
     head = values[: max(3, t.size // 10)].mean()
     tail = values[-max(3, t.size // 5):].mean()
     lo, hi = math.log(dt / 10), math.log(100 * span)
+    def model(tt, plateau, initial, log_tau):
+        return _law(tt, plateau, initial, math.exp(log_tau))
+
     best = None
     for guess in (span / 10, span / 3, span):
-        def model(tt, plateau, initial, log_tau):
-            return _law(tt, plateau, initial, math.exp(log_tau))
         try:
-            popt, pcov = scipy.optimize.curve_fit(
-                model, t, values, p0=(tail, head, math.log(guess)),
-                bounds=((-np.inf, -np.inf, lo), (np.inf, np.inf, hi)), maxfev=4000)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", scipy.optimize.OptimizeWarning)
+                popt, pcov = scipy.optimize.curve_fit(
+                    model, t, values, p0=(tail, head, math.log(guess)),
+                    bounds=((-np.inf, -np.inf, lo), (np.inf, np.inf, hi)), maxfev=4000)
         except (RuntimeError, ValueError):
             continue
         rss = float(np.sum((values - model(t, *popt)) ** 2))
@@ -160,7 +164,7 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
     rss, (plateau, initial, log_tau), pcov = best
     tau = math.exp(log_tau)
     resid = values - _law(t, plateau, initial, tau)
-    rho, f = _inflation(resid)
+    f = _inflation(resid)
     var = rss / max(t.size - 3, 1)
     if tau > span:
         return RunFit(**base, identified=False, residual_variance=var, inflation=f,
@@ -170,6 +174,9 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
         return RunFit(**base, identified=False, residual_variance=var, inflation=f,
                       reason=f"relaxes within one logging interval ({dt:g} steps)")
     se = math.sqrt(max(pcov[2, 2], 0.0) * f)
+    if not math.isfinite(se):
+        return RunFit(**base, identified=False, residual_variance=var, inflation=f,
+                      reason="tau not constrained by the data (singular least-squares Jacobian)")
     z = scipy.stats.norm.ppf(0.5 + LEVEL / 2)
     fit = dict(plateau=float(plateau), initial=float(initial), tau=tau,
                tau_interval=(math.exp(log_tau - z * se), math.exp(log_tau + z * se)),
@@ -180,7 +187,7 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
                       fluctuation_reason=f"{int(on_plateau.sum())} points after 3 tau "
                                          f"(need {MIN_PLATEAU_POINTS})")
     r = resid[on_plateau]
-    rho_p, f_p = _inflation(r)
+    f_p = _inflation(r)
     v = float(np.mean((r - r.mean()) ** 2))
     dof = max(r.size / f_p, 2.0)
     interval = (dof * v / scipy.stats.chi2.ppf(0.5 + LEVEL / 2, dof),
@@ -214,7 +221,7 @@ class Regression:
 
 def _regress(x, y, se) -> Regression:
     x, y, se = (np.asarray(a, float) for a in (x, y, se))
-    w = 1 / se**2
+    w = 1 / np.maximum(se, 1e-12) ** 2
     xm = np.sum(w * x) / np.sum(w)
     ym = np.sum(w * y) / np.sum(w)
     sxx = np.sum(w * (x - xm) ** 2)
@@ -258,8 +265,9 @@ def fluctuation_regime(p, group_size, *, normalization="std") -> tuple[float, st
 @dataclass(frozen=True)
 class GroupSizeAnalysis:
     """The group-size questions: invariance of the mean trajectory, fluctuation exponent,
-    and the exact finite-G prediction.  A part that does not apply is ``None`` with its
-    reason in ``declined``."""
+    and the exact finite-G prediction (``predicted_relative``: the predicted plateau variances
+    of the runs with a fluctuation, divided by their geometric mean, since eta^2 is unknown).
+    A part that does not apply is ``None`` with its reason in ``declined``."""
 
     chi2: float | None = None
     chi2_dof: int | None = None
@@ -269,6 +277,7 @@ class GroupSizeAnalysis:
     invariant: bool | None = None
     exponent: Regression | None = None
     predicted_exponent: float | None = None
+    predicted_relative: list = field(default_factory=list)
     local_exponents: list = field(default_factory=list)
     regimes: list = field(default_factory=list)
     agrees: bool | None = None
@@ -312,7 +321,7 @@ def _group_size(series, fits, binary, normalization) -> GroupSizeAnalysis:
         out.update(chi2=chi2, chi2_dof=dof, p_value=p, block_points=L, n_blocks=nb,
                    invariant=p >= 1 - LEVEL)
     usable = [f for f in fits if np.isfinite(f.fluctuation) and f.fluctuation > 0]
-    skipped = [f"{os.path.basename(f.source)}: {f.reason or f.fluctuation_reason}"
+    skipped = [f"{_short(f.source)}: {f.reason or f.fluctuation_reason}"
                for f in fits if f not in usable]
     if skipped:
         declined["runs without a plateau fluctuation"] = "; ".join(skipped)
@@ -342,6 +351,7 @@ def _group_size(series, fits, binary, normalization) -> GroupSizeAnalysis:
     predicted = _regress(x, pred, se).slope
     lo, hi = reg.interval
     return GroupSizeAnalysis(**out, predicted_exponent=predicted,
+                             predicted_relative=list(np.exp(pred - pred.mean())),
                              local_exponents=[e for e, _ in local], regimes=[r for _, r in local],
                              agrees=bool(lo <= predicted <= hi), declined=declined)
 
@@ -377,27 +387,26 @@ def _joint_fit(series, fits):
     xs = np.log([f.value for f in fits])
     ts = [s - s[0] for s, _ in series]
     ys = [v for _, v in series]
-    sig = [math.sqrt(f.residual_variance) for f in fits]
+    sig = [max(math.sqrt(f.residual_variance), 1e-12) for f in fits]
     R = len(fits)
+    def residuals(theta, shared):
+        a, d = theta[0], theta[1]
+        n_plateau = 1 if shared else R
+        plat, init = theta[2:2 + n_plateau], theta[2 + n_plateau:]
+        out = []
+        for i in range(R):
+            tau = math.exp(min(a + d * xs[i], 50.0))
+            out.append((ys[i] - _law(ts[i], plat[0 if shared else i], init[i], tau)) / sig[i])
+        return np.concatenate(out)
+
     best = None
     for shared in (True, False):
-        n_plateau = 1 if shared else R
-
-        def residuals(theta):
-            a, d = theta[0], theta[1]
-            plat = theta[2:2 + n_plateau]
-            init = theta[2 + n_plateau:]
-            out = []
-            for i in range(R):
-                tau = math.exp(min(a + d * xs[i], 50.0))
-                out.append((ys[i] - _law(ts[i], plat[0 if shared else i], init[i], tau)) / sig[i])
-            return np.concatenate(out)
 
         d0 = _regress(xs, np.log([f.tau for f in fits]), [f.log_tau_se for f in fits])
         theta0 = np.concatenate([[d0.intercept, d0.slope],
                                  [np.mean([f.plateau for f in fits])] if shared
                                  else [f.plateau for f in fits], [f.initial for f in fits]])
-        sol = scipy.optimize.least_squares(residuals, theta0, method="trf")
+        sol = scipy.optimize.least_squares(residuals, theta0, method="trf", args=(shared,))
         chi2 = float(np.sum(sol.fun**2))
         aic = chi2 + 2 * theta0.size
         if best is None or aic < best[0]:
@@ -415,12 +424,12 @@ def _joint_fit(series, fits):
     return d, (d - z * se, d + z * se), "shared" if shared else "per run"
 
 
-def _scaling(by, series, fits) -> ScalingAnalysis:
+def _scaling(by, series, fits, fresh_fraction) -> ScalingAnalysis:
     from grpo_theory.theory import oscillator
 
     ok = [i for i, f in enumerate(fits) if f.identified]
     declined = {}
-    skipped = [f"{os.path.basename(f.source)}: {f.reason}" for f in fits if not f.identified]
+    skipped = [f"{_short(f.source)}: {f.reason}" for f in fits if not f.identified]
     if skipped:
         declined["runs without a time scale"] = "; ".join(skipped)
     fits_ok = [fits[i] for i in ok]
@@ -433,17 +442,22 @@ def _scaling(by, series, fits) -> ScalingAnalysis:
         reg = _regress(lag, [f.tau for f in fits_ok],
                        [f.tau * f.log_tau_se for f in fits_ok])
         # d tau / d lag of tau = gamma/k (oscillator.coefficients); linear in the lag
+        phis = (0.0, 1.0) if fresh_fraction is None else (fresh_fraction,)
         slope = [oscillator.coefficients(1.0, 0.0, 1.0, 1.0, fresh_fraction=phi).time_scale
                  - oscillator.coefficients(1.0, 0.0, 0.0, 1.0, fresh_fraction=phi).time_scale
-                 for phi in (0.0, 1.0)]
+                 for phi in phis]
         rng = (min(slope), max(slope))
         lo, hi = reg.interval
         agrees = bool(lo <= rng[1] and hi >= rng[0])
-        reading = (f"tau falls by {-reg.slope:.3g} steps per step of effective lag (k-1)/2; "
-                   f"theory: -dtau/dlag = K_s/K in [{-rng[1]:g}, {-rng[0]:g}] (lag erodes the "
-                   "damping gamma = 1 - mu - eta K_s lag)")
-        return ScalingAnalysis(regression=reg, expected_range=rng, agrees=agrees, reading=reading,
-                               declined=declined)
+        unresolved = "" if (hi < 0 or lo > 0) else " (the interval also contains 0: not resolved)"
+        theory = (f"in [{rng[0]:g}, {rng[1]:g}]" if fresh_fraction is None
+                  else f"= {rng[0]:.3g} at K_f/K = {fresh_fraction:g}")
+        reading = (f"tau changes by {reg.slope:+.3g} {_iv(reg.interval)} steps per step of effective "
+                   f"lag (k-1)/2{unresolved}; theory: dtau/dlag = -K_s/K {theory} (lag erodes the damping "
+                   "gamma = 1 - mu - eta K_s lag, so tau = gamma/k shortens; a first-order effect "
+                   "near the plateau, where tau is fitted on the linear relaxation)")
+        return ScalingAnalysis(regression=reg, expected=None if fresh_fraction is None else rng[0],
+                               expected_range=rng, agrees=agrees, reading=reading, declined=declined)
     x = np.log([f.value for f in fits_ok])
     reg = _regress(x, np.log([f.tau for f in fits_ok]), [f.log_tau_se for f in fits_ok])
     joint = _joint_fit([series[i] for i in ok], fits_ok)
@@ -465,9 +479,10 @@ def _scaling(by, series, fits) -> ScalingAnalysis:
     # learning rate: tau = gamma/(eta K); exponent in eta at zero lag from the coefficients
     taus = [oscillator.coefficients(eta, 0.0, 0.0, 1.0).time_scale for eta in (1.0, 2.0)]
     expected = math.log(taus[1] / taus[0]) / math.log(2)
+    resolved = "" if (hi < 0 or lo > 0) else "; the interval also contains 0 (no dependence resolved)"
     out.update(expected=expected, agrees=bool(lo <= expected <= hi),
-               reading=f"tau ~ eta^{reg.slope:.3g} [{lo:.3g}, {hi:.3g}]; theory (no lag): "
-                       f"eta^{expected:g}, steeper with lag (gamma = 1 - mu - eta K_s lag)")
+               reading=f"tau ~ eta^{reg.slope:.3g} {_iv(reg.interval)}; theory (no lag): "
+                       f"eta^{expected:g}, steeper with lag (gamma = 1 - mu - eta K_s lag){resolved}")
     return ScalingAnalysis(**out)
 
 
@@ -502,7 +517,7 @@ def _config_value(log, by):
 
 
 def compare(logs, *, by: str, values=None, metric: str | None = None, normalization: str = "std",
-            plot: str | None = None) -> Comparison:
+            fresh_fraction: float | None = None, plot: str | None = None) -> Comparison:
     """Compare a family of runs that differ in ``by`` (see the module docstring).
 
     Parameters
@@ -514,14 +529,20 @@ def compare(logs, *, by: str, values=None, metric: str | None = None, normalizat
     metric : reward metric (default: each log's reward metric; they must agree).
     normalization : advantage normalization of the runs, ``"std"`` (GRPO, TRL default) or
         ``"mean"`` (Dr. GRPO), for the finite-G noise prediction.
+    fresh_fraction : K_f/K of the runs (``grpo-theory check-config`` or ``fixed-points`` give it),
+        for the refresh-interval prediction dtau/dlag = -(1 - K_f/K); default: the range over
+        K_f/K in [0, 1].
     plot : write a figure of the family with the fitted law to this file.
     """
     from grpo_theory.runs.logs import TrainingLog, read_log
-
     from grpo_theory.theory.drift import NORMALIZATIONS
 
     by = check_choice("by", by, BY)
     normalization = check_choice("normalization", normalization, NORMALIZATIONS)
+    if fresh_fraction is not None:
+        fresh_fraction = check_real("fresh_fraction", fresh_fraction)
+    if plot is not None and not os.path.isdir(os.path.dirname(os.path.abspath(plot))):
+        raise ParameterError("plot", plot, "a file in an existing directory")
     logs = list(logs)
     if len(logs) < 2:
         raise ParameterError("LOG", len(logs), "at least 2 logs (a family of runs)")
@@ -556,7 +577,7 @@ def compare(logs, *, by: str, values=None, metric: str | None = None, normalizat
     if by == "group_size":
         analysis = _group_size(series, fits, binary, normalization)
     else:
-        analysis = _scaling(by, series, fits)
+        analysis = _scaling(by, series, fits, fresh_fraction)
     result = Comparison(by=by, metric=metrics[0], runs=fits, analysis=analysis, binary=binary,
                         plot=plot)
     if plot:
@@ -576,14 +597,22 @@ def _iv(pair, spec=".3g"):
     return f"[{_g(pair[0], spec)}, {_g(pair[1], spec)}]"
 
 
+def _short(source: str) -> str:
+    """Parent folder and file name, or the parent folder alone when that is too long (40 characters)."""
+    parent = os.path.basename(os.path.dirname(source))
+    name = os.path.join(parent, os.path.basename(source))
+    if len(name) <= 40:
+        return name
+    return parent if 0 < len(parent) <= 40 else "..." + name[-37:]
+
+
 def _format(res: Comparison) -> str:
     a = res.analysis
     lines = [f"family of {len(res.runs)} runs by {res.by}, metric {res.metric}"]
     lines.append(f"  {'run':<40} {res.by:>14} {'points':>6} {'plateau':>8} {'tau (steps) [95%]':>26}"
                  + ("   fluctuation [95%]" if res.by == "group_size" else ""))
     for f in res.runs:
-        name = os.path.basename(os.path.dirname(f.source)) or f.source
-        name = name if len(name) <= 40 else "..." + name[-37:]
+        name = _short(f.source)
         if f.identified:
             row = (f"  {name:<40} {f.value:>14.4g} {f.n_points:>6} {_g(f.plateau, '.4f'):>8} "
                    f"{_g(f.tau):>8} {_iv(f.tau_interval):>17}")
@@ -617,7 +646,8 @@ def _format(res: Comparison) -> str:
                          f"{_g(r.birge ** 2)})")
         if a.joint_exponent is not None:
             lines.append(f"joint fit (tau_i = c {res.by}_i^d, plateau {a.joint_plateau}): d = "
-                         f"{a.joint_exponent:.3g} {_iv(a.joint_interval)}")
+                         f"{a.joint_exponent:.3g} {_iv(a.joint_interval)} (within-run noise only: "
+                         "assumes the law holds exactly)")
         if a.reading:
             lines.append(a.reading + ("" if a.agrees is None else
                                       f" -> {'agrees' if a.agrees else 'disagrees'}"))
@@ -659,6 +689,10 @@ def _plot(res: Comparison, series, path) -> None:
                 gg = np.geomspace(G.min(), G.max())
                 ax2.plot(gg, np.exp(a.exponent.intercept) * gg**a.exponent.slope,
                          label=f"fit G^{a.exponent.slope:.2f}")
+            if a.predicted_relative:
+                scale = math.exp(np.mean(np.log(v)))
+                ax2.plot(G, scale * np.array(a.predicted_relative), "s", mfc="none",
+                         label=f"exact finite-G prediction (G^{a.predicted_exponent:.2f})")
             ax2.set_xscale("log")
             ax2.set_yscale("log")
             ax2.set_xlabel("group size G")

@@ -1,0 +1,43 @@
+"""``grpo-theory compare LOG LOG ...``: questions about a family of runs that differ in one knob."""
+
+from __future__ import annotations
+
+NAME = "compare"
+HELP = ("Compare a family of runs differing in one knob: group-size invariance and the 1/G "
+        "fluctuation law, or the time-scale law in model size, learning rate or refresh interval.")
+
+
+def add_arguments(parser) -> None:
+    from grpo_theory.runs.compare import BY
+    from grpo_theory.theory.drift import NORMALIZATIONS
+
+    parser.add_argument("logs", metavar="LOG", nargs="+", help="training logs of the family "
+                        "(any format `fit` reads), at least 2")
+    parser.add_argument("--by", required=True, choices=BY, help="the knob the runs differ in")
+    parser.add_argument("--values", default=None, metavar="V1,V2,...",
+                        help="the knob's value for each log, in order (default: read from the "
+                             "logs' configs)")
+    parser.add_argument("--metric", default=None, help="reward metric (default: the logs' reward)")
+    parser.add_argument("--normalization", default="std", choices=NORMALIZATIONS,
+                        help="advantage normalization of the runs (for the finite-G noise prediction)")
+    parser.add_argument("--fresh-fraction", type=float, default=None, metavar="PHI",
+                        help="K_f/K of the runs, for the refresh-interval prediction (default: "
+                             "the range over [0, 1])")
+    parser.add_argument("--plot", default=None, metavar="FILE",
+                        help="write a figure of the family with the fitted law to FILE")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def call(args):
+    from grpo_theory.runs.compare import compare
+    from grpo_theory.validate import ParameterError
+
+    values = None
+    if args.values is not None:
+        try:
+            values = [float(v) for v in args.values.split(",")]
+        except ValueError:
+            raise ParameterError("--values", args.values, "comma-separated numbers") from None
+    return compare(args.logs, by=args.by, values=values, metric=args.metric,
+                   normalization=args.normalization,
+                   fresh_fraction=args.fresh_fraction, plot=args.plot)
