@@ -186,7 +186,7 @@ def folds_in_group_size(group_sizes, *, p_ref=0.3, variant=None) -> list[dict]:
     return rows
 
 
-def discrete_boundaries(*, momentum=0.5, refresh_interval=4, k_max=64.0, mu_max=0.99,
+def discrete_boundaries(*, momentum=0.8, refresh_interval=4, k_max=64.0, mu_max=0.99,
                         points=400) -> dict:
     """Flip and complex-pair thresholds in eta K as curves over k (at ``momentum``) and over
     mu (at ``refresh_interval``), with the codimension-two points where they meet."""
@@ -270,10 +270,10 @@ def check_cusp(cusp: dict, variant=None, *, tol=1e-8, h=2e-3) -> dict:
         return [d1, d2]
 
     y0 = np.array([cusp["z"] + 0.05, cusp["p_ref"] - 0.01])
-    sol = fsolve(eqs, y0, xtol=1e-14)
+    sol = fsolve(eqs, y0, xtol=1e-12)
     # the stencil error is O(h^4); refine with a smaller step from the first solution
     h = h / 4
-    sol = fsolve(eqs, sol, xtol=1e-14)
+    sol = fsolve(eqs, sol, xtol=1e-12)
     ind = {"p_ref": float(sol[1]), "z": float(sol[0]), "kl_coef": Bv(sol[0], sol[1])}
     diffs = {k: abs(ind[k] - cusp[k]) for k in ("p_ref", "z", "kl_coef")}
     return {"independent": ind, "abs_diff": diffs, "tolerance": tol,
@@ -329,7 +329,7 @@ def check_atlas(curve: FoldCurve, g_rows, variant=None, *, n_folds=6) -> dict:
     return {"folds": folds, "cusp": check_cusp(curve.cusp, variant)}
 
 
-def atlas(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.5, refresh_interval=4,
+def atlas(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8, refresh_interval=4,
           variant=None) -> Atlas:
     """Fold curve and cusp in (beta, p_ref) at ``group_size``; folds per G in (beta, G) at
     ``p_ref``; the L2 boundaries; the independent checks."""
