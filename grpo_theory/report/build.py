@@ -27,7 +27,7 @@ import numpy as np
 from grpo_theory.model import DEFAULT_MODEL
 from grpo_theory.progress import progress
 
-__all__ = ["ReportResult", "build_report", "key_numbers"]
+__all__ = ["ReportResult", "build_report", "key_numbers", "atlas_data"]
 
 _VARIANT_KEYS = ("p_ref", "group_size", "normalization", "kl", "kl_coef", "adv_eps", "surrogate")
 
@@ -371,6 +371,55 @@ def _fig_bifurcation(out_dir, model, full):
                                 beta_range=rng,
                                 p_ref=p_ref)
     return files, bif_rows
+
+
+def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
+               refresh_interval=4) -> dict:
+    """Data twin of the atlas figures: arrays to re-plot them in any style.
+
+    ``branches`` (p* vs beta with stability and the folds at ``group_size``, ``p_ref``),
+    ``p_ref_plane`` (the continued fold curve and its cusp), ``group_size_plane`` (lower and
+    upper fold per integer G), ``discrete`` (flip / complex-pair curves, codimension-two
+    points), ``checks`` (the independent checks) and ``atlas`` (the
+    :class:`~grpo_theory.theory.atlas.Atlas`).
+    """
+    from grpo_theory.theory import atlas as at
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = at.atlas(group_size=group_size, p_ref=p_ref, group_sizes=group_sizes,
+                       momentum=momentum, refresh_interval=refresh_interval)
+        zr = math.log(p_ref / (1 - p_ref))
+        z = zr + np.linspace(1e-3, 12.0, 3000)
+        B, dB = at._B(z, p_ref, group_size)
+    folds = at.folds_at(p_ref, group_size)
+    fc = res.p_ref_plane
+    rows = [r for r in res.group_size_plane if len(r["folds"]) >= 2]
+    return {
+        "branches": {"group_size": group_size, "p_ref": p_ref, "kl_coef": B,
+                     "p": 1 / (1 + np.exp(-z)), "stable": dB < 0,
+                     "fold_kl_coef": np.array([f["kl_coef"] for f in folds]),
+                     "fold_p": np.array([f["p"] for f in folds])},
+        "p_ref_plane": {"group_size": fc.group_size, "p_ref": fc.p_ref, "kl_coef": fc.kl_coef,
+                        "p": fc.p, "cusp": fc.cusp},
+        "group_size_plane": {"p_ref": p_ref,
+                             "group_size": np.array([r["group_size"] for r in rows]),
+                             "lower": np.array([r["folds"][0]["kl_coef"] for r in rows]),
+                             "upper": np.array([r["folds"][-1]["kl_coef"] for r in rows]),
+                             **res.group_size_cusp},
+        "discrete": res.discrete,
+        "checks": res.checks,
+        "atlas": res,
+    }
+
+
+def _fig_atlas(out_dir):
+    from grpo_theory.report import figures
+
+    data = atlas_data()
+    files = figures.atlas_folds(out_dir, "atlas_folds", data)
+    files += figures.atlas_discrete(out_dir, "atlas_discrete", data["discrete"])
+    return files, data
 
 
 def _fig_log(out_dir, notes):

@@ -68,7 +68,7 @@ def fold_test(z, p_ref, group_size, variant=None):
     return _B(z, p_ref, group_size, variant)[1]
 
 
-def folds_at(p_ref, group_size, variant=None, *, span=40.0, points=8001) -> list[dict]:
+def folds_at(p_ref, group_size, variant=None, *, span=25.0, points=2501) -> list[dict]:
     """Saddle-nodes at one (p_ref, G): sign changes of g on a grid, refined by ``brentq``."""
     zr = _zref(p_ref)
     zg = zr + np.linspace(1e-3, span, points)
@@ -126,7 +126,7 @@ def _correct(y_pred, y0, t0, ds, G, variant):
     return y
 
 
-def continue_folds(group_size=64, *, p_ref_start=0.3, ds=0.02, max_steps=400, variant=None,
+def continue_folds(group_size=64, *, p_ref_start=0.3, ds=0.04, max_steps=400, variant=None,
                    p_ref_min=0.02) -> FoldCurve:
     """Continue the fold set g(z, p_ref) = 0 by pseudo-arclength from the lower fold at
     ``p_ref_start`` round the cusp to the upper fold, down to ``p_ref_min`` on both ends."""
@@ -226,7 +226,7 @@ def discrete_boundaries(*, momentum=0.8, refresh_interval=4, k_max=64.0, mu_max=
 # independent checks
 # ----------------------------------------------------------------------------------
 
-def _root_count(beta, p_ref, G, z_lo, z_hi, variant, points=20001):
+def _root_count(beta, p_ref, G, z_lo, z_hi, variant, points=2001):
     zg = np.linspace(z_lo, z_hi, points)
     F = drift_components(zg, kl_coef=beta, **{**ATLAS_VARIANT, **(variant or {}),
                                                  "p_ref": p_ref, "group_size": G})["F"]
@@ -243,7 +243,10 @@ def check_fold(fold: dict, variant=None, *, rel=1e-8) -> dict:
     """
     G, r, zc, bc = fold["group_size"], fold["p_ref"], fold["z"], fold["kl_coef"]
     d = rel * max(1.0, abs(bc))
-    w = 2e-3
+    # the two roots beside a fold sit about sqrt(2 d / |B''|) from it (B'' by finite differences)
+    hh = 1e-3
+    b2 = abs(float(_B(zc + hh, r, G, variant)[0]) - 2 * bc + float(_B(zc - hh, r, G, variant)[0])) / hh**2
+    w = 4 * math.sqrt(2 * d / max(b2, 1e-12))
     counts = [_root_count(bc + s * d, r, G, zc - w, zc + w, variant) for s in (-1, +1)]
     sgn = 1.0 if float(_B(zc + 1e-3, r, G, variant)[0]) > bc else -1.0  # minimum or maximum?
     res = minimize_scalar(lambda zz: sgn * float(_B(zz, r, G, variant)[0]), bounds=(zc - 0.05, zc + 0.05),
@@ -315,7 +318,7 @@ class Atlas(Result):
                 f"checks {'passed' if self.passed else 'FAILED'}")
 
 
-def check_atlas(curve: FoldCurve, g_rows, variant=None, *, n_folds=6) -> dict:
+def check_atlas(curve: FoldCurve, g_rows, variant=None, *, n_folds=4) -> dict:
     """Independent checks of a sample of folds (both planes) and of the cusp."""
     folds = []
     idx = np.linspace(0, curve.p_ref.size - 1, n_folds).astype(int)
@@ -334,7 +337,7 @@ def atlas(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8, refresh_i
     """Fold curve and cusp in (beta, p_ref) at ``group_size``; folds per G in (beta, G) at
     ``p_ref``; the L2 boundaries; the independent checks."""
     curve = continue_folds(group_size, p_ref_start=p_ref, variant=variant)
-    Gs = list(range(2, 129)) if group_sizes is None else list(group_sizes)
+    Gs = list(range(2, 41)) + [48, 56, 64, 80, 96, 112, 128] if group_sizes is None else list(group_sizes)
     rows = folds_in_group_size(Gs, p_ref=p_ref, variant=variant)
     bist = [r["group_size"] for r in rows if len(r["folds"]) >= 2]
     first = min(bist) if bist else None
