@@ -26,6 +26,8 @@ import numpy as np
 
 from grpo_theory.model import DEFAULT_MODEL
 from grpo_theory.progress import progress
+from grpo_theory.results import Result, jsonable
+from grpo_theory.validate import ParameterError
 
 __all__ = ["ReportResult", "build_report", "key_numbers", "atlas_data"]
 
@@ -33,15 +35,72 @@ _VARIANT_KEYS = ("p_ref", "group_size", "normalization", "kl", "kl_coef", "adv_e
 
 
 @dataclass
-class ReportResult:
+class ReportResult(Result):
     """What :func:`build_report` wrote: ``out_dir``, ``files`` (name -> Path),
-    ``numbers`` (the key numbers, JSON-ready), ``notes`` and ``seconds``."""
+    ``numbers`` (the key numbers, JSON-ready), ``notes`` and ``seconds``.
+
+    ``exit_code`` is 1 when a simulation cross-check or an atlas check failed (the report is
+    still written), 0 otherwise.
+    """
 
     out_dir: Path
     files: dict = field(default_factory=dict)
     numbers: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     seconds: float = 0.0
+
+    _json_exclude = ("numbers",)
+
+    def failures(self) -> list[str]:
+        """One line per failed check, with its reason."""
+        out = []
+        cc = self.numbers.get("crosschecks") or {}
+        for c in cc.get("checks", []):
+            if c.get("verdict") == "fail":
+                tol = (c.get("band") or {}).get("tolerance")
+                out.append(f"cross-check {c['name']} failed: predicted {_f(c.get('predicted'))}, "
+                           f"measured {_f(c.get('measured'))}, |error| {_f(abs(c['error']) if c.get('error') is not None else None)}"
+                           f" > tolerance {_f(tol)}")
+        at = self.numbers.get("atlas") or {}
+        if at and not at.get("passed", True):
+            out.append("atlas: an independent fold or cusp check failed (see report.json)")
+        return out
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failures() else 0
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["failures"] = self.failures()
+        d["key_numbers"] = {k: self.numbers.get(k) for k in ("fixed_point", "eta_K", "stability")}
+        return jsonable(d)
+
+    def __str__(self) -> str:
+        from grpo_theory.theory.latex import notation
+
+        L = [f"report written to {self.out_dir} in {self.seconds:.0f} s ({len(self.files)} files)"]
+        fp = self.numbers.get("fixed_point")
+        if fp:
+            L.append(f"  default model: p* = {fp['p']:.4f}, K = {fp['stiffness']:.4g}, "
+                     f"regime (L2) = {self.numbers['stability']['discrete_regime']}")
+        at = self.numbers.get("atlas")
+        if at:
+            c = at["p_ref_plane"]["cusp"]
+            L.append(f"  atlas: cusp at {notation('p_ref')} = {c['p_ref']:.8f}, "
+                     f"{notation('beta')} = {c['kl_coef']:.8f} ({notation('G')} = {c['group_size']}); "
+                     f"independent checks {'passed' if at['passed'] else 'FAILED'}")
+        cc = self.numbers.get("crosschecks")
+        if cc:
+            n_fail = sum(c["verdict"] == "fail" for c in cc["checks"])
+            L.append(f"  cross-checks: {len(cc['checks'])} run, "
+                     + ("all passed" if not n_fail else f"{n_fail} FAILED"))
+        for f in self.failures():
+            L.append(f"  FAILED: {f}")
+        L.append(f"  open {self.out_dir / 'report.md'}")
+        for note in self.notes:
+            L.append(f"  note: {note}")
+        return "\n".join(L)
 
 
 def _variant(model):
@@ -156,14 +215,15 @@ def _derivation_status():
     return out
 
 
-def _write_equations(out_dir: Path, status, notes) -> dict:
+def _write_equations(out_dir: Path, status, notes, extra_sections=()) -> dict:
     """equations.tex (+ .pdf with pdflatex) and references.bib, from :mod:`grpo_theory.theory.latex`."""
     from grpo_theory.theory import latex
 
     failed = [n for n, d in status.items() if isinstance(d, Exception)]
     if failed:
         notes.append("derivations that failed and are left out of equations.tex: " + ", ".join(failed))
-    latex.write_equations(out_dir, names=[n for n in status if n not in failed])
+    latex.write_equations(out_dir, names=[n for n in status if n not in failed],
+                          extra_sections=extra_sections)
     files = {"equations.tex": out_dir / "equations.tex", "references.bib": out_dir / "references.bib"}
     if (out_dir / "equations.pdf").exists():
         files["equations.pdf"] = out_dir / "equations.pdf"
@@ -422,6 +482,70 @@ def _fig_atlas(out_dir):
     return files, data
 
 
+def _atlas_section(data) -> tuple[str, str]:
+    """The atlas as a section of ``equations.tex``: conditions printed by sympy, numbers, checks."""
+    import sympy as sp
+
+    from grpo_theory.theory import symbols as S
+    from grpo_theory.theory.atlas import ATLAS_VARIANT
+    from grpo_theory.theory.latex import escape_tex, math_label
+
+    def tex(e):
+        return sp.latex(e, symbol_names=S.LATEX_NAMES)
+
+    B, Acal, Phi = sp.Function("B"), sp.Function(r"\mathcal{A}"), sp.Function(r"\Phi")
+    Bz = sp.Function("B")(S.z)
+    cusp = data["p_ref_plane"]["cusp"]
+    chk = data["checks"]
+    g = data["group_size_plane"]
+    disc = data["discrete"]
+    lab = {k: math_label(k) for k in ("beta", "p_ref", "G", "z", "k", "mu", "a", "p")}
+    fold_rows = "\n".join(
+        f"({lab['beta']}, {lab[c['plane']]}) & {c.get('group_size', data['p_ref_plane']['group_size'])} & "
+        f"{c.get('p_ref', g['p_ref']):.6g} & {c['kl_coef']:.12f} & {c['abs_diff']:.1e} & "
+        f"{c['root_counts_minus_plus'][0]}, {c['root_counts_minus_plus'][1]} & "
+        f"{'passed' if c['passed'] else 'FAILED'} \\\\" for c in chk["folds"])
+    cc = chk["cusp"]
+    cod = "; ".join([f"{lab['k']} = {p_['refresh_interval']:.6f}, {lab['a']} = {p_['eta_K']:.6f} "
+                     f"(at {lab['mu']} = {disc['momentum']:g})" for p_ in disc["codim2_k"]]
+                    + [f"{lab['mu']} = {p_['momentum']:.6f}, {lab['a']} = {p_['eta_K']:.6f} "
+                       f"(at {lab['k']} = {disc['refresh_interval']})" for p_ in disc["codim2_mu"]])
+    variant = escape_tex(", ".join(f"{k} = {v}" for k, v in ATLAS_VARIANT.items()))
+    body = f"""Variant: {variant}. Since the drift is affine in {lab['beta']}, the fixed points are the level set
+\\begin{{equation*}}{tex(sp.Eq(S.beta, Acal(S.z) / Phi(S.z)))} =: {tex(Bz)},\\end{{equation*}}
+a saddle-node (fold) is where ${tex(sp.Eq(sp.Derivative(Bz, S.z), 0))}$ (the fold test function), and the cusp,
+where the bistable range closes, is where also ${tex(sp.Eq(sp.Derivative(Bz, (S.z, 2)), 0))}$.
+The fold set in the ({lab['beta']}, {lab['p_ref']}) plane at {lab['G']} = {data['p_ref_plane']['group_size']} was
+continued by pseudo-arclength (secant predictor, Newton corrector) and the cusp located by bisection
+on the {lab['p_ref']} component of the tangent:
+{lab['p_ref']} = {cusp['p_ref']:.10f}, {lab['beta']} = {cusp['kl_coef']:.10f}, {lab['p']}$^*$ = {cusp['p']:.8f}.
+In the ({lab['beta']}, {lab['G']}) plane at {lab['p_ref']} = {g['p_ref']:g} the group size is an integer; the
+folds were found for each {lab['G']} by bisection (Brent) on the fold test function: the plateau is bistable
+from {lab['G']} = {g['first_bistable']} on (none at {lab['G']} = {g['last_monostable']}), so the cusp in
+{lab['G']} lies between these two integers.
+
+\\emph{{Independent checks}} (they never use the fold test function). Each fold: the number of roots of
+the drift on a dense grid around the fold at {lab['beta']} shifted by $\\mp 10^{{-8}}\\max(1,{tex(S.beta)})$
+(two on one side, none on the other) and the extremum of $B$ by derivative-free bounded Brent
+minimisation (column: its difference from the continued fold).
+
+\\begin{{tabular}}{{lrrrrrl}}
+plane & {lab['G']} & {lab['p_ref']} & fold {lab['beta']} & $|\\Delta{lab['beta'][1:-1]}|$ & roots $-$, $+$ & check \\\\ \\hline
+{fold_rows}
+\\end{{tabular}}
+
+The cusp solved independently from $B' = B'' = 0$ with derivatives from fourth-order finite differences
+of $B$ alone: {lab['p_ref']} = {cc['independent']['p_ref']:.10f}, {lab['beta']} = {cc['independent']['kl_coef']:.10f};
+differences {cc['abs_diff']['p_ref']:.1e} in {lab['p_ref']} and {cc['abs_diff']['kl_coef']:.1e} in {lab['beta']}
+(tolerance $10^{{-8}}$): {'passed' if cc['passed'] else 'FAILED'}. These are sampled numeric checks in floating point,
+not proofs.
+
+\\emph{{The exact discrete map (L2).}} The flip (a real eigenvalue of the refresh-window monodromy at $-1$)
+and complex-pair (Neimark--Sacker) boundaries meet at the codimension-two points {cod}
+(bisection on the difference of the two thresholds)."""
+    return "Two-parameter bifurcation atlas", body
+
+
 def _fig_log(out_dir, notes):
     from grpo_theory.report import figures
     from grpo_theory.runs.fitting import fit_log
@@ -452,18 +576,40 @@ def _crosschecks(full):
 # the report
 # ----------------------------------------------------------------------------------
 
+def check_out_dir(out_dir) -> Path:
+    """``out_dir`` as a Path if a report can be written there; ``ParameterError`` otherwise
+    (an existing non-directory, a file on the way, or a place where no file can be created).
+    Nothing is left behind by the check."""
+    import tempfile
+
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ParameterError("--out", str(out), "a directory (it is an existing file)")
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ParameterError("--out", str(out), f"a directory ({probe} is a file)")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise ParameterError("--out", str(out), f"a writable place ({probe}: {exc.strerror})") from None
+    return out
+
+
 def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = True,
                  prewarm: bool = True) -> ReportResult:
     """Write the report into ``out_dir`` (created).  ``full`` uses larger ensembles and
     grids and the full cross-check run.  Returns a :class:`ReportResult`."""
     t0 = time.perf_counter()
-    out = Path(out_dir)
+    out = check_out_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model_obj = DEFAULT_MODEL if model is None else model
     model = model_obj.to_dict()
     rr = ReportResult(out_dir=out)
     notes = rr.notes
-    stages = ["derivations", "equations", "numbers", "phase diagrams", "trajectories",
+    stages = ["derivations", "numbers", "atlas", "equations", "phase diagrams", "trajectories",
               "1/G law", "bifurcations", "log fit", "cross-checks", "report"]
     bar = progress(total=len(stages), desc="report")
     timings = {}
@@ -481,9 +627,6 @@ def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = 
         _prewarm_derivations()
     status = _derivation_status()
     done("derivations")
-    stage("equations")
-    rr.files.update(_write_equations(out, status, notes))
-    done("equations")
     stage("numbers")
     nums = key_numbers(model_obj)
     from grpo_theory.theory.fixed_points import compare_with_mroueh
@@ -499,6 +642,13 @@ def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = 
                                                      refresh_intervals=(1, 2, 4, 16, 64))
     done("numbers")
     figs = {}
+    stage("atlas")
+    figs["atlas"], atlas = _fig_atlas(out)
+    nums["atlas"] = atlas["atlas"].to_dict()
+    done("atlas")
+    stage("equations")
+    rr.files.update(_write_equations(out, status, notes, extra_sections=[_atlas_section(atlas)]))
+    done("equations")
     stage("phase diagrams")
     figs["phase"] = _fig_phase(out, model, nums, full)
     done("phase diagrams")
@@ -698,7 +848,13 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
     a("")
     a(_img("bifurcation", "Fixed points p* vs the KL coefficient β. Solid lines are stable, dashed "
            "lines unstable. Variants: std and mean normalisation, exact and k3 KL, finite G and "
-           "G → ∞. Circles: the fixed points of Mroueh's recurrence."))
+           "G → ∞. Circles: the fixed points of Mroueh's recurrence. Each curve is the level set "
+           "β = B(z) drawn over the β its fixed points reach inside the plotted window: a curve "
+           "starts where its branch enters the window (at small β the fixed point sits at p ≈ 1, "
+           "above the axis), not at a bifurcation. The saddle-nodes are listed below; with ε > 0 at "
+           "G → ∞ a second saddle-node appears at β of order 10⁴ and p = 1 − O(ε²): it is a real fold "
+           "of the ε-regularised model (where √(pq) becomes comparable with ε), far outside any "
+           "practical β."))
     if nums["bifurcations"]:
         a("Saddle-node bifurcations (`fixed_points.bifurcations`):\n")
         a("| normalisation | KL | G | β | p |\n|---|---|---|---|---|")
@@ -728,17 +884,54 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
         for m_, d in lf["models"].items():
             a(f"| {m_} | {_f(d['r2'])} | {_f(d['plateau'])} | {_f(d['time_to_90_steps'])} |")
         a("")
+    at = nums.get("atlas")
+    if at:
+        c = at["p_ref_plane"]["cusp"]
+        g = at["group_size_cusp"]
+        a("## Two-parameter bifurcation atlas\n")
+        a(_img("atlas_folds", "Fold atlas of the fixed points (std normalisation, exact KL, ε = 0). Left: "
+               "p* vs β at G = 64, p_ref = 0.3, stable solid, unstable dashed, folds as dots: between "
+               "the folds the plateau is bistable. Middle: the fold curve in (β, p_ref) at G = 64, "
+               "continued by pseudo-arclength; its two branches meet at the cusp (star), beyond which "
+               "there is one fixed point. Right: the folds per integer G at p_ref = 0.3; bistability "
+               "begins between the marked group sizes. Data: `grpo_theory.report.build.atlas_data()`."))
+        a(_img("atlas_discrete", "Exact L2 (stale surrogate) stability boundaries as curves: flip "
+               "(real eigenvalue of the refresh-window monodromy at −1) and complex pair on the unit "
+               "circle (Neimark–Sacker), in (k, ηK) at μ = 0.8 and (μ, ηK) at k = 4; open circles are "
+               "the codimension-two points where they meet."))
+        a(f"Cusp at G = {c['group_size']}: p_ref = {c['p_ref']:.10f}, β = {c['kl_coef']:.10f}, "
+          f"p* = {c['p']:.8f}. Bistability in G at p_ref = {g['p_ref']}: first at G = {g['first_bistable']} "
+          f"(none at G = {g['last_monostable']}).\n")
+        cc_ = at["checks"]["cusp"]
+        a(f"Independent cusp (B′ = B″ = 0 from finite differences of B alone): differences "
+          f"{cc_['abs_diff']['p_ref']:.1e} in p_ref and {cc_['abs_diff']['kl_coef']:.1e} in β "
+          f"(tolerance 1e-8): {'passed' if cc_['passed'] else 'FAILED'}.\n")
+        a("| plane | β of the fold | independent β (derivative-free) | difference | roots of F at β ∓ 1e-8 | check |\n"
+          "|---|---|---|---|---|---|")
+        for f_ in at["checks"]["folds"]:
+            a(f"| {f_['plane']} | {f_['kl_coef']:.12f} | {f_['kl_coef_independent']:.12f} | "
+              f"{f_['abs_diff']:.1e} | {f_['root_counts_minus_plus']} | {'passed' if f_['passed'] else 'FAILED'} |")
+        a("")
+        cod = at["codim2"]
+        a("Codimension-two points (flip meets complex pair): "
+          + "; ".join([f"k = {p_['refresh_interval']:.6f}, ηK = {p_['eta_K']:.6f}" for p_ in cod["k"]]
+                      + [f"μ = {p_['momentum']:.6f}, ηK = {p_['eta_K']:.6f}" for p_ in cod["mu"]]) + ".\n")
     a("## Cross-checks (theory vs direct simulation)\n")
     if cc is None:
         a("*Not available in this build* (`grpo_theory.crosscheck` could not be imported or run).\n")
     else:
         a(f"{len(cc.checks)} checks, {'all passed' if cc.passed else 'SOME FAILED'} "
           f"({'quick' if cc.quick else 'full'} mode, seed {cc.seed}).\n")
-        a("| check | predicted | measured | error | band (tolerance) | verdict |\n|---|---|---|---|---|---|")
+        a("| check | units | predicted | measured | error | band (tolerance) | verdict and reason |\n"
+          "|---|---|---|---|---|---|---|")
         for c in cc.checks:
             band = c.band.get("tolerance") if isinstance(c.band, dict) else c.band
-            a(f"| {c.name} | {_f(c.predicted)} | {_f(c.measured)} | {_f(c.error, 3)} | "
-              f"{_f(band, 3)} | {c.verdict} |")
+            units = c.details.get("units", "") if isinstance(c.details, dict) else ""
+            within = band is not None and c.error is not None and abs(c.error) <= band
+            reason = ("info only (not a pass/fail check)" if c.verdict == "info" else
+                      f"|error| {'≤' if within else '>'} tolerance")
+            a(f"| {c.name} | {units or '—'} | {_f(c.predicted)} | {_f(c.measured)} | "
+              f"{_f(c.error, 3)} | {_f(band, 3)} | {c.verdict}: {reason} |")
         a("")
         for c in cc.checks:
             how = c.band.get("derivation", "") if isinstance(c.band, dict) else ""
