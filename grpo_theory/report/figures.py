@@ -154,6 +154,8 @@ def phase_diagram(out_dir, stem, diagram, *, published, exact_boundary, marker=N
 def trajectories(out_dir, stem, panels) -> list[Path]:
     """One panel per regime.  Each panel dict: ``title``, ``t``, ``mean``, ``sd``,
     ``theory_t``, ``theory`` (L3 closed form or None), ``z_star``, ``note``."""
+    from grpo_theory.theory.latex import math_label
+
     with style() as plt:
         fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 2.5))
         for ax, pan in zip(np.atleast_1d(axes), panels):
@@ -161,6 +163,9 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
             ax.fill_between(t, m - 2 * s, m + 2 * s, color=PALETTE[0], alpha=0.18, lw=0,
                             label="simulation ±2 sd")
             ax.plot(t, m, color=PALETTE[0], label="simulation mean")
+            if pan.get("l1") is not None:
+                ax.plot(pan["l1_t"], pan["l1"], color=PALETTE[2], lw=1.1,
+                        label="L1 nonlinear mean-field map")
             if pan.get("discrete") is not None:
                 ax.plot(pan["discrete_t"], pan["discrete"], ls="none", marker="o", ms=2.2,
                         color="k", label="L2 linear map")
@@ -169,15 +174,17 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
                         label="L3 closed form")
             ax.axhline(pan["z_star"], color="0.5", lw=0.7, ls=":")
             ax.set_title(pan["title"])
-            ax.set_xlabel("step")
+            ax.set_xlabel(f"step {math_label('t')}")
             if pan.get("ylim") is not None:
                 ax.set_ylim(*pan["ylim"])
             if pan.get("note"):
                 ax.text(0.97, 0.04, pan["note"], transform=ax.transAxes, ha="right",
                         va="bottom", fontsize=6.5, color="0.25")
-        np.atleast_1d(axes)[0].set_ylabel(r"logit $z$")
+        from grpo_theory.theory.latex import math_label
+
+        np.atleast_1d(axes)[0].set_ylabel(f"logit {math_label('z')}")
         h, lab = np.atleast_1d(axes)[0].get_legend_handles_labels()
-        fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, frameon=False)
+        fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=5, frameon=False)
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
