@@ -29,8 +29,9 @@ from grpo_theory.progress import progress
 from grpo_theory.results import Result, jsonable
 from grpo_theory.validate import ParameterError
 
-__all__ = ["ReportResult", "build_report", "key_numbers", "atlas_data", "trajectories_data",
-           "check_out_dir"]
+__all__ = ["ReportResult", "build_report", "key_numbers", "check_out_dir", "FIGURE_DATA",
+           "phase_diagram_data", "trajectories_data", "fluctuation_data", "bifurcation_data",
+           "log_fit_data", "atlas_data"]
 
 _VARIANT_KEYS = ("p_ref", "group_size", "normalization", "kl", "kl_coef", "adv_eps", "surrogate")
 
@@ -235,29 +236,48 @@ def _write_equations(out_dir: Path, status, notes, extra_sections=()) -> dict:
 # figure data
 # ----------------------------------------------------------------------------------
 
-def _fig_phase(out_dir, model, nums, full):
-    from grpo_theory.report import figures
+def phase_diagram_data(model=None, *, full=False) -> dict:
+    """Data twin of the two phase diagrams: ``{"k": ..., "mu": ...}``, each with the
+    :class:`~grpo_theory.theory.discrete.PhaseDiagram` (``diagram``), the published boundary
+    and the exact boundary as ``(axis, eta_K)`` arrays, and the default model's ``marker``."""
     from grpo_theory.theory import discrete
     from grpo_theory.theory.derived import get
 
-    mu, k = model["momentum"], model["refresh_interval"]
+    model_obj = DEFAULT_MODEL if model is None else model
+    m = model_obj.to_dict()
+    eta_K = key_numbers(model_obj)["eta_K"]
+    mu, k = m["momentum"], m["refresh_interval"]
     n = 400 if full else 200
     aK = np.logspace(-3, math.log10(5.0), n)
     pub = get("discrete.published_threshold_learning_rate").numeric
     ks = np.arange(1, 129)
-    d1 = discrete.phase_diagram(aK, ks, momentum=mu)
-    ex1 = [float(min(*discrete.refresh_thresholds(mu, int(kk))[:2])) for kk in ks]
-    marker = (k, nums["eta_K"], "default model")
-    f1 = figures.phase_diagram(out_dir, "phase_diagram_k", d1, published=(ks, pub(mu, ks.astype(float))),
-                               exact_boundary=(ks, ex1), marker=marker,
-                               title=fr"exact L2 regimes, $\mu = {mu:g}$")
     mus = np.linspace(0.0, 0.99, n)
-    d2 = discrete.phase_diagram(aK, mu_grid=mus, refresh_interval=k)
-    ex2 = [float(min(*discrete.refresh_thresholds(float(m_), k)[:2])) for m_ in mus]
-    f2 = figures.phase_diagram(out_dir, "phase_diagram_mu", d2, published=(mus, pub(mus, float(k))),
-                               exact_boundary=(mus, ex2), marker=(mu, nums["eta_K"], "default model"),
-                               title=fr"exact L2 regimes, $k = {k}$")
-    return f1 + f2
+    return {
+        "k": {"diagram": discrete.phase_diagram(aK, ks, momentum=mu),
+              "published": (ks, pub(mu, ks.astype(float))),
+              "exact_boundary": (ks, np.array([float(min(*discrete.refresh_thresholds(mu, int(kk))[:2]))
+                                               for kk in ks])),
+              "marker": (k, eta_K, "default model"), "fixed": ("mu", mu)},
+        "mu": {"diagram": discrete.phase_diagram(aK, mu_grid=mus, refresh_interval=k),
+               "published": (mus, pub(mus, float(k))),
+               "exact_boundary": (mus, np.array([float(min(*discrete.refresh_thresholds(float(m_), k)[:2]))
+                                                 for m_ in mus])),
+               "marker": (mu, eta_K, "default model"), "fixed": ("k", k)},
+    }
+
+
+def _fig_phase(out_dir, model_obj, full):
+    from grpo_theory.report import figures
+    from grpo_theory.theory.latex import math_label
+
+    files = []
+    for key, d in phase_diagram_data(model_obj, full=full).items():
+        sym, val = d["fixed"]
+        files += figures.phase_diagram(out_dir, f"phase_diagram_{key}", d["diagram"],
+                                       published=d["published"], exact_boundary=d["exact_boundary"],
+                                       marker=d["marker"],
+                                       title=f"exact L2 regimes, {math_label(sym)} = {val:g}")
+    return files
 
 
 def _regime_settings(model, K):
@@ -349,13 +369,15 @@ def _fig_trajectories(out_dir, model, full, notes):
     return figures.trajectories(out_dir, "trajectories", panels), rows
 
 
-def _fig_fluctuation(out_dir, model, full):
-    from grpo_theory.report import figures
+def fluctuation_data(model=None, *, full=False) -> dict:
+    """Data twin of the 1/G-law figure: arrays ``group_size``, ``g_var_sim`` (± ``g_var_sim_err``),
+    ``g_var_theory`` (exact L2), ``g_var_continuous`` (L3), and the table ``rows``."""
     from grpo_theory.theory import noise
     from grpo_theory.theory.drift import update_variance
     from grpo_theory.theory.fixed_points import stable_fixed_point
     from grpo_theory.simulation.engine import simulate
 
+    model = (DEFAULT_MODEL if model is None else model).to_dict()
     eta, mu = 0.5, 0.0
     Gs = [4, 8, 16, 32, 64, 128, 256] if full else [4, 8, 16, 32, 64, 128]
     runs, steps, burn = (1024, 600, 200) if full else (256, 300, 100)
@@ -386,7 +408,16 @@ def _fig_fluctuation(out_dir, model, full):
                      "noise_variance": s2, "var_z_sim": var_sim, "var_z_sim_se": se,
                      "var_z_theory": var_th, "var_z_continuous": var_c,
                      "var_z_time_per_run": float(per_run.mean())})
-    return figures.fluctuation_law(out_dir, "fluctuation_law", Gs, sim, err, th, cont), rows
+    return {"group_size": np.array(Gs), "g_var_sim": np.array(sim), "g_var_sim_err": np.array(err),
+            "g_var_theory": np.array(th), "g_var_continuous": np.array(cont), "rows": rows}
+
+
+def _fig_fluctuation(out_dir, model_obj, full):
+    from grpo_theory.report import figures
+
+    d = fluctuation_data(model_obj, full=full)
+    return figures.fluctuation_law(out_dir, "fluctuation_law", d["group_size"], d["g_var_sim"],
+                                   d["g_var_sim_err"], d["g_var_theory"], d["g_var_continuous"]), d["rows"]
 
 
 def _branches(p_ref, normalization, kl, group_size, adv_eps, beta_range):
@@ -417,10 +448,13 @@ def _branches(p_ref, normalization, kl, group_size, adv_eps, beta_range):
     return B, p, stable
 
 
-def _fig_bifurcation(out_dir, model, full):
-    from grpo_theory.report import figures
+def bifurcation_data(model=None, *, full=False) -> dict:
+    """Data twin of the bifurcation figure: ``panels`` ({title: [(label, beta, p, stable)]}),
+    ``mroueh`` ((beta, p) arrays of Mroueh's fixed points), ``beta_range``, ``p_ref`` and the
+    saddle-node table ``rows``."""
     from grpo_theory.theory.fixed_points import bifurcations, mroueh_fixed_points
 
+    model = (DEFAULT_MODEL if model is None else model).to_dict()
     p_ref, eps = model["p_ref"], model["adv_eps"]
     rng = (1e-2, 10.0)
     panels, bif_rows = {}, []
@@ -444,10 +478,17 @@ def _fig_bifurcation(out_dir, model, full):
         for pv in mroueh_fixed_points(p_ref=p_ref, kl_coef=float(b), adv_eps=eps):
             mb.append(b)
             mp.append(pv)
-    files = figures.bifurcation(out_dir, "bifurcation", panels, mroueh=(mb, mp), mroueh_panels=1,
-                                beta_range=rng,
-                                p_ref=p_ref)
-    return files, bif_rows
+    return {"panels": panels, "mroueh": (np.array(mb), np.array(mp)), "beta_range": rng,
+            "p_ref": p_ref, "rows": bif_rows}
+
+
+def _fig_bifurcation(out_dir, model_obj, full):
+    from grpo_theory.report import figures
+
+    d = bifurcation_data(model_obj, full=full)
+    files = figures.bifurcation(out_dir, "bifurcation", d["panels"], mroueh=d["mroueh"], mroueh_panels=1,
+                                beta_range=d["beta_range"], p_ref=d["p_ref"])
+    return files, d["rows"]
 
 
 def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
@@ -563,8 +604,9 @@ and complex-pair (Neimark--Sacker) boundaries meet at the codimension-two points
     return "Two-parameter bifurcation atlas", body
 
 
-def _fig_log(out_dir, notes):
-    from grpo_theory.report import figures
+def log_fit_data() -> dict:
+    """Data twin of the real-log figure: ``steps``, ``values``, ``fits`` (name -> fit),
+    ``forecast`` and the ``summary`` table (the log ships in :mod:`grpo_theory.data`)."""
     from grpo_theory.runs.fitting import fit_log
     from grpo_theory.data import example_log
     from grpo_theory.runs.logs import read_log
@@ -573,14 +615,28 @@ def _fig_log(out_dir, notes):
     log = read_log(path)
     res = fit_log(log, models=("exponential", "oscillator"), train_fraction=0.5)
     obj = res["_objects"]
-    files = figures.log_fit(out_dir, "log_fit", obj["steps"], obj["values"], obj["fits"],
-                            forecast=obj.get("forecast"),
-                            title="verl GRPO, DeepSeek 7B, GSM8K")
     summary = {"source": path.name, "metric": res["metric"], "n": res["n"], "best": res["best"],
                "models": {m: {"r2": d["r2"], "plateau": d["plateau"], "params": d["params"],
                               "time_to_90_steps": d.get("time_to_90_steps")}
                           for m, d in res["models"].items()}}
-    return files, summary
+    return {"steps": np.asarray(obj["steps"]), "values": np.asarray(obj["values"]), "fits": obj["fits"],
+            "forecast": obj.get("forecast"), "summary": summary}
+
+
+def _fig_log(out_dir, notes):
+    from grpo_theory.report import figures
+
+    d = log_fit_data()
+    files = figures.log_fit(out_dir, "log_fit", d["steps"], d["values"], d["fits"],
+                            forecast=d["forecast"], title="verl GRPO, DeepSeek 7B, GSM8K")
+    return files, d["summary"]
+
+
+#: Each report figure (stem) -> its data twin: call it to get the arrays and re-plot in any style.
+FIGURE_DATA = {"phase_diagram_k": phase_diagram_data, "phase_diagram_mu": phase_diagram_data,
+               "trajectories": trajectories_data, "fluctuation_law": fluctuation_data,
+               "bifurcation": bifurcation_data, "log_fit": log_fit_data,
+               "atlas_folds": atlas_data, "atlas_discrete": atlas_data}
 
 
 def _crosschecks(full):
@@ -667,16 +723,16 @@ def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = 
     rr.files.update(_write_equations(out, status, notes, extra_sections=[_atlas_section(atlas)]))
     done("equations")
     stage("phase diagrams")
-    figs["phase"] = _fig_phase(out, model, nums, full)
+    figs["phase"] = _fig_phase(out, model_obj, full)
     done("phase diagrams")
     stage("trajectories")
     figs["trajectories"], nums["trajectories"] = _fig_trajectories(out, model_obj, full, notes)
     done("trajectories")
     stage("1/G law")
-    figs["fluctuation"], nums["fluctuation_law"] = _fig_fluctuation(out, model, full)
+    figs["fluctuation"], nums["fluctuation_law"] = _fig_fluctuation(out, model_obj, full)
     done("1/G law")
     stage("bifurcations")
-    figs["bifurcation"], nums["bifurcations"] = _fig_bifurcation(out, model, full)
+    figs["bifurcation"], nums["bifurcations"] = _fig_bifurcation(out, model_obj, full)
     done("bifurcations")
     stage("log fit")
     figs["log_fit"], nums["log_fit"] = _fig_log(out, notes)
