@@ -174,8 +174,41 @@ def _formula_tex(span: str):
     return sp.latex(expr, symbol_names={**S.LATEX_NAMES, **_PROSE_NAMES})
 
 
-_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9.]+|[()\[\]'*^_])\s*$")
-_AFTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*|[0-9.]+|[()\[\]'*^_])")
+_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)?|[()\[\]'*^_])\s*$")
+_AFTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)?|[()\[\]'*^_])")
+#: relation and arrow tokens of plain text, typeset as math
+_RELATIONS = [("<=>", r"$\Leftrightarrow$"), ("->", r"$\to$"), ("<=", r"$\le$"), (">=", r"$\ge$"),
+              (">>", r"$\gg$"), ("<<", r"$\ll$"), ("||", r"$\|$")]
+_WORD_OO = re.compile(r"\boo\b")
+
+
+def _text(t: str) -> str:
+    """Escape prose, typesetting its relation arrows and the word ``oo`` (sympy's infinity)."""
+    parts = [t]
+    for tok, tex in _RELATIONS:
+        parts = [x for part in parts
+                 for x in ([part] if isinstance(part, _Tex) else _interleave(part.split(tok), tex))]
+    out = []
+    for x in parts:
+        if isinstance(x, _Tex):
+            out.append(str(x))
+        else:
+            pieces = _WORD_OO.split(x)
+            out.append(f"${sp.latex(sp.oo)}$".join(escape_tex(pc) for pc in pieces))
+    return "".join(out)
+
+
+class _Tex(str):
+    """Already-typeset LaTeX inside :func:`_text`."""
+
+
+def _interleave(pieces, tex):
+    out = []
+    for i, pc in enumerate(pieces):
+        if i:
+            out.append(_Tex(tex))
+        out.append(pc)
+    return out
 
 
 def _juxtaposed(text, lo, hi, names) -> bool:
@@ -219,10 +252,10 @@ def prose_tex(text: str) -> str:
             lo = seg_start + seg.index(core)
             if _juxtaposed(text, lo, lo + len(core), names):
                 continue
-            out.append(escape_tex(text[pos:lo]))
+            out.append(_text(text[pos:lo]))
             out.append(f"${tex}$")
             pos = lo + len(core)
-    out.append(escape_tex(text[pos:]))
+    out.append(_text(text[pos:]))
     return "".join(out)
 
 
