@@ -811,6 +811,9 @@ def _img(name, caption):
 
 
 def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
+    from grpo_theory.theory.latex import NOTATION, notation
+
+    KS = notation("kappa_s")  # the spring constant (the refresh interval is k)
     fp, st, th = nums["fixed_point"], nums["stability"], nums["thresholds_stale"]
     osc = nums["oscillator"]
     L = []
@@ -830,8 +833,13 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
     a("- **L1** exact mean-field drift F(z): the expected update, an exact binomial sum at finite G;\n"
       "- **L2** its linearisation at the fixed point z*: a periodic linear map (heavy-ball momentum μ, "
       "refresh interval k) whose window monodromy gives exact stability (Jury conditions);\n"
-      "- **L3** the continuous damped oscillator m·ẍ + γ·ẋ + k·x = ξ(t), with white noise ∝ 1/G; "
+      f"- **L3** the continuous damped oscillator m·ẍ + γ·ẋ + {KS}·x = ξ(t), with white noise ∝ 1/G; "
       "its first-order-in-lag stability condition is the published threshold ηK·k < 1 − μ.\n")
+    a("### Notation (one symbol, one meaning; the same in equations.pdf and the figures)\n")
+    a("| symbol | meaning |\n|---|---|")
+    for key, (_, meaning) in NOTATION.items():
+        a(f"| {notation(key)} | {meaning} |")
+    a("")
     a("### Default model (`grpo_theory.DEFAULT_MODEL`)\n")
     a("| parameter | value | meaning |\n|---|---|---|")
     meaning = {"p_ref": "reference (and initial) success probability",
@@ -852,13 +860,13 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
         ("  acting on the current iterate, K_f", _f(fp["stiffness_fresh"], 4)),
         ("  acting through the sampling policy, K_s", _f(fp["stiffness_stale"], 4)),
         ("ηK", _f(nums["eta_K"], 5)),
-        ("L3 mass m, damping γ, spring k",
+        (f"L3 mass m, damping γ, spring constant {KS}",
          f"{_f(osc['mass'])}, {_f(osc['damping'])}, {_f(osc['spring'])}"),
         ("damping ratio ζ (L3)", _f(osc["damping_ratio"])),
         ("regime (L3)", osc["regime"]),
         ("regime (exact L2)", st["discrete_regime"]),
         ("spectral radius per refresh window (L2)", _f(st["spectral_radius"], 5)),
-        ("time scale τ = γ/k (steps)", _f(osc["time_scale"])),
+        (f"time scale τ = γ/{KS} (steps)", _f(osc["time_scale"])),
     ]
     for q, v in rows:
         a(f"| {q} | {v} |")

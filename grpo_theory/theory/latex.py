@@ -76,8 +76,13 @@ _GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "epsilon": "ε", "eta": "�
           "lambda": "λ", "mu": "μ", "sigma": "σ", "ell": "ℓ"}
 
 
+_PLAIN = {"z_star": "z*", "sigma2": "σ²", "x": "x(t)"}
+
+
 def notation(key: str) -> str:
     """The symbol of ``key`` as plain terminal text (``κ_s``, ``k``, ``p_ref``)."""
+    if key in _PLAIN:
+        return _PLAIN[key]
     head, _, tail = key.partition("_")
     head = _GREEK.get(head, head)
     return head + ("_" + tail if tail else "")
