@@ -273,10 +273,10 @@ def check_cusp(cusp: dict, variant=None, *, tol=1e-8, h=2e-3) -> dict:
         return [d1, d2]
 
     y0 = np.array([cusp["z"] + 0.05, cusp["p_ref"] - 0.01])
-    sol = fsolve(eqs, y0, xtol=1e-12)
+    sol = fsolve(eqs, y0, xtol=1e-12, full_output=True)[0]
     # the stencil error is O(h^4); refine with a smaller step from the first solution
     h = h / 4
-    sol = fsolve(eqs, sol, xtol=1e-12)
+    sol = fsolve(eqs, sol, xtol=1e-12, full_output=True)[0]
     ind = {"p_ref": float(sol[1]), "z": float(sol[0]), "kl_coef": Bv(sol[0], sol[1])}
     diffs = {k: abs(ind[k] - cusp[k]) for k in ("p_ref", "z", "kl_coef")}
     return {"independent": ind, "abs_diff": diffs, "tolerance": tol,
