@@ -792,6 +792,19 @@ def _verification_summary(status) -> dict:
 # markdown
 # ----------------------------------------------------------------------------------
 
+#: Physical columns of each cross-check's rows shown in report.md (prediction, measurement, band).
+_PHYSICAL_COLUMNS = {
+    "mean_trajectory": ["setting", "eta_K", "max_abs_err_L1", "max_abs_bias_closure", "max_ratio_to_band",
+                        "rms_err_L3"],
+    "group_temperature": ["normalization", "group_size", "var_pred", "var_meas", "var_se", "ratio_to_band"],
+    "refresh_threshold": ["refresh_interval", "variance_growth_pred_L2", "variance_growth",
+                          "variance_growth_se", "status", "consistent"],
+    "damping_transition": ["factor", "learning_rate", "overshoot_pred_L2", "overshoot_sim",
+                           "overshoot_band", "consistent"],
+    "plateaus": ["variant", "group_size", "p_pred", "p_meas", "sem", "ratio_to_band"],
+}
+
+
 def _f(x, nd=4):
     if x is None or isinstance(x, (dict, list, str)):
         return "—" if x is None else str(x)
@@ -1010,7 +1023,7 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
     else:
         a(f"{len(cc.checks)} checks, {'all passed' if cc.passed else 'SOME FAILED'} "
           f"({'quick' if cc.quick else 'full'} mode, seed {cc.seed}).\n")
-        a("| check | units | predicted | measured | error | band (tolerance) | verdict and reason |\n"
+        a("| check | units of the quantity | headline predicted | headline measured | error | band (tolerance) | verdict and reason |\n"
           "|---|---|---|---|---|---|---|")
         for c in cc.checks:
             band = c.band.get("tolerance") if isinstance(c.band, dict) else c.band
@@ -1021,9 +1034,20 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
             a(f"| {c.name} | {units or '—'} | {_f(c.predicted)} | {_f(c.measured)} | "
               f"{_f(c.error, 3)} | {_f(band, 3)} | {c.verdict}: {reason} |")
         a("")
+        a("The headline numbers above are each check's test statistic (often normalised by its band; "
+          "see its derivation below). The physical quantities behind each verdict, with their "
+          "statistical bands:\n")
         for c in cc.checks:
             how = c.band.get("derivation", "") if isinstance(c.band, dict) else ""
             a(f"- **{c.name}**: {c.description}" + (f" Band: {how}" if how else ""))
+            rows = c.details.get("rows") if isinstance(c.details, dict) else None
+            if rows:
+                cols = [k for k in _PHYSICAL_COLUMNS.get(c.name, list(rows[0])[:6]) if k in rows[0]]
+                a("")
+                a("  | " + " | ".join(cols) + " |\n  |" + "---|" * len(cols))
+                for r in rows:
+                    a("  | " + " | ".join(_f(r.get(k)) for k in cols) + " |")
+                a("")
         a("")
     v = nums["verification"]
     a("## What is verified, and how\n")
