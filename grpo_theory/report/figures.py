@@ -180,8 +180,6 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
             if pan.get("note"):
                 ax.text(0.97, 0.04, pan["note"], transform=ax.transAxes, ha="right",
                         va="bottom", fontsize=6.5, color="0.25")
-        from grpo_theory.theory.latex import math_label
-
         np.atleast_1d(axes)[0].set_ylabel(f"logit {math_label('z')}")
         h, lab = np.atleast_1d(axes)[0].get_legend_handles_labels()
         fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=5, frameon=False)
