@@ -3,12 +3,11 @@ cross-checks, report.md) for the built-in default model."""
 
 from __future__ import annotations
 
-import json
-
 NAME = "report"
 HELP = ("Write a report into DIR: equations.tex/.pdf of every derivation, references.bib, "
         "figures (PNG+PDF: phase diagrams, trajectories, 1/G law, bifurcations, real-log fit), "
-        "cross-checks and report.md, for the default model (grpo_theory.report.DEFAULT_MODEL).")
+        "the two-parameter bifurcation atlas, cross-checks, report.md and report.json, for the default "
+        "model (grpo_theory.DEFAULT_MODEL); exit 1 if a cross-check or an atlas check fails.")
 
 
 def add_arguments(parser) -> None:
@@ -18,23 +17,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-crosscheck", action="store_true",
                         help="skip the simulation cross-checks")
     parser.add_argument("--json", action="store_true",
-                        help="print the written files and key numbers as JSON")
+                        help="print the written files, key numbers and failures as JSON")
 
 
-def run(args) -> int:
-    from grpo_theory.report.build import build_report
+def call(args):
+    """Build the report; a ``ReportResult`` (exit code 1 when a check failed)."""
+    from grpo_theory.report.build import build_report, check_out_dir
 
-    res = build_report(args.out, full=args.full, crosscheck=not args.no_crosscheck)
-    if args.json:
-        print(json.dumps({"out_dir": str(res.out_dir), "seconds": round(res.seconds, 1),
-                          "files": {k: str(v) for k, v in res.files.items()},
-                          "notes": res.notes}, indent=1))
-        return 0
-    fp = res.numbers["fixed_point"]
-    print(f"report written to {res.out_dir} in {res.seconds:.0f} s ({len(res.files)} files)")
-    print(f"  default model: p* = {fp['p']:.4f}, K = {fp['stiffness']:.4g}, "
-          f"regime (L2) = {res.numbers['stability']['discrete_regime']}")
-    print(f"  open {res.out_dir / 'report.md'}")
-    for note in res.notes:
-        print(f"  note: {note}")
-    return 0
+    check_out_dir(args.out)  # bad --out: one line, exit 2, nothing written
+    return build_report(args.out, full=args.full, crosscheck=not args.no_crosscheck)

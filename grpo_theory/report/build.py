@@ -26,22 +26,83 @@ import numpy as np
 
 from grpo_theory.model import DEFAULT_MODEL
 from grpo_theory.progress import progress
+from grpo_theory.results import Result, jsonable
+from grpo_theory.validate import ParameterError
 
-__all__ = ["ReportResult", "build_report", "key_numbers"]
+__all__ = ["ReportResult", "build_report", "key_numbers", "check_out_dir", "FIGURE_DATA",
+           "phase_diagram_data", "trajectories_data", "fluctuation_data", "bifurcation_data",
+           "log_fit_data", "atlas_data"]
 
 _VARIANT_KEYS = ("p_ref", "group_size", "normalization", "kl", "kl_coef", "adv_eps", "surrogate")
 
 
 @dataclass
-class ReportResult:
+class ReportResult(Result):
     """What :func:`build_report` wrote: ``out_dir``, ``files`` (name -> Path),
-    ``numbers`` (the key numbers, JSON-ready), ``notes`` and ``seconds``."""
+    ``numbers`` (the key numbers, JSON-ready), ``notes`` and ``seconds``.
+
+    ``exit_code`` is 1 when a simulation cross-check or an atlas check failed (the report is
+    still written), 0 otherwise.
+    """
 
     out_dir: Path
     files: dict = field(default_factory=dict)
     numbers: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     seconds: float = 0.0
+
+    _json_exclude = ("numbers",)
+
+    def failures(self) -> list[str]:
+        """One line per failed check, with its reason."""
+        out = []
+        cc = self.numbers.get("crosschecks") or {}
+        for c in cc.get("checks", []):
+            if c.get("verdict") == "fail":
+                tol = (c.get("band") or {}).get("tolerance")
+                out.append(f"cross-check {c['name']} failed: predicted {_f(c.get('predicted'))}, "
+                           f"measured {_f(c.get('measured'))}, |error| {_f(abs(c['error']) if c.get('error') is not None else None)}"
+                           f" > tolerance {_f(tol)}")
+        at = self.numbers.get("atlas") or {}
+        if at and not at.get("passed", True):
+            out.append("atlas: an independent fold or cusp check failed (see report.json)")
+        return out
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failures() else 0
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["failures"] = self.failures()
+        d["key_numbers"] = {k: self.numbers.get(k) for k in ("fixed_point", "eta_K", "stability")}
+        return jsonable(d)
+
+    def __str__(self) -> str:
+        from grpo_theory.theory.latex import notation
+
+        L = [f"report written to {self.out_dir} in {self.seconds:.0f} s ({len(self.files)} files)"]
+        fp = self.numbers.get("fixed_point")
+        if fp:
+            L.append(f"  default model: p* = {fp['p']:.4f}, K = {fp['stiffness']:.4g}, "
+                     f"regime (L2) = {self.numbers['stability']['discrete_regime']}")
+        at = self.numbers.get("atlas")
+        if at:
+            c = at["p_ref_plane"]["cusp"]
+            L.append(f"  atlas: cusp at {notation('p_ref')} = {c['p_ref']:.8f}, "
+                     f"{notation('beta')} = {c['kl_coef']:.8f} ({notation('G')} = {c['group_size']}); "
+                     f"independent checks {'passed' if at['passed'] else 'FAILED'}")
+        cc = self.numbers.get("crosschecks")
+        if cc:
+            n_fail = sum(c["verdict"] == "fail" for c in cc["checks"])
+            L.append(f"  cross-checks: {len(cc['checks'])} run, "
+                     + ("all passed" if not n_fail else f"{n_fail} FAILED"))
+        for f in self.failures():
+            L.append(f"  FAILED: {f}")
+        L.append(f"  open {self.out_dir / 'report.md'}")
+        for note in self.notes:
+            L.append(f"  note: {note}")
+        return "\n".join(L)
 
 
 def _variant(model):
@@ -156,14 +217,15 @@ def _derivation_status():
     return out
 
 
-def _write_equations(out_dir: Path, status, notes) -> dict:
+def _write_equations(out_dir: Path, status, notes, extra_sections=()) -> dict:
     """equations.tex (+ .pdf with pdflatex) and references.bib, from :mod:`grpo_theory.theory.latex`."""
     from grpo_theory.theory import latex
 
     failed = [n for n, d in status.items() if isinstance(d, Exception)]
     if failed:
         notes.append("derivations that failed and are left out of equations.tex: " + ", ".join(failed))
-    latex.write_equations(out_dir, names=[n for n in status if n not in failed])
+    latex.write_equations(out_dir, names=[n for n in status if n not in failed],
+                          extra_sections=extra_sections)
     files = {"equations.tex": out_dir / "equations.tex", "references.bib": out_dir / "references.bib"}
     if (out_dir / "equations.pdf").exists():
         files["equations.pdf"] = out_dir / "equations.pdf"
@@ -174,29 +236,48 @@ def _write_equations(out_dir: Path, status, notes) -> dict:
 # figure data
 # ----------------------------------------------------------------------------------
 
-def _fig_phase(out_dir, model, nums, full):
-    from grpo_theory.report import figures
+def phase_diagram_data(model=None, *, full=False) -> dict:
+    """Data twin of the two phase diagrams: ``{"k": ..., "mu": ...}``, each with the
+    :class:`~grpo_theory.theory.discrete.PhaseDiagram` (``diagram``), the published boundary
+    and the exact boundary as ``(axis, eta_K)`` arrays, and the default model's ``marker``."""
     from grpo_theory.theory import discrete
     from grpo_theory.theory.derived import get
 
-    mu, k = model["momentum"], model["refresh_interval"]
+    model_obj = DEFAULT_MODEL if model is None else model
+    m = model_obj.to_dict()
+    eta_K = key_numbers(model_obj)["eta_K"]
+    mu, k = m["momentum"], m["refresh_interval"]
     n = 400 if full else 200
     aK = np.logspace(-3, math.log10(5.0), n)
     pub = get("discrete.published_threshold_learning_rate").numeric
     ks = np.arange(1, 129)
-    d1 = discrete.phase_diagram(aK, ks, momentum=mu)
-    ex1 = [float(min(*discrete.refresh_thresholds(mu, int(kk))[:2])) for kk in ks]
-    marker = (k, nums["eta_K"], "default model")
-    f1 = figures.phase_diagram(out_dir, "phase_diagram_k", d1, published=(ks, pub(mu, ks.astype(float))),
-                               exact_boundary=(ks, ex1), marker=marker,
-                               title=fr"exact L2 regimes, $\mu = {mu:g}$")
     mus = np.linspace(0.0, 0.99, n)
-    d2 = discrete.phase_diagram(aK, mu_grid=mus, refresh_interval=k)
-    ex2 = [float(min(*discrete.refresh_thresholds(float(m_), k)[:2])) for m_ in mus]
-    f2 = figures.phase_diagram(out_dir, "phase_diagram_mu", d2, published=(mus, pub(mus, float(k))),
-                               exact_boundary=(mus, ex2), marker=(mu, nums["eta_K"], "default model"),
-                               title=fr"exact L2 regimes, $k = {k}$")
-    return f1 + f2
+    return {
+        "k": {"diagram": discrete.phase_diagram(aK, ks, momentum=mu),
+              "published": (ks, pub(mu, ks.astype(float))),
+              "exact_boundary": (ks, np.array([float(min(*discrete.refresh_thresholds(mu, int(kk))[:2]))
+                                               for kk in ks])),
+              "marker": (k, eta_K, "default model"), "fixed": ("mu", mu)},
+        "mu": {"diagram": discrete.phase_diagram(aK, mu_grid=mus, refresh_interval=k),
+               "published": (mus, pub(mus, float(k))),
+               "exact_boundary": (mus, np.array([float(min(*discrete.refresh_thresholds(float(m_), k)[:2]))
+                                                 for m_ in mus])),
+               "marker": (mu, eta_K, "default model"), "fixed": ("k", k)},
+    }
+
+
+def _fig_phase(out_dir, model_obj, full):
+    from grpo_theory.report import figures
+    from grpo_theory.theory.latex import math_label
+
+    files = []
+    for key, d in phase_diagram_data(model_obj, full=full).items():
+        sym, val = d["fixed"]
+        files += figures.phase_diagram(out_dir, f"phase_diagram_{key}", d["diagram"],
+                                       published=d["published"], exact_boundary=d["exact_boundary"],
+                                       marker=d["marker"],
+                                       title=f"exact L2 regimes, {math_label(sym)} = {val:g}")
+    return files
 
 
 def _regime_settings(model, K):
@@ -208,11 +289,18 @@ def _regime_settings(model, K):
     ]
 
 
-def _fig_trajectories(out_dir, model, nums, full, notes):
-    from grpo_theory.report import figures
+def trajectories_data(model=None, *, full=False, notes=None) -> tuple[list, list]:
+    """Data twin of the trajectories figure: ``(panels, rows)``; each panel holds the arrays
+    ``t``, ``mean``, ``sd`` (simulation), ``l1_t``/``l1`` (nonlinear mean-field map),
+    ``discrete_t``/``discrete`` (L2 linear map), ``theory_t``/``theory`` (L3 closed form)."""
+    from grpo_theory.crosscheck.base import mean_field_trajectory
     from grpo_theory.theory import discrete, oscillator
     from grpo_theory.simulation.engine import simulate
 
+    notes = [] if notes is None else notes
+    model_obj = DEFAULT_MODEL if model is None else model
+    nums = key_numbers(model_obj)
+    model = model_obj.to_dict()
     fp = nums["fixed_point"]
     K, zs, phi = fp["stiffness"], fp["z"], fp["fresh_fraction_used"]
     runs = 512 if full else 128
@@ -253,6 +341,8 @@ def _fig_trajectories(out_dir, model, nums, full, notes):
             y = A @ y
             xs.append(y[0])
         lin = zs + np.array(xs)
+        with np.errstate(all="ignore"):
+            l1 = mean_field_trajectory(int(t[-1]), z0, eta, mu, refresh_interval=k, **_variant(model))
         sd = z.std(axis=0, ddof=1)
         ylim = None
         if title.startswith("unstable"):
@@ -262,23 +352,32 @@ def _fig_trajectories(out_dir, model, nums, full, notes):
         panels.append({"title": f"{title}: $\\eta={eta:.3g}$, $\\mu={mu:g}$",
                        "t": t, "mean": z.mean(axis=0), "sd": sd,
                        "theory_t": tt, "theory": theory, "discrete_t": np.arange(lin.size),
-                       "discrete": lin, "z_star": zs, "ylim": ylim,
+                       "discrete": lin, "l1_t": np.arange(l1.size), "l1": l1, "z_star": zs, "ylim": ylim,
                        "note": f"L2: {st.discrete_regime}, ρ={st.spectral_radius:.3f}"
                                + (f"\nL3: ζ={osc.damping_ratio:.2f}" if osc.damping > 0 else "")})
         rows.append({"regime": title, "learning_rate": eta, "momentum": mu, "refresh_interval": k,
                      "eta_K": eta * K, "l2_regime": st.discrete_regime,
                      "spectral_radius": st.spectral_radius, "l3_regime": osc.regime,
                      "damping_ratio": _finite(osc.damping_ratio) if osc.damping > 0 else None})
+    return panels, rows
+
+
+def _fig_trajectories(out_dir, model, full, notes):
+    from grpo_theory.report import figures
+
+    panels, rows = trajectories_data(model, full=full, notes=notes)
     return figures.trajectories(out_dir, "trajectories", panels), rows
 
 
-def _fig_fluctuation(out_dir, model, full):
-    from grpo_theory.report import figures
+def fluctuation_data(model=None, *, full=False) -> dict:
+    """Data twin of the 1/G-law figure: arrays ``group_size``, ``g_var_sim`` (± ``g_var_sim_err``),
+    ``g_var_theory`` (exact L2), ``g_var_continuous`` (L3), and the table ``rows``."""
     from grpo_theory.theory import noise
     from grpo_theory.theory.drift import update_variance
     from grpo_theory.theory.fixed_points import stable_fixed_point
     from grpo_theory.simulation.engine import simulate
 
+    model = (DEFAULT_MODEL if model is None else model).to_dict()
     eta, mu = 0.5, 0.0
     Gs = [4, 8, 16, 32, 64, 128, 256] if full else [4, 8, 16, 32, 64, 128]
     runs, steps, burn = (1024, 600, 200) if full else (256, 300, 100)
@@ -309,7 +408,16 @@ def _fig_fluctuation(out_dir, model, full):
                      "noise_variance": s2, "var_z_sim": var_sim, "var_z_sim_se": se,
                      "var_z_theory": var_th, "var_z_continuous": var_c,
                      "var_z_time_per_run": float(per_run.mean())})
-    return figures.fluctuation_law(out_dir, "fluctuation_law", Gs, sim, err, th, cont), rows
+    return {"group_size": np.array(Gs), "g_var_sim": np.array(sim), "g_var_sim_err": np.array(err),
+            "g_var_theory": np.array(th), "g_var_continuous": np.array(cont), "rows": rows}
+
+
+def _fig_fluctuation(out_dir, model_obj, full):
+    from grpo_theory.report import figures
+
+    d = fluctuation_data(model_obj, full=full)
+    return figures.fluctuation_law(out_dir, "fluctuation_law", d["group_size"], d["g_var_sim"],
+                                   d["g_var_sim_err"], d["g_var_theory"], d["g_var_continuous"]), d["rows"]
 
 
 def _branches(p_ref, normalization, kl, group_size, adv_eps, beta_range):
@@ -340,10 +448,13 @@ def _branches(p_ref, normalization, kl, group_size, adv_eps, beta_range):
     return B, p, stable
 
 
-def _fig_bifurcation(out_dir, model, full):
-    from grpo_theory.report import figures
+def bifurcation_data(model=None, *, full=False) -> dict:
+    """Data twin of the bifurcation figure: ``panels`` ({title: [(label, beta, p, stable)]}),
+    ``mroueh`` ((beta, p) arrays of Mroueh's fixed points), ``beta_range``, ``p_ref`` and the
+    saddle-node table ``rows``."""
     from grpo_theory.theory.fixed_points import bifurcations, mroueh_fixed_points
 
+    model = (DEFAULT_MODEL if model is None else model).to_dict()
     p_ref, eps = model["p_ref"], model["adv_eps"]
     rng = (1e-2, 10.0)
     panels, bif_rows = {}, []
@@ -367,14 +478,135 @@ def _fig_bifurcation(out_dir, model, full):
         for pv in mroueh_fixed_points(p_ref=p_ref, kl_coef=float(b), adv_eps=eps):
             mb.append(b)
             mp.append(pv)
-    files = figures.bifurcation(out_dir, "bifurcation", panels, mroueh=(mb, mp), mroueh_panels=1,
-                                beta_range=rng,
-                                p_ref=p_ref)
-    return files, bif_rows
+    return {"panels": panels, "mroueh": (np.array(mb), np.array(mp)), "beta_range": rng,
+            "p_ref": p_ref, "rows": bif_rows}
 
 
-def _fig_log(out_dir, notes):
+def _fig_bifurcation(out_dir, model_obj, full):
     from grpo_theory.report import figures
+
+    d = bifurcation_data(model_obj, full=full)
+    files = figures.bifurcation(out_dir, "bifurcation", d["panels"], mroueh=d["mroueh"], mroueh_panels=1,
+                                beta_range=d["beta_range"], p_ref=d["p_ref"])
+    return files, d["rows"]
+
+
+def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
+               refresh_interval=4) -> dict:
+    """Data twin of the atlas figures: arrays to re-plot them in any style.
+
+    ``branches`` (p* vs beta with stability and the folds at ``group_size``, ``p_ref``),
+    ``p_ref_plane`` (the continued fold curve and its cusp), ``group_size_plane`` (lower and
+    upper fold per integer G), ``discrete`` (flip / complex-pair curves, codimension-two
+    points), ``checks`` (the independent checks) and ``atlas`` (the
+    :class:`~grpo_theory.theory.atlas.Atlas`).
+    """
+    from grpo_theory.theory import atlas as at
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = at.atlas(group_size=group_size, p_ref=p_ref, group_sizes=group_sizes,
+                       momentum=momentum, refresh_interval=refresh_interval)
+        zr = math.log(p_ref / (1 - p_ref))
+        z = zr + np.linspace(1e-3, 12.0, 3000)
+        B, dB = at._B(z, p_ref, group_size)
+    folds = at.folds_at(p_ref, group_size)
+    fc = res.p_ref_plane
+    rows = [r for r in res.group_size_plane if len(r["folds"]) >= 2]
+    return {
+        "branches": {"group_size": group_size, "p_ref": p_ref, "kl_coef": B,
+                     "p": 1 / (1 + np.exp(-z)), "stable": dB < 0,
+                     "fold_kl_coef": np.array([f["kl_coef"] for f in folds]),
+                     "fold_p": np.array([f["p"] for f in folds])},
+        "p_ref_plane": {"group_size": fc.group_size, "p_ref": fc.p_ref, "kl_coef": fc.kl_coef,
+                        "p": fc.p, "cusp": fc.cusp},
+        "group_size_plane": {"p_ref": p_ref,
+                             "group_size": np.array([r["group_size"] for r in rows]),
+                             "lower": np.array([r["folds"][0]["kl_coef"] for r in rows]),
+                             "upper": np.array([r["folds"][-1]["kl_coef"] for r in rows]),
+                             **res.group_size_cusp},
+        "discrete": res.discrete,
+        "checks": res.checks,
+        "atlas": res,
+    }
+
+
+def _fig_atlas(out_dir):
+    from grpo_theory.report import figures
+
+    data = atlas_data()
+    files = figures.atlas_folds(out_dir, "atlas_folds", data)
+    files += figures.atlas_discrete(out_dir, "atlas_discrete", data["discrete"])
+    return files, data
+
+
+def _atlas_section(data) -> tuple[str, str]:
+    """The atlas as a section of ``equations.tex``: conditions printed by sympy, numbers, checks."""
+    import sympy as sp
+
+    from grpo_theory.theory import symbols as S
+    from grpo_theory.theory.atlas import ATLAS_VARIANT
+    from grpo_theory.theory.latex import escape_tex, math_label
+
+    def tex(e):
+        return sp.latex(e, symbol_names=S.LATEX_NAMES)
+
+    B, Acal, Phi = sp.Function("B"), sp.Function(r"\mathcal{A}"), sp.Function(r"\Phi")
+    Bz = sp.Function("B")(S.z)
+    cusp = data["p_ref_plane"]["cusp"]
+    chk = data["checks"]
+    g = data["group_size_plane"]
+    disc = data["discrete"]
+    lab = {k: math_label(k) for k in ("beta", "p_ref", "G", "z", "k", "mu", "a", "p")}
+    fold_rows = "\n".join(
+        f"({lab['beta']}, {lab[c['plane']]}) & {c.get('group_size', data['p_ref_plane']['group_size'])} & "
+        f"{c.get('p_ref', g['p_ref']):.6g} & {c['kl_coef']:.12f} & {c['abs_diff']:.1e} & "
+        f"{c['root_counts_minus_plus'][0]}, {c['root_counts_minus_plus'][1]} & "
+        f"{'passed' if c['passed'] else 'FAILED'} \\\\" for c in chk["folds"])
+    cc = chk["cusp"]
+    cod = "; ".join([f"{lab['k']} = {p_['refresh_interval']:.6f}, {lab['a']} = {p_['eta_K']:.6f} "
+                     f"(at {lab['mu']} = {disc['momentum']:g})" for p_ in disc["codim2_k"]]
+                    + [f"{lab['mu']} = {p_['momentum']:.6f}, {lab['a']} = {p_['eta_K']:.6f} "
+                       f"(at {lab['k']} = {disc['refresh_interval']})" for p_ in disc["codim2_mu"]])
+    variant = escape_tex(", ".join(f"{k} = {v}" for k, v in ATLAS_VARIANT.items()))
+    body = f"""Variant: {variant}. Since the drift is affine in {lab['beta']}, the fixed points are the level set
+\\begin{{equation*}}{tex(sp.Eq(S.beta, Acal(S.z) / Phi(S.z)))} =: {tex(Bz)},\\end{{equation*}}
+a saddle-node (fold) is where ${tex(sp.Eq(sp.Derivative(Bz, S.z), 0))}$ (the fold test function), and the cusp,
+where the bistable range closes, is where also ${tex(sp.Eq(sp.Derivative(Bz, (S.z, 2)), 0))}$.
+The fold set in the ({lab['beta']}, {lab['p_ref']}) plane at {lab['G']} = {data['p_ref_plane']['group_size']} was
+continued by pseudo-arclength (secant predictor, Newton corrector) and the cusp located by bisection
+on the {lab['p_ref']} component of the tangent:
+{lab['p_ref']} = {cusp['p_ref']:.10f}, {lab['beta']} = {cusp['kl_coef']:.10f}, {lab['p']}$^*$ = {cusp['p']:.8f}.
+In the ({lab['beta']}, {lab['G']}) plane at {lab['p_ref']} = {g['p_ref']:g} the group size is an integer; the
+folds were found for each {lab['G']} by bisection (Brent) on the fold test function: the plateau is bistable
+from {lab['G']} = {g['first_bistable']} on (none at {lab['G']} = {g['last_monostable']}), so the cusp in
+{lab['G']} lies between these two integers.
+
+\\emph{{Independent checks}} (they never use the fold test function). Each fold: the number of roots of
+the drift on a dense grid around the fold at {lab['beta']} shifted by $\\mp 10^{{-8}}\\max(1,{tex(S.beta)})$
+(two on one side, none on the other) and the extremum of $B$ by derivative-free bounded Brent
+minimisation (column: its difference from the continued fold).
+
+\\begin{{tabular}}{{lrrrrrl}}
+plane & {lab['G']} & {lab['p_ref']} & fold {lab['beta']} & $|\\Delta{lab['beta'][1:-1]}|$ & roots $-$, $+$ & check \\\\ \\hline
+{fold_rows}
+\\end{{tabular}}
+
+The cusp solved independently from $B' = B'' = 0$ with derivatives from fourth-order finite differences
+of $B$ alone: {lab['p_ref']} = {cc['independent']['p_ref']:.10f}, {lab['beta']} = {cc['independent']['kl_coef']:.10f};
+differences {cc['abs_diff']['p_ref']:.1e} in {lab['p_ref']} and {cc['abs_diff']['kl_coef']:.1e} in {lab['beta']}
+(tolerance $10^{{-8}}$): {'passed' if cc['passed'] else 'FAILED'}. These are sampled numeric checks in floating point,
+not proofs.
+
+\\emph{{The exact discrete map (L2).}} The flip (a real eigenvalue of the refresh-window monodromy at $-1$)
+and complex-pair (Neimark--Sacker) boundaries meet at the codimension-two points {cod}
+(bisection on the difference of the two thresholds)."""
+    return "Two-parameter bifurcation atlas", body
+
+
+def log_fit_data() -> dict:
+    """Data twin of the real-log figure: ``steps``, ``values``, ``fits`` (name -> fit),
+    ``forecast`` and the ``summary`` table (the log ships in :mod:`grpo_theory.data`)."""
     from grpo_theory.runs.fitting import fit_log
     from grpo_theory.data import example_log
     from grpo_theory.runs.logs import read_log
@@ -383,14 +615,28 @@ def _fig_log(out_dir, notes):
     log = read_log(path)
     res = fit_log(log, models=("exponential", "oscillator"), train_fraction=0.5)
     obj = res["_objects"]
-    files = figures.log_fit(out_dir, "log_fit", obj["steps"], obj["values"], obj["fits"],
-                            forecast=obj.get("forecast"),
-                            title="verl GRPO, DeepSeek 7B, GSM8K")
     summary = {"source": path.name, "metric": res["metric"], "n": res["n"], "best": res["best"],
                "models": {m: {"r2": d["r2"], "plateau": d["plateau"], "params": d["params"],
                               "time_to_90_steps": d.get("time_to_90_steps")}
                           for m, d in res["models"].items()}}
-    return files, summary
+    return {"steps": np.asarray(obj["steps"]), "values": np.asarray(obj["values"]), "fits": obj["fits"],
+            "forecast": obj.get("forecast"), "summary": summary}
+
+
+def _fig_log(out_dir, notes):
+    from grpo_theory.report import figures
+
+    d = log_fit_data()
+    files = figures.log_fit(out_dir, "log_fit", d["steps"], d["values"], d["fits"],
+                            forecast=d["forecast"], title="verl GRPO, DeepSeek 7B, GSM8K")
+    return files, d["summary"]
+
+
+#: Each report figure (stem) -> its data twin: call it to get the arrays and re-plot in any style.
+FIGURE_DATA = {"phase_diagram_k": phase_diagram_data, "phase_diagram_mu": phase_diagram_data,
+               "trajectories": trajectories_data, "fluctuation_law": fluctuation_data,
+               "bifurcation": bifurcation_data, "log_fit": log_fit_data,
+               "atlas_folds": atlas_data, "atlas_discrete": atlas_data}
 
 
 def _crosschecks(full):
@@ -403,18 +649,40 @@ def _crosschecks(full):
 # the report
 # ----------------------------------------------------------------------------------
 
+def check_out_dir(out_dir) -> Path:
+    """``out_dir`` as a Path if a report can be written there; ``ParameterError`` otherwise
+    (an existing non-directory, a file on the way, or a place where no file can be created).
+    Nothing is left behind by the check."""
+    import tempfile
+
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ParameterError("--out", str(out), "a directory (it is an existing file)")
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ParameterError("--out", str(out), f"a directory ({probe} is a file)")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise ParameterError("--out", str(out), f"a writable place ({probe}: {exc.strerror})") from None
+    return out
+
+
 def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = True,
                  prewarm: bool = True) -> ReportResult:
     """Write the report into ``out_dir`` (created).  ``full`` uses larger ensembles and
     grids and the full cross-check run.  Returns a :class:`ReportResult`."""
     t0 = time.perf_counter()
-    out = Path(out_dir)
+    out = check_out_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model_obj = DEFAULT_MODEL if model is None else model
     model = model_obj.to_dict()
     rr = ReportResult(out_dir=out)
     notes = rr.notes
-    stages = ["derivations", "equations", "numbers", "phase diagrams", "trajectories",
+    stages = ["derivations", "numbers", "atlas", "equations", "phase diagrams", "trajectories",
               "1/G law", "bifurcations", "log fit", "cross-checks", "report"]
     bar = progress(total=len(stages), desc="report")
     timings = {}
@@ -432,9 +700,6 @@ def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = 
         _prewarm_derivations()
     status = _derivation_status()
     done("derivations")
-    stage("equations")
-    rr.files.update(_write_equations(out, status, notes))
-    done("equations")
     stage("numbers")
     nums = key_numbers(model_obj)
     from grpo_theory.theory.fixed_points import compare_with_mroueh
@@ -450,17 +715,24 @@ def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = 
                                                      refresh_intervals=(1, 2, 4, 16, 64))
     done("numbers")
     figs = {}
+    stage("atlas")
+    figs["atlas"], atlas = _fig_atlas(out)
+    nums["atlas"] = atlas["atlas"].to_dict()
+    done("atlas")
+    stage("equations")
+    rr.files.update(_write_equations(out, status, notes, extra_sections=[_atlas_section(atlas)]))
+    done("equations")
     stage("phase diagrams")
-    figs["phase"] = _fig_phase(out, model, nums, full)
+    figs["phase"] = _fig_phase(out, model_obj, full)
     done("phase diagrams")
     stage("trajectories")
-    figs["trajectories"], nums["trajectories"] = _fig_trajectories(out, model, nums, full, notes)
+    figs["trajectories"], nums["trajectories"] = _fig_trajectories(out, model_obj, full, notes)
     done("trajectories")
     stage("1/G law")
-    figs["fluctuation"], nums["fluctuation_law"] = _fig_fluctuation(out, model, full)
+    figs["fluctuation"], nums["fluctuation_law"] = _fig_fluctuation(out, model_obj, full)
     done("1/G law")
     stage("bifurcations")
-    figs["bifurcation"], nums["bifurcations"] = _fig_bifurcation(out, model, full)
+    figs["bifurcation"], nums["bifurcations"] = _fig_bifurcation(out, model_obj, full)
     done("bifurcations")
     stage("log fit")
     figs["log_fit"], nums["log_fit"] = _fig_log(out, notes)
@@ -520,6 +792,19 @@ def _verification_summary(status) -> dict:
 # markdown
 # ----------------------------------------------------------------------------------
 
+#: Physical columns of each cross-check's rows shown in report.md (prediction, measurement, band).
+_PHYSICAL_COLUMNS = {
+    "mean_trajectory": ["setting", "eta_K", "max_abs_err_L1", "max_abs_bias_closure", "max_ratio_to_band",
+                        "rms_err_L3"],
+    "group_temperature": ["normalization", "group_size", "var_pred", "var_meas", "var_se", "ratio_to_band"],
+    "refresh_threshold": ["refresh_interval", "variance_growth_pred_L2", "variance_growth",
+                          "variance_growth_se", "status", "consistent"],
+    "damping_transition": ["factor", "learning_rate", "overshoot_pred_L2", "overshoot_sim",
+                           "overshoot_band", "consistent"],
+    "plateaus": ["variant", "group_size", "p_pred", "p_meas", "sem", "ratio_to_band"],
+}
+
+
 def _f(x, nd=4):
     if x is None or isinstance(x, (dict, list, str)):
         return "—" if x is None else str(x)
@@ -539,6 +824,9 @@ def _img(name, caption):
 
 
 def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
+    from grpo_theory.theory.latex import NOTATION, notation
+
+    KS = notation("kappa_s")  # the spring constant (the refresh interval is k)
     fp, st, th = nums["fixed_point"], nums["stability"], nums["thresholds_stale"]
     osc = nums["oscillator"]
     L = []
@@ -558,8 +846,13 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
     a("- **L1** exact mean-field drift F(z): the expected update, an exact binomial sum at finite G;\n"
       "- **L2** its linearisation at the fixed point z*: a periodic linear map (heavy-ball momentum μ, "
       "refresh interval k) whose window monodromy gives exact stability (Jury conditions);\n"
-      "- **L3** the continuous damped oscillator m·ẍ + γ·ẋ + k·x = ξ(t), with white noise ∝ 1/G; "
+      f"- **L3** the continuous damped oscillator m·ẍ + γ·ẋ + {KS}·x = ξ(t), with white noise ∝ 1/G; "
       "its first-order-in-lag stability condition is the published threshold ηK·k < 1 − μ.\n")
+    a("### Notation (one symbol, one meaning; the same in equations.pdf and the figures)\n")
+    a("| symbol | meaning |\n|---|---|")
+    for key, (_, meaning) in NOTATION.items():
+        a(f"| {notation(key)} | {meaning} |")
+    a("")
     a("### Default model (`grpo_theory.DEFAULT_MODEL`)\n")
     a("| parameter | value | meaning |\n|---|---|---|")
     meaning = {"p_ref": "reference (and initial) success probability",
@@ -580,13 +873,13 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
         ("  acting on the current iterate, K_f", _f(fp["stiffness_fresh"], 4)),
         ("  acting through the sampling policy, K_s", _f(fp["stiffness_stale"], 4)),
         ("ηK", _f(nums["eta_K"], 5)),
-        ("L3 mass m, damping γ, spring k",
+        (f"L3 mass m, damping γ, spring constant {KS}",
          f"{_f(osc['mass'])}, {_f(osc['damping'])}, {_f(osc['spring'])}"),
         ("damping ratio ζ (L3)", _f(osc["damping_ratio"])),
         ("regime (L3)", osc["regime"]),
         ("regime (exact L2)", st["discrete_regime"]),
         ("spectral radius per refresh window (L2)", _f(st["spectral_radius"], 5)),
-        ("time scale τ = γ/k (steps)", _f(osc["time_scale"])),
+        (f"time scale τ = γ/{KS} (steps)", _f(osc["time_scale"])),
     ]
     for q, v in rows:
         a(f"| {q} | {v} |")
@@ -621,9 +914,16 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
            "momentum. Solid line: exact stability boundary. Dashed line: the published ηK·k = 1 − μ. "
            "Star: the default model."))
     a(_img("phase_diagram_mu", "Exact L2 regimes over (momentum μ, ηK) at the default refresh interval."))
-    a(_img("trajectories", "The default model in three regimes (learning rate and momentum varied, "
-           "started near z*). Shown: the direct-simulation ensemble (mean ± 2 sd), the exact L2 linear "
-           "map, and the L3 closed form."))
+    a(_img("trajectories", "The default model in three regimes (learning rate η and momentum μ "
+           "varied, refresh interval k = 1, started 1 logit below z* (0.05 in the unstable panel)). "
+           "Shown: the direct-simulation ensemble (mean ± 2 sd), the L1 nonlinear mean-field map "
+           "(the curve the cross-check compares with), the exact L2 linear map and the L3 closed "
+           "form. What separates each from the simulation mean: L1 only by the noise-induced bias "
+           "of order η²·Var z (the mean of the drift over the ensemble is not the drift at the "
+           "mean); L2 in addition by the linearisation of the drift about z*, which is what "
+           "leaves it about 0.1 logit below the simulation in the overdamped panel for a 1-logit "
+           "start; L3 in addition by the continuous-time approximation of the discrete map. "
+           "Data: `grpo_theory.report.build.trajectories_data()`."))
     a("| regime | η | μ | ηK | L2 regime | spectral radius | L3 regime | ζ |\n|---|---|---|---|---|---|---|---|")
     for r in nums["trajectories"]:
         a(f"| {r['regime']} | {_f(r['learning_rate'])} | {r['momentum']} | {_f(r['eta_K'])} | "
@@ -649,7 +949,13 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
     a("")
     a(_img("bifurcation", "Fixed points p* vs the KL coefficient β. Solid lines are stable, dashed "
            "lines unstable. Variants: std and mean normalisation, exact and k3 KL, finite G and "
-           "G → ∞. Circles: the fixed points of Mroueh's recurrence."))
+           "G → ∞. Circles: the fixed points of Mroueh's recurrence. Each curve is the level set "
+           "β = B(z) drawn over the β its fixed points reach inside the plotted window: a curve "
+           "starts where its branch enters the window (at small β the fixed point sits at p ≈ 1, "
+           "above the axis), not at a bifurcation. The saddle-nodes are listed below; with ε > 0 at "
+           "G → ∞ a second saddle-node appears at β of order 10⁴ and p = 1 − O(ε²): it is a real fold "
+           "of the ε-regularised model (where √(pq) becomes comparable with ε), far outside any "
+           "practical β."))
     if nums["bifurcations"]:
         a("Saddle-node bifurcations (`fixed_points.bifurcations`):\n")
         a("| normalisation | KL | G | β | p |\n|---|---|---|---|---|")
@@ -679,21 +985,69 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
         for m_, d in lf["models"].items():
             a(f"| {m_} | {_f(d['r2'])} | {_f(d['plateau'])} | {_f(d['time_to_90_steps'])} |")
         a("")
+    at = nums.get("atlas")
+    if at:
+        c = at["p_ref_plane"]["cusp"]
+        g = at["group_size_cusp"]
+        a("## Two-parameter bifurcation atlas\n")
+        a(_img("atlas_folds", "Fold atlas of the fixed points (std normalisation, exact KL, ε = 0). Left: "
+               "p* vs β at G = 64, p_ref = 0.3, stable solid, unstable dashed, folds as dots: between "
+               "the folds the plateau is bistable. Middle: the fold curve in (β, p_ref) at G = 64, "
+               "continued by pseudo-arclength; its two branches meet at the cusp (star), beyond which "
+               "there is one fixed point. Right: the folds per integer G at p_ref = 0.3; bistability "
+               "begins between the marked group sizes. Data: `grpo_theory.report.build.atlas_data()`."))
+        a(_img("atlas_discrete", "Exact L2 (stale surrogate) stability boundaries as curves: flip "
+               "(real eigenvalue of the refresh-window monodromy at −1) and complex pair on the unit "
+               "circle (Neimark–Sacker), in (k, ηK) at μ = 0.8 and (μ, ηK) at k = 4; open circles are "
+               "the codimension-two points where they meet."))
+        a(f"Cusp at G = {c['group_size']}: p_ref = {c['p_ref']:.10f}, β = {c['kl_coef']:.10f}, "
+          f"p* = {c['p']:.8f}. Bistability in G at p_ref = {g['p_ref']}: first at G = {g['first_bistable']} "
+          f"(none at G = {g['last_monostable']}).\n")
+        cc_ = at["checks"]["cusp"]
+        a(f"Independent cusp (B′ = B″ = 0 from finite differences of B alone): differences "
+          f"{cc_['abs_diff']['p_ref']:.1e} in p_ref and {cc_['abs_diff']['kl_coef']:.1e} in β "
+          f"(tolerance 1e-8): {'passed' if cc_['passed'] else 'FAILED'}.\n")
+        a("| plane | β of the fold | independent β (derivative-free) | difference | roots of F at β ∓ 1e-8 | check |\n"
+          "|---|---|---|---|---|---|")
+        for f_ in at["checks"]["folds"]:
+            a(f"| {f_['plane']} | {f_['kl_coef']:.12f} | {f_['kl_coef_independent']:.12f} | "
+              f"{f_['abs_diff']:.1e} | {f_['root_counts_minus_plus']} | {'passed' if f_['passed'] else 'FAILED'} |")
+        a("")
+        cod = at["codim2"]
+        a("Codimension-two points (flip meets complex pair): "
+          + "; ".join([f"k = {p_['refresh_interval']:.6f}, ηK = {p_['eta_K']:.6f}" for p_ in cod["k"]]
+                      + [f"μ = {p_['momentum']:.6f}, ηK = {p_['eta_K']:.6f}" for p_ in cod["mu"]]) + ".\n")
     a("## Cross-checks (theory vs direct simulation)\n")
     if cc is None:
         a("*Not available in this build* (`grpo_theory.crosscheck` could not be imported or run).\n")
     else:
         a(f"{len(cc.checks)} checks, {'all passed' if cc.passed else 'SOME FAILED'} "
           f"({'quick' if cc.quick else 'full'} mode, seed {cc.seed}).\n")
-        a("| check | predicted | measured | error | band (tolerance) | verdict |\n|---|---|---|---|---|---|")
+        a("| check | units of the quantity | headline predicted | headline measured | error | band (tolerance) | verdict and reason |\n"
+          "|---|---|---|---|---|---|---|")
         for c in cc.checks:
             band = c.band.get("tolerance") if isinstance(c.band, dict) else c.band
-            a(f"| {c.name} | {_f(c.predicted)} | {_f(c.measured)} | {_f(c.error, 3)} | "
-              f"{_f(band, 3)} | {c.verdict} |")
+            units = c.details.get("units", "") if isinstance(c.details, dict) else ""
+            within = band is not None and c.error is not None and abs(c.error) <= band
+            reason = ("info only (not a pass/fail check)" if c.verdict == "info" else
+                      f"|error| {'≤' if within else '>'} tolerance")
+            a(f"| {c.name} | {units or '—'} | {_f(c.predicted)} | {_f(c.measured)} | "
+              f"{_f(c.error, 3)} | {_f(band, 3)} | {c.verdict}: {reason} |")
         a("")
+        a("The headline numbers above are each check's test statistic (often normalised by its band; "
+          "see its derivation below). The physical quantities behind each verdict, with their "
+          "statistical bands:\n")
         for c in cc.checks:
             how = c.band.get("derivation", "") if isinstance(c.band, dict) else ""
             a(f"- **{c.name}**: {c.description}" + (f" Band: {how}" if how else ""))
+            rows = c.details.get("rows") if isinstance(c.details, dict) else None
+            if rows:
+                cols = [k for k in _PHYSICAL_COLUMNS.get(c.name, list(rows[0])[:6]) if k in rows[0]]
+                a("")
+                a("  | " + " | ".join(cols) + " |\n  |" + "---|" * len(cols))
+                for r in rows:
+                    a("  | " + " | ".join(_f(r.get(k)) for k in cols) + " |")
+                a("")
         a("")
     v = nums["verification"]
     a("## What is verified, and how\n")

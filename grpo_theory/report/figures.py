@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["STYLE", "style", "save", "phase_diagram", "trajectories", "fluctuation_law",
-           "bifurcation", "log_fit"]
+           "bifurcation", "log_fit", "atlas_folds", "atlas_discrete"]
 
 #: rcParams of every report figure (serif text, small sizes for a two-column paper).
 STYLE = {
@@ -154,6 +154,8 @@ def phase_diagram(out_dir, stem, diagram, *, published, exact_boundary, marker=N
 def trajectories(out_dir, stem, panels) -> list[Path]:
     """One panel per regime.  Each panel dict: ``title``, ``t``, ``mean``, ``sd``,
     ``theory_t``, ``theory`` (L3 closed form or None), ``z_star``, ``note``."""
+    from grpo_theory.theory.latex import math_label
+
     with style() as plt:
         fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 2.5))
         for ax, pan in zip(np.atleast_1d(axes), panels):
@@ -161,6 +163,9 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
             ax.fill_between(t, m - 2 * s, m + 2 * s, color=PALETTE[0], alpha=0.18, lw=0,
                             label="simulation ±2 sd")
             ax.plot(t, m, color=PALETTE[0], label="simulation mean")
+            if pan.get("l1") is not None:
+                ax.plot(pan["l1_t"], pan["l1"], color=PALETTE[2], lw=1.1,
+                        label="L1 nonlinear mean-field map")
             if pan.get("discrete") is not None:
                 ax.plot(pan["discrete_t"], pan["discrete"], ls="none", marker="o", ms=2.2,
                         color="k", label="L2 linear map")
@@ -169,15 +174,15 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
                         label="L3 closed form")
             ax.axhline(pan["z_star"], color="0.5", lw=0.7, ls=":")
             ax.set_title(pan["title"])
-            ax.set_xlabel("step")
+            ax.set_xlabel(f"step {math_label('t')}")
             if pan.get("ylim") is not None:
                 ax.set_ylim(*pan["ylim"])
             if pan.get("note"):
                 ax.text(0.97, 0.04, pan["note"], transform=ax.transAxes, ha="right",
                         va="bottom", fontsize=6.5, color="0.25")
-        np.atleast_1d(axes)[0].set_ylabel(r"logit $z$")
+        np.atleast_1d(axes)[0].set_ylabel(f"logit {math_label('z')}")
         h, lab = np.atleast_1d(axes)[0].get_legend_handles_labels()
-        fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, frameon=False)
+        fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=5, frameon=False)
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
@@ -264,4 +269,103 @@ def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None) -> l
         if title:
             ax.set_title(title)
         ax.legend(frameon=False, fontsize=6.5, loc="lower right")
+        return save(fig, out_dir, stem)
+
+
+def atlas_folds(out_dir, stem, data) -> list[Path]:
+    """The fold atlas of the fixed points (data: :func:`grpo_theory.report.build.atlas_data`).
+
+    Left: branches p* vs beta at (G, p_ref) of the first plane, stable solid, unstable dashed,
+    folds marked.  Middle: the fold curve in (beta, p_ref), bistable region shaded, cusp marked.
+    Right: the folds per integer G in (beta, G), bistable range between them.
+    """
+    from grpo_theory.theory.latex import math_label
+
+    with style() as plt:
+        fig, axes = plt.subplots(1, 3, figsize=(7.4, 2.6))
+        ax = axes[0]
+        br = data["branches"]
+        for xs, ys, st in _segments(br["kl_coef"], br["p"], br["stable"]):
+            ax.plot(xs, ys, color=PALETTE[0], ls="-" if st else "--", lw=1.3 if st else 1.0)
+        ax.plot(br["fold_kl_coef"], br["fold_p"], "o", ms=3.5, color=PALETTE[1], label="fold")
+        ax.plot([], [], color=PALETTE[0], label="stable")
+        ax.plot([], [], color=PALETTE[0], ls="--", lw=1.0, label="unstable")
+        lo, hi = np.nanmin(br["fold_kl_coef"]), np.nanmax(br["fold_kl_coef"])
+        ax.set_xlim(lo - 1.2 * (hi - lo), hi + 1.2 * (hi - lo))
+        ax.set_ylim(0.6, 1.005)
+        ax.set_xlabel(f"KL coefficient {math_label('beta')}")
+        ax.set_ylabel(f"fixed point {math_label('p')}" + r"$^{*}$")
+        ax.set_title(f"{math_label('G')} = {br['group_size']}, {math_label('p_ref')} = {br['p_ref']:g}")
+        ax.legend(frameon=False, loc="lower left")
+
+        ax = axes[1]
+        fc = data["p_ref_plane"]
+        ax.plot(fc["kl_coef"], fc["p_ref"], color="k", lw=1.2, label="fold (saddle-node)")
+        # bistable region: between the two fold branches, which meet at the cusp
+        i = int(np.argmax(fc["p_ref"]))
+        a_r, a_b = fc["p_ref"][:i + 1], fc["kl_coef"][:i + 1]
+        b_r, b_b = fc["p_ref"][i:][::-1], fc["kl_coef"][i:][::-1]
+        grid = np.linspace(max(a_r.min(), b_r.min()), fc["p_ref"][i], 200)
+        xa = np.interp(grid, *(lambda r, b: (r[np.argsort(r)], b[np.argsort(r)]))(a_r, a_b))
+        xb = np.interp(grid, *(lambda r, b: (r[np.argsort(r)], b[np.argsort(r)]))(b_r, b_b))
+        ax.fill_betweenx(grid, np.minimum(xa, xb), np.maximum(xa, xb), color=REGIME_COLORS["oscillatory"],
+                         label="bistable (3 fixed points)")
+        c = fc["cusp"]
+        ax.plot([c["kl_coef"]], [c["p_ref"]], "*", ms=8, color=PALETTE[1], label="cusp")
+        ax.set_xlabel(f"KL coefficient {math_label('beta')}")
+        ax.set_ylabel(f"reference reward {math_label('p_ref')}")
+        ax.set_title(f"folds in ({math_label('beta')}, {math_label('p_ref')}), "
+                     f"{math_label('G')} = {fc['group_size']}")
+        ax.legend(frameon=False, loc="upper left", fontsize=6.5)
+
+        ax = axes[2]
+        g = data["group_size_plane"]
+        ax.fill_betweenx(g["group_size"], g["lower"], g["upper"], color=REGIME_COLORS["oscillatory"],
+                         step="mid", label="bistable")
+        ax.plot(g["lower"], g["group_size"], ".", ms=2.5, color="k", label="folds")
+        ax.plot(g["upper"], g["group_size"], ".", ms=2.5, color="k")
+        ax.axhline(g["first_bistable"] - 0.5, color=PALETTE[1], lw=0.8, ls=":",
+                   label=f"onset between {math_label('G')} = {g['first_bistable'] - 1} and {g['first_bistable']}")
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel(f"KL coefficient {math_label('beta')}")
+        ax.set_ylabel(f"group size {math_label('G')}")
+        ax.set_title(f"folds in ({math_label('beta')}, {math_label('G')}), "
+                     f"{math_label('p_ref')} = {g['p_ref']:g}")
+        ax.legend(frameon=False, loc="center right", fontsize=6.5)
+        fig.tight_layout()
+        return save(fig, out_dir, stem)
+
+
+def atlas_discrete(out_dir, stem, data) -> list[Path]:
+    """Flip and complex-pair (Neimark-Sacker) boundaries of the exact refresh-window map as
+    curves in (k, eta K) and (mu, eta K), codimension-two points marked."""
+    from grpo_theory.theory.latex import math_label
+
+    with style() as plt:
+        fig, axes = plt.subplots(1, 2, figsize=(7.0, 2.7))
+        for ax, x, fl, cx, cod, xkey, fixed in (
+                (axes[0], data["k"], data["flip_k"], data["complex_k"], data["codim2_k"],
+                 "refresh_interval", f"{math_label('mu')} = {data['momentum']:g}"),
+                (axes[1], data["mu"], data["flip_mu"], data["complex_mu"], data["codim2_mu"],
+                 "momentum", f"{math_label('k')} = {data['refresh_interval']}")):
+            ax.plot(x, fl, color=PALETTE[0], label="flip (eigenvalue $-1$)")
+            ax.plot(x, np.where(np.isfinite(cx), cx, np.nan), color=PALETTE[1], ls="--",
+                    label="complex pair on the unit circle")
+            ax.fill_between(x, np.minimum(fl, np.where(np.isfinite(cx), cx, np.inf)), 1e3,
+                            color=REGIME_COLORS["unstable"], lw=0, label="unstable")
+            for pt in cod:
+                ax.plot([pt[xkey]], [pt["eta_K"]], "o", ms=5, mfc="white", color="k")
+            ax.plot([], [], "o", ms=5, mfc="white", color="k", label="codimension-two point")
+            ax.set_yscale("log")
+            ax.set_ylim(np.nanmin(fl) / 3, np.nanmax(fl) * 1.5)
+            ax.set_ylabel(f"{math_label('a')} = {math_label('eta')}{math_label('K')}")
+            ax.set_title(fixed)
+        axes[0].set_xscale("log")
+        axes[0].text(0.03, 0.04, f"{math_label('k')} extended to real values between the integers",
+                     transform=axes[0].transAxes, fontsize=6.5, color="0.3")
+        axes[0].set_xlabel(f"refresh interval {math_label('k')} (steps)")
+        axes[1].set_xlabel(f"momentum {math_label('mu')}")
+        h, lab = axes[0].get_legend_handles_labels()
+        fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, frameon=False)
+        fig.tight_layout()
         return save(fig, out_dir, stem)

@@ -10,16 +10,95 @@ papers a document rests on.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
+import sympy as sp
+
 from grpo_theory import __version__
+from grpo_theory.theory import symbols as S
 from grpo_theory.theory.chapters import CHAPTERS
 from grpo_theory.theory.derived import Derived, all_names, get
 
-__all__ = ["REFERENCES", "equations_document", "write_equations", "references_bib", "citation",
-           "escape_tex", "equation_block"]
+__all__ = ["REFERENCES", "NOTATION", "prose_tex", "notation", "math_label", "notation_table", "equations_document",
+           "write_equations", "references_bib", "citation", "escape_tex", "equation_block",
+           "METHOD_LABELS"]
+
+#: The notation table: the one place that fixes what each symbol means.  Each entry is
+#: ``key -> (sympy symbol, meaning)``; the LaTeX (PDF) and mathtext (figures) forms come
+#: from :data:`grpo_theory.theory.symbols.LATEX_NAMES` through sympy's printer, and the
+#: plain-text form (terminal) is :func:`notation`.  The refresh interval is ``k``; the
+#: spring constant of the continuous model is ``kappa_s`` (never ``k``).
+NOTATION = {
+    "z": (S.z, "logit of the success probability"),
+    "p": (S.p, "success probability (reward), the sigmoid of the logit"),
+    "q": (S.q_fail, "failure probability"),
+    "z_old": (S.z_old, "logit of the sampling policy"),
+    "p_ref": (S.p_ref, "success probability of the reference policy"),
+    "z_ref": (S.z_ref, "logit of the reference policy"),
+    "z_star": (S.z_star, "logit at a fixed point"),
+    "G": (S.G, "group size"),
+    "n": (S.n, "correct samples in a group"),
+    "epsilon": (S.eps, "advantage epsilon of the std normalisation"),
+    "beta": (S.beta, "KL coefficient"),
+    "kappa": (S.kappa, "softmax metric factor"),
+    "eta": (S.eta, "learning rate"),
+    "mu": (S.mu, "heavy-ball momentum"),
+    "K": (S.K, "stiffness at the fixed point (per unit learning rate): the fresh plus the stale part"),
+    "K_f": (S.K_fresh, "stiffness acting on the current iterate"),
+    "K_s": (S.K_stale, "stiffness acting through the sampling policy"),
+    "a": (S.a, "dimensionless step stiffness (learning rate times stiffness)"),
+    "k": (S.k_ref, "refresh interval: optimizer steps per sampling policy"),
+    "d": (S.d, "constant delay (staleness), steps"),
+    "ell": (S.ell, "effective lag of the continuous model, steps"),
+    "lambda": (S.lam, "eigenvalue of the discrete map"),
+    "m": (S.m, "mass of the continuous model"),
+    "gamma": (S.gamma, "damping of the continuous model"),
+    "kappa_s": (S.spring, "spring constant of the continuous model (learning rate times stiffness)"),
+    "t": (S.t, "time, optimizer steps"),
+    "x": (S.x(S.t), "deviation of the logit from the fixed point"),
+    "sigma2": (S.sigma2, "per-step gradient-noise variance"),
+}
+
+
+def _latex_of(key: str) -> str:
+    return sp.latex(NOTATION[key][0], symbol_names=S.LATEX_NAMES)
+
+
+def math_label(key: str) -> str:
+    """The symbol of ``key`` as matplotlib mathtext (``$...$``), e.g. for axis labels."""
+    return f"${_latex_of(key)}$"
+
+
+_GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "epsilon": "ε", "eta": "η", "kappa": "κ",
+          "lambda": "λ", "mu": "μ", "sigma": "σ", "ell": "ℓ"}
+
+
+_PLAIN = {"z_star": "z*", "sigma2": "σ²", "x": "x(t)"}
+
+
+def notation(key: str) -> str:
+    """The symbol of ``key`` as plain terminal text (``κ_s``, ``k``, ``p_ref``)."""
+    if key in _PLAIN:
+        return _PLAIN[key]
+    head, _, tail = key.partition("_")
+    head = _GREEK.get(head, head)
+    return head + ("_" + tail if tail else "")
+
+
+def notation_table() -> str:
+    """LaTeX of the notation table (printed at the start of ``equations.tex``)."""
+    rows = [f"${_latex_of(k)}$ & {escape_tex(meaning)} \\\\" for k, (_, meaning) in NOTATION.items()]
+    return ("\\begin{tabular}{@{}ll@{}}\n" + "\n".join(rows) + "\n\\end{tabular}")
+
+#: How each verification method is stated in the document (truthfully: only ``sympy`` is a proof).
+METHOD_LABELS = {
+    "sympy": "symbolic proof (sympy)",
+    "mpmath": "high-precision numerics (mpmath)",
+    "numeric": "sampled numeric check (floating point)",
+}
 
 #: The papers the results rest on (bib key -> fields).  ``references_bib`` renders them.
 REFERENCES = {
@@ -59,15 +138,167 @@ def escape_tex(text: str) -> str:
     return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
 
 
+_ATOM = r"(?:[A-Za-z_][A-Za-z0-9_]*(?:\([^()]*(?:\([^()]*\)[^()]*)*\))?|\d+(?:\.\d+)?(?:e-?\d+)?" \
+        r"|\((?:[^()]|\([^()]*\))*\))"
+_OP = r"\s*(?:\*\*|\^|[-+*/])\s*"
+#: a formula inside prose: operands joined by arithmetic operators (at least one operator)
+_FORMULA = re.compile(rf"-?{_ATOM}(?:{_OP}-?{_ATOM})+")
+
+
+def _prose_symbols():
+    names = {str(sym): sym for sym in vars(S).values() if isinstance(sym, sp.Symbol)}
+    names.update({"oo": sp.oo, "sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "k": S.k_ref,
+                  "q": S.q_fail, "pi": sp.pi, "kappa": S.kappa, "sigma": sp.Symbol("sigma"),
+                  "lambda": S.lam, "beta": S.beta, "gamma": S.gamma, "epsilon": S.eps, "eps": S.eps,
+                  "tr": _TR, "det": _DET, "O": sp.O, "I": sp.Symbol("I"), "E": sp.Symbol("E"),
+                  "S": sp.Symbol("S"), "N": S.N, "Q": sp.Symbol("Q")})
+    return names
+
+
+_TR, _DET = sp.Symbol("tr"), sp.Symbol("det")
+_PROSE_NAMES = {_TR: r"\operatorname{tr}", _DET: r"\det"}
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _formula_tex(span: str):
+    """LaTeX of a formula written in prose (``2*mu + 2``, ``p^G``), printed by sympy from the
+    parsed expression; None when it does not parse."""
+    from sympy.parsing.sympy_parser import parse_expr
+
+    names = _prose_symbols()
+    if any(len(w) > 1 and w not in names for w in _IDENT.findall(span)):
+        return None  # an English word or an unknown name: leave the text as it is
+    if not re.search(r"\*\*|\^|[-+*/]", span) or not _IDENT.search(span) or span[0] in "+*/^)":
+        return None  # no operator, no symbol (plain numbers) or a fragment: not a formula
+    try:
+        expr = parse_expr(span.replace("^", "**"), local_dict=names)
+    except Exception:
+        return None
+    if not isinstance(expr, sp.Basic):
+        return None
+    return sp.latex(expr, symbol_names={**S.LATEX_NAMES, **_PROSE_NAMES})
+
+
+_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)?|[()\[\]'*^_])\s*$")
+_AFTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)?|[()\[\]'*^_])")
+#: relation and arrow tokens of plain text, typeset as math
+_RELATIONS = [("<=>", r"$\Leftrightarrow$"), ("->", r"$\to$"), ("<=", r"$\le$"), (">=", r"$\ge$"),
+              (">>", r"$\gg$"), ("<<", r"$\ll$"), ("||", r"$\|$")]
+_WORD_OO = re.compile(r"\boo\b")
+
+
+def _text(t: str) -> str:
+    """Escape prose, typesetting its relation arrows and the word ``oo`` (sympy's infinity)."""
+    parts = [t]
+    for tok, tex in _RELATIONS:
+        parts = [x for part in parts
+                 for x in ([part] if isinstance(part, _Tex) else _interleave(part.split(tok), tex))]
+    out = []
+    for x in parts:
+        if isinstance(x, _Tex):
+            out.append(str(x))
+        else:
+            pieces = _WORD_OO.split(x)
+            out.append(f"${sp.latex(sp.oo)}$".join(escape_tex(pc) for pc in pieces))
+    return "".join(out)
+
+
+class _Tex(str):
+    """Already-typeset LaTeX inside :func:`_text`."""
+
+
+def _interleave(pieces, tex):
+    out = []
+    for i, pc in enumerate(pieces):
+        if i:
+            out.append(_Tex(tex))
+        out.append(pc)
+    return out
+
+
+def _juxtaposed(text, lo, hi, names) -> bool:
+    """True when the span is glued to a symbol, number or bracket (part of a larger formula
+    written by juxtaposition, e.g. ``n q - (G - n) p``, or a hyphenated word such as
+    ``large-G``): typesetting the part would change its meaning, so it stays text."""
+    for m, glued in ((_BEFORE.search(text[:lo]), lo > 0 and not text[lo - 1].isspace()),
+                     (_AFTER.search(text[hi:]), hi < len(text) and not text[hi].isspace())):
+        if m is None:
+            continue
+        tok = m.group(1)
+        if not _IDENT.fullmatch(tok):
+            return True
+        if glued or len(tok) <= 2 or tok in names or not tok.islower() or not tok.isalpha():
+            return True
+    return False
+
+
+def prose_tex(text: str) -> str:
+    """Plain text with its embedded formulas typeset: each formula span is parsed by sympy and
+    printed by sympy's LaTeX printer; the words around it are escaped."""
+    out, pos = [], 0
+    text = str(text)
+    names = _prose_symbols()
+    for m in _FORMULA.finditer(text):
+        # words that are not symbols split a candidate into the formulas around them
+        segments, cur, cur_start, at = [], "", m.start(), m.start()
+        for piece in re.split(r"(\b[A-Za-z_][A-Za-z0-9_]*\b)", m.group(0)):
+            if len(piece) > 1 and _IDENT.fullmatch(piece) and piece not in names:
+                segments.append((cur_start, cur))
+                cur, cur_start = "", at + len(piece)
+            else:
+                cur += piece
+            at += len(piece)
+        segments.append((cur_start, cur))
+        for seg_start, seg in segments:
+            core = seg.strip()
+            tex = _formula_tex(core) if core else None
+            if tex is None:
+                continue
+            lo = seg_start + seg.index(core)
+            if _juxtaposed(text, lo, lo + len(core), names):
+                continue
+            out.append(_text(text[pos:lo]))
+            out.append(f"${tex}$")
+            pos = lo + len(core)
+    out.append(_text(text[pos:]))
+    return "".join(out)
+
+
 def _cites(d: Derived) -> str:
     keys = [k for k in d.references if k in REFERENCES]
     return f" \\cite{{{','.join(keys)}}}" if keys else ""
 
 
+_NP_SCALAR = re.compile(r"np\.\w+\(([^()]*)\)")
+
+
+def _verification_line(v) -> str:
+    """One verification, stated by method: symbolic proof / high-precision numerics (with its
+    digits) / sampled check (with its tolerance or error).  sympy's residues (programming text)
+    are not printed; numeric details are."""
+    label = METHOD_LABELS.get(v.method, v.method)
+    status = ("proven" if v.method == "sympy" else "confirmed" if v.method == "mpmath" else "passed") \
+        if v.passed else "FAILED"
+    detail = ""
+    if v.method != "sympy" and v.detail:
+        detail = " (" + prose_tex(_NP_SCALAR.sub(r"\1", v.detail)) + ")"
+    return f"\\item[--] {prose_tex(v.claim)}{detail} \\hfill [{label}: {status}]"
+
+
+def _symbol_names_by_name():
+    return {str(sym): name for sym, name in S.LATEX_NAMES.items()}
+
+
+def _lhs(d: Derived) -> str:
+    """The left-hand side; a bare symbol name is printed with that symbol's notation name."""
+    return _symbol_names_by_name().get(d.lhs, d.lhs)
+
+
 def equation_block(d: Derived) -> str:
-    """One result: description, labelled equation (from ``d.latex()``), assumptions, proof log."""
-    lines = [f"\\paragraph{{{escape_tex(d.name)}.}} {escape_tex(d.description)}{_cites(d)}"]
-    body = d.latex()
+    """One result: description, labelled equation (sympy's printer on ``d.expr``), assumptions,
+    and how each claim about it was verified."""
+    lines = [f"\\paragraph{{{escape_tex(d.name)}.}} {prose_tex(d.description)}{_cites(d)}"]
+    body = f"{_lhs(d)} = {sp.latex(d.expr, symbol_names=S.LATEX_NAMES)}"
     lines.append("\\begin{equation}\\label{" + d.label + "}")
     if len(body) > 180:  # long expressions: shrink (never enlarge) to the line width
         lines.append("\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}"
@@ -79,42 +310,89 @@ def equation_block(d: Derived) -> str:
     if d.units:
         meta.append(f"\\emph{{Units:}} {escape_tex(d.units)}.")
     if d.assumptions:
-        meta.append(f"\\emph{{Assumptions:}} {escape_tex(d.assumptions)}.")
+        meta.append(f"\\emph{{Assumptions:}} {prose_tex(d.assumptions)}.")
     if meta:
         lines.append(" ".join(meta))
     if d.verifications:
         lines.append("\\emph{Verified:}")
         lines.append("\\begin{itemize}\\setlength\\itemsep{0pt}")
-        for v in d.verifications:
-            status = "proven" if v.passed else "FAILED"
-            detail = f" ({escape_tex(v.detail)})" if v.detail else ""
-            lines.append(f"\\item[--] {escape_tex(v.claim)} \\hfill [{escape_tex(v.method)}, {status}]{detail}")
+        lines.extend(_verification_line(v) for v in d.verifications)
         lines.append("\\end{itemize}")
     elif d.level == "literature":
         lines.append("\\emph{Quoted from the literature, not derived here.}")
+    else:
+        lines.append("\\emph{Not verified: no check is recorded for this result.}")
     return "\n".join(lines)
 
 
-def references_bib() -> str:
-    """BibTeX of :data:`REFERENCES`."""
+def _used_keys(names) -> list[str]:
+    keys = []
+    for n in names:
+        for k in get(n).references:
+            if k in REFERENCES and k not in keys:
+                keys.append(k)
+    return keys
+
+
+def references_bib(keys=None) -> str:
+    """BibTeX of ``keys`` (default: every entry of :data:`REFERENCES`)."""
     out = []
-    for key, f in REFERENCES.items():
+    for key in (REFERENCES if keys is None else keys):
+        f = REFERENCES[key]
         fields = ",\n".join(f"  {k} = {{{v}}}" for k, v in f.items() if k != "type")
         out.append(f"@{f['type']}{{{key},\n{fields}\n}}")
     return "\n\n".join(out) + "\n"
 
 
-def _bibliography() -> str:
-    items = []
-    for key, f in REFERENCES.items():
-        items.append(f"\\bibitem{{{key}}} {f['author'].replace('{', '').replace('}', '')}. "
-                     f"\\emph{{{f['title']}}}. {f['journal']}, {f['year']}.")
+def _plain(text: str) -> str:
+    return text.replace("{", "").replace("}", "")
+
+
+def _bibliography(keys) -> str:
+    items = [f"\\bibitem{{{key}}} {_plain(REFERENCES[key]['author'])}. "
+             f"\\emph{{{REFERENCES[key]['title']}}}. {REFERENCES[key]['journal']}, "
+             f"{REFERENCES[key]['year']}." for key in keys]
     return "\\begin{thebibliography}{9}\n" + "\n".join(items) + "\n\\end{thebibliography}"
 
 
-def equations_document(names=None) -> str:
-    """The standalone LaTeX document of the derived results (all registered ones by default)."""
+def _literature_sentence(names) -> str:
+    """Which papers a chapter's results reproduce, quote or correct (from the records' own
+    references; each record's description says how)."""
+    by_key = {}
+    for n in names:
+        for k in get(n).references:
+            if k in REFERENCES:
+                by_key.setdefault(k, []).append(n)
+    if not by_key:
+        return ("\\emph{Relation to the literature:} the results of this section are derived here "
+                "and cite no published counterpart.")
+    parts = [f"\\cite{{{k}}} (" + ", ".join(escape_tex(n.split('.', 1)[1]) for n in ns) + ")"
+             for k, ns in by_key.items()]
+    return ("\\emph{Relation to the literature:} results of this section reproduce, quote or correct "
+            + "; ".join(parts) + "; each result's description says which.")
+
+
+def _verification_key() -> str:
+    return ("Each result lists the claims that were checked and how: "
+            + "; ".join(f"\\emph{{{escape_tex(lbl)}}}" for lbl in METHOD_LABELS.values())
+            + ". Only a symbolic proof is a proof; high-precision numerics state their digits, "
+              "and a sampled check states the points and the error it tolerated.")
+
+
+def equations_document(names=None, extra_sections=()) -> str:
+    """The standalone LaTeX document of the derived results (all registered ones by default).
+
+    ``extra_sections`` are ``(title, latex_body)`` pairs appended after the chapters (the report
+    adds the bifurcation atlas there); they may cite keys of :data:`REFERENCES` through
+    ``\\cite``.
+    """
     names = list(all_names() if names is None else names)
+    keys = ["shao2024deepseekmath"] + [k for k in _used_keys(names) if k != "shao2024deepseekmath"]
+    for _, body in extra_sections:
+        for k in re.findall(r"\\cite\{([^}]*)\}", body):
+            for kk in k.split(","):
+                if kk in REFERENCES and kk not in keys:
+                    keys.append(kk)
     parts = [
         "\\documentclass[10pt]{article}",
         "\\usepackage{amsmath,amssymb,graphicx}",
@@ -126,20 +404,14 @@ def equations_document(names=None) -> str:
         "\\date{}",
         "\\begin{document}",
         "\\maketitle",
-        "Every equation below is rendered from the sympy expression that the package lambdifies "
-        "for its numerics; each carries the checks that verified it (``sympy'': an identity proven "
-        "symbolically; ``mpmath'': agreement with a high-precision numerical solution). "
-        "GRPO \\cite{shao2024deepseekmath}; the reduced-order model follows \\cite{predictable_grpo}; "
-        "success amplification \\cite{mroueh2025}.",
+        "Every equation below is printed by sympy's \\LaTeX{} printer from the expression that the "
+        "package lambdifies for its numerics. The algorithm is GRPO \\cite{shao2024deepseekmath} "
+        "on a softmax bandit. " + _verification_key(),
         "",
         "\\section*{Notation}",
-        "$z$: logit of the success probability $p=\\sigma(z)$, $q=1-p$; "
-        "$z_{\\mathrm{old}}$: logit of the sampling policy; $p_{\\mathrm{ref}}$, $z_{\\mathrm{ref}}$: "
-        "reference policy; $G$: group size; $n$: correct samples in a group; $\\epsilon$: advantage "
-        "epsilon; $\\beta$: KL coefficient; $\\kappa$: softmax metric factor; $\\eta$: learning rate; "
-        "$\\mu$: heavy-ball momentum; $K=K_f+K_s$: stiffness (fresh and stale parts); "
-        "$k_{\\mathrm{ref}}$: refresh interval; $d$: delay; $\\ell$: lag; $m,\\gamma,k$: mass, damping "
-        "and spring of the continuous model; $t$: optimizer steps; $x=z-z^*$.",
+        "One symbol, one meaning, in this document, the figures and the command line.",
+        "",
+        notation_table(),
     ]
     by_prefix = {}
     for name in names:
@@ -150,20 +422,29 @@ def equations_document(names=None) -> str:
         parts.append(f"\\section{{{ch.latex_title}}}")
         if ch.latex_intro:
             parts.append(ch.latex_intro)
+        parts.append(_literature_sentence(by_prefix[ch.key]))
         for name in by_prefix[ch.key]:
             parts.append(equation_block(get(name)))
-    parts.append(_bibliography())
+    for title, body in extra_sections:
+        parts.append(f"\\section{{{title}}}")
+        parts.append(body)
+    if keys:
+        parts.append(_bibliography(keys))
     parts.append("\\end{document}")
     return "\n\n".join(parts) + "\n"
 
 
-def write_equations(out_dir, *, compile_pdf: bool = True, names=None) -> Path:
-    """Write ``equations.tex`` (and ``equations.pdf`` when pdflatex exists) into ``out_dir``."""
+def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sections=()) -> Path:
+    """Write ``equations.tex`` (and ``equations.pdf`` when pdflatex exists) and
+    ``references.bib`` (the papers the document cites) into ``out_dir``."""
+    names = list(all_names() if names is None else names)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tex = out / "equations.tex"
-    tex.write_text(equations_document(names), encoding="utf-8")
-    (out / "references.bib").write_text(references_bib(), encoding="utf-8")
+    doc = equations_document(names, extra_sections)
+    tex.write_text(doc, encoding="utf-8")
+    cited = [k for k in REFERENCES if f"{{{k}" in doc or f",{k}" in doc]
+    (out / "references.bib").write_text(references_bib(cited), encoding="utf-8")
     if compile_pdf and shutil.which("pdflatex"):
         for _ in range(2):  # second pass resolves references
             proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name],
@@ -176,16 +457,19 @@ def write_equations(out_dir, *, compile_pdf: bool = True, names=None) -> Path:
     return tex
 
 
-def citation(names=None) -> str:
-    """Plain-text statement of which derived results and which papers a document rests on."""
+def citation(names=None, *, bibtex: bool = False) -> str:
+    """What to cite when using the results ``names`` (default: all registered ones).
+
+    Plain text by default: the package and the papers the results rest on; with
+    ``bibtex=True`` the BibTeX entries of those papers.  The report's bibliography is
+    generated from the same list.
+    """
     names = list(all_names() if names is None else names)
-    keys = []
-    for n in names:
-        for k in get(n).references:
-            if k not in keys:
-                keys.append(k)
-    papers = "; ".join(f"{REFERENCES[k]['author'].replace('{', '').replace('}', '')}, "
-                       f"\"{REFERENCES[k]['title'].replace('{', '').replace('}', '')}\", "
+    keys = _used_keys(names)
+    if bibtex:
+        return references_bib(keys)
+    papers = "; ".join(f"{_plain(REFERENCES[k]['author'])}, \"{_plain(REFERENCES[k]['title'])}\", "
                        f"{REFERENCES[k]['journal']} ({REFERENCES[k]['year']})" for k in keys)
     return (f"Generated by grpo-theory {__version__} from {len(names)} derived results "
-            f"({', '.join(names[:6])}{', ...' if len(names) > 6 else ''}). Rests on: {papers or 'no external results'}.")
+            f"({', '.join(names[:6])}{', ...' if len(names) > 6 else ''}). "
+            f"Rests on: {papers or 'no external results'}.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 from grpo_theory.theory import discrete
@@ -15,7 +16,7 @@ from grpo_theory.model import DEFAULT_MODEL
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURES = ("phase_diagram_k", "phase_diagram_mu", "trajectories", "fluctuation_law",
-           "bifurcation", "log_fit")
+           "bifurcation", "log_fit", "atlas_folds", "atlas_discrete")
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +92,83 @@ def test_equations_compile(report_dir, tmp_path):
 def test_default_model_has_stable_interior_fixed_point():
     fp = stable_fixed_point(**DEFAULT_MODEL.variant())
     assert fp.stable and DEFAULT_MODEL.p_ref < fp.p < 1
+
+
+def test_every_figure_has_a_data_twin():
+    from grpo_theory.report.build import FIGURE_DATA
+
+    assert set(FIGURES) == set(FIGURE_DATA)
+    d = FIGURE_DATA["phase_diagram_mu"]()
+    axis, eta_K = d["mu"]["exact_boundary"]
+    assert axis.shape == eta_K.shape and np.all(np.isfinite(eta_K))
+    # the exact boundary is the binding Jury threshold, recomputed here from refresh_thresholds
+    flip, cx, _ = discrete.refresh_thresholds(axis[10], DEFAULT_MODEL.refresh_interval)
+    assert eta_K[10] == pytest.approx(min(float(flip), float(cx)), rel=1e-12)
+
+
+def test_atlas_in_report(report_dir):
+    import json
+
+    md = (report_dir / "report.md").read_text()
+    tex = (report_dir / "equations.tex").read_text()
+    nums = json.loads((report_dir / "report.json").read_text())
+    at = nums["atlas"]
+    assert at["passed"] and at["checks"]["cusp"]["passed"]
+    cusp = at["p_ref_plane"]["cusp"]
+    assert f"{cusp['p_ref']:.10f}" in md and f"{cusp['p_ref']:.10f}" in tex
+    assert "Two-parameter bifurcation atlas" in tex
+
+
+def test_equations_use_one_notation_and_state_methods(report_dir):
+    tex = (report_dir / "equations.tex").read_text()
+    assert r"\kappa_{s}" in tex                     # spring constant: never k
+    assert "k_{\\mathrm{ref}}" not in tex           # the refresh interval is k
+    assert "numeric, proven" not in tex and "[numeric" not in tex
+    assert "sampled numeric check (floating point): passed" in tex
+    assert "symbolic proof (sympy): proven" in tex
+    for token in ("**", "np.float64"):
+        assert token not in tex, token
+
+
+def test_bad_out_is_one_line_exit_2_nothing_written(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert main(["report", "--out", str(f)]) == 2
+    assert main(["report", "--out", str(f / "sub")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("--out" in line for line in err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"] and f.read_text() == "x"
+
+
+def test_failed_crosscheck_gives_exit_1_with_reason(tmp_path):
+    from grpo_theory.report.build import ReportResult
+
+    ok = {"name": "plateaus", "predicted": 0.9, "measured": 0.9, "error": 0.0,
+          "band": {"tolerance": 0.01}, "verdict": "pass"}
+    bad = {**ok, "name": "refresh_threshold", "measured": 0.5, "error": -0.4, "verdict": "fail"}
+    good = ReportResult(out_dir=tmp_path, numbers={"crosschecks": {"checks": [ok]}})
+    assert good.exit_code == 0 and good.failures() == []
+    rr = ReportResult(out_dir=tmp_path, numbers={"crosschecks": {"checks": [ok, bad]}})
+    assert rr.exit_code == 1
+    text = str(rr)
+    assert "1 FAILED" in text and "refresh_threshold failed" in text and "> tolerance 0.01" in text
+    assert rr.to_dict()["failures"] == rr.failures()
+
+
+def test_citation_is_generated_from_what_is_used():
+    from grpo_theory.theory.latex import citation
+
+    only_osc = [n for n in all_names() if n.startswith("oscillator.")]
+    assert "@article{mroueh2025," in citation(["fixed_points.mroueh_map"], bibtex=True)
+    assert "@article{mroueh2025," not in citation(only_osc, bibtex=True)
+
+
+def test_prose_formulas_are_typeset_by_sympy():
+    from grpo_theory.theory.latex import prose_tex
+
+    assert prose_tex("flip boundary: 2*mu + 2.") == r"flip boundary: $2 \mu + 2$."
+    assert prose_tex("P(n = 0) + P(n = G) = p^G + q^G") .endswith(r"= $p^{G} + q^{G}$")
+    assert prose_tex("k -> oo") == r"k $\to$ $\infty$"
+    # a formula glued to other symbols by juxtaposition stays text (typesetting a part would change it)
+    assert "$" not in prose_tex("d/dz log w = n q - (G - n) p")
+    assert "$" not in prose_tex("large-G limit")
