@@ -321,17 +321,17 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
         ax = axes[2]
         g = data["group_size_plane"]
         ax.fill_betweenx(g["group_size"], g["lower"], g["upper"], color=REGIME_COLORS["oscillatory"],
-                         step="mid", label="bistable")
-        ax.plot(g["lower"], g["group_size"], ".", ms=2.5, color="k", label="folds")
-        ax.plot(g["upper"], g["group_size"], ".", ms=2.5, color="k")
+                         label="bistable")
+        ax.plot(g["lower"], g["group_size"], ".-", ms=3, lw=0.8, color="k", label="folds")
+        ax.plot(g["upper"], g["group_size"], ".-", ms=3, lw=0.8, color="k")
         ax.axhline(g["first_bistable"] - 0.5, color=PALETTE[1], lw=0.8, ls=":",
-                   label=f"onset between {math_label('G')} = {g['first_bistable'] - 1} and {g['first_bistable']}")
+                   label=f"onset: {math_label('G')} = {g['first_bistable'] - 1}→{g['first_bistable']}")
         ax.set_yscale("log", base=2)
         ax.set_xlabel(f"KL coefficient {math_label('beta')}")
         ax.set_ylabel(f"group size {math_label('G')}")
         ax.set_title(f"folds in ({math_label('beta')}, {math_label('G')}), "
                      f"{math_label('p_ref')} = {g['p_ref']:g}")
-        ax.legend(frameon=False, loc="center right", fontsize=6.5)
+        ax.legend(frameon=False, loc="lower right", bbox_to_anchor=(1.02, 0.0), fontsize=6.5)
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
