@@ -219,7 +219,7 @@ def _segments(x, y, mask):
 
 
 def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
-                beta_range=(1e-2, 10.0), p_ref=None) -> list[Path]:
+                beta_range=(1e-2, 10.0), p_ref=None, note=None) -> list[Path]:
     """Fixed-point branches p* vs β.  ``panels`` = {title: [(label, beta, p, stable_mask)]};
     ``mroueh`` = (beta, p) points overlaid on the first ``mroueh_panels`` panels (all if None)."""
     with style() as plt:
@@ -247,6 +247,8 @@ def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
             ax.set_title(title)
             ax.legend(handles=handles, frameon=False, loc="lower left")
         np.atleast_1d(axes)[0].set_ylabel(r"fixed point $p^*$ (reward)")
+        if note:
+            fig.text(0.5, -0.02, note, ha="center", va="top", fontsize=6.5, color="0.3")
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
