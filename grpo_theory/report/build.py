@@ -420,6 +420,10 @@ def _fig_fluctuation(out_dir, model_obj, full):
                                    d["g_var_sim_err"], d["g_var_theory"], d["g_var_continuous"]), d["rows"]
 
 
+#: the branches are traced for z* up to z_ref + this many logits (p* within 1e-17 of 1)
+_BRANCH_SPAN = 40.0
+
+
 def _branches(p_ref, normalization, kl, group_size, adv_eps, beta_range):
     """Fixed-point branches p*(β) as the parametric curve β = B(z) = A(z)/Φ(z).
 
@@ -430,7 +434,7 @@ def _branches(p_ref, normalization, kl, group_size, adv_eps, beta_range):
     from grpo_theory.theory.drift import drift_components
 
     z_ref = math.log(p_ref / (1 - p_ref))
-    z = z_ref + np.concatenate([np.logspace(-4, 0, 300)[:-1], np.linspace(1, 40, 3000)])
+    z = z_ref + np.concatenate([np.logspace(-4, 0, 300)[:-1], np.linspace(1, _BRANCH_SPAN, 3000)])
     kw = dict(normalization=normalization, kl=kl, surrogate="stale", p_ref=p_ref,
               adv_eps=adv_eps, group_size=group_size)
     with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -479,15 +483,20 @@ def bifurcation_data(model=None, *, full=False) -> dict:
             mb.append(b)
             mp.append(pv)
     return {"panels": panels, "mroueh": (np.array(mb), np.array(mp)), "beta_range": rng,
-            "p_ref": p_ref, "rows": bif_rows}
+            "p_ref": p_ref, "rows": bif_rows, "z_span": _BRANCH_SPAN}
 
 
 def _fig_bifurcation(out_dir, model_obj, full):
     from grpo_theory.report import figures
+    from grpo_theory.theory.latex import math_label
 
     d = bifurcation_data(model_obj, full=full)
     files = figures.bifurcation(out_dir, "bifurcation", d["panels"], mroueh=d["mroueh"], mroueh_panels=1,
-                                beta_range=d["beta_range"], p_ref=d["p_ref"])
+                                beta_range=d["beta_range"], p_ref=d["p_ref"],
+                                note=f"Branches are traced up to {math_label('z_star')} = {math_label('z_ref')} + "
+                                     f"{d['z_span']:g} (1 − p* ≈ 1e-17): a curve starting at p* = 1 inside the "
+                                     "window continues there to its left; a curve starting below 1 starts at a "
+                                     "saddle-node (fold).")
     return files, d["rows"]
 
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from grpo_theory.theory.latex import math_label
+
 __all__ = ["STYLE", "style", "save", "phase_diagram", "trajectories", "fluctuation_law",
            "bifurcation", "log_fit", "atlas_folds", "atlas_discrete"]
 
@@ -137,16 +139,17 @@ def phase_diagram(out_dir, stem, diagram, *, published, exact_boundary, marker=N
             hs.append(h3)
         if is_k:
             ax.set_xscale("log")
-            ax.set_xlabel(r"refresh interval $k$ (steps)")
+            ax.set_xlabel(f"refresh interval {math_label('k')} (steps)")
             ax.set_xlim(xe[0], xe[-1])
         else:
-            ax.set_xlabel(r"momentum $\mu$")
+            ax.set_xlabel(f"momentum {math_label('mu')}")
             ax.set_xlim(xe[0], xe[-1])
         ax.set_ylim(ye[0], ye[-1])
-        ax.set_ylabel(r"$\eta K$ (learning rate × stiffness)")
+        ax.set_ylabel(f"{math_label('a')} = {math_label('eta')}{math_label('K')} (learning rate × stiffness)")
         if title:
             ax.set_title(title)
-        fig.legend(handles=handles + hs, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+        fig.tight_layout()
+        fig.legend(handles=handles + hs, loc="upper center", bbox_to_anchor=(0.5, -0.01),
                    ncol=2, frameon=False)
         return save(fig, out_dir, stem)
 
@@ -154,8 +157,6 @@ def phase_diagram(out_dir, stem, diagram, *, published, exact_boundary, marker=N
 def trajectories(out_dir, stem, panels) -> list[Path]:
     """One panel per regime.  Each panel dict: ``title``, ``t``, ``mean``, ``sd``,
     ``theory_t``, ``theory`` (L3 closed form or None), ``z_star``, ``note``."""
-    from grpo_theory.theory.latex import math_label
-
     with style() as plt:
         fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 2.5))
         for ax, pan in zip(np.atleast_1d(axes), panels):
@@ -203,7 +204,7 @@ def fluctuation_law(out_dir, stem, group_sizes, g_var_sim, g_var_sim_err, g_var_
         ax.set_xscale("log", base=2)
         ax.set_xticks(G)
         ax.set_xticklabels([str(int(g)) for g in G])
-        ax.set_xlabel(r"group size $G$")
+        ax.set_xlabel(f"group size {math_label('G')}")
         ax.set_ylabel(r"$G \cdot \mathrm{Var}\,z$ (stationary)")
         ax.set_ylim(0, None)
         ax.legend(frameon=False)
@@ -219,7 +220,7 @@ def _segments(x, y, mask):
 
 
 def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
-                beta_range=(1e-2, 10.0), p_ref=None) -> list[Path]:
+                beta_range=(1e-2, 10.0), p_ref=None, note=None) -> list[Path]:
     """Fixed-point branches p* vs β.  ``panels`` = {title: [(label, beta, p, stable_mask)]};
     ``mroueh`` = (beta, p) points overlaid on the first ``mroueh_panels`` panels (all if None)."""
     with style() as plt:
@@ -243,10 +244,12 @@ def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
             ax.set_xscale("log")
             ax.set_xlim(*beta_range)
             ax.set_ylim(p_ref - 0.02 if p_ref is not None else 0, 1.005)
-            ax.set_xlabel(r"KL coefficient $\beta$")
+            ax.set_xlabel(f"KL coefficient {math_label('beta')}")
             ax.set_title(title)
             ax.legend(handles=handles, frameon=False, loc="lower left")
         np.atleast_1d(axes)[0].set_ylabel(r"fixed point $p^*$ (reward)")
+        if note:
+            fig.text(0.5, -0.02, note, ha="center", va="top", fontsize=6.5, color="0.3")
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
@@ -279,8 +282,6 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
     folds marked.  Middle: the fold curve in (beta, p_ref), bistable region shaded, cusp marked.
     Right: the folds per integer G in (beta, G), bistable range between them.
     """
-    from grpo_theory.theory.latex import math_label
-
     with style() as plt:
         fig, axes = plt.subplots(1, 3, figsize=(7.4, 2.6))
         ax = axes[0]
@@ -321,17 +322,17 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
         ax = axes[2]
         g = data["group_size_plane"]
         ax.fill_betweenx(g["group_size"], g["lower"], g["upper"], color=REGIME_COLORS["oscillatory"],
-                         step="mid", label="bistable")
-        ax.plot(g["lower"], g["group_size"], ".", ms=2.5, color="k", label="folds")
-        ax.plot(g["upper"], g["group_size"], ".", ms=2.5, color="k")
+                         label="bistable")
+        ax.plot(g["lower"], g["group_size"], ".-", ms=3, lw=0.8, color="k", label="folds")
+        ax.plot(g["upper"], g["group_size"], ".-", ms=3, lw=0.8, color="k")
         ax.axhline(g["first_bistable"] - 0.5, color=PALETTE[1], lw=0.8, ls=":",
-                   label=f"onset between {math_label('G')} = {g['first_bistable'] - 1} and {g['first_bistable']}")
+                   label=f"onset: {math_label('G')} = {g['first_bistable'] - 1}→{g['first_bistable']}")
         ax.set_yscale("log", base=2)
         ax.set_xlabel(f"KL coefficient {math_label('beta')}")
         ax.set_ylabel(f"group size {math_label('G')}")
         ax.set_title(f"folds in ({math_label('beta')}, {math_label('G')}), "
                      f"{math_label('p_ref')} = {g['p_ref']:g}")
-        ax.legend(frameon=False, loc="center right", fontsize=6.5)
+        ax.legend(frameon=False, loc="lower right", bbox_to_anchor=(1.02, 0.0), fontsize=6.5)
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
@@ -339,8 +340,6 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
 def atlas_discrete(out_dir, stem, data) -> list[Path]:
     """Flip and complex-pair (Neimark-Sacker) boundaries of the exact refresh-window map as
     curves in (k, eta K) and (mu, eta K), codimension-two points marked."""
-    from grpo_theory.theory.latex import math_label
-
     with style() as plt:
         fig, axes = plt.subplots(1, 2, figsize=(7.0, 2.7))
         for ax, x, fl, cx, cod, xkey, fixed in (
