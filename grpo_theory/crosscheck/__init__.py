@@ -20,6 +20,7 @@ import numpy as np
 
 from grpo_theory.crosscheck.adam import check_adam, check_adam_critical_damping
 from grpo_theory.crosscheck.collapse import check_collapse, check_collapse_reuse
+from grpo_theory.crosscheck.k1_reward import check_k1_refresh_threshold
 from grpo_theory.crosscheck.batch_reuse import check_reuse_batch, check_reuse_fresh
 from grpo_theory.crosscheck.base import (BASE, BASE_MODEL, N_SIGMA, Check, CrosscheckReport,
                                          mean_field_trajectory, moment_closure_trajectory)
@@ -36,7 +37,7 @@ __all__ = ["Check", "CrosscheckReport", "run_crosschecks", "mean_field_trajector
            "check_mean_trajectory", "check_group_temperature", "check_refresh_threshold",
            "check_damping_transition", "check_plateaus", "check_adam", "check_reuse_fresh",
            "check_reuse_batch", "check_collapse", "check_collapse_reuse",
-           "check_adam_critical_damping"]
+           "check_adam_critical_damping", "check_k1_refresh_threshold"]
 
 #: (name, function) in report order
 CHECKS = [("mean_trajectory", check_mean_trajectory),
@@ -49,7 +50,8 @@ CHECKS = [("mean_trajectory", check_mean_trajectory),
           ("reuse_fresh", check_reuse_fresh),
           ("reuse_batch", check_reuse_batch),
           ("collapse", check_collapse),
-          ("collapse_reuse", check_collapse_reuse)]
+          ("collapse_reuse", check_collapse_reuse),
+          ("k1_refresh_threshold", check_k1_refresh_threshold)]
 
 
 def run_crosschecks(quick=True, seed=0, progress=None) -> CrosscheckReport:

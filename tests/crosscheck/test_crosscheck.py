@@ -27,7 +27,8 @@ def test_report_numbers_finite_and_json_safe(report):
                                                 "refresh_threshold", "damping_transition",
                                                 "plateaus", "adam", "adam_critical_damping",
                                                 "reuse_fresh",
-                                                "reuse_batch", "collapse", "collapse_reuse"]
+                                                "reuse_batch", "collapse", "collapse_reuse",
+                                                "k1_refresh_threshold"]
     for c in report.checks:
         assert c.verdict in ("pass", "fail", "info")
         assert math.isfinite(float(c.predicted))
@@ -38,7 +39,8 @@ def test_report_numbers_finite_and_json_safe(report):
 @pytest.mark.parametrize("name", ["mean_trajectory", "group_temperature", "refresh_threshold",
                                   "damping_transition", "plateaus", "adam",
                                   "adam_critical_damping", "reuse_fresh",
-                                  "reuse_batch", "collapse", "collapse_reuse"])
+                                  "reuse_batch", "collapse", "collapse_reuse",
+                                  "k1_refresh_threshold"])
 def test_check_passes(report, name):
     c = report[name]
     assert c.verdict == "pass", c.details.get("notes")

@@ -99,3 +99,12 @@ def test_simulation_settles_at_the_fixed_point():
                   momentum=0.0, refresh_interval=1)
     res = m.simulate(steps=300, runs=64, seed=2, record=("z",))
     assert np.allclose(res.observables["z"][:, -1], m.fixed_point().z, atol=1e-8)
+
+
+def test_refresh_threshold_check_locates_the_all_stale_threshold():
+    from grpo_theory.crosscheck import check_k1_refresh_threshold
+
+    c = check_k1_refresh_threshold()
+    assert c.verdict == "pass", c.details["notes"]
+    assert c.predicted == c.measured
+    assert any(r["stable"] is False for r in c.details["rows"])   # the unstable side was run
