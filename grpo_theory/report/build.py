@@ -560,7 +560,7 @@ def _atlas_section(data) -> tuple[str, str]:
     def tex(e):
         return sp.latex(e, symbol_names=S.LATEX_NAMES)
 
-    B, Acal, Phi = sp.Function("B"), sp.Function(r"\mathcal{A}"), sp.Function(r"\Phi")
+    Acal, Phi = sp.Function(r"\mathcal{A}"), sp.Function(r"\Phi")
     Bz = sp.Function("B")(S.z)
     cusp = data["p_ref_plane"]["cusp"]
     chk = data["checks"]
@@ -641,11 +641,45 @@ def _fig_log(out_dir, notes):
     return files, d["summary"]
 
 
+DEEPNET_INSTALL = ("pip install 'grpo-theory[deepnet]' (on a CPU-only machine first "
+                   "pip install torch==2.13.0)")
+
+
+def deepnet_data(*, full=False) -> dict | None:
+    """Data twin of the deep-network figure: a refresh sweep of an MLP policy trained with real
+    sampled GRPO (:func:`grpo_theory.deepnet.run_deepnet`) around the exact k_max predicted
+    from its measured stiffness; arrays ``k``, ``multiplier``, ``se``, ``predicted`` and the
+    summary numbers.  ``None`` when PyTorch is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return None
+    from grpo_theory.deepnet import run_deepnet
+
+    res = run_deepnet(quick=True, refresh_intervals=tuple(range(1, 15)) if full else (9, 10, 11),
+                      transition=full)
+    rows = res.per_k
+    return {"k": np.array([r.k for r in rows]), "multiplier": np.array([r.multiplier for r in rows]),
+            "se": np.array([r.se for r in rows]), "predicted": np.array([r.predicted for r in rows]),
+            "k_max_predicted": res.k_max_predicted, "k_max_published": res.k_max_published,
+            "k_max_observed": res.k_max_observed, "result": res}
+
+
+def _fig_deepnet(out_dir, full, notes):
+    from grpo_theory.report import figures
+
+    d = deepnet_data(full=full)
+    if d is None:
+        notes.append("deep-network section skipped: PyTorch is not installed (" + DEEPNET_INSTALL + ").")
+        return [], None
+    return figures.deepnet(out_dir, "deepnet", d), d["result"].to_dict()
+
+
 #: Each report figure (stem) -> its data twin: call it to get the arrays and re-plot in any style.
 FIGURE_DATA = {"phase_diagram_k": phase_diagram_data, "phase_diagram_mu": phase_diagram_data,
                "trajectories": trajectories_data, "fluctuation_law": fluctuation_data,
                "bifurcation": bifurcation_data, "log_fit": log_fit_data,
-               "atlas_folds": atlas_data, "atlas_discrete": atlas_data}
+               "atlas_folds": atlas_data, "atlas_discrete": atlas_data, "deepnet": deepnet_data}
 
 
 def _crosschecks(full):
@@ -692,7 +726,7 @@ def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = 
     rr = ReportResult(out_dir=out)
     notes = rr.notes
     stages = ["derivations", "numbers", "atlas", "equations", "phase diagrams", "trajectories",
-              "1/G law", "bifurcations", "log fit", "cross-checks", "report"]
+              "1/G law", "bifurcations", "log fit", "deep network", "cross-checks", "report"]
     bar = progress(total=len(stages), desc="report")
     timings = {}
 
@@ -746,6 +780,9 @@ def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = 
     stage("log fit")
     figs["log_fit"], nums["log_fit"] = _fig_log(out, notes)
     done("log fit")
+    stage("deep network")
+    figs["deepnet"], nums["deepnet"] = _fig_deepnet(out, full, notes)
+    done("deep network")
     stage("cross-checks")
     cc = _crosschecks(full) if crosscheck else None
     if not crosscheck:
@@ -1026,6 +1063,21 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
         a("Codimension-two points (flip meets complex pair): "
           + "; ".join([f"k = {p_['refresh_interval']:.6f}, ηK = {p_['eta_K']:.6f}" for p_ in cod["k"]]
                       + [f"μ = {p_['momentum']:.6f}, ηK = {p_['eta_K']:.6f}" for p_ in cod["mu"]]) + ".\n")
+    a("## Deep network: the refresh threshold on a neural policy\n")
+    dn = nums.get("deepnet")
+    if dn is None:
+        a("Not run: PyTorch is not installed. " + DEEPNET_INSTALL + ", then rebuild the report "
+          "or run `grpo-theory deepnet --quick`.\n")
+    else:
+        a(f"A {dn['parameters']}-parameter MLP policy over {dn['prompts']} prompts, trained with real "
+          f"sampled GRPO ({dn['variant']}, G = {dn['group_size']}). Its stiffness, measured two "
+          f"independent ways, is {_f(dn['stiffness_ntk'])} (NTK × bandit theory) and "
+          f"{_f(dn['stiffness_response'])} ± {_f(dn['stiffness_response_se'], 2)} (linear response "
+          f"on the top mode). With it the exact L2 theory predicts k_max = {dn['k_max_predicted']}; "
+          f"the published rule says {dn['k_max_published']}; the network's observed k_max is "
+          f"{dn['k_max_observed']} ({'every tested k classified as predicted' if not dn['misclassified_k'] else 'misclassified k: ' + str(dn['misclassified_k'])}). "
+          "`grpo-theory deepnet` reruns it; `benchmarks/bench_deepnet.py` is the full protocol.\n")
+        a(_img("deepnet", "Per-window multiplier of the top mode against the exact prediction."))
     a("## Cross-checks (theory vs direct simulation)\n")
     if cc is None:
         a("*Not available in this build* (`grpo_theory.crosscheck` could not be imported or run).\n")

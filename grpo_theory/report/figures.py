@@ -368,3 +368,24 @@ def atlas_discrete(out_dir, stem, data) -> list[Path]:
         fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, frameon=False)
         fig.tight_layout()
         return save(fig, out_dir, stem)
+
+
+def deepnet(out_dir, stem, data) -> list[Path]:
+    """Measured per-window multipliers of the neural policy (± SE) against the exact (L2)
+    prediction from the measured stiffness, with the exact and published k_max marked."""
+    with style() as plt:
+        fig, ax = plt.subplots(figsize=(4.6, 2.9))
+        k = np.asarray(data["k"])
+        ax.axhline(1.0, color="0.6", lw=0.7)
+        ax.plot(k, data["predicted"], "s", mfc="none", color=PALETTE[0], label="exact L2 prediction")
+        ax.errorbar(k, data["multiplier"], yerr=data["se"], fmt="o", ms=3.5, color=PALETTE[1],
+                    label="neural policy, real GRPO (± SE)")
+        if data["k_max_predicted"] is not None:
+            ax.axvline(data["k_max_predicted"] + 0.5, color=PALETTE[0], ls="--", lw=0.8,
+                       label=f"exact $k_{{\\max}}$ = {data['k_max_predicted']}")
+        ax.axvline(data["k_max_published"] + 0.5, color="0.3", ls=":", lw=0.8,
+                   label=f"published rule: $k_{{\\max}}$ = {data['k_max_published']}")
+        ax.set_xlabel("refresh interval $k$ (steps)")
+        ax.set_ylabel("multiplier per window")
+        ax.legend(frameon=False, fontsize=6.5, loc="upper left")
+        return save(fig, out_dir, stem)
