@@ -113,6 +113,9 @@ class CrosscheckReport(Result):
         widths = [max(len(r[i]) for r in rows) for i in range(6)]
         lines = ["  ".join(s.ljust(w) for s, w in zip(r, widths)) for r in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
+        for c in self.checks:
+            if c.verdict == "fail":
+                lines.append(f"FAIL {c.name}: {c.details.get('failure_reason', 'see its notes below')}")
         lines.append("")
         for c in self.checks:
             lines.append(f"[{c.name}] {c.description}")

@@ -121,6 +121,13 @@ def check_refresh_threshold(quick=True, seed_seq=None, base=None, learning_rate=
                   and bool(stable_ks) and bool(unstable_ks)
                   and all(r["consistent"] for r in rows))
     verdict = "pass" if consistent else "fail"
+    reasons = [f"k = {k} <= k_pred = {k_pred} measured unstable" for k in unstable_ks if k <= k_pred]
+    reasons += [f"k = {k} > k_pred = {k_pred} measured stable" for k in stable_ks if k > k_pred]
+    reasons += ["no k measured stable"] if not stable_ks else []
+    reasons += ["no k measured unstable"] if not unstable_ks else []
+    reasons += [f"k = {r['refresh_interval']}: rho_hat {r['variance_growth']:.3f} +- "
+                f"{r['variance_growth_se']:.2g} vs L2 {r['variance_growth_pred_L2']:.3f} (> 4 SE)"
+                for r in rows if not r["consistent"]]
     notes = [f"measured K = {meas.value:.4g} ± {meas.stderr:.2g} (analytic {fp.stiffness:.4g}, "
              f"fresh fraction {phi:.3f} from theory); eta = {eta}, mu = {mu}",
              f"k_max: empirical {k_emp}, exact L2 from measured K {k_pred} "
@@ -159,5 +166,6 @@ def check_refresh_threshold(quick=True, seed_seq=None, base=None, learning_rate=
                  "k_max_L2_measured_K_2se": [k_lo, k_hi], "k_max_L2_analytic_K": k_analytic,
                  "k_max_all_stale": k_stale_only, "k_max_published": k_published,
                  "k_max_empirical": k_emp, "k_min_unstable_empirical": first_unstable,
+                 "failure_reason": "; ".join(reasons) if verdict == "fail" else None,
                  "learning_rate": eta, "momentum": mu,
                  "notes": notes})

@@ -1008,7 +1008,7 @@ class StabilityResult(Result):
     boundary reached first as the learning rate grows: ``"flip"`` (a real eigenvalue
     at -1) or ``"complex"`` (a complex pair on the unit circle).  ``regime`` and
     ``discrete_regime`` are the exact map's label; ``regime_continuous`` is L3's.
-    ``max_stable_refresh_interval`` is ``None`` with
+    ``max_stable_refresh_interval`` is ``math.inf`` (``None`` in JSON) with
     ``stable_for_every_refresh_interval`` true when no refresh interval is unstable.
     The L3 columns use the effective lag ``lag_continuous`` = (k-1)/2 (refresh) or d
     (delay) and the same split; ``rel_error_continuous`` is the relative error of the
@@ -1028,7 +1028,7 @@ class StabilityResult(Result):
     eigenvalues: tuple
     binding_condition: str
     max_stable_learning_rate: float
-    max_stable_refresh_interval: int | None
+    max_stable_refresh_interval: int | float | None
     stable_for_every_refresh_interval: bool | None
     critical_learning_rate_discrete: float | None
     discrete_regime: str
@@ -1049,6 +1049,8 @@ class StabilityResult(Result):
     def to_dict(self) -> dict:
         out = super().to_dict()
         out["eigenvalues"] = [[float(np.real(z)), float(np.imag(z))] for z in self.eigenvalues]
+        if self.stable_for_every_refresh_interval:
+            out["max_stable_refresh_interval"] = None    # no largest one: see the boolean
         return out
 
 
@@ -1130,7 +1132,6 @@ def stability(learning_rate, momentum, refresh_interval, stiffness, *, lag_model
     if lag_model == "refresh":
         every_k = bool(k_max == math.inf)
         if every_k:
-            k_max = None
             notes.append("stable for every refresh interval (the long-window monodromy tends to "
                          "diag(1 - 1/phi, 0) with phi > 1/2)")
     lag = continuous_lag(lag_model, k, delay)

@@ -649,11 +649,38 @@ def _pieces(normalization, kl, surrogate, finite):
                 A=A, dA=dA, A_sum=A_sum, dA_sum=dA_sum)
 
 
+#: above this group size the binomial sums run over the bulk of the weights only
+_FULL_SUM_MAX_G = 4096
+#: half-width of that window in binomial standard deviations: weights beyond are < e^{-84}
+_WINDOW_SD = 13.0
+
+
 def _binomial_sum(fn, G, p, q, eps):
-    n = np.arange(1, G, dtype=float)
+    """sum_{n=1}^{G-1} fn(n, ...) (degenerate groups n = 0, G contribute exactly zero).
+
+    For G > 4096 each p only sums n within 13 binomial standard deviations (plus 30) of
+    G p: the omitted weights are below e^{-84} of the largest (the log weight is exact), so
+    the sum is unchanged in double precision and G up to 10^6 costs O(sqrt(G)) per point."""
     p = np.asarray(p, dtype=float)
-    out = fn(n.reshape((-1,) + (1,) * p.ndim), float(G), p[None, ...], np.asarray(q)[None, ...], eps)
-    return np.sum(out, axis=0)  # n = 1..G-1: degenerate groups contribute exactly zero
+    q = np.broadcast_to(np.asarray(q, dtype=float), p.shape)
+    if G <= _FULL_SUM_MAX_G:
+        n = np.arange(1, G, dtype=float)
+        out = fn(n.reshape((-1,) + (1,) * p.ndim), float(G), p[None, ...], q[None, ...], eps)
+        return np.sum(out, axis=0)
+    pf, qf = p.ravel(), q.ravel()
+    half = np.ceil(_WINDOW_SD * np.sqrt(G * pf * qf) + 30.0)
+    lo = np.clip(np.floor(G * pf) - half, 1, G - 1)
+    hi = np.clip(np.floor(G * pf) + half, 1, G - 1)
+    total = np.zeros(pf.shape)
+    order = np.argsort(hi - lo)              # chunks of similar window width
+    for start in range(0, pf.size, 256):
+        sl = order[start:start + 256]
+        width = int(np.max(hi[sl] - lo[sl])) + 1
+        n = lo[None, sl] + np.arange(width, dtype=float)[:, None]
+        inside = n <= hi[None, sl]
+        vals = fn(np.minimum(n, hi[None, sl]), float(G), pf[None, sl], qf[None, sl], eps)
+        total[sl] = np.sum(np.where(inside, vals, 0.0), axis=0)
+    return total.reshape(p.shape)
 
 
 def _common_args(kl_coef, p_ref, adv_eps, group_size, actions, correct):
@@ -665,12 +692,38 @@ def _common_args(kl_coef, p_ref, adv_eps, group_size, actions, correct):
     return beta, pr, eps, G, kap
 
 
+#: PPO clip range of the ratio surrogate (TRL and verl default: epsilon_low = epsilon_high = 0.2)
+CLIP_RANGE = (0.8, 1.2)
+
+
+def _refuse_where_the_clip_binds(p, q, po, qo, z, zo, clip_range):
+    """The ratio drift is derived with the clip inactive: refuse (z, z_old) where an action's
+    ratio pi/pi_old leaves the clip range, instead of answering for an unclipped loss."""
+    lo, hi = clip_range
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.stack(np.broadcast_arrays(p / po, q / qo))
+    bad = (ratios < lo) | (ratios > hi)
+    if np.any(bad):
+        i = np.argwhere(np.any(bad, axis=0).reshape(-1))[0][0]
+        zb = np.broadcast_to(z, np.broadcast(z, zo).shape).reshape(-1)[i]
+        zob = np.broadcast_to(zo, np.broadcast(z, zo).shape).reshape(-1)[i]
+        raise ParameterError(
+            "z_old", float(zob),
+            f"a sampling logit whose ratios pi/pi_old stay inside the clip range [{lo}, {hi}] "
+            f"at z = {float(zb):.6g} (the ratio-surrogate drift is derived with the clip "
+            f"inactive; here the clip binds and the model does not apply)")
+
+
 def drift_components(z, z_old=None, *, normalization="std", kl="exact", surrogate="stale",
-                     group_size=8, kl_coef=0.05, p_ref=0.3, adv_eps=0.0, actions=2, correct=1):
+                     group_size=8, kl_coef=0.05, p_ref=0.3, adv_eps=0.0, actions=2, correct=1,
+                     clip_range=CLIP_RANGE):
     """Value of F and its partial derivatives in z (current) and z_old (sampling policy).
 
     Returns a dict of numpy arrays ``F``, ``dF_dz``, ``dF_dzold`` (per unit learning rate).
     The fresh stiffness is ``-dF_dz`` and the stale one ``-dF_dzold`` at a fixed point.
+    With ``surrogate="ratio"`` and a separate ``z_old``, raises ``ParameterError`` where
+    a ratio leaves ``clip_range`` (default :data:`CLIP_RANGE`: the clipped loss is not
+    modelled); ``clip_range=None`` asks explicitly for the unclipped ratio loss.
     """
     norm, kl, sur = Variant(normalization, kl, surrogate)
     beta, pr, eps, G, kap = _common_args(kl_coef, p_ref, adv_eps, group_size, actions, correct)
@@ -680,6 +733,8 @@ def drift_components(z, z_old=None, *, normalization="std", kl="exact", surrogat
         raise ParameterError("z", z, "finite logits")
     p, q = expit(z), expit(-z)
     po, qo = expit(zo), expit(-zo)
+    if sur == "ratio" and z_old is not None and clip_range is not None:
+        _refuse_where_the_clip_binds(p, q, po, qo, z, zo, clip_range)
     pc = _pieces(norm, kl, sur, G is not None)
     zr = math.log(pr / (1 - pr))
     args = (p, q, po, qo, pr, 1 - pr, z, zo, G if G is not None else 0)

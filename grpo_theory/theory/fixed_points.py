@@ -310,7 +310,7 @@ def fixed_points(*, p_ref=0.3, kl_coef=0.05, normalization="std", kl="exact", su
     kw = _params(p_ref, kl_coef, normalization, kl, surrogate, adv_eps, group_size, actions, correct)
     z_ref = math.log(kw["p_ref"] / (1 - kw["p_ref"]))
     span = _span_for(span, kw)
-    zg = _grid(z_ref, span, 6001 + int(span[1] - 60.0) * 20)
+    zg = _grid(z_ref, span, 6001 + int(span[1] - 60.0) * 4)
     F = drift_components(zg, **kw)["F"]
     out = []
     sign = np.sign(F)
@@ -499,10 +499,15 @@ class FixedPointsReport(Result):
     bifurcations: tuple
     adv_eps_bifurcations: tuple | None
     mroueh_fixed_point: float | None
+    z_bound: float = math.inf
 
     @property
     def summary(self) -> str:
         fps = self.fixed_points
+        if not fps and self.z_bound > _Z_REPRESENTABLE:
+            return (f"no interior fixed point with z* < {_Z_REPRESENTABLE:g} (1 - p* > 1e-304); the "
+                    f"analytic bound allows one up to z* = {self.z_bound:.4g}: the reward saturates "
+                    f"beyond double precision")
         if not fps:
             return "no interior fixed point" + (" -- the reward escapes to p = 1"
                                                 if self.escapes_to_one else "")
@@ -525,6 +530,7 @@ class FixedPointsReport(Result):
                 "adv_eps_bifurcations": jsonable(None if self.adv_eps_bifurcations is None
                                                  else list(self.adv_eps_bifurcations)),
                 "mroueh_fixed_point": self.mroueh_fixed_point,
+                "z_bound": self.z_bound,
                 "notes": "stiffness per unit learning rate (the spring constant is eta*K); "
                          "stable means K > 0 (small steps); failure_probability = 1 - p* = "
                          "sigma(-z*) (exact where p* rounds to 1); `grpo-theory stability` "
@@ -582,4 +588,5 @@ def fixed_point_report(*, eps_bifurcations=False, **variant) -> FixedPointsRepor
                                                     if k not in {"adv_eps", "surrogate"}}))
     return FixedPointsReport(inputs=kw, fixed_points=tuple(fps), escapes_to_one=escapes,
                              bifurcations=tuple(bifs), adv_eps_bifurcations=eps_bifs,
-                             mroueh_fixed_point=mroueh)
+                             mroueh_fixed_point=mroueh,
+                             z_bound=math.log(kw["p_ref"] / (1 - kw["p_ref"])) + bound)

@@ -87,3 +87,12 @@ def test_cli_json(monkeypatch, capsys, report):
     assert code == (0 if out["passed"] else 1)
     code = cli_main(["crosscheck", "--quick"])
     assert "overall" in capsys.readouterr().out
+
+
+def test_summary_rows_show_the_reason_of_a_failure():
+    from grpo_theory.crosscheck.base import Check, CrosscheckReport
+    bad = Check("refresh_threshold", "d", 1.0, 2.0, 1.0, {"tolerance": 0.5}, "fail",
+                {"failure_reason": "k = 9 > k_pred = 8 measured stable", "notes": []})
+    text = str(CrosscheckReport(checks=[bad]))
+    assert "FAIL refresh_threshold: k = 9 > k_pred = 8 measured stable" in text
+    assert CrosscheckReport(checks=[bad]).exit_code == 1

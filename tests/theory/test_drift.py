@@ -69,7 +69,8 @@ def test_finite_G_drift_matches_enumeration(normalization, kl, surrogate, G):
     eps = 1e-4 if normalization == "std" else 0.0
     ref = reference_drift(z, z_old, normalization=normalization, kl=kl, surrogate=surrogate, G=G,
                           beta=0.3, p_ref=0.35, eps=eps)
-    got = D.drift(z, z_old, normalization=normalization, kl=kl, surrogate=surrogate, group_size=G,
+    got = D.drift(z, z_old, clip_range=None, normalization=normalization, kl=kl,
+                  surrogate=surrogate, group_size=G,
                   kl_coef=0.3, p_ref=0.35, adv_eps=eps)
     assert got == pytest.approx(ref, rel=1e-7, abs=1e-9)
 
@@ -135,6 +136,7 @@ def test_derivations_verified(name):
 @given(z=st.floats(-6, 6), zo=st.floats(-6, 6), beta=st.floats(0, 2))
 def test_partial_derivatives_match_finite_differences(z, zo, beta):
     kw = dict(normalization="std", kl="k3", surrogate="ratio", group_size=6, kl_coef=beta, p_ref=0.3, adv_eps=1e-4)
+    kw = dict(kw, clip_range=None)       # the unclipped ratio loss, asked for explicitly
     c = D.drift_components(z, zo, **kw)
     h = 1e-5
     dz = (D.drift(z + h, zo, **kw) - D.drift(z - h, zo, **kw)) / (2 * h)
@@ -150,3 +152,15 @@ def test_bad_input_names_the_parameter(kw, param):
     with pytest.raises(ParameterError) as exc:
         D.drift(0.0, **kw)
     assert exc.value.name == param and "got" in str(exc.value)
+
+
+def test_ratio_drift_refuses_where_the_clip_binds():
+    # issue 9: at (z, z_old) = (1.5, 0.3), G = 6, std + exact the real expected update is
+    # -0.350 but the unclipped model said +0.139; the ratio p/p_old = 1.42 is outside [0.8, 1.2]
+    from grpo_theory.validate import ParameterError
+    kw = dict(normalization="std", kl="exact", surrogate="ratio", group_size=6, kl_coef=0.1)
+    with pytest.raises(ParameterError) as err:
+        D.drift(1.5, 0.3, **kw)
+    assert err.value.name == "z_old" and "clip" in str(err.value)
+    assert np.isfinite(D.drift(0.35, 0.3, **kw))           # ratios 1.01 and 0.99: inside
+    assert np.isfinite(D.drift(1.5, 0.3, clip_range=None, **kw))   # the unclipped loss, asked for

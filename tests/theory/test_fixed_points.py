@@ -162,3 +162,30 @@ def test_cli_reports_bistability_and_tiny_failure_probability(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["fixed_points"][0]["failure_probability"] == pytest.approx(7e-22, rel=0.1)
     assert not out["escapes_to_one"]
+
+
+def test_huge_group_answers_quickly_and_says_when_p_star_is_beyond_doubles(capsys):
+    # issue 9: --group-size 100000 ran for minutes; z* ~ sqrt(G)/beta = 3162 > 700
+    assert main(["fixed-points", "--p-ref", "0.3", "--kl-coef", "0.1", "--kl", "exact",
+                 "--group-size", "100000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fixed_points"] == [] and not out["escapes_to_one"]
+    assert "beyond double precision" in out["summary"] and out["z_bound"] > 700
+    # at beta = 10 the lowest fixed point is near the large-G condition
+    # z - z_ref = 1/(beta sqrt(p q)) (independent closed form, Mroueh's at epsilon = 0)
+    fps = FP.fixed_points(p_ref=0.3, kl_coef=10.0, normalization="std", kl="exact",
+                          group_size=100000)
+    p = fps[0].p
+    assert fps[0].z - math.log(0.3 / 0.7) == pytest.approx(1 / (10 * math.sqrt(p * (1 - p))),
+                                                           rel=2e-2)
+
+
+def test_windowed_binomial_sum_equals_the_full_sum(monkeypatch):
+    from grpo_theory.theory import drift as Dr
+    z = np.linspace(-3, 8, 9)
+    kw = dict(p_ref=0.3, kl_coef=0.1, normalization="std", kl="exact", group_size=6000)
+    windowed = Dr.drift_components(z, **kw)
+    monkeypatch.setattr(Dr, "_FULL_SUM_MAX_G", 10**9)
+    full = Dr.drift_components(z, **kw)
+    for key in ("F", "dF_dz", "dF_dzold"):
+        np.testing.assert_allclose(windowed[key], full[key], rtol=1e-13, atol=1e-300)
