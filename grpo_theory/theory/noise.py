@@ -257,7 +257,9 @@ def stationary_variance(learning_rate, momentum, stiffness, noise_variance, *, r
     model = check_choice("model", model, ("discrete", "continuous"))
     phi = check_real("fresh_fraction", fresh_fraction)
     if model == "continuous":
-        osc = oscillator.coefficients(eta, mu, (k - 1) / 2, Kv, fresh_fraction=phi)
+        from grpo_theory.theory.discrete import continuous_lag
+
+        osc = oscillator.coefficients(eta, mu, continuous_lag("refresh", k), Kv, fresh_fraction=phi)
         if osc.damping <= 0:
             return math.inf
         return float(get("noise.langevin_variance").numeric(eta, s2, osc.damping, osc.spring))
