@@ -191,10 +191,11 @@ class GRPOModel:
 
     def oscillator(self):
         """The continuous (L3) oscillator at the fixed point (mass, damping, spring)."""
+        from grpo_theory.theory.discrete import continuous_lag
         from grpo_theory.theory.oscillator import coefficients
 
         fp = self.fixed_point()
-        lag = (self.refresh_interval - 1) / 2 if self.lag_model == "refresh" else self.delay
+        lag = continuous_lag(self.lag_model, self.refresh_interval, self.delay)
         return coefficients(self.learning_rate, self.momentum, lag, fp.stiffness,
                             fresh_fraction=fp.fresh_fraction)
 

@@ -34,7 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     v.add_argument("--p-ref", type=number, default=None, help="reference success probability")
     v.add_argument("--kl-coef", type=number, default=None, help="KL coefficient beta >= 0")
     v.add_argument("--normalization", default=None, help="std | mean")
-    v.add_argument("--kl", default=None, help="none | exact | k3")
+    v.add_argument("--kl", default=None,
+                   help="none | exact | k3 (KL in the loss) | k1_reward (KL in the reward, "
+                        "verl use_kl_in_reward; mean normalization)")
     v.add_argument("--group-size", default=None, help="G >= 2 or 'inf'")
     v.add_argument("--adv-eps", type=number, default=None, help="advantage epsilon >= 0")
     a("--surrogate", choices=("stale", "ratio"), default=None,
@@ -46,6 +48,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="phi = K_f/K, the part of K acting on the current iterate (any real; "
                         "negative where the exact-KL force is destabilising; `fixed-points` "
                         "reports it). Default 0: all stale, whatever the surrogate")
+    n = parser.add_argument_group(
+        "noise and optimizer (variant route): the stationary fluctuation and Adam")
+    n.add_argument("--prompts", type=number, default=1, help="prompts B per optimizer step")
+    n.add_argument("--reuse", choices=("fresh", "batch"), default="fresh",
+                   help="fresh: k batches from the stale policy (TRL steps_per_generation) | "
+                        "batch: one batch reused by the window's k steps (TRL num_iterations, "
+                        "verl ppo_epochs)")
+    n.add_argument("--window-batches", type=number, default=1,
+                   help="batches cycled within a window with --reuse batch (verl ppo_epochs over "
+                        "mini-batches)")
+    n.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
+                   help="sgd (heavy ball with --momentum) | adam (--momentum ignored; analysed "
+                        "through Adam's self-consistent heavy-ball reduction)")
+    n.add_argument("--adam-beta1", type=number, default=0.9, help="Adam beta1")
+    n.add_argument("--adam-beta2", type=number, default=0.999, help="Adam beta2")
+    n.add_argument("--adam-eps", type=number, default=1e-8, help="Adam epsilon")
     a("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -71,4 +89,7 @@ def call(args):
     if variant["kl"] == "none" and "kl_coef" not in given:
         variant["kl_coef"] = 0.0
     return stability_at_fixed_point(args.learning_rate, args.momentum, args.refresh_interval,
-                                    **lag, **variant)
+                                    **lag, **variant, prompts=args.prompts, reuse=args.reuse,
+                                    window_batches=args.window_batches, optimizer=args.optimizer,
+                                    adam_betas=(args.adam_beta1, args.adam_beta2),
+                                    adam_eps=args.adam_eps)

@@ -241,6 +241,8 @@ def fluctuation(model, *, prompts=None, reuse=None) -> Fluctuation:
     if not math.isfinite(var):
         return Fluctuation(mode, B, fp.p, s2,
                            reason="the window map is unstable: no stationary state")
-    reason = ("KL in the reward: every advantage vanishes at z*, so the noise is "
-              "multiplicative and the linear variance is 0") if model.kl == "k1_reward" else ""
-    return Fluctuation(mode, B, fp.p, s2, var, math.sqrt(reward_fluctuation(fp.p, var)), reason)
+    if model.kl == "k1_reward":  # the shifted rewards are equal at z*: every advantage is 0
+        return Fluctuation(mode, B, fp.p, 0.0, 0.0, 0.0,
+                           "KL in the reward: every advantage vanishes at z*, so the noise is "
+                           "multiplicative and the linear (L2) variance is exactly 0")
+    return Fluctuation(mode, B, fp.p, s2, var, math.sqrt(reward_fluctuation(fp.p, var)))

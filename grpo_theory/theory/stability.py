@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from grpo_theory.results import Result, jsonable
 from grpo_theory.theory.discrete import StabilityResult, stability
-from grpo_theory.theory.fixed_points import FixedPoint, stable_fixed_point
+from grpo_theory.theory.fixed_points import FixedPoint
 from grpo_theory.validate import check_real
 
 __all__ = ["StabilityReport", "stability_at_fixed_point", "stability_report"]
@@ -37,6 +37,8 @@ class StabilityReport(Result):
     surrogate: str
     fixed_point: FixedPoint | None = None
     variant: dict | None = None
+    fluctuation: object = None   # theory.reuse.Fluctuation at the fixed point (variant route)
+    adam: object = None          # theory.adam.AdamReduction when the optimizer is Adam
 
     def to_dict(self) -> dict:
         r = self.exact
@@ -72,6 +74,7 @@ class StabilityReport(Result):
             "regime_continuous": d["regime_continuous"],
             "max_stable_learning_rate_continuous": d["max_stable_learning_rate_continuous"],
             "rel_error_continuous": d["rel_error_continuous"],
+            **self._noise_dict(),
             "notes": list(r.notes) + [
                 "spectral radius per refresh window" if r.lag_model == "refresh"
                 else "spectral radius per step (delay recurrence)",
@@ -81,6 +84,18 @@ class StabilityReport(Result):
                 "the published rule is eta K k < 1 - mu with all stiffness stale and lag k",
             ],
         }
+
+    def _noise_dict(self) -> dict:
+        fl = self.fluctuation
+        if fl is None:
+            why = ("needs the variant (its fixed point sets the gradient noise)"
+                   if self.fixed_point is None else "")
+            return {"stationary_variance_z": None, "reward_fluctuation_sd": None,
+                    "fluctuation_reason": why, "adam": jsonable(self.adam)}
+        return {"stationary_variance_z": fl.stationary_variance_z,
+                "reward_fluctuation_sd": fl.reward_fluctuation_sd,
+                "fluctuation_reason": fl.reason, "reuse": fl.reuse, "prompts": fl.prompts,
+                "adam": jsonable(self.adam)}
 
     def __str__(self) -> str:
         r, fp = self.exact, self.fixed_point
@@ -118,6 +133,10 @@ class StabilityReport(Result):
                 ("  relative error vs exact", r.rel_error_continuous)]
         width = max(len(label) for label, _ in rows)
         lines += [f"{label:<{width}}  {_fmt(val)}" for label, val in rows if val is not None]
+        if self.adam is not None:
+            lines.append(str(self.adam))
+        if self.fluctuation is not None:
+            lines.append(str(self.fluctuation))
         lines += [f"note: {n}" for n in self.to_dict()["notes"]]
         return "\n".join(lines)
 
@@ -129,14 +148,37 @@ def _fmt(v):
 
 
 def stability_at_fixed_point(learning_rate, momentum, refresh_interval=1, *, lag_model="refresh",
-                             delay=None, **variant) -> StabilityReport:
+                             delay=None, prompts=1, reuse="fresh", window_batches=1,
+                             optimizer="sgd", adam_betas=(0.9, 0.999), adam_eps=1e-8,
+                             **variant) -> StabilityReport:
     """Exact stability of a variant (the keyword arguments of
-    :func:`grpo_theory.theory.fixed_points.fixed_points`) at its stable fixed point,
-    with the fixed point's stiffness and fresh/stale split."""
-    fp = stable_fixed_point(**variant)
-    res = stability(learning_rate, momentum, refresh_interval, fp.stiffness, lag_model=lag_model,
-                    delay=delay, fresh_fraction=fp.fresh_fraction)
-    return StabilityReport(res, variant.get("surrogate", "stale"), fp, dict(variant))
+    :func:`grpo_theory.theory.fixed_points.fixed_points`) at its stable fixed point, with
+    the fixed point's stiffness and fresh/stale split, and the stationary fluctuation
+    (exact L2, for ``prompts`` B per step and the ``reuse`` mode of the refresh window).
+
+    ``optimizer="adam"``: ``learning_rate`` is Adam's, ``momentum`` is ignored, and the
+    analysis runs on Adam's self-consistent heavy-ball reduction
+    (:func:`grpo_theory.theory.adam.adam_reduction`: momentum beta1, the effective learning
+    rate set by the stationary second moment), reported as ``adam``."""
+    from grpo_theory.model import GRPOModel
+    from grpo_theory.validate import ParameterError, check_choice
+
+    optimizer = check_choice("optimizer", optimizer, ("sgd", "adam"))
+    model = GRPOModel(**variant, learning_rate=learning_rate,
+                      momentum=0.0 if optimizer == "adam" else momentum,
+                      refresh_interval=refresh_interval, lag_model=lag_model, delay=delay,
+                      prompts=prompts, reuse=reuse, window_batches=window_batches)
+    adam = None
+    if optimizer == "adam":
+        adam = model.adam_reduction(betas=adam_betas, eps=adam_eps)
+        if adam.effective_learning_rate is None:
+            raise ParameterError("learning_rate", learning_rate,
+                                 f"a value with a stationary Adam reduction ({adam.reason})")
+        model = model.replace(learning_rate=adam.effective_learning_rate, momentum=adam.momentum)
+    fp = model.fixed_point()
+    res = stability(model.learning_rate, model.momentum, refresh_interval, fp.stiffness,
+                    lag_model=lag_model, delay=delay, fresh_fraction=fp.fresh_fraction)
+    return StabilityReport(res, model.surrogate, fp, dict(variant), model.fluctuation(), adam)
 
 
 def stability_report(learning_rate, momentum, refresh_interval=1, stiffness=None, *,

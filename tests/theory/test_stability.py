@@ -130,3 +130,45 @@ def test_momentum_close_to_one_is_not_echoed_as_one(capsys):
     assert main(["stability", "--learning-rate", "0.001", "--momentum", "0.9999999",
                  "--stiffness", "1"]) == 0
     assert "momentum=0.9999999," in capsys.readouterr().out
+
+
+def test_stability_json_carries_the_fluctuation_of_the_model(capsys):
+    """The CLI wires the exact-L2 fluctuation of the model (tested against Monte Carlo in
+    tests/theory/test_reuse.py) for the given B and reuse mode; batch reuse raises it."""
+    import json
+
+    from grpo_theory.cli import main
+    from grpo_theory.model import GRPOModel
+
+    out = {}
+    for reuse in ("fresh", "batch"):
+        assert main(["stability", "--learning-rate", "0.5", "--momentum", "0.5",
+                     "--refresh-interval", "4", "--kl", "exact", "--kl-coef", "2",
+                     "--prompts", "16", "--reuse", reuse, "--json"]) == 0
+        out[reuse] = json.loads(capsys.readouterr().out)
+        model = GRPOModel(kl="exact", kl_coef=2.0, learning_rate=0.5, momentum=0.5,
+                          refresh_interval=4, prompts=16, reuse=reuse)
+        assert out[reuse]["stationary_variance_z"] == model.fluctuation().stationary_variance_z
+    assert out["batch"]["stationary_variance_z"] > out["fresh"]["stationary_variance_z"] > 0
+
+
+def test_stability_k1_reward_and_adam(capsys):
+    import json
+
+    from grpo_theory.cli import main
+
+    assert main(["stability", "--learning-rate", "0.05", "--momentum", "0.5", "--refresh-interval",
+                 "4", "--kl", "k1_reward", "--normalization", "mean", "--kl-coef", "0.5",
+                 "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["stiffness_fresh"] == 0 and d["stationary_variance_z"] == 0.0
+    assert d["stable_for_every_refresh_interval"] is False
+    assert main(["stability", "--learning-rate", "1e-3", "--momentum", "0", "--refresh-interval",
+                 "2", "--optimizer", "adam", "--adam-beta1", "0.8", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["adam"]["momentum"] == 0.8 and d["inputs"]["momentum"] == 0.8
+    assert d["inputs"]["learning_rate"] == d["adam"]["effective_learning_rate"]
+    assert main(["stability", "--learning-rate", "0.5", "--momentum", "0.5",
+                 "--stiffness", "1", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["stationary_variance_z"] is None and "variant" in d["fluctuation_reason"]
