@@ -1,7 +1,7 @@
 r"""Cross-checks of the theory levels (L1 mean-field map, L2 exact discrete linearisation,
 L3 continuous oscillator, the noise model) against the direct GRPO simulation (L0).
 
-THEORY.md §4: "lambdified numerics agree with direct simulation: ensemble means within a
+What "verified" means here (``docs/theory.md``): "lambdified numerics agree with direct simulation: ensemble means within a
 statistically justified band, variance ∝ 1/G within 10 %, stability threshold and
 transition located where predicted.  Each comparison reports its numbers."
 

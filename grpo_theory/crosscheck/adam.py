@@ -11,7 +11,7 @@ from grpo_theory.theory.adam import adam_reduction
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
 
-#: the stated criterion (THEORY.md §4: variances within 10 %)
+#: the stated criterion (variances within 10 %, see docs/crosscheck.md)
 RELATIVE_TOLERANCE = 0.10
 
 

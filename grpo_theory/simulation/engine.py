@@ -5,7 +5,7 @@ bandit, vectorized over runs.  This is the ground truth the mean-field theory
 (L1–L3) is checked against, so it computes everything from sampled groups —
 no mean-field formula is used anywhere.
 
-Conventions (see ``THEORY.md`` §1 and ``docs/simulation.md``):
+Conventions (see ``docs/theory.md`` and ``docs/simulation.md``):
 
 - Shared logits :math:`\theta \in \mathbb R^K`; prompt ``b`` sees
   :math:`\pi_b = \mathrm{softmax}(\theta + d_b)`, ``d_b`` a fixed difficulty offset

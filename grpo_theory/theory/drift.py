@@ -1,6 +1,6 @@
 r"""Level L1: the exact mean-field drift of the logit under GRPO on a softmax bandit.
 
-Setting (THEORY.md §1): success probability :math:`p = \sigma(z)`, a group of
+Setting (``docs/theory.md``, "Setting"): success probability :math:`p = \sigma(z)`, a group of
 :math:`G` actions from :math:`\pi_{\mathrm{old}}` with :math:`n` correct
 (:math:`n \sim \mathrm{Bin}(G, p_{\mathrm{old}})`), advantages normalised by
 the group mean (``mean``) or mean and Bessel-corrected std plus
