@@ -18,6 +18,7 @@ __all__ = [
     "check_probability",
     "check_real",
     "check_finite_array",
+    "check_output_dir",
 ]
 
 
@@ -121,3 +122,26 @@ def check_finite_array(name: str, values):
         bad = arr[~np.isfinite(arr)].ravel()[0]
         raise ParameterError(name, bad, "finite real numbers (no NaN or inf)")
     return arr
+
+
+def check_output_dir(name: str, path):
+    """``path`` as a :class:`~pathlib.Path` if a directory can be written there, checked before
+    any work: an existing non-directory, a file on the way, or a place where no file can be
+    created raises :class:`ParameterError` naming ``name``.  Nothing is left behind."""
+    import tempfile
+    from pathlib import Path
+
+    out = Path(path).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ParameterError(name, str(out), "a directory (it is an existing file)")
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ParameterError(name, str(out), f"a directory ({probe} is a file)")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise ParameterError(name, str(out), f"a writable place ({probe}: {exc.strerror})") from None
+    return out

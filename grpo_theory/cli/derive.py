@@ -19,11 +19,11 @@ def add_arguments(p):
 
 
 def call(args):
-    from grpo_theory.cli._common import output_dir
     from grpo_theory.theory.chain import derive_chain
     from grpo_theory.theory.chapters import chapter
+    from grpo_theory.validate import check_output_dir
 
     if args.only is not None:
         chapter(args.only)
-    out = output_dir("out", args.out) if args.out else None
+    out = check_output_dir("--out", args.out) if args.out else None
     return derive_chain(args.only, out_dir=out, compile_pdf=not args.no_pdf)

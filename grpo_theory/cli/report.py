@@ -22,7 +22,6 @@ def add_arguments(parser) -> None:
 
 def call(args):
     """Build the report; a ``ReportResult`` (exit code 1 when a check failed)."""
-    from grpo_theory.report.build import build_report, check_out_dir
+    from grpo_theory.report.build import build_report
 
-    check_out_dir(args.out)  # bad --out: one line, exit 2, nothing written
     return build_report(args.out, full=args.full, crosscheck=not args.no_crosscheck)

@@ -27,11 +27,11 @@ import numpy as np
 from grpo_theory.model import DEFAULT_MODEL
 from grpo_theory.progress import progress
 from grpo_theory.results import Result, jsonable
-from grpo_theory.validate import ParameterError
+from grpo_theory.validate import check_output_dir
 
-__all__ = ["ReportResult", "build_report", "key_numbers", "check_out_dir", "FIGURE_DATA",
+__all__ = ["ReportResult", "build_report", "key_numbers", "FIGURE_DATA",
            "phase_diagram_data", "trajectories_data", "fluctuation_data", "bifurcation_data",
-           "log_fit_data", "atlas_data"]
+           "log_fit_data", "atlas_data", "deepnet_data"]
 
 _VARIANT_KEYS = ("p_ref", "group_size", "normalization", "kl", "kl_coef", "adv_eps", "surrogate")
 
@@ -692,34 +692,12 @@ def _crosschecks(full):
 # the report
 # ----------------------------------------------------------------------------------
 
-def check_out_dir(out_dir) -> Path:
-    """``out_dir`` as a Path if a report can be written there; ``ParameterError`` otherwise
-    (an existing non-directory, a file on the way, or a place where no file can be created).
-    Nothing is left behind by the check."""
-    import tempfile
-
-    out = Path(out_dir).expanduser()
-    if out.exists() and not out.is_dir():
-        raise ParameterError("--out", str(out), "a directory (it is an existing file)")
-    probe = out
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ParameterError("--out", str(out), f"a directory ({probe} is a file)")
-    try:
-        with tempfile.TemporaryFile(dir=probe):
-            pass
-    except OSError as exc:
-        raise ParameterError("--out", str(out), f"a writable place ({probe}: {exc.strerror})") from None
-    return out
-
-
 def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = True,
                  prewarm: bool = True) -> ReportResult:
     """Write the report into ``out_dir`` (created).  ``full`` uses larger ensembles and
     grids and the full cross-check run.  Returns a :class:`ReportResult`."""
     t0 = time.perf_counter()
-    out = check_out_dir(out_dir)
+    out = check_output_dir("--out", out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model_obj = DEFAULT_MODEL if model is None else model
     model = model_obj.to_dict()
@@ -796,7 +774,7 @@ def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = 
     nums["verification"] = _verification_summary(status)
     rr.seconds = time.perf_counter() - t0
     nums["timings_seconds"] = {k: round(v, 2) for k, v in timings.items() if k != "report"}
-    (out / "report.json").write_text(json.dumps(_jsonable(nums), indent=1, default=str))
+    (out / "report.json").write_text(json.dumps(jsonable(nums), indent=1, default=str, allow_nan=False))
     rr.files["report.json"] = out / "report.json"
     (out / "report.md").write_text(_markdown(model, nums, cc, figs, notes, full, rr))
     rr.files["report.md"] = out / "report.md"
@@ -805,20 +783,6 @@ def build_report(out_dir, *, full: bool = False, model=None, crosscheck: bool = 
     rr.numbers = nums
     rr.seconds = time.perf_counter() - t0
     return rr
-
-
-def _jsonable(o):
-    if isinstance(o, dict):
-        return {str(k): _jsonable(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_jsonable(v) for v in o]
-    if isinstance(o, (np.floating, float)):
-        return _finite(float(o))
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
-    return o
 
 
 def _verification_summary(status) -> dict:
