@@ -128,7 +128,9 @@ class StabilityReport(Result):
                 ("  safe here", r.published_rule_safe),
                 (f"continuous L3 approximation (lag {_fmt(r.lag_continuous)})", ""),
                 ("  mass", r.mass), ("  damping", r.damping), ("  spring", r.spring),
-                ("  damping ratio", r.damping_ratio), ("  regime (L3)", r.regime_continuous),
+                ("  damping ratio", r.damping_ratio if math.isfinite(r.damping_ratio)
+                 else "n/a (damping <= 0: L3 is unstable)"),
+                ("  regime (L3)", r.regime_continuous),
                 ("  max stable learning rate (L3)", r.max_stable_learning_rate_continuous),
                 ("  relative error vs exact", r.rel_error_continuous)]
         width = max(len(label) for label, _ in rows)
