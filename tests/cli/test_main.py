@@ -36,7 +36,7 @@ def test_output_directory_errors_are_one_line(tmp_path, target):
     proc = _run("derive", "--only", "oscillator", "--out", out)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("grpo-theory derive: error: out must be")
+    assert proc.stderr.startswith("grpo-theory derive: error: --out must be")
     assert path.read_text() == "keep me"
 
 

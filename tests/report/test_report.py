@@ -16,7 +16,7 @@ from grpo_theory.model import DEFAULT_MODEL
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURES = ("phase_diagram_k", "phase_diagram_mu", "trajectories", "fluctuation_law",
-           "bifurcation", "log_fit", "atlas_folds", "atlas_discrete")
+           "bifurcation", "log_fit", "atlas_folds", "atlas_discrete", "deepnet")
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +172,15 @@ def test_prose_formulas_are_typeset_by_sympy():
     # a formula glued to other symbols by juxtaposition stays text (typesetting a part would change it)
     assert "$" not in prose_tex("d/dz log w = n q - (G - n) p")
     assert "$" not in prose_tex("large-G limit")
+
+
+def test_deepnet_section(report_dir):
+    """With PyTorch (the test extra installs it) the report has the neural-policy refresh
+    sweep: the exact k_max from the measured stiffness brackets the observed one."""
+    import json
+
+    nums = json.loads((report_dir / "report.json").read_text())
+    dn = nums["deepnet"]
+    assert dn["k_max_predicted"] == dn["k_max_observed"] == 10
+    assert dn["k_max_published"] < dn["k_max_predicted"]
+    assert "Deep network" in (report_dir / "report.md").read_text()
