@@ -12,6 +12,8 @@ The curated API (everything a user needs; the subpackages hold the rest):
   log), :func:`derive_chain`, :func:`fixed_points`, :func:`stable_fixed_point`,
   :func:`stability` (exact L2 at a given stiffness and split),
   :func:`stability_at_fixed_point` (a variant: its stiffness, split and fluctuation),
+  :func:`stability_report` (a given stiffness and split), :func:`fixed_point_report`,
+  :func:`trajectory_report` (the L3 trajectory),
   :func:`collapse_risk`, :func:`atlas`, :func:`findings`, :func:`citation`;
 - simulation: :func:`simulate`, :class:`SimulationConfig`;
 - cross-checks: :func:`run_crosschecks`;
@@ -40,6 +42,9 @@ _API = {
     "stable_fixed_point": "grpo_theory.theory.fixed_points",
     "stability": "grpo_theory.theory.discrete",
     "stability_at_fixed_point": "grpo_theory.theory.stability",
+    "stability_report": "grpo_theory.theory.stability",
+    "fixed_point_report": "grpo_theory.theory.fixed_points",
+    "trajectory_report": "grpo_theory.theory.oscillator",
     "collapse_risk": "grpo_theory.theory.collapse",
     "atlas": "grpo_theory.theory.atlas",
     "findings": "grpo_theory.theory.findings",
