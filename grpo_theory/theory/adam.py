@@ -58,6 +58,7 @@ def _momentum_form() -> Derived:
                   "eta (1 - beta1)/((1 - beta1^t) sqrt(v_hat)) (epsilon neglected).",
                   units="logits per unit gradient", assumptions="v_hat treated as given at each "
                   "step; epsilon << sqrt(v_hat)", level="L2")
+    expr = out.expr
     out.check("m_{t+1} = (1 - beta1) b_{t+1} when m_t = (1 - beta1) b_t", "sympy",
               prove_zero(m_next.subs(m, (1 - b1) * b) - (1 - b1) * b_next))
     out.check("the Adam step equals -eta_theta * b_{t+1}", "sympy",
@@ -81,6 +82,7 @@ def _critical_step() -> Derived:
                   units="dimensionless", assumptions="refresh interval 1; the smaller root "
                   "(the larger, (1 + sqrt(mu))^2, lies beyond the flip threshold 2(1 + mu))",
                   level="L2")
+    expr = out.expr
     out.check("the discriminant of lambda^2 - (1 + mu - a) lambda + mu vanishes at a = (1 - sqrt mu)^2",
               "sympy", prove_zero(disc.subs(a, expr)))
     out.check("d(discriminant)/da = -4 sqrt(mu) < 0 there: a complex pair (oscillatory) just "

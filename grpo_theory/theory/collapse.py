@@ -63,7 +63,7 @@ def _mfpt() -> Derived:
                   "T = int_a^x e^{-phi(y)} int_a^y e^{phi}/D, C = T(b)/S(b).",
                   units="steps", assumptions="diffusion limit of the logit walk; D > 0 on (a, b)",
                   level="L1")
-    tau = expr
+    tau = out.expr
     ode = Df(_x) * sp.diff(tau, _x, 2) + bf(_x) * sp.diff(tau, _x) + 1
     ode = ode.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x)).doit()
     ode = ode.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x))

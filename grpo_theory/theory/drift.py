@@ -330,6 +330,7 @@ def _kl_k1_reward() -> Derived:
                   "the fresh stiffness is exactly 0 and the fixed point is z_ref + 1/beta.",
                   units="logits per unit beta", assumptions="two-class symmetric policy; mean "
                   "normalization; times the ratio factor R for the ratio surrogate", level="L1")
+    expr = out.expr
     out.check("per group, the stale force is A_+(n) (1 - beta (z_old - z_ref)) for every n", "sympy",
               prove_zero(sp.expand_log(on_simplex(per_group - A_plus * gap), force=True)))
     out.check("per group, the force does not depend on the current iterate: "
@@ -537,21 +538,32 @@ def _objective_gradient(normalization, kl, surrogate, g):
     definitions: every reward vector r in {0,1}^g drawn from pi_old, advantages from the
     group mean (and Bessel std + epsilon), the surrogate (1/g) sum_i A_i log pi(a_i)
     (``stale``) or (1/g) sum_i A_i pi(a_i)/pi_old(a_i) (``ratio``, clip inactive), minus
-    beta KL(pi || pi_ref) (``exact``) or beta (1/g) sum_i k3(a_i) (``k3``)."""
+    beta KL(pi || pi_ref) (``exact``) or beta (1/g) sum_i k3(a_i) (``k3``).  With
+    ``k1_reward`` (verl use_kl_in_reward) each sample's reward is shifted before the
+    advantage: r'_i = r_i - beta (log pi_old(a_i) - log pi_ref(a_i)), A_i = r'_i - mean(r')
+    (mean normalization only), and the objective has no separate KL term."""
     import itertools
 
     total = 0
     for rewards in itertools.product((0, 1), repeat=g):
         nc = sum(rewards)
-        rbar = sp.Rational(nc, g)
-        if normalization == "std":
-            std = sp.sqrt(sum((r - rbar) ** 2 for r in rewards) / (g - 1))
-            adv = [(r - rbar) / (std + S.eps) for r in rewards]
-        else:
-            adv = [r - rbar for r in rewards]
         pi = [_P if r else _Q for r in rewards]
         pi_old = [_PO if r else _QO for r in rewards]
         pi_ref = [_PR if r else _QR for r in rewards]
+        if kl == "k1_reward":
+            if normalization != "mean":
+                raise ValueError("k1_reward is defined with mean normalization only")
+            shifted = [r - S.beta * (sp.log(xo) - sp.log(xr))
+                       for r, xo, xr in zip(rewards, pi_old, pi_ref)]
+            rbar = sum(shifted) / g
+            adv = [r - rbar for r in shifted]
+        elif normalization == "std":
+            rbar = sp.Rational(nc, g)
+            std = sp.sqrt(sum((r - rbar) ** 2 for r in rewards) / (g - 1))
+            adv = [(r - rbar) / (std + S.eps) for r in rewards]
+        else:
+            rbar = sp.Rational(nc, g)
+            adv = [r - rbar for r in rewards]
         if surrogate == "stale":
             J = sum(A * sp.log(x) for A, x in zip(adv, pi)) / g
         else:
@@ -593,6 +605,15 @@ def _register_drift_variants():
                             out.check("equals kappa d/dz of the expected GRPO objective built from "
                                       "its definition (all 2^G reward vectors, advantages, "
                                       "surrogate, KL) for G = 2, 3, 4", "sympy", ok)
+                        elif kl == "k1_reward":
+                            # the KL term is a reward shift inside the advantage: the limit is
+                            # taken of the finite-G drift, proven from the objective's definition
+                            F_G = get(name[:-len("inf")] + "G").expr
+                            out.check("equals the G -> oo limit of the finite-G drift (proven in "
+                                      "its record equal to kappa d/dz of the expected objective "
+                                      "with the KL-shifted rewards)", "sympy",
+                                      prove_zero(sp.expand_log(
+                                          expr - sp.limit(F_G, S.G, sp.oo), force=True)))
                         else:
                             A = (sp.limit(get("drift.expected_advantage_mean").expr, S.G, sp.oo)
                                  if norm == "mean" else get("drift.expected_advantage_std_limit").expr)

@@ -104,6 +104,7 @@ def _k1_reward_loc() -> Derived:
                   "z* = z_ref + 1/beta at every G and for both surrogates; there the shifted "
                   "rewards of both actions are equal, every advantage is zero.", units="logits",
                   assumptions="beta > 0", level="L1")
+    expr = out.expr
     Delta = sp.Symbol("Delta", real=True)   # z_old - z_ref
     for sur in ("stale", "ratio"):
         F = drift_expr("mean", "k1_reward", sur, finite=True)

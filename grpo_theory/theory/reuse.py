@@ -72,6 +72,7 @@ def _sgd_window_variance() -> Derived:
                   "stiffness a = eta K, e.g. KL in the reward): x_j = (1 - j a) x_0 + j eta xi.",
                   units="logits^2", assumptions="linear noise (same kick at every step of the "
                   "window); 0 < k a < 2", level="L2")
+    expr = out.expr
     out.check("the window-start variance solves V0 = (1 - k a)^2 V0 + k^2 eta^2 sigma^2 (batch) "
               "and V0 = (1 - k a)^2 V0 + k eta^2 sigma^2 (fresh)", "sympy",
               prove_zero(V0_b - (1 - k * a) ** 2 * V0_b - k**2 * eta**2 * s2)
@@ -80,11 +81,11 @@ def _sgd_window_variance() -> Derived:
               prove_equal(V0_b / V0_f, k))
     ar = get("noise.ar2_variance").expr.subs({S.mu: 0, S.K: a / eta})
     out.check("k = 1: both equal the on-policy AR variance (noise.ar2_variance at mu = 0)", "sympy",
-              prove_equal(avg_b.subs(k, 1), ar) and prove_equal(avg_f.subs(k, 1), ar))
-    lead = sp.limit(sp.simplify(avg_b / avg_f), a, 0)
+              prove_equal(expr.subs(k, 1), ar) and prove_equal(avg_f.subs(k, 1), ar))
+    lead = sp.limit(sp.simplify(expr / avg_f), a, 0)
     out.check("to leading order in a the phase-averaged variance is k times the fresh one",
               "sympy", prove_equal(lead, k), f"lim_(a->0) batch/fresh = {sp.sstr(lead)}")
-    fb = sp.lambdify((S.eta, S.a, S.k_ref, S.sigma2), avg_b)
+    fb = sp.lambdify((S.eta, S.a, S.k_ref, S.sigma2), expr)
     ff = sp.lambdify((S.eta, S.a, S.k_ref, S.sigma2), avg_f)
     worst = 0.0
     for a_v, k_v in ((0.05, 2), (0.1, 4), (0.02, 8), (0.2, 3)):
