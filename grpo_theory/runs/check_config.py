@@ -314,8 +314,9 @@ class ConfigCheck(Result):
                  + (f" [{p['eta_K_interval'][0]:.4g}, {f(p['eta_K_interval'][1])}]"
                     if p.get("eta_K_interval") else "")
                  + f", margin {f(p['stability_margin'])}")
-        L.append(f"  largest stable refresh interval {f(p['max_stable_refresh_interval'])}"
-                 + (" (every k stable)" if p.get("stable_for_every_refresh_interval") else ""))
+        L.append("  largest stable refresh interval " + (
+            "none (every k stable)" if p.get("stable_for_every_refresh_interval") else
+            f(p["max_stable_refresh_interval"])))
         cr = p.get("collapse_risk")
         if cr is not None:
             if cr.get("probability") is not None:
@@ -343,16 +344,16 @@ def _same_file(a, b) -> bool:
 def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metric=None,
                  p_ref=None, steps=None) -> ConfigCheck:
     """Map ``path`` to the model and say what is known about its stability (see module doc)."""
+    if from_log is not None and _same_file(path, from_log):
+        raise ParameterError("--from-log", os.fspath(from_log), "the log of a different run than "
+                             "CONFIG (fitting a run's own curve predicts it stable by "
+                             "construction)")
     cfg, kind = read_config(path)
     mp = map_config(cfg, kind)
     if stiffness is not None and from_log is not None:
         raise ParameterError("--stiffness/--from-log", "both", "only one of them")
     if p_ref is not None:
         p_ref = check_real("p_ref", p_ref, low=0, high=1, low_open=True, high_open=True)
-    if from_log is not None and _same_file(path, from_log):
-        raise ParameterError("--from-log", os.fspath(from_log), "the log of a different run than "
-                             "CONFIG (fitting a run's own curve predicts it stable by "
-                             "construction)")
     if steps is None:
         steps = mp.value("steps") if "steps" in mp else 1000
     steps = check_int("steps", steps, low=1)
@@ -373,7 +374,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
     thresholds = variant_thresholds(mu, k, phis) if phis else None
     if thresholds is None:
         unknown.append("thresholds in eta K: they need the split of the force (above)")
-    if p_ref is None and phis:
+    if p_ref is None and phis and variant["kl"] != "none":
         assumptions.append("p_ref not given: the split is taken over p_ref in "
                            + ", ".join(format(x, "g") for x in P_REF_GRID)
                            + " and every statement holds for the whole range")

@@ -45,6 +45,9 @@ ADV_EPS = {"trl": 1e-4, "verl": 1e-6, "cs336": 1e-6}
 #: differ only by a constant factor, which the learning rate (and Adam's normalisation) absorbs.
 TRL_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 
+#: the CS336 trainer's ``loss_type`` values
+CS336_LOSS_TYPES = ("grpo_clip", "reinforce_with_baseline", "no_baseline")
+
 
 class ConfigFormatError(ParameterError):
     """A configuration file that cannot be read; one line naming the file (and line)."""
@@ -106,7 +109,8 @@ def read_config(path) -> tuple[dict, str]:
         kind = "verl"
     elif any(k.split(".")[-1] in ("epochs_per_rollout_batch", "n_grpo_steps",
                                   "old_log_probs_train_size", "use_std_normalization")
-             for k in flat):
+             or (k.split(".")[-1] == "loss_type" and v in CS336_LOSS_TYPES)
+             for k, v in flat.items()):
         kind = "cs336"
     else:
         kind = "trl"
@@ -349,9 +353,8 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
         mp.put("kl", "none", "the CS336 trainer has no KL term", assumed=True)
         k, v = _get(cfg, "loss_type")
         lt = str(v) if k else "reinforce_with_baseline"
-        allowed = ("grpo_clip", "reinforce_with_baseline", "no_baseline")
-        if lt not in allowed:
-            raise ParameterError(k, v, "one of " + ", ".join(allowed))
+        if lt not in CS336_LOSS_TYPES:
+            raise ParameterError(k, v, "one of " + ", ".join(CS336_LOSS_TYPES))
         mp.put("loss_type", lt, k or "CS336 default reinforce_with_baseline", assumed=k is None)
         ku, use_std = _get(cfg, "use_std_normalization")
         std = _bool(ku, use_std) if ku else True
