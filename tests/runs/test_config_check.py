@@ -288,3 +288,18 @@ def test_cli_json_contract(tmp_path, capsys):
     rc, out, _ = _cli(capsys, VERL)
     assert rc == 0 and "stable unknown" in out and "exact L2" in out
     assert isinstance(check_config(VERL), ConfigCheck)
+
+
+def test_collapse_risk_only_with_a_stiffness_and_at_the_same_eta_K(tmp_path):
+    from grpo_theory.model import GRPOModel
+
+    p = _write(tmp_path, "t.json", {"beta": 0.5, "num_generations": 8, "learning_rate": 1e-6,
+                                    "per_device_train_batch_size": 8, "num_processes": 1,
+                                    "num_iterations": 2, "max_steps": 500})
+    assert check_config(p, p_ref=0.3).prediction["collapse_risk"] is None
+    cr = check_config(p, stiffness=1e5, p_ref=0.3).prediction["collapse_risk"]
+    assert 0 <= cr["probability"] <= 1 and cr["steps"] == 500
+    fp = GRPOModel(p_ref=0.3, group_size=8, kl="k3", kl_coef=0.5, adv_eps=1e-4,
+                   surrogate="ratio").fixed_point()
+    assert cr["bandit_learning_rate"] * fp.stiffness == pytest.approx(1e-6 * 1e5)
+    assert cr["p_star"] == pytest.approx(fp.p)
