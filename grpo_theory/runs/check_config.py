@@ -369,7 +369,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
     variant = _variant_split(mp, p_ref)
     if variant["reason"]:
         unknown.append("split: " + variant["reason"])
-    k, mu, eta = mp.value("refresh_interval"), mp.value("momentum"), mp.value("learning_rate")
+    k, mu = mp.value("refresh_interval"), mp.value("momentum")
     phis = sorted({fp["fresh_fraction"] for fp in variant["fixed_points"]})
     thresholds = variant_thresholds(mu, k, phis) if phis else None
     if thresholds is None:
@@ -409,6 +409,9 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
                        "LOG of an earlier run on the same task); the thresholds above are in eta K")
         unknown.append("collapse risk: needs eta K")
     else:
+        assumptions.append("the verdict must hold for every K of its interval and every split "
+                           "phi of the variant's range (the bandit's split: the LLM's own split "
+                           "is not measured)")
         _predict(prediction, mp, K_info, phis, variant, p_ref, steps, unknown)
     return ConfigCheck(config=os.fspath(path), kind=kind, parameters=dict(mp), variant=variant,
                        thresholds=thresholds, stiffness=K_info, prediction=prediction,
