@@ -134,6 +134,11 @@ def test_trl_default_objective_has_no_refresh_threshold(tmp_path):
     for fp in res.variant["fixed_points"]:
         # independent: a window of 2000 steps at eta K = 1e-3 does not grow
         assert not _grows(1e-3, mu, 2000, fp["fresh_fraction"], windows=200)
+    # beta = 0 (TRL >= 0.18's default): no fixed point, the split of the approach to p = 1
+    r0 = check_config(_write(tmp_path, "t0.json", {"num_generations": 16}))
+    assert r0.parameters["kl"]["value"] == "none" and "approach" in r0.variant["split_source"]
+    assert r0.variant["fresh_fraction_range"][0] > 0.5
+    assert r0.thresholds["refresh_threshold_exists_at_small_eta_K"] is False
     # and the all-stale variant (CS336 reinforce with baseline) does have one
     y = _write(tmp_path, "c.yaml", "training:\n  loss_type: reinforce_with_baseline\n"
                "  epochs_per_rollout_batch: 2\n  learning_rate: 1e-5\n")
