@@ -1,704 +1,493 @@
-r"""Check a GRPO training configuration before launch.
+r"""Check a GRPO training configuration before launch: what the theory knows, and what it does not.
 
-Maps a TRL ``GRPOConfig`` (JSON/YAML, or a ``TrainingArguments``-style dict) or a
-verl configuration (nested YAML, dotted ``key=value`` overrides, or a launch
-script such as the one printed at the top of a verl log) to the model's
-parameters:
+The stability threshold of the model lives in the dimensionless step
+:math:`\eta K` (learning rate x stiffness per unit learning rate).  A config
+gives :math:`\eta`, the momentum :math:`\mu` (Adam's :math:`\beta_1`), the refresh
+window (:func:`grpo_theory.theory.reuse.window_sampling`) and the loss variant,
+but not :math:`K`.  So :func:`check_config` answers in two layers:
 
-====================  ==========================================  ==================================================
-model parameter       TRL                                         verl
-====================  ==========================================  ==================================================
-group size G          ``num_generations``                         ``actor_rollout_ref.rollout.n``
-learning rate η       ``learning_rate``                           ``actor_rollout_ref.actor.optim.lr``
-momentum μ            ``adam_beta1`` (default 0.9)                ``actor_rollout_ref.actor.optim.betas[0]`` (0.9)
-KL coefficient β      ``beta``                                    ``actor.kl_loss_coef`` if ``use_kl_loss``
-KL estimator          k3                                          ``kl_loss_type`` (``low_var_kl`` = k3)
-normalization         ``scale_rewards`` (False/"none" = mean)     ``algorithm.norm_adv_by_std_in_grpo``
-refresh interval k    steps_per_generation·num_iterations/GAS     ppo_epochs·train_batch_size/ppo_mini_batch_size
-====================  ==========================================  ==================================================
+**Without a stiffness** (always):
 
-With a stiffness :math:`K` (per unit learning rate; given, or measured from an
-earlier run's log) it predicts the regime, the stability margin, the largest
-safe refresh interval and learning rate.  Every number computed here comes
-from the core: the exact discrete (L2) analysis of :mod:`grpo_theory.theory.discrete`
-when present, otherwise the L3 coefficients of :mod:`grpo_theory.theory.oscillator`
-(the published first-order threshold), labelled as such.
+- the variant (normalization, KL placement and estimator, surrogate) and the
+  fresh/stale split :math:`\phi = K_f/K` of its bandit fixed point
+  (:meth:`grpo_theory.model.GRPOModel.fixed_point`), over a grid of reference
+  rewards :math:`p_{ref}` (the config does not say it), or at ``p_ref``;
+- which thresholds exist at all: a refresh threshold exists for every
+  :math:`\eta K` when :math:`\phi \le 1/2` (e.g. KL in the reward: all stale); with
+  a fresh force (k3 in the loss, the ratio surrogate) small :math:`\eta K` is
+  stable for every refresh interval;
+- the largest stable refresh interval at a few :math:`\eta K`
+  (:func:`grpo_theory.theory.discrete.max_stable_refresh_interval`), and the exact
+  :math:`\eta K` at which the configured k becomes unstable
+  (:func:`grpo_theory.theory.discrete.max_stable_learning_rate` with K = 1) beside
+  the published rule (``discrete.published_threshold_learning_rate``);
+- the verdict is ``stable: null``, with the reasons under ``unknown``.
+
+**With a stiffness** (``stiffness=K`` given, or measured by ``from_log`` from a
+*different* run's reward curve): :math:`\eta K` and its interval, the verdict
+(``True`` only if every K of the interval and every admissible split is stable,
+``False`` only if every one is unstable, else ``None``), the margin, the largest
+stable refresh interval, the regime, and the collapse risk of the bandit run
+with the same :math:`\eta K` (:func:`grpo_theory.theory.collapse.collapse_risk`).
+
+Adam: every real run uses Adam(W).  Its first moment is the heavy-ball buffer with
+:math:`\mu = \beta_1` (``adam.momentum_form``) and its per-logit step is
+:math:`\eta(1-\beta_1)/\sqrt{\hat v}` (:mod:`grpo_theory.theory.adam`): a K measured
+from a log *per unit configured learning rate* already contains that factor, so
+:math:`\eta K` is Adam's effective step as long as :math:`\hat v` is comparable
+between the two runs.  Near the threshold Adam's :math:`\hat v` grows and damps
+the step (the reduction's self-stabilisation): a crossing shows up as growing
+gradient norms before (or instead of) a divergence.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
+from dataclasses import dataclass, field
 
-from grpo_theory.runs.logs.base import flatten
-from grpo_theory.results import jsonable
-from grpo_theory.validate import ParameterError, check_real
+from grpo_theory.results import Result, jsonable
+from grpo_theory.runs.config_map import ConfigMapping, map_config, read_config
+from grpo_theory.validate import ParameterError, check_int, check_real
 
-__all__ = ["ModelParameters", "read_config", "map_config", "stiffness_from_log", "check_config",
-           "predict_fluctuation", "observed_fluctuation"]
+__all__ = ["ConfigCheck", "check_config", "variant_thresholds", "stiffness_from_log",
+           "read_config", "map_config"]
 
-#: the advantage epsilon each framework adds to the group std (fixed in their code)
-ADV_EPS = {"trl": 1e-4, "verl": 1e-6}
+#: reference rewards scanned when the config does not say p_ref
+P_REF_GRID = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95)
+#: eta K values of the refresh-interval table
+ETA_K_TABLE = (1e-3, 1e-2, 0.1, 0.5, 1.0)
+#: reward levels of the approach to 1 where a variant without a fixed point is linearised
+FLOW_P_GRID = (0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
 
-def _flatten(d):
-    """Dotted keys, as in verl's overrides (``actor_rollout_ref.rollout.n``)."""
-    return flatten(d, sep=".")
+def _flow_split(mp, out, p_refs):
+    """Split of the drift's slope on the approach to p = 1 (variants without a fixed point)."""
+    from grpo_theory.theory.drift import drift_components
+
+    rows = []
+    for pr in (p_refs if out["kl"] != "none" else (0.5,)):
+        for p in FLOW_P_GRID:
+            z = math.log(p / (1 - p))
+            c = drift_components(z, normalization=out["normalization"], kl=out["kl"],
+                                 surrogate=out["surrogate"], group_size=out["group_size"],
+                                 kl_coef=out["kl_coef"], p_ref=pr, adv_eps=mp.value("adv_eps"))
+            kf, ks = -float(c["dF_dz"]), -float(c["dF_dzold"])
+            if kf + ks > 0:
+                rows.append({"p_ref": pr if out["kl"] != "none" else None, "p": p,
+                             "stiffness": kf + ks, "fresh_fraction": kf / (kf + ks) + 0.0})
+    return rows
 
 
-def read_config(path) -> tuple[dict, str]:
-    """Read a config file into a flat dict with dotted keys; returns ``(config, kind)``.
+def _variant_split(mp: ConfigMapping, p_ref=None) -> dict:
+    """The fresh fraction of the variant's bandit fixed point over p_ref (or at p_ref)."""
+    from grpo_theory.model import GRPOModel
 
-    ``kind`` is ``"verl"`` or ``"trl"`` (decided by the keys).  JSON, YAML, and
-    text with ``key=value`` overrides (a shell launch script, a verl log whose
-    top holds the launch script) are accepted.
-    """
-    from grpo_theory.runs.logs import LogFormatError
-    from grpo_theory.runs.logs.verl import STEP_LINE, parse_overrides
-
-    p = os.fspath(path)
-    if not os.path.isfile(p):
-        raise ParameterError("config", p, "an existing file")
-    with open(p, encoding="utf-8", errors="replace") as fh:
-        text = fh.read()
-    data = None
-    stripped = text.lstrip()
-    if stripped.startswith("{"):
+    out = {"normalization": mp.value("normalization"), "kl": mp.value("kl"),
+           "kl_coef": mp.value("kl_coef"), "surrogate": mp.value("surrogate"),
+           "group_size": mp.value("group_size"), "fresh_fraction": None,
+           "fresh_fraction_range": None, "fixed_points": [], "reason": ""}
+    if out["normalization"] is None:
+        out["reason"] = mp["normalization"].get("note", "normalization not modelled")
+        return out
+    if out["group_size"] < 2:
+        out["reason"] = f"group size {out['group_size']} < 2: every group is degenerate (no GRPO)"
+        return out
+    if out["kl"] == "k1_reward" and out["normalization"] != "mean":
+        out["reason"] = ("KL in the reward with std normalization: the model derives KL in the "
+                         "reward for mean normalization only")
+        return out
+    grid = (p_ref,) if p_ref is not None else P_REF_GRID
+    misses = []
+    for p in grid:
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise LogFormatError(p, exc.lineno, f"not valid JSON ({exc.msg})") from None
-    elif p.endswith((".yaml", ".yml")):
-        import yaml
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise LogFormatError(p, mark.line + 1 if mark else None,
-                                 f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    if data is None:
-        header = []
-        for line in text.split("\n"):
-            if STEP_LINE.search(line):
-                break
-            header.append(line)
-        data = parse_overrides(header)
-        if not data:
-            raise LogFormatError(p, None, "no configuration found (expected JSON, YAML or "
-                                          "dotted key=value overrides)")
-    if not isinstance(data, dict):
-        raise LogFormatError(p, 1, "the configuration must be a mapping of keys to values")
-    if isinstance(data.get("log_history"), list):
-        raise LogFormatError(p, None, "this is a TRL trainer_state.json, not a GRPOConfig "
-                                      "(use the run's training arguments / config file)")
-    flat = _flatten(data)
-    kind = "verl" if any(k.startswith(("actor_rollout_ref.", "algorithm.", "data.", "trainer."))
-                         for k in flat) else "trl"
-    return flat, kind
+            model = GRPOModel(p_ref=p, group_size=out["group_size"], normalization=out["normalization"],
+                              kl=out["kl"], kl_coef=out["kl_coef"], adv_eps=mp.value("adv_eps"),
+                              surrogate=out["surrogate"])
+            fp = model.fixed_point()
+        except ParameterError as exc:
+            misses.append(f"p_ref = {p:g}: {exc.allowed}")
+            continue
+        out["fixed_points"].append({"p_ref": p, "p_star": fp.p, "stiffness": fp.stiffness,
+                                    "fresh_fraction": fp.fresh_fraction})
+    out["split_source"] = "the bandit fixed point (stiffness K = K_f + K_s, phi = K_f/K)"
+    if not out["fixed_points"]:
+        out["fixed_points"] = _flow_split(mp, out, grid)
+        out["split_source"] = (
+            "no interior fixed point at any p_ref (the reward escapes to p = 1): so the split is that of the drift's slope along the approach, "
+            "K = -(dF/dz + dF/dz_old) > 0 at p = " + ", ".join(format(p, "g") for p in FLOW_P_GRID)
+            + " (drift.drift_components; a frozen-coefficient reading of a slowly moving state)")
+        if not out["fixed_points"]:
+            out["reason"] = "the drift is not restoring along the approach: no split defined"
+            return out
+    phis = [f["fresh_fraction"] for f in out["fixed_points"]]
+    out["fresh_fraction_range"] = [min(phis), max(phis)]
+    out["fresh_fraction"] = phis[0] if len(phis) == 1 else None
+    if misses and len(misses) < len(grid):
+        out["reason"] = f"no interior fixed point at {len(misses)} of the p_ref values"
+    return out
 
 
-class ModelParameters(dict):
-    """name -> {"value", "source", "assumed"}; ``assumed`` True when a default was used."""
+def variant_thresholds(momentum, refresh_interval, fresh_fractions) -> dict:
+    """Thresholds in eta K for the configured mu and k, for each admissible split phi.
 
-    def value(self, name):
-        return self[name]["value"]
-
-    def put(self, name, value, source, assumed=False, note=None):
-        entry = {"value": value, "source": source, "assumed": bool(assumed)}
-        if note:
-            entry["note"] = note
-        self[name] = entry
-
-
-def _get(cfg, *keys):
-    for k in keys:
-        if k in cfg and cfg[k] is not None:
-            return k, cfg[k]
-    for k in keys:  # suffix match for partial dotted paths (e.g. "rollout.n")
-        for ck, v in cfg.items():
-            if v is not None and ck.endswith("." + k):
-                return ck, v
-    return None, None
-
-
-def _number(name, value, key):
-    try:
-        if isinstance(value, str):
-            value = float(value)
-        return float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(key or name, value, "a number") from None
-
-
-def map_config(cfg: dict, kind: str) -> ModelParameters:
-    """Map a flat config to the model's parameters (see module docstring)."""
-    mp = ModelParameters()
-    if kind == "trl":
-        k, v = _get(cfg, "num_generations")
-        mp.put("group_size", int(_number("num_generations", v, k)) if k else 8, k or
-               "TRL default num_generations = 8", assumed=k is None)
-        k, v = _get(cfg, "learning_rate")
-        mp.put("learning_rate", _number("learning_rate", v, k) if k else 1e-6,
-               k or "GRPOConfig default learning_rate = 1e-6", assumed=k is None)
-        k, v = _get(cfg, "adam_beta1")
-        mp.put("momentum", _number("adam_beta1", v, k) if k else 0.9, k or
-               "Adam default beta1 = 0.9", assumed=k is None,
-               note="Adam's beta1 read as the momentum mu of the model")
-        k, v = _get(cfg, "beta")
-        mp.put("kl_coef", _number("beta", v, k) if k else 0.0, k or
-               "GRPOConfig default beta = 0.0 (TRL >= 0.18; earlier versions 0.04)", assumed=k is None)
-        mp.put("kl_estimator", "k3", "TRL computes the per-token k3 estimator")
-        k, v = _get(cfg, "scale_rewards")
-        if k is None:
-            norm, src, assumed = "std", "TRL default scale_rewards = True (group std)", True
-        else:
-            s = str(v).lower()
-            norm = "mean" if s in ("false", "none", "0") else "std"
-            src, assumed = k, False
-        mp.put("normalization", norm, src, assumed=assumed)
-        ks, spg = _get(cfg, "steps_per_generation")
-        ki, it = _get(cfg, "num_iterations")
-        kg, gas = _get(cfg, "gradient_accumulation_steps")
-        gas_v = _number("gradient_accumulation_steps", gas, kg) if kg else 1.0
-        spg_v = _number("steps_per_generation", spg, ks) if ks else gas_v
-        it_v = _number("num_iterations", it, ki) if ki else 1.0
-        refresh = spg_v * it_v / gas_v
-        kp, pdb = _get(cfg, "per_device_train_batch_size")
-        kw, ws = _get(cfg, "world_size", "num_processes")
-        pdb_v = _number("per_device_train_batch_size", pdb, kp) if kp else 8.0
-        ws_v = _number("world_size", ws, kw) if kw else 1.0
-        G_v = float(mp.value("group_size"))
-        mp.put("prompts_per_step", pdb_v * gas_v * ws_v / G_v,
-               f"per_device_train_batch_size ({pdb_v:g}{'' if kp else ', TrainingArguments default'})"
-               f" x gradient_accumulation_steps ({gas_v:g}{'' if kg else ', default'}) x world_size "
-               f"({ws_v:g}{'' if kw else ', assumed: not in a GRPOConfig'}) / num_generations "
-               f"({G_v:g})", assumed=not (kp and kw))
-        mp.put("rollout_prompts", pdb_v * spg_v * ws_v / G_v,
-               "per_device_train_batch_size x steps_per_generation x world_size / num_generations "
-               "(prompts per generation batch)", assumed=not (kp and kw))
-        mp.put("adv_eps", ADV_EPS["trl"], "TRL adds 1e-4 to the group std")
-        mp.put("refresh_interval", refresh,
-               f"steps_per_generation ({spg_v:g}{'' if ks else ', default = GAS'}) x num_iterations "
-               f"({it_v:g}{'' if ki else ', default'}) / gradient_accumulation_steps "
-               f"({gas_v:g}{'' if kg else ', default'})", assumed=not (ks or ki))
-    else:
-        k, v = _get(cfg, "actor_rollout_ref.rollout.n", "rollout.n")
-        mp.put("group_size", int(_number("rollout.n", v, k)) if k else 1, k or
-               "verl default rollout.n = 1 (not GRPO!)", assumed=k is None)
-        k, v = _get(cfg, "actor_rollout_ref.actor.optim.lr", "actor.optim.lr", "optim.lr")
-        mp.put("learning_rate", _number("lr", v, k) if k else 1e-6, k or
-               "verl default actor lr = 1e-6", assumed=k is None)
-        k, v = _get(cfg, "actor_rollout_ref.actor.optim.betas", "optim.betas")
-        beta1 = None
-        if k is not None:
-            try:
-                beta1 = float(v[0] if isinstance(v, (list, tuple)) else
-                              str(v).strip("[]() ").split(",")[0])
-            except (ValueError, IndexError):
-                beta1 = None
-        mp.put("momentum", beta1 if beta1 is not None else 0.9,
-               k if beta1 is not None else "AdamW default beta1 = 0.9", assumed=beta1 is None,
-               note="Adam's beta1 read as the momentum mu of the model")
-        ku, use_kl = _get(cfg, "actor_rollout_ref.actor.use_kl_loss", "actor.use_kl_loss")
-        kr, kl_in_reward = _get(cfg, "algorithm.use_kl_in_reward")
-        if ku and str(use_kl).lower() == "true":
-            kc, coef = _get(cfg, "actor_rollout_ref.actor.kl_loss_coef", "actor.kl_loss_coef")
-            mp.put("kl_coef", _number("kl_loss_coef", coef, kc) if kc else 0.001,
-                   kc or "verl default kl_loss_coef = 0.001", assumed=kc is None)
-            kt, ktype = _get(cfg, "actor_rollout_ref.actor.kl_loss_type", "actor.kl_loss_type")
-            ktype = str(ktype) if kt else "low_var_kl"
-            est = {"low_var_kl": "k3", "k3": "k3", "kl": "k1", "k1": "k1", "mse": "k2",
-                   "k2": "k2", "abs": "abs"}.get(ktype, ktype)
-            mp.put("kl_estimator", est, f"{kt} = {ktype}" if kt else "verl default low_var_kl = k3",
-                   assumed=kt is None)
-        elif kr and str(kl_in_reward).lower() == "true":
-            kc, coef = _get(cfg, "algorithm.kl_ctrl.kl_coef")
-            mp.put("kl_coef", _number("kl_coef", coef, kc) if kc else 0.001,
-                   kc or "verl default kl_ctrl.kl_coef = 0.001", assumed=kc is None,
-                   note="KL applied as a reward penalty, not a loss")
-            mp.put("kl_estimator", "k1", "verl in-reward KL (kl_penalty default 'kl' = k1)",
-                   assumed=True)
-        else:
-            mp.put("kl_coef", 0.0, "use_kl_loss not set: no KL to the reference",
-                   assumed=ku is None)
-            mp.put("kl_estimator", None, "no KL")
-        kn, norm = _get(cfg, "algorithm.norm_adv_by_std_in_grpo")
-        mp.put("normalization", "mean" if kn and str(norm).lower() == "false" else "std",
-               kn or "verl default norm_adv_by_std_in_grpo = True", assumed=kn is None)
-        ke, ep = _get(cfg, "actor_rollout_ref.actor.ppo_epochs", "actor.ppo_epochs")
-        kb, tbs = _get(cfg, "data.train_batch_size")
-        km, mbs = _get(cfg, "actor_rollout_ref.actor.ppo_mini_batch_size",
-                       "actor.ppo_mini_batch_size")
-        ep_v = _number("ppo_epochs", ep, ke) if ke else 1.0
-        if km:
-            mp.put("prompts_per_step", _number("ppo_mini_batch_size", mbs, km),
-                   f"{km} (prompts per optimizer update; verl multiplies it by rollout.n)")
-        elif kb:
-            mp.put("prompts_per_step", _number("train_batch_size", tbs, kb),
-                   f"{kb}: ppo_mini_batch_size missing, one update per rollout batch assumed",
-                   assumed=True)
-        else:
-            mp.put("prompts_per_step", None, "ppo_mini_batch_size and train_batch_size missing",
-                   assumed=True)
-        mp.put("rollout_prompts", _number("train_batch_size", tbs, kb) if kb else None,
-               kb or "train_batch_size missing", assumed=kb is None)
-        mp.put("adv_eps", ADV_EPS["verl"], "verl adds 1e-6 to the group std")
-        if kb and km:
-            refresh = ep_v * _number("train_batch_size", tbs, kb) / _number("ppo_mini_batch_size", mbs, km)
-            mp.put("refresh_interval", refresh,
-                   f"ppo_epochs ({ep_v:g}{'' if ke else ', default'}) x {kb} ({tbs}) / {km} ({mbs})",
-                   assumed=ke is None)
-        else:
-            mp.put("refresh_interval", ep_v, "train_batch_size or ppo_mini_batch_size missing: "
-                   "assumed one mini-batch per rollout", assumed=True)
-    return mp
-
-
-def stiffness_from_log(path, *, learning_rate=None, metric=None, momentum=None,
-                       refresh_interval=None) -> dict:
-    r"""Measure the stiffness per unit learning rate from an earlier run's log.
-
-    Fits the single exponential (time constant :math:`\tau`, steps) and reports
-
-    - ``naive``: :math:`K = 1/(\tau\,\eta)` — assumes :math:`\tau = 1/(\eta K)`, i.e.
-      damping :math:`\gamma = 1` (no heavy-ball inertia, no lag);
-    - ``value`` (used for predictions): the :math:`K` for which the core's L3
-      model (:func:`grpo_theory.theory.oscillator.coefficients`) with the earlier run's
-      momentum :math:`\mu` and refresh interval has time scale
-      :math:`\gamma/k = \tau` — consistent with the model the prediction uses, so
-      the earlier run's own configuration is predicted stable, as observed.
-
-    ``learning_rate``, ``momentum`` and ``refresh_interval`` default to the
-    earlier log's config (verl launch script), else lr must be given.
+    Returns the exact eta K threshold at k (``exact_eta_K``: min and max over phi), the
+    published rule's, the largest stable k at each eta K of :data:`ETA_K_TABLE`
+    (``None`` = every k stable) and whether a refresh threshold exists at small eta K.
     """
+    from grpo_theory.theory.derived import get
+    from grpo_theory.theory.discrete import max_stable_learning_rate, max_stable_refresh_interval
+
+    mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
+    k = check_int("refresh_interval", refresh_interval, low=1)
+    stars = [max_stable_learning_rate(mu, k, 1.0, fresh_fraction=phi) for phi in fresh_fractions]
+    table = []
+    for a in ETA_K_TABLE:
+        ks = [max_stable_refresh_interval(a, mu, 1.0, fresh_fraction=phi)
+              for phi in fresh_fractions]
+        table.append({"eta_K": a, "max_stable_refresh_interval": min(ks),
+                      "every_refresh_interval_stable": all(x == math.inf for x in ks)})
+    small = table[0]["every_refresh_interval_stable"]
+    return {
+        "exact_eta_K": [min(stars), max(stars)],
+        "published_eta_K": float(get("discrete.published_threshold_learning_rate").numeric(mu, k)),
+        "refresh_table": [{**r, "max_stable_refresh_interval": None if r[
+            "max_stable_refresh_interval"] == math.inf else r["max_stable_refresh_interval"]}
+            for r in table],
+        "refresh_threshold": ("none at small eta K: with this split a long window relaxes onto "
+                              "the fresh force (phi > 1/2), every refresh interval is stable for "
+                              f"eta K <= {ETA_K_TABLE[0]:g}") if small else
+                             ("exists at every eta K (phi <= 1/2: the force is mostly stale, "
+                              "the refresh lag erodes it)"),
+        "refresh_threshold_exists_at_small_eta_K": not small,
+    }
+
+
+def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
+                       refresh_interval=None, fresh_fraction=0.0) -> dict:
+    r"""K per unit learning rate, with an interval, from an earlier run's reward curve.
+
+    The single exponential (:func:`grpo_theory.runs.fitting.fit_curve`) gives the time
+    constant :math:`\tau \pm` se; K is chosen so that the L3 time scale
+    :func:`grpo_theory.theory.oscillator.coefficients` ``.time_scale`` at the earlier
+    run's :math:`\eta`, :math:`\mu` and lag equals :math:`\tau` (and the ends of the
+    95 % interval of :math:`\tau` give the ends of K's).  The learning rate is, in
+    order: ``learning_rate``, the median learning rate logged over the fitted rise,
+    the log's own config; otherwise an error asks for it.
+    """
+    import numpy as np
     from scipy.optimize import brentq
 
     from grpo_theory.runs.fitting import fit_curve
     from grpo_theory.runs.logs import read_log
+    from grpo_theory.theory.discrete import continuous_lag
     from grpo_theory.theory.oscillator import coefficients
 
     log = read_log(path)
     name = log.reward_metric(metric)
     steps, values = log.series(name)
     fit = fit_curve(steps, values, "exponential")
-    earlier = map_config(log.config, "verl") if any(
-        k.startswith("actor_rollout_ref.") for k in log.config) else None
-    src = "given"
+    tau, se = fit.params["tau"], fit.stderr["tau"]
+    earlier = None
+    if log.config:
+        kind = "verl" if any(k.startswith("actor_rollout_ref.") for k in log.config) else None
+        if kind:
+            earlier = map_config(log.config, kind)
+    src = "given (--from-log-lr)"
     if learning_rate is None:
-        if earlier is None or earlier["learning_rate"]["assumed"]:
-            raise ParameterError("learning rate of the earlier run", None,
-                                 f"found in {path}'s config; give --from-log-lr")
-        learning_rate, src = earlier.value("learning_rate"), f"{path}: {earlier['learning_rate']['source']}"
-    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
-    mu = momentum if momentum is not None else (earlier.value("momentum") if earlier else 0.9)
-    ell = refresh_interval if refresh_interval is not None else (
-        earlier.value("refresh_interval") if earlier else 1.0)
-    tau, tau_se = fit.params["tau"], fit.stderr["tau"]
-    naive = 1.0 / (tau * eta)
+        lr_name = next((n for n in ("learning_rate", "train/learning_rate", "actor/lr", "lr")
+                        if log.has(n)), None)
+        if lr_name is not None:
+            ls, lv = log.series(lr_name)
+            end = steps[0] + (fit.time_to_90 if math.isfinite(fit.time_to_90) else np.inf)
+            sel = lv[(ls <= end) & (lv > 0)]
+            sel = sel if sel.size else lv[lv > 0]
+            if sel.size:
+                learning_rate = float(np.median(sel))
+                src = f"median of {lr_name} logged over the fitted rise"
+        if learning_rate is None and earlier is not None and not earlier["learning_rate"]["assumed"]:
+            learning_rate = earlier.value("learning_rate")
+            src = f"the log's config ({earlier['learning_rate']['source']})"
+    if learning_rate is None:
+        raise ParameterError("--from-log-lr", None, f"given: {os.fspath(path)} logs no learning "
+                             "rate and holds no config with one")
+    eta = check_real("learning rate of the earlier run", learning_rate, low=0, low_open=True)
+    if momentum is None:
+        momentum = earlier.value("momentum") if earlier else 0.9
+    if refresh_interval is None:
+        refresh_interval = earlier.value("refresh_interval") if earlier else 1
+    lag = continuous_lag("refresh", refresh_interval)
 
-    def mismatch(K):
-        return coefficients(eta, mu, ell, K).time_scale - tau
+    def K_for(t):
+        def mismatch(K):
+            return coefficients(eta, momentum, lag, K, fresh_fraction=fresh_fraction).time_scale - t
 
-    hi = naive
-    while mismatch(hi) > 0:
-        hi *= 2
-    lo = hi / 2
-    while mismatch(lo) < 0 and lo > 1e-300:
-        lo /= 2
-    K = brentq(mismatch, lo, hi, xtol=1e-12 * naive)
-    K_se = K * tau_se / tau if math.isfinite(tau_se) else None
-    step_90 = fit.t0 + fit.time_to_90 if math.isfinite(fit.time_to_90) else None
-    return {"value": K, "stderr": K_se, "naive": naive, "tau_steps": tau, "tau_stderr": tau_se,
-            "r2": fit.r2, "plateau_reward": fit.params["plateau"],
-            "plateau_reward_stderr": fit.stderr["plateau"],
-            "initial_reward": fit.params["initial"], "step_90": step_90,
-            "observed_fluctuation": observed_fluctuation(steps, values, step_90),
-            "earlier_group_size": earlier.value("group_size") if earlier else None,
-            "earlier_rollout_prompts": earlier.value("rollout_prompts") if earlier else None,
-            "learning_rate": eta, "learning_rate_source": src,
-            "momentum": mu, "refresh_interval": ell, "metric": name, "source": os.fspath(path),
-            "assumption": (f"earlier run overdamped with tau = {tau:.4g} steps; K chosen so that the "
-                           f"core's L3 time scale gamma/k equals tau at the earlier run's eta = "
-                           f"{eta:g}, mu = {mu:g}, refresh interval = {ell:g} (naive 1/(tau eta) = "
-                           f"{naive:.4g} assumes gamma = 1); same task and model (K is a property "
-                           "of the problem); the stderr ignores autocorrelated log noise")}
+        hi = 1.0 / (t * eta)
+        while mismatch(hi) > 0:
+            hi *= 2
+        lo = hi / 2
+        while mismatch(lo) < 0 and lo > 1e-300:
+            lo /= 2
+        return brentq(mismatch, lo, hi, xtol=1e-12 * hi)
 
-
-def _l3_prediction(eta, mu, refresh, K):
-    """Regime and thresholds from the core's L3 coefficients (first order in the lag)."""
-    from scipy.optimize import brentq
-
-    from grpo_theory.theory.oscillator import coefficients
-
-    osc = coefficients(eta, mu, refresh, K)
-
-    def damping_at_lag(ell):
-        return coefficients(eta, mu, ell, K).damping
-
-    def damping_at_lr(e):
-        return coefficients(e, mu, refresh, K).damping
-
-    # gamma is affine and decreasing in the lag and in eta: bracket its zero
-    max_refresh = None
-    hi = 1.0
-    while damping_at_lag(hi) > 0 and hi < 1e12:
-        hi *= 2
-    if damping_at_lag(hi) <= 0:
-        max_refresh = brentq(damping_at_lag, 0.0, hi) if damping_at_lag(0.0) > 0 else 0.0
-    max_lr = None
-    hi = eta
-    while damping_at_lr(hi) > 0 and hi < 1e12 * eta:
-        hi *= 2
-    if damping_at_lr(hi) <= 0:
-        lo = hi / 2 if damping_at_lr(hi / 2) > 0 else 1e-300
-        max_lr = brentq(damping_at_lr, lo, hi)
-    regime = osc.regime
-    zeta = float(osc.damping_ratio) if osc.damping > 0 else None
-    return {
-        "level": "L3 (continuous, first order in the lag: the published threshold "
-                 "K eta k_ref < 1 - mu)",
-        "mass": osc.mass, "damping": osc.damping, "spring": osc.spring,
-        "damping_ratio": zeta, "regime": regime, "stable": osc.damping > 0,
-        "stability_margin": osc.damping / (1 - mu) if mu < 1 else None,
-        "stability_margin_meaning": "gamma/(1 - mu): 1 = no lag erosion, 0 = at the threshold",
-        "max_stable_refresh_interval": max_refresh,
-        "max_stable_learning_rate": max_lr,
-        "timescale_steps": osc.time_scale if osc.damping > 0 else None,
-    }
+    if not (math.isfinite(tau) and tau > 0):
+        raise ParameterError("--from-log", os.fspath(path), "a log whose reward curve has a "
+                             "finite relaxation time (the exponential fit found none)")
+    K = K_for(tau)
+    interval = None
+    if math.isfinite(se) and se > 0:
+        t_lo, t_hi = tau - 1.96 * se, tau + 1.96 * se
+        interval = [K_for(t_hi), K_for(t_lo) if t_lo > 0 else math.inf]
+    return {"value": K, "interval": interval, "tau_steps": tau, "tau_stderr": se, "r2": fit.r2,
+            "initial_reward": fit.params["initial"], "plateau_reward": fit.params["plateau"],
+            "learning_rate": eta, "learning_rate_source": src, "momentum": momentum,
+            "refresh_interval": refresh_interval, "metric": name, "source": os.fspath(path),
+            "method": "single-exponential fit (runs.fitting.fit_curve); K such that the L3 time "
+                      "scale (oscillator.coefficients) at the earlier run's eta, mu and lag "
+                      "equals tau; the interval maps tau +- 1.96 se (independent-residual se: "
+                      "a lower bound on real, autocorrelated logs)"}
 
 
-def _l2_prediction(eta, mu, refresh, K):
-    """The exact discrete analysis of :mod:`grpo_theory.theory.discrete`."""
-    from grpo_theory.theory.discrete import stability
+@dataclass(frozen=True)
+class ConfigCheck(Result):
+    """What ``check-config`` answers (``to_dict()`` is the ``--json`` contract)."""
 
-    kr = max(1, int(round(refresh)))
-    res = stability(learning_rate=eta, momentum=mu, refresh_interval=kr, stiffness=K,
-                    lag_model="refresh")
-    out = {"level": "L2 (exact discrete monodromy over one refresh window, Jury conditions)"}
-    for name in ("spectral_radius", "stable", "binding_condition", "max_stable_refresh_interval",
-                 "max_stable_learning_rate", "discrete_regime", "alternating",
-                 "critical_learning_rate_discrete", "max_stable_refresh_interval_continuous",
-                 "damping_ratio", "regime", "notes"):
-        v = res.get(name) if isinstance(res, dict) else getattr(res, name, None)
-        if v is not None:
-            out[name] = v.item() if hasattr(v, "item") else (list(v) if isinstance(v, tuple) else v)
-    if "spectral_radius" in out:
-        out["stability_margin"] = 1.0 - float(out["spectral_radius"])
-    return out
+    config: str
+    kind: str
+    parameters: dict
+    variant: dict
+    thresholds: dict | None
+    stiffness: dict | None
+    prediction: dict
+    assumptions: tuple = ()
+    warnings: tuple = field(default=())
 
-
-def observed_fluctuation(steps, values, plateau_start=None, *, window=50) -> dict:
-    r"""Late-run reward fluctuation of a log: rolling standard deviation over the plateau.
-
-    The plateau is the last half of the run, or from ``plateau_start`` (e.g. the
-    step at which a fit covered 90 % of its rise) if that is later.  The reward is
-    cut into consecutive windows of ``window`` points; the reported ``std`` is the
-    pooled within-window standard deviation (RMS of the windows' sample sd,
-    ddof = 1), which removes the slow drift of a still-creeping plateau.  Also
-    returned: the plateau mean and the plain standard deviation over the plateau.
-    """
-    import numpy as np
-
-    steps = np.asarray(steps, dtype=float)
-    values = np.asarray(values, dtype=float)
-    ok = np.isfinite(steps) & np.isfinite(values)
-    steps, values = steps[ok], values[ok]
-    out = {"std": None, "mean": None, "plain_std": None, "window": int(window), "windows": 0,
-           "plateau_start_step": None, "n": 0,
-           "definition": f"pooled sd within consecutive {window}-point windows over the plateau "
-                         "(last half of the run, or after the fit's 90 % point if later)"}
-    if steps.size < 2 * window:
-        out["note"] = f"fewer than {2 * window} points: no observed fluctuation"
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        out["parameters"] = {k: jsonable(v) for k, v in self.parameters.items()}
         return out
-    start = float(steps[steps.size // 2])
-    if plateau_start is not None and math.isfinite(plateau_start):
-        start = max(start, float(plateau_start))
-    y = values[steps >= start]
-    nw = y.size // window
-    if nw < 1:
-        out["note"] = "plateau shorter than one window"
-        return out
-    sds = [float(np.std(y[i * window:(i + 1) * window], ddof=1)) for i in range(nw)]
-    out.update(std=float(np.sqrt(np.mean(np.square(sds)))), mean=float(np.mean(y)),
-               plain_std=float(np.std(y, ddof=1)), windows=nw, plateau_start_step=start,
-               n=int(y.size))
-    return out
+
+    def __str__(self) -> str:
+        def f(x, spec=".4g"):
+            if x is None:
+                return "unknown"
+            if isinstance(x, float):
+                return format(x, spec)
+            return str(x)
+
+        L = [f"{self.config} ({self.kind} config)"]
+        for name, p in self.parameters.items():
+            tag = " [default]" if p.get("assumed") else ""
+            L.append(f"  {name:<17} = {f(p['value'])}   ({p['source']}){tag}")
+        v = self.variant
+        L.append(f"variant: {v['normalization']} normalization, KL {v['kl']} (beta "
+                 f"{f(v['kl_coef'])}), {v['surrogate']} surrogate, G = {v['group_size']}")
+        if v["fresh_fraction_range"]:
+            lo, hi = v["fresh_fraction_range"]
+            L.append(f"  fresh fraction phi = K_f/K: {lo:.4g}" + ("" if lo == hi else f" .. {hi:.4g}"))
+            L.append(f"  split from {v['split_source']}")
+        if v["reason"]:
+            L.append(f"  note: {v['reason']}")
+        t = self.thresholds
+        if t:
+            lo, hi = t["exact_eta_K"]
+            L.append(f"thresholds (mu = {f(self.parameters['momentum']['value'])}, k = "
+                     f"{self.parameters['refresh_interval']['value']}):")
+            L.append(f"  exact L2: unstable above eta K = {lo:.4g}" + ("" if lo == hi else
+                     f" .. {hi:.4g}") + f"   (published rule eta K k < 1 - mu: "
+                     f"{t['published_eta_K']:.4g})")
+            L.append(f"  refresh threshold: {t['refresh_threshold']}")
+            L.append("  largest stable refresh interval at eta K = "
+                     + ", ".join(f"{r['eta_K']:g}: "
+                                 + ("every k" if r["every_refresh_interval_stable"] else
+                                    str(r["max_stable_refresh_interval"]))
+                                 for r in t["refresh_table"]))
+        K = self.stiffness
+        if K:
+            iv = K.get("interval")
+            L.append(f"stiffness K = {K['value']:.4g} per unit lr"
+                     + (f" [{iv[0]:.4g}, {f(iv[1])}]" if iv else "")
+                     + f" ({K['source']})")
+        p = self.prediction
+        L.append(f"prediction: stable {p['stable'] if p['stable'] is not None else 'unknown'}"
+                 f", regime {f(p['regime'])}, eta K = {f(p['eta_K'])}"
+                 + (f" [{p['eta_K_interval'][0]:.4g}, {f(p['eta_K_interval'][1])}]"
+                    if p.get("eta_K_interval") else "")
+                 + f", margin {f(p['stability_margin'])}")
+        L.append("  largest stable refresh interval " + (
+            "none (every k stable)" if p.get("stable_for_every_refresh_interval") else
+            f(p["max_stable_refresh_interval"])))
+        cr = p.get("collapse_risk")
+        if cr is not None:
+            if cr.get("probability") is not None:
+                L.append(f"  collapse risk within {cr['steps']} steps: {cr['probability']:.3g}"
+                         + (f" (best change: {cr['best_knob']})" if cr.get("best_knob") else ""))
+            else:
+                L.append(f"  collapse risk: unknown ({cr.get('reason')})")
+        for u in p["unknown"]:
+            L.append(f"  unknown: {u}")
+        for w in self.warnings:
+            L.append(f"  warning: {w}")
+        if self.assumptions:
+            L.append("assumptions:")
+            L.extend(f"  - {a}" for a in self.assumptions)
+        return "\n".join(L)
 
 
-def _kl_kind(estimator, kl_coef):
-    """The drift variant's KL kind for a config's estimator (``none``/``exact``/``k3``) and a note."""
-    if not kl_coef or estimator is None:
-        return "none", None
-    if estimator == "k3":
-        return "k3", None
-    return "exact", (f"KL estimator {estimator} modelled by the analytic (exact) KL gradient: "
-                     "no sampled KL noise (only none/exact/k3 are derived)")
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
-def predict_fluctuation(mp, *, stiffness=None, stiffness_source=None, reward_level=None,
-                        reward_level_source=None, p_ref=None, p_ref_source=None,
-                        observed=None, measurement_samples=None) -> dict:
-    r"""Predicted stationary reward fluctuation at the plateau, from the config and the theory.
-
-    Chain (every piece from the core):
-
-    1. :math:`\sigma^2` = :func:`grpo_theory.theory.drift.update_variance` at the reward
-       level :math:`p`, group size :math:`G`, normalization, KL variant and
-       coefficient, the framework's advantage epsilon and :math:`B` prompts per
-       optimizer step (exact binomial sum; :math:`\propto 1/(BG)`);
-    2. :math:`\operatorname{Var} z` = :func:`grpo_theory.theory.noise.stationary_variance`
-       (exact L2, refresh interval rounded to an integer, momentum = Adam
-       :math:`\beta_1`, all stiffness delayed by the lag: ``fresh_fraction = 0``);
-    3. :math:`\operatorname{sd}\,p = \sqrt{\,}` :func:`grpo_theory.theory.noise.reward_fluctuation`.
-
-    The reward level is, in order: ``reward_level`` (a fit's plateau or given), else
-    the stable fixed point of the bandit model when a KL is set (needs ``p_ref``),
-    else missing.  Without a stiffness the fixed point's own stiffness is used when
-    it was computed.  Everything missing is listed under ``needed``; values are
-    ``None`` then (never NaN).  With ``observed`` (see :func:`observed_fluctuation`)
-    the predicted and observed std are reported side by side with their ratio.
-    ``measurement_samples`` (prompts x G behind one logged reward) gives the
-    binomial sampling floor of the logged batch mean, which the model does not contain.
-    """
-    from grpo_theory.theory.drift import update_variance
-    from grpo_theory.theory.noise import reward_fluctuation, stationary_variance
-
-    G = mp.value("group_size")
-    B = mp["prompts_per_step"]["value"] if "prompts_per_step" in mp else None
-    norm = mp.value("normalization")
-    kl_coef = mp.value("kl_coef") or 0.0
-    kl, kl_note = _kl_kind(mp.value("kl_estimator"), kl_coef)
-    eps = mp["adv_eps"]["value"] if "adv_eps" in mp else 0.0
-    eta, mu = mp.value("learning_rate"), mp.value("momentum")
-    k_raw = mp.value("refresh_interval")
-    k_int = max(1, int(round(k_raw)))
-    out = {"reward_std": None, "var_z": None, "logit_std": None, "noise_variance": None,
-           "noise_variance_per_prompt": None, "reward_level": None, "reward_level_source": None,
-           "p_ref": p_ref, "p_ref_source": p_ref_source, "stiffness": stiffness,
-           "stiffness_source": stiffness_source, "group_size": G, "prompts_per_step": B,
-           "normalization": norm, "kl": kl, "kl_coef": kl_coef, "adv_eps": eps,
-           "learning_rate": eta, "momentum": mu, "refresh_interval": k_int,
-           "model": "exact L2 (noise.stationary_variance, model='discrete')",
-           "needed": [], "assumptions": [], "observed": observed, "ratio_observed_over_predicted": None}
-    out["value"] = None
-    A = out["assumptions"]
-    A.append("noise model: the per-step gradient noise of the logit update on the two-action "
-             "softmax bandit (drift.update_variance: binomial number of correct samples per "
-             "group, exact in G) transferred to the LLM's reward logit -- the LLM's "
-             "gradient-to-logit gain (Adam preconditioning, parameter sharing across prompts) is "
-             "not modelled, so the sigma^2 per unit lr^2 is the bandit's")
-    A.append(f"B = {B} prompts per optimizer step from the batch sizes "
-             f"({mp['prompts_per_step']['source'] if 'prompts_per_step' in mp else 'n/a'}); "
-             "prompts treated as independent draws at the same reward level p (no difficulty "
-             "spread)")
-    A.append(f"momentum mu = Adam beta1 = {mu:g} (heavy-ball reading; Adam's second moment ignored)")
-    A.append(f"refresh interval {k_raw:g} used as {k_int} (integer window for the exact L2 "
-             "variance); fresh_fraction = 0 (the whole stiffness acts through the sampling policy)")
-    A.append(f"advantage epsilon {eps:g} (the framework's constant)")
-    if kl_note:
-        A.append(kl_note)
-    if G < 2:
-        out["needed"].append(f"group size >= 2 (got {G})")
-    if B is None or B < 1:
-        out["needed"].append("prompts per optimizer step B (batch sizes not in the config)")
-    Bi = max(1, int(round(B))) if B else None
-    if B is not None and B >= 1 and abs(Bi - B) > 1e-9:
-        A.append(f"B = {B:g} rounded to {Bi}")
-    if kl == "k3" and p_ref is None:
-        out["needed"].append("p_ref, the reference policy's reward (--p-ref or --from-log; "
-                             "enters the sampled k3 gradient)")
-    p = reward_level
-    src = reward_level_source
-    fp_stiffness = None
-    if p is None:
-        if kl != "none" and p_ref is not None and G >= 2:
-            from grpo_theory.theory.fixed_points import stable_fixed_point
-            try:
-                fp = stable_fixed_point(p_ref=p_ref, kl_coef=kl_coef, normalization=norm, kl=kl,
-                                        group_size=G, adv_eps=eps)
-                p, fp_stiffness = fp.p, fp.stiffness
-                src = (f"stable fixed point of the bandit mean-field drift ({norm}, {kl} KL, "
-                       f"beta = {kl_coef:g}, p_ref = {p_ref:g}, G = {G})")
-            except ParameterError as exc:
-                out["needed"].append(f"a reward level: the bandit model has no stable fixed point "
-                                     f"here ({exc}); give --reward-level or --from-log")
-        elif kl == "none":
-            out["needed"].append("a reward level p (--reward-level or --from-log): without a KL "
-                                 "the model has no interior fixed point")
-        elif p_ref is None:
-            out["needed"].append("a reward level p (--reward-level, --from-log, or --p-ref for "
-                                 "the model's fixed point)")
-    if p is not None and not (0.0 < p < 1.0):
-        out["needed"].append(f"a reward level strictly between 0 and 1 (got {p:.6g}; the noise "
-                             "model is for a binary reward)")
-        p = None
-    out["reward_level"], out["reward_level_source"] = p, src
-    K, Ksrc = stiffness, stiffness_source
-    if K is None and fp_stiffness is not None and fp_stiffness > 0:
-        K, Ksrc = fp_stiffness, "stiffness of the bandit fixed point (bandit units, per unit lr)"
-    out["stiffness"], out["stiffness_source"] = K, Ksrc
-    if K is None:
-        out["needed"].append("a stiffness K (--stiffness or --from-log)")
-    if p is not None and measurement_samples:
-        out["measurement_floor_std"] = math.sqrt(p * (1 - p) / measurement_samples)
-        A.append(f"measurement floor: a logged reward averages {measurement_samples:g} samples; "
-                 "their binomial sd sqrt(p(1-p)/n) is sampling noise of the log, not a policy "
-                 "fluctuation (an upper bound: a difficulty spread lowers it)")
-    if out["needed"]:
-        out["source"] = "not computed: " + "; ".join(out["needed"])
-        return out
-    s2 = float(update_variance(p, normalization=norm, kl=kl, group_size=G, kl_coef=kl_coef,
-                               p_ref=p_ref if p_ref is not None else 0.5, adv_eps=eps, prompts=Bi))
-    out["noise_variance"] = s2
-    out["noise_variance_per_prompt"] = s2 * Bi
-    vz = stationary_variance(eta, mu, K, s2, refresh_interval=k_int, model="discrete")
-    if not math.isfinite(vz):
-        out["source"] = "no stationary state: the exact L2 window map is unstable at this K"
-        out["needed"].append("a stable configuration")
-        return out
-    out["var_z"] = vz
-    out["logit_std"] = math.sqrt(vz)
-    out["reward_std"] = out["value"] = math.sqrt(reward_fluctuation(p, vz))
-    out["source"] = ("sd p = sqrt(noise.reward_fluctuation(p, noise.stationary_variance(eta, mu, K, "
-                     "drift.update_variance(p, ..., prompts=B), refresh_interval=k)))")
-    out["gain_matched"] = _gain_matched(out, p, norm, kl, G, kl_coef, p_ref, eps, s2, K, fp_stiffness)
-    obs = (observed or {}).get("std")
-    if obs is not None and out["reward_std"] > 0:
-        out["ratio_observed_over_predicted"] = obs / out["reward_std"]
-        gm = out["gain_matched"].get("reward_std")
-        out["gain_matched"]["ratio_observed_over_predicted"] = obs / gm if gm else None
-        floor = out.get("measurement_floor_std")
-        if floor is not None:
-            out["observed_above_floor_std"] = math.sqrt(max(obs * obs - floor * floor, 0.0))
-    return out
-
-
-def _gain_matched(out, p, norm, kl, G, kl_coef, p_ref, eps, s2, K, fp_stiffness):
-    r"""Second reading: the LLM logit as a bandit logit with a gain :math:`c = K/K_{bandit}`.
-
-    If the LLM's per-unit-lr response to the GRPO force is :math:`c` times the
-    bandit's, its drift slope is :math:`cK_{bandit}` (= the measured :math:`K`) and its
-    noise variance :math:`c^2\sigma^2`.  :math:`K_{bandit} = -(\partial_z F + \partial_{z_{old}} F)`
-    of the bandit drift at :math:`z = \mathrm{logit}(p)` (on-policy), not a fit to the
-    observed fluctuation.  Not computed when the stiffness already is the bandit's.
-    """
-    from grpo_theory.theory.drift import drift_components
-    from grpo_theory.theory.noise import reward_fluctuation, stationary_variance
-
-    res = {"reward_std": None, "gain": None, "bandit_slope": None,
-           "meaning": "LLM logit = bandit logit with gain c = K_measured / K_bandit(p): noise "
-                      "variance scaled by c^2 (c from the stiffness, not from the observed "
-                      "fluctuation); K_bandit = -(dF/dz + dF/dz_old) of the bandit drift at "
-                      "logit(p), on-policy (a flow slope when p is not a fixed point)"}
-    if fp_stiffness is not None and K == fp_stiffness:
-        res["note"] = "stiffness already in bandit units: gain 1"
-        return res
-    z = math.log(p / (1 - p))
-    c = drift_components(z, normalization=norm, kl=kl, group_size=G, kl_coef=kl_coef,
-                         p_ref=p_ref if p_ref is not None else 0.5, adv_eps=eps)
-    kb = -(float(c["dF_dz"]) + float(c["dF_dzold"]))
-    res["bandit_slope"] = kb
-    if not (kb > 0):
-        res["note"] = "the bandit drift is not restoring at this p: no gain defined"
-        return res
-    gain = K / kb
-    vz = stationary_variance(out["learning_rate"], out["momentum"], K, gain * gain * s2,
-                             refresh_interval=out["refresh_interval"], model="discrete")
-    res["gain"] = gain
-    if math.isfinite(vz):
-        res["var_z"] = vz
-        res["reward_std"] = math.sqrt(reward_fluctuation(p, vz))
-    return res
-
-
-def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, reward_level=None,
-                 p_ref=None) -> dict:
-    """Map a config to the model and, with a stiffness, predict its dynamics (JSON-ready dict)."""
+def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metric=None,
+                 p_ref=None, steps=None) -> ConfigCheck:
+    """Map ``path`` to the model and say what is known about its stability (see module doc)."""
+    if from_log is not None and _same_file(path, from_log):
+        raise ParameterError("--from-log", os.fspath(from_log), "the log of a different run than "
+                             "CONFIG (fitting a run's own curve predicts it stable by "
+                             "construction)")
     cfg, kind = read_config(path)
     mp = map_config(cfg, kind)
-    out = {"config": os.fspath(path), "kind": kind, "parameters": dict(mp), "missing": [],
-           "assumptions": [f"{k}: {v['source']}" for k, v in mp.items() if v["assumed"]]}
-    out["assumptions"].append("model: mean-field GRPO, Adam's beta1 read as momentum mu, the "
-                              "refresh interval k used as the lag (as in the published threshold)")
-    if mp.value("group_size") < 2:
-        out["warnings"] = [f"group size {mp.value('group_size')} < 2: every group is degenerate "
-                           "(no GRPO signal)"]
-    K_info = None
     if stiffness is not None and from_log is not None:
         raise ParameterError("--stiffness/--from-log", "both", "only one of them")
-    if stiffness is not None:
-        K = check_real("stiffness", stiffness, low=0, low_open=True)
-        K_info = {"value": K, "source": "given (--stiffness), per unit learning rate"}
-    elif from_log is not None:
-        K_info = stiffness_from_log(from_log, learning_rate=from_log_lr)
-        out["assumptions"].append("stiffness: " + K_info["assumption"])
-    out["stiffness"] = K_info
-    fl = _fluctuation(mp, K_info, reward_level, p_ref)
-    out["expected_fluctuation"] = fl
-    out["assumptions"].extend("fluctuation: " + a for a in fl["assumptions"])
-    if K_info is None:
-        out["prediction"] = None
-        out["note"] = "give --stiffness K or --from-log LOG for regime and stability predictions"
-        return jsonable(out)
-    K = K_info["value"]
-    eta, mu, refresh = mp.value("learning_rate"), mp.value("momentum"), mp.value("refresh_interval")
-    pred = {"eta_K": eta * K, "l3": _l3_prediction(eta, mu, refresh, K)}
-    l2 = _l2_prediction(eta, mu, refresh, K)
-    pred["l2"] = l2
-    if fl["needed"]:
-        out["missing"].append("expected fluctuation needs: " + "; ".join(fl["needed"]))
-    pred["expected_fluctuation"] = fl
-    best = l2
-    pred["stable"] = best.get("stable")
-    pred["regime"] = l2["discrete_regime"]
-    pred["max_stable_refresh_interval"] = best.get("max_stable_refresh_interval")
-    pred["max_stable_learning_rate"] = best.get("max_stable_learning_rate")
-    pred["stability_margin"] = best.get("stability_margin")
-    pred["source"] = best["level"]
-    out["prediction"] = pred
-    return jsonable(out)
-
-
-def _fluctuation(mp, K_info, reward_level, p_ref):
-    """Gather the reward level, p_ref, stiffness and observation, then :func:`predict_fluctuation`."""
-    p_src = pr_src = None
-    observed = None
-    samples = None
-    if reward_level is not None:
-        reward_level = check_real("reward_level", reward_level, low=0, high=1, low_open=True,
-                                  high_open=True)
-        p_src = "given (--reward-level)"
     if p_ref is not None:
         p_ref = check_real("p_ref", p_ref, low=0, high=1, low_open=True, high_open=True)
-        pr_src = "given (--p-ref)"
-    K = K_src = None
-    if K_info is not None:
-        K, K_src = K_info["value"], K_info.get("source")
-        if "plateau_reward" in K_info:  # --from-log
-            if reward_level is None:
-                reward_level = K_info["plateau_reward"]
-                p_src = (f"plateau of the single-exponential fit of {K_info['source']} "
-                         f"({K_info['plateau_reward']:.4g})")
-            ini = K_info.get("initial_reward")
-            if p_ref is None and ini is not None and 0 < ini < 1:
-                p_ref = ini
-                pr_src = ("initial reward of the earlier run's fit (the reference policy is the "
-                          "initial policy)")
-            observed = K_info.get("observed_fluctuation")
-            if K_info.get("earlier_rollout_prompts") and K_info.get("earlier_group_size"):
-                samples = K_info["earlier_rollout_prompts"] * K_info["earlier_group_size"]
-        else:
-            K_src = "given (--stiffness), per unit learning rate"
-    if samples is None and (mp.get("rollout_prompts") or {}).get("value"):
-        samples = mp.value("rollout_prompts") * mp.value("group_size")
-    out = predict_fluctuation(mp, stiffness=K, stiffness_source=K_src, reward_level=reward_level,
-                              reward_level_source=p_src, p_ref=p_ref, p_ref_source=pr_src,
-                              observed=observed, measurement_samples=samples)
-    if observed is not None:
-        out["assumptions"].append("observed: " + observed["definition"] + " of the earlier log; "
-                                  "it also contains the log's sampling noise and any slow drift "
-                                  "within a window")
+    if steps is None:
+        steps = mp.value("steps") if "steps" in mp else 1000
+    steps = check_int("steps", steps, low=1)
+    warnings, unknown = [], []
+    assumptions = [
+        "optimizer Adam(W): heavy ball with mu = beta1 (adam.momentum_form); eta K is the "
+        "per-step product, K per unit configured learning rate (it absorbs Adam's "
+        "(1 - beta1)/sqrt(v_hat)); near the threshold Adam's v_hat grows and damps the step "
+        "(theory.adam), so a crossing may first show as growing gradient norms",
+        "the refresh window is the lag (discrete L2 monodromy); the clip is inactive to "
+        "linear order; loss_type aggregation is a constant factor on the bandit",
+    ]
+    variant = _variant_split(mp, p_ref)
+    if variant["reason"]:
+        unknown.append("split: " + variant["reason"])
+    k, mu = mp.value("refresh_interval"), mp.value("momentum")
+    phis = sorted({fp["fresh_fraction"] for fp in variant["fixed_points"]})
+    thresholds = variant_thresholds(mu, k, phis) if phis else None
+    if thresholds is None:
+        unknown.append("thresholds in eta K: they need the split of the force (above)")
+    if p_ref is None and phis and variant["kl"] != "none":
+        assumptions.append("p_ref not given: the split is taken over p_ref in "
+                           + ", ".join(format(x, "g") for x in P_REF_GRID)
+                           + " and every statement holds for the whole range")
+    if mp.value("reuse") == "batch":
+        warnings.append(f"batch reuse: {mp.value('refresh_interval')} optimizer steps per "
+                        f"generation cycle through {mp.value('window_batches')} batch(es): the "
+                        "same mean force, but window-correlated noise (larger fluctuations and "
+                        "collapse risk, theory.reuse)")
+    K_info = None
+    if stiffness is not None:
+        Kv = check_real("stiffness", stiffness, low=0, low_open=True)
+        K_info = {"value": Kv, "interval": [Kv, Kv], "source": "given (--stiffness)"}
+    elif from_log is not None:
+        if from_log_lr is not None:
+            from_log_lr = check_real("from_log_lr", from_log_lr, low=0, low_open=True)
+        K_info = stiffness_from_log(from_log, metric=metric, learning_rate=from_log_lr,
+                                    fresh_fraction=phis[0] if len(phis) == 1 else 0.0)
+        K_info["source"] = (f"measured from {K_info['source']} (tau = {K_info['tau_steps']:.4g} "
+                            f"steps, lr {K_info['learning_rate']:g}: {K_info['learning_rate_source']})")
+        assumptions.append("stiffness from an earlier run: same task and model, so K per unit "
+                           "lr carries over; " + K_info["method"])
+        if K_info["interval"] is None:
+            unknown.append("the interval of the measured K: the fit's stderr of tau is not finite")
+        if p_ref is None and K_info["initial_reward"] is not None and 0 < K_info["initial_reward"] < 1:
+            p_ref = K_info["initial_reward"]
+    prediction = {"stable": None, "regime": None, "stability_margin": None,
+                  "max_stable_refresh_interval": None, "stable_for_every_refresh_interval": None,
+                  "eta_K": None, "eta_K_interval": None, "collapse_risk": None,
+                  "unknown": unknown}
+    if K_info is None:
+        unknown.append("stiffness K: the verdict needs eta K (give --stiffness K or --from-log "
+                       "LOG of an earlier run on the same task); the thresholds above are in eta K")
+        unknown.append("collapse risk: needs eta K")
+    else:
+        assumptions.append("the verdict must hold for every K of its interval and every split "
+                           "phi of the variant's range (the bandit's split: the LLM's own split "
+                           "is not measured)")
+        _predict(prediction, mp, K_info, phis, variant, p_ref, steps, unknown)
+    return ConfigCheck(config=os.fspath(path), kind=kind, parameters=dict(mp), variant=variant,
+                       thresholds=thresholds, stiffness=K_info, prediction=prediction,
+                       assumptions=tuple(assumptions), warnings=tuple(warnings))
+
+
+def _predict(pred, mp, K_info, phis, variant, p_ref, steps, unknown):
+    from grpo_theory.theory.discrete import stability
+
+    eta, mu, k = mp.value("learning_rate"), mp.value("momentum"), mp.value("refresh_interval")
+    K = K_info["value"]
+    pred["eta_K"] = eta * K
+    iv = K_info.get("interval")
+    if iv is not None:
+        pred["eta_K_interval"] = [eta * iv[0], eta * iv[1]]
+    if not phis:
+        unknown.append("verdict: the split of the force is unknown (see split), and the "
+                       "thresholds depend on it")
+        return
+    ends = [K] if iv is None else [iv[0], K] + ([iv[1]] if math.isfinite(iv[1]) else [])
+    results = [stability(eta, mu, k, Kx, fresh_fraction=phi) for Kx in ends for phi in phis]
+    verdicts = {r.stable for r in results}
+    if iv is not None and not math.isfinite(iv[1]):
+        verdicts.add(False)            # K unbounded above: an unstable K is in the interval
+    if iv is None:
+        unknown.append("verdict: without K's interval only the central value is known")
+    elif verdicts == {True}:
+        pred["stable"] = True
+    elif verdicts == {False}:
+        pred["stable"] = False
+    else:
+        unknown.append("verdict: stable for part of the stiffness interval / split range and "
+                       "unstable for the rest")
+    central = [r for r in results if r.stiffness == K]
+    regimes = {r.discrete_regime for r in central}
+    pred["regime"] = regimes.pop() if len(regimes) == 1 else None
+    a_stars = [r.max_stable_learning_rate * r.stiffness for r in results]
+    a_hi = eta * (iv[1] if iv is not None else K)
+    pred["stability_margin"] = 1.0 - a_hi / min(a_stars) if math.isfinite(a_hi) else None
+    pred["stability_margin_meaning"] = ("1 - (largest eta K of the interval) / (smallest exact "
+                                        "threshold over the split range): 0 at the threshold, "
+                                        "negative beyond")
+    kmax = [math.inf if r.stable_for_every_refresh_interval else r.max_stable_refresh_interval
+            for r in results]
+    worst = min(kmax)
+    pred["stable_for_every_refresh_interval"] = worst == math.inf
+    pred["max_stable_refresh_interval"] = None if worst == math.inf else worst
+    pred["collapse_risk"] = _collapse(mp, K, variant, p_ref, steps)
+
+
+def _collapse(mp, K, variant, p_ref, steps) -> dict:
+    """Collapse risk of the bandit run with the config's eta K, G, B, window and reuse."""
+    from grpo_theory.model import GRPOModel
+    from grpo_theory.theory.collapse import collapse_risk
+
+    if p_ref is None:
+        return {"probability": None, "steps": steps, "reason": "needs p_ref (--p-ref, or a "
+                "--from-log fit whose initial reward is in (0, 1))"}
+    if variant["normalization"] is None or variant["group_size"] < 2 or (
+            variant["kl"] == "k1_reward" and variant["normalization"] != "mean"):
+        return {"probability": None, "steps": steps, "reason": variant["reason"]}
+    base = dict(p_ref=p_ref, group_size=variant["group_size"],
+                normalization=variant["normalization"], kl=variant["kl"],
+                kl_coef=variant["kl_coef"], adv_eps=mp.value("adv_eps"),
+                surrogate=variant["surrogate"], prompts=mp.value("prompts"),
+                momentum=mp.value("momentum"), refresh_interval=mp.value("refresh_interval"),
+                reuse=mp.value("reuse"), window_batches=mp.value("window_batches"))
+    try:
+        fp = GRPOModel(**base).fixed_point()
+    except ParameterError as exc:
+        return {"probability": None, "steps": steps,
+                "reason": f"no stable bandit fixed point at p_ref = {p_ref:.4g} ({exc.allowed})"}
+    eta_b = mp.value("learning_rate") * K / fp.stiffness
+    risk = collapse_risk(GRPOModel(**base, learning_rate=eta_b), steps=steps)
+    out = risk.to_dict()
+    out["bandit_learning_rate"] = eta_b
+    out["meaning"] = ("the bandit run with the same eta K (bandit lr = eta K / K_bandit), "
+                      "G, prompts per step, window and reuse")
     return out
-
-

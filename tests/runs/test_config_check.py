@@ -1,178 +1,310 @@
-"""check-config: TRL / verl mapping, stiffness from a log, CLI."""
+"""check-config: key mapping, what is known without a stiffness, the interval verdict, CLI edges.
 
+Independent references: window sizes counted by hand from the trainers' definitions, and
+stability decided by iterating the heavy-ball recursion with a refresh window directly
+(written out here, not taken from the package's monodromy or Jury thresholds).
+"""
+
+import glob
 import json
 import math
+import os
 
 import numpy as np
-
 import pytest
 
-from grpo_theory.data import example_log
 from grpo_theory.cli.main import main
-from grpo_theory.runs.check_config import check_config, map_config, read_config
+from grpo_theory.data import example_log
+from grpo_theory.runs import check_config as cc
+from grpo_theory.runs.check_config import ConfigCheck, check_config
+from grpo_theory.runs.config_map import map_config, read_config
+from grpo_theory.theory.reuse import window_sampling
+from grpo_theory.validate import ParameterError
 
 VERL = example_log()
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED = "/work/shared/data/real_runs"
 
+
+def _grows(eta_K, mu, k, phi, windows=4000):
+    """Iterate v <- mu v - a_f x - a_s x_s, x <- x + v with x_s refreshed to x every k steps;
+    True when the deviation grows (unstable), False when it decays."""
+    af, as_ = phi * eta_K, (1 - phi) * eta_K
+    x, v, xs = 1.0, 0.0, 1.0
+    for _ in range(windows):
+        xs = x
+        for _ in range(k):
+            v = mu * v - af * x - as_ * xs
+            x = x + v
+        if abs(x) + abs(v) > 1e12:
+            return True
+        if abs(x) + abs(v) < 1e-12:
+            return False
+    return abs(x) + abs(v) > 1.0
+
+
+def _write(tmp_path, name, obj):
+    p = tmp_path / name
+    p.write_text(json.dumps(obj) if name.endswith(".json") else obj)
+    return p
+
+
+# --- mapping ------------------------------------------------------------------------------
 
 def test_verl_launch_script_mapping():
     cfg, kind = read_config(VERL)
     mp = map_config(cfg, kind)
     assert kind == "verl"
-    assert mp.value("group_size") == 5
-    assert mp.value("learning_rate") == 1e-6
-    assert mp.value("refresh_interval") == 1024 / 256
-    assert mp.value("kl_coef") == 0.001 and mp.value("kl_estimator") == "k3"
+    assert mp.value("group_size") == 5 and mp.value("learning_rate") == 1e-6
+    # one pass over train_batch_size / ppo_mini_batch_size = 1024 / 256 distinct batches
+    assert mp.value("refresh_interval") == 4 and mp.value("reuse") == "fresh"
+    assert mp.value("kl") == "k3" and mp.value("kl_coef") == 0.001
     assert mp.value("normalization") == "std" and mp["normalization"]["assumed"]
-    assert mp.value("momentum") == 0.9 and mp["momentum"]["assumed"]
+    assert mp.value("surrogate") == "ratio"
 
 
-def test_trl_json_and_yaml(tmp_path):
-    p = tmp_path / "grpo.json"
-    p.write_text(json.dumps({"num_generations": 16, "learning_rate": 3e-6, "beta": 0.04,
-                             "scale_rewards": False, "steps_per_generation": 8,
-                             "num_iterations": 2, "gradient_accumulation_steps": 4,
-                             "adam_beta1": 0.8}))
+@pytest.mark.parametrize("it,spg,gas", [(1, 4, 4), (3, 8, 4), (2, 4, 1), (4, 2, 2)])
+def test_trl_window_matches_window_sampling_and_hand_count(tmp_path, it, spg, gas):
+    p = _write(tmp_path, "grpo.json", {"num_generations": 8, "learning_rate": 1e-6,
+                                       "num_iterations": it, "steps_per_generation": spg,
+                                       "gradient_accumulation_steps": gas})
+    par = check_config(p).parameters
+    # by hand: one generation feeds spg micro-batches = spg/gas optimizer steps, done `it` times
+    assert par["refresh_interval"]["value"] == it * spg // gas
+    assert par["reuse"]["value"] == ("batch" if it > 1 else "fresh")
+    w = window_sampling(it, spg // gas)
+    assert {k: par[k]["value"] for k in w} == w
+
+
+def test_verl_epochs_reuse_and_cs336(tmp_path):
+    y = _write(tmp_path, "verl.yaml",
+               "actor_rollout_ref:\n  rollout:\n    n: 8\n  actor:\n    ppo_epochs: 2\n"
+               "    ppo_mini_batch_size: 64\n    optim:\n      lr: 2.0e-6\n"
+               "algorithm:\n  norm_adv_by_std_in_grpo: false\ndata:\n  train_batch_size: 512\n")
+    par = check_config(y).parameters
+    assert par["refresh_interval"]["value"] == 2 * 512 // 64 and par["reuse"]["value"] == "batch"
+    assert par["window_batches"]["value"] == 512 // 64
+    assert par["normalization"]["value"] == "mean" and par["kl"]["value"] == "none"
+    cfg, kind = read_config(os.path.join(REPO, "benchmarks/real_runs/garg_math1p5b_offpolicy_e4_"
+                                               "tb64_50step_collapse/e4_tb64_ga16.yaml"))
+    mp = map_config(cfg, kind)
+    # the author: "4 epochs, quarter batch -> 16 opt steps per GRPO step"
+    assert kind == "cs336" and mp.value("refresh_interval") == 16 and mp.value("reuse") == "batch"
+    assert mp.value("surrogate") == "ratio" and mp.value("learning_rate") == 3e-5
+
+
+def test_trl_keys_loss_type_clip_and_scale_rewards(tmp_path):
+    p = _write(tmp_path, "a.json", {"beta": 0.04, "scale_rewards": "batch", "loss_type": "dr_grpo",
+                                    "epsilon": 0.2, "epsilon_high": 0.28})
+    par = check_config(p).parameters
+    assert par["normalization"]["value"] == "mean" and "batch" in par["normalization"]["note"]
+    assert par["loss_type"]["value"] == "dr_grpo" and par["clip"]["value"] == [0.2, 0.28]
+    assert par["kl"]["value"] == "k3" and par["kl_coef"]["value"] == 0.04
+    for bad in ({"scale_rewards": "batchy"}, {"loss_type": "ppo"}):
+        with pytest.raises(ParameterError):
+            check_config(_write(tmp_path, "b.json", bad))
+
+
+def test_verl_kl_in_reward_is_k1_reward_and_all_stale(tmp_path):
+    y = _write(tmp_path, "r.yaml", "actor_rollout_ref:\n  rollout:\n    n: 8\n"
+               "algorithm:\n  use_kl_in_reward: true\n  norm_adv_by_std_in_grpo: false\n"
+               "  kl_ctrl:\n    kl_coef: 0.5\n")
+    res = check_config(y)
+    assert res.parameters["kl"]["value"] == "k1_reward"
+    lo, hi = res.variant["fresh_fraction_range"]
+    assert abs(lo) < 1e-9 and abs(hi) < 1e-9            # every advantage vanishes at z*
+    assert res.thresholds["refresh_threshold_exists_at_small_eta_K"]
+    # with std normalization the model has no KL-in-reward variant: said, not guessed
+    y2 = _write(tmp_path, "r2.yaml", "actor_rollout_ref:\n  rollout:\n    n: 8\n"
+                "algorithm:\n  use_kl_in_reward: true\n")
+    r2 = check_config(y2)
+    assert r2.thresholds is None and any("std" in u for u in r2.prediction["unknown"])
+
+
+# --- without a stiffness -----------------------------------------------------------------
+
+def test_trl_default_objective_has_no_refresh_threshold(tmp_path):
+    p = _write(tmp_path, "t.json", {"beta": 0.04, "num_generations": 16,
+                                    "num_iterations": 2, "steps_per_generation": 4,
+                                    "gradient_accumulation_steps": 1})
     res = check_config(p)
-    par = res["parameters"]
-    assert res["kind"] == "trl"
-    assert par["group_size"]["value"] == 16 and par["learning_rate"]["value"] == 3e-6
-    assert par["refresh_interval"]["value"] == 8 * 2 / 4
-    assert par["normalization"]["value"] == "mean" and par["momentum"]["value"] == 0.8
-    assert par["kl_estimator"]["value"] == "k3" and res["prediction"] is None
-    y = tmp_path / "verl.yaml"
-    y.write_text("actor_rollout_ref:\n  rollout:\n    n: 8\n  actor:\n    ppo_epochs: 2\n"
-                 "    ppo_mini_batch_size: 64\n    optim:\n      lr: 2.0e-6\n"
-                 "algorithm:\n  norm_adv_by_std_in_grpo: false\ndata:\n  train_batch_size: 512\n")
-    par = check_config(y)["parameters"]
-    assert par["group_size"]["value"] == 8 and par["refresh_interval"]["value"] == 2 * 512 / 64
-    assert par["normalization"]["value"] == "mean" and par["kl_coef"]["value"] == 0.0
+    assert res.prediction["stable"] is None and res.variant["surrogate"] == "ratio"
+    assert res.thresholds["refresh_threshold_exists_at_small_eta_K"] is False
+    mu = res.parameters["momentum"]["value"]
+    for fp in res.variant["fixed_points"]:
+        # independent: a window of 2000 steps at eta K = 1e-3 does not grow
+        assert not _grows(1e-3, mu, 2000, fp["fresh_fraction"], windows=200)
+    # beta = 0 (TRL >= 0.18's default): no fixed point, the split of the approach to p = 1
+    r0 = check_config(_write(tmp_path, "t0.json", {"num_generations": 16}))
+    assert r0.parameters["kl"]["value"] == "none" and "approach" in r0.variant["split_source"]
+    assert r0.variant["fresh_fraction_range"][0] > 0.5
+    assert r0.thresholds["refresh_threshold_exists_at_small_eta_K"] is False
+    # and the all-stale variant (CS336 reinforce with baseline) does have one
+    y = _write(tmp_path, "c.yaml", "training:\n  loss_type: reinforce_with_baseline\n"
+               "  epochs_per_rollout_batch: 2\n  learning_rate: 1e-5\n")
+    r = check_config(y)
+    assert r.variant["fresh_fraction_range"] == [0.0, 0.0]
+    assert r.thresholds["refresh_threshold_exists_at_small_eta_K"]
+    row = r.thresholds["refresh_table"][1]               # eta K = 0.01
+    kmax = row["max_stable_refresh_interval"]
+    assert not _grows(row["eta_K"], mu, kmax, 0.0) and _grows(row["eta_K"], mu, kmax + 1, 0.0)
 
 
-def test_stiffness_prediction_l3():
-    # given K: eta K k_ref vs 1 - mu decides stability at L3 (published first-order threshold)
-    res = check_config(VERL, stiffness=1e4)  # eta K = 0.01, k = 4: 0.04 < 0.1 -> stable
-    l3 = res["prediction"]["l3"]
-    assert l3["stable"] is True
-    assert l3["max_stable_refresh_interval"] == pytest.approx((1 - 0.9) / (1e-6 * 1e4), rel=1e-9)
-    assert l3["max_stable_learning_rate"] == pytest.approx((1 - 0.9) / (1e4 * 4), rel=1e-9)
-    assert check_config(VERL, stiffness=1e5)["prediction"]["l3"]["stable"] is False
+def test_exact_threshold_in_eta_K_against_recursion(tmp_path):
+    y = _write(tmp_path, "c.yaml", "training:\n  loss_type: reinforce_with_baseline\n"
+               "  epochs_per_rollout_batch: 4\n  learning_rate: 1e-5\n")
+    res = check_config(y)
+    mu, k = res.parameters["momentum"]["value"], res.parameters["refresh_interval"]["value"]
+    lo, hi = res.thresholds["exact_eta_K"]
+    assert lo == hi and k == 4
+    assert not _grows(0.97 * lo, mu, k, 0.0) and _grows(1.03 * lo, mu, k, 0.0)
+    assert res.thresholds["published_eta_K"] == pytest.approx((1 - mu) / k)
+    # given a stiffness: eta K above the exact threshold is unstable, below stable
+    eta = res.parameters["learning_rate"]["value"]
+    above = check_config(y, stiffness=1.05 * lo / eta)
+    below = check_config(y, stiffness=0.95 * lo / eta)
+    assert above.prediction["stable"] is False and above.prediction["stability_margin"] < 0
+    assert below.prediction["stable"] is True and 0 < below.prediction["stability_margin"] < 0.06
+    assert below.prediction["max_stable_refresh_interval"] >= k
+    assert above.prediction["eta_K"] == pytest.approx(1.05 * lo)
 
 
-def test_cli_check_config_from_log(capsys):
-    assert main(["check-config", str(VERL), "--from-log", str(VERL), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    K = out["stiffness"]
-    # the earlier run's own configuration must come out stable (it was, in the log)
-    assert out["prediction"]["l3"]["stable"] is True
-    assert K["naive"] == pytest.approx(1 / (K["tau_steps"] * 1e-6), rel=1e-9)
-    assert any("stiffness" in a for a in out["assumptions"])
-    assert main(["check-config", str(VERL), "--stiffness", "-1"]) == 2
+def test_interval_verdict(tmp_path, monkeypatch):
+    y = _write(tmp_path, "c.yaml", "training:\n  loss_type: reinforce_with_baseline\n"
+               "  epochs_per_rollout_batch: 4\n  learning_rate: 1e-5\n")
+    lo = check_config(y).thresholds["exact_eta_K"][0]
+    log = _write(tmp_path, "other.csv", "step,reward\n1,0.1\n")
+
+    def fake(interval):
+        def f(path, **kw):
+            K = math.sqrt(interval[0] * interval[1]) if math.isfinite(interval[1]) else interval[0]
+            return {"value": K, "interval": interval, "tau_steps": 10.0, "learning_rate": 1e-5,
+                    "learning_rate_source": "test", "initial_reward": None, "source": str(path),
+                    "method": "test"}
+        return f
+
+    for iv, want in (([0.5 * lo / 1e-5, 0.9 * lo / 1e-5], True),
+                     ([1.1 * lo / 1e-5, 2 * lo / 1e-5], False),
+                     ([0.5 * lo / 1e-5, 2 * lo / 1e-5], None),
+                     ([0.5 * lo / 1e-5, math.inf], None)):
+        monkeypatch.setattr(cc, "stiffness_from_log", fake(iv))
+        res = check_config(y, from_log=log)
+        assert res.prediction["stable"] is want, iv
+        if want is None:
+            assert any(u.startswith("verdict") for u in res.prediction["unknown"])
 
 
-def test_bad_config_names_file_and_line(tmp_path, capsys):
-    p = tmp_path / "bad.json"
-    p.write_text('{\n "num_generations": 8,\n "beta" 0.1\n}')
-    assert main(["check-config", str(p)]) == 2
-    err = capsys.readouterr().err
-    assert "bad.json line 3" in err and len(err.strip().splitlines()) == 1
+def test_from_log_fits_a_different_run_and_reads_its_learning_rate(tmp_path):
+    rng = np.random.default_rng(0)
+    t = np.arange(1, 301)
+    r = 0.8 - 0.6 * np.exp(-t / 30.0) + 0.01 * rng.standard_normal(t.size)
+    rows = "\n".join(f"{s},{v:.6f},3e-6" for s, v in zip(t, r))
+    log = _write(tmp_path, "earlier.csv", "step,reward,learning_rate\n" + rows + "\n")
+    cfg = _write(tmp_path, "c.yaml", "training:\n  loss_type: reinforce_with_baseline\n"
+                 "  learning_rate: 1e-5\n")
+    res = check_config(cfg, from_log=log)
+    K = res.stiffness
+    assert K["learning_rate"] == 3e-6 and "learning_rate" in K["learning_rate_source"]
+    assert K["interval"][0] < K["value"] < K["interval"][1]
+    assert K["tau_steps"] == pytest.approx(30.0, rel=0.15)
+    # on-policy, mu = 0.9: eta K (per step) of the earlier run is about 1 - mu over tau
+    assert 3e-6 * K["value"] * 30.0 == pytest.approx(1 - 0.9, rel=0.2)
+    assert res.prediction["eta_K"] == pytest.approx(1e-5 * K["value"])
+    with pytest.raises(ParameterError, match="different run"):
+        check_config(log, from_log=log)
 
 
-# --- expected fluctuation -------------------------------------------------------------------
+# --- real configs ------------------------------------------------------------------------
 
-def _trl(tmp_path, name="grpo.json", **over):
-    cfg = {"num_generations": 8, "learning_rate": 1e-2, "beta": 0.0, "adam_beta1": 0.5,
-           "per_device_train_batch_size": 32, "gradient_accumulation_steps": 2, "world_size": 2,
-           "steps_per_generation": 2}
-    cfg.update(over)
-    p = tmp_path / name
-    p.write_text(json.dumps(cfg))
-    return p
-
-
-def test_fluctuation_equals_core_chain(tmp_path):
-    # hand-built TRL config: B = 32 x 2 x 2 / 8 = 16 prompts, refresh 2*1/2 = 1
-    from grpo_theory.theory.drift import update_variance
-    from grpo_theory.theory.noise import reward_fluctuation, stationary_variance
-
-    res = check_config(_trl(tmp_path), stiffness=3.0, reward_level=0.6)
-    fl = res["expected_fluctuation"]
-    assert res["parameters"]["prompts_per_step"]["value"] == 16
-    s2 = update_variance(0.6, normalization="std", kl="none", group_size=8, adv_eps=1e-4, prompts=16)
-    vz = stationary_variance(1e-2, 0.5, 3.0, s2, refresh_interval=1)
-    assert fl["noise_variance"] == pytest.approx(s2, rel=1e-12)
-    assert fl["var_z"] == pytest.approx(vz, rel=1e-12)
-    assert fl["reward_std"] == pytest.approx(math.sqrt(reward_fluctuation(0.6, vz)), rel=1e-12)
-    # independent of the core's closed form: on-policy heavy-ball AR(2) variance by iteration
-    a, mu, eta = 1e-2 * 3.0, 0.5, 1e-2
-    A = np.array([[1 + mu - a, -mu], [1, 0]])
-    P = np.zeros((2, 2))
-    for _ in range(20000):
-        P = A @ P @ A.T + np.diag([eta ** 2 * s2, 0])
-    assert fl["var_z"] == pytest.approx(P[0, 0], rel=1e-6)
-    assert res["expected_fluctuation"] is res["prediction"]["expected_fluctuation"] or \
-        res["prediction"]["expected_fluctuation"] == fl
-    assert any("bandit" in a for a in res["assumptions"])
-    assert any("Adam beta1" in a for a in res["assumptions"])
+def _real_configs():
+    out = []
+    for rj in sorted(glob.glob(os.path.join(REPO, "benchmarks/real_runs/*/run.json"))):
+        c = json.load(open(rj))["files"].get("config")
+        if c:
+            out.append(os.path.join(os.path.dirname(rj), c))
+    for name in ("open-r1_Qwen2.5-1.5B_config_demo.yaml", "critique_rl_run_example_qwen25.sh",
+                 "rldecisionagent_char_count_train_grpo.sh", "verl_examples_run_qwen2-7b_math.sh"):
+        p = os.path.join(SHARED, name)
+        if os.path.exists(p):
+            out.append(p)
+    return out
 
 
-def test_fluctuation_scales_with_prompts_and_group_size(tmp_path):
-    base = check_config(_trl(tmp_path), stiffness=3.0, reward_level=0.3)["expected_fluctuation"]
-    # 4x the prompts per step (per-device batch x4 at the same G): Var z / 4 exactly
-    b4 = check_config(_trl(tmp_path, "b.json", per_device_train_batch_size=128), stiffness=3.0,
-                      reward_level=0.3)["expected_fluctuation"]
-    assert b4["prompts_per_step"] == 4 * base["prompts_per_step"]
-    assert b4["var_z"] == pytest.approx(base["var_z"] / 4, rel=1e-10)
-    # larger G at the same number of prompts: Var z follows sigma^2 exactly (linear in it), and
-    # sigma^2 ~ 1/G once G min(p, 1-p) >> 1 (G = 32 -> 128 at p = 0.3); faster at small G
-    from grpo_theory.theory.drift import update_variance
-
-    g = {}
-    for G in (8, 32, 128):
-        r = check_config(_trl(tmp_path, f"g{G}.json", num_generations=G,
-                              per_device_train_batch_size=16 * G), stiffness=3.0, reward_level=0.3)
-        g[G] = r["expected_fluctuation"]
-        assert g[G]["prompts_per_step"] == 64
-        assert g[G]["noise_variance"] == pytest.approx(
-            update_variance(0.3, group_size=G, kl="none", adv_eps=1e-4, prompts=64), rel=1e-12)
-    assert 3.6 < g[32]["var_z"] / g[128]["var_z"] < 4.8
-    assert g[8]["var_z"] / g[32]["var_z"] > g[32]["var_z"] / g[128]["var_z"]
-    # reward sd ~ 1/sqrt(G) at large G
-    assert g[32]["reward_std"] / g[128]["reward_std"] == pytest.approx(
-        (g[32]["var_z"] / g[128]["var_z"]) ** 0.5, rel=1e-9)
+def test_real_configs_map_and_never_stable_without_stiffness():
+    paths = _real_configs()
+    assert len(paths) >= 20
+    kinds = set()
+    for p in paths:
+        res = check_config(p)
+        d = json.loads(res.to_json())
+        kinds.add(d["kind"])
+        assert d["prediction"]["stable"] is None, p
+        assert d["prediction"]["unknown"], p
+        for name, entry in d["parameters"].items():
+            assert set(entry) >= {"value", "source"}, (p, name)
+        assert {"stable", "regime", "stability_margin", "max_stable_refresh_interval", "eta_K",
+                "collapse_risk", "unknown"} <= set(d["prediction"])
+    assert {"trl", "verl", "cs336"} <= kinds
 
 
-def test_fluctuation_needs_and_fixed_point(tmp_path, capsys):
-    # no stiffness, no level, no KL: nothing computed, the needs are listed, JSON has no NaN
-    res = check_config(_trl(tmp_path))
-    fl = res["expected_fluctuation"]
-    assert fl["reward_std"] is None and fl["needed"]
-    assert any("reward level" in n for n in fl["needed"]) and any("stiffness" in n for n in fl["needed"])
-    json.dumps(res, allow_nan=False)
-    # with a KL and p_ref the model's own fixed point (and its stiffness) supply the level
-    from grpo_theory.theory.fixed_points import stable_fixed_point
+# --- CLI edges ---------------------------------------------------------------------------
 
-    res = check_config(_trl(tmp_path, "kl.json", beta=0.5), p_ref=0.3)
-    fl = res["expected_fluctuation"]
-    fp = stable_fixed_point(p_ref=0.3, kl_coef=0.5, normalization="std", kl="k3", group_size=8,
-                            adv_eps=1e-4)
-    assert fl["reward_level"] == pytest.approx(fp.p) and fl["stiffness"] == pytest.approx(fp.stiffness)
-    assert fl["reward_std"] > 0
-    json.dumps(res, allow_nan=False)
-    assert main(["check-config", str(_trl(tmp_path)), "--reward-level", "1.5"]) == 2
+def _cli(capsys, *argv):
+    rc = main(["check-config", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
 
 
-def test_fluctuation_real_log_predicted_vs_observed(capsys):
-    assert main(["check-config", str(VERL), "--from-log", str(VERL), "--json"]) == 0
-    text = capsys.readouterr().out
-    assert "NaN" not in text and "Infinity" not in text
-    out = json.loads(text)
-    fl = out["expected_fluctuation"]
-    assert fl["prompts_per_step"] == 256 and fl["group_size"] == 5 and fl["kl"] == "k3"
-    obs = fl["observed"]
-    assert 0.001 < obs["std"] < 0.05 and obs["plateau_start_step"] >= 500
-    # predicted and observed side by side, the ratio is what it is (not tuned)
-    assert fl["ratio_observed_over_predicted"] == pytest.approx(obs["std"] / fl["reward_std"])
-    assert fl["measurement_floor_std"] == pytest.approx(
-        math.sqrt(fl["reward_level"] * (1 - fl["reward_level"]) / (1024 * 5)))
-    assert main(["check-config", str(VERL), "--from-log", str(VERL)]) == 0
-    assert "observed / predicted" in capsys.readouterr().out
+@pytest.mark.parametrize("obj,name", [({"learning_rate": -1e-6}, "learning_rate"),
+                                      ({"beta": -0.1}, "beta"),
+                                      ({"num_iterations": 0}, "num_iterations"),
+                                      ({"steps_per_generation": 6,
+                                        "gradient_accumulation_steps": 4}, "steps_per_generation")])
+def test_cli_refuses_bad_values(tmp_path, capsys, obj, name):
+    rc, out, err = _cli(capsys, _write(tmp_path, "x.json", obj))
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1 and name in err
+
+
+def test_cli_file_errors_say_config_file(tmp_path, capsys):
+    rc, _, err = _cli(capsys, tmp_path / "missing.yaml")
+    assert rc == 2 and "config file" in err and "log file" not in err
+    bad = _write(tmp_path, "bad.yaml", "a: [1, 2\n")
+    rc, _, err = _cli(capsys, bad)
+    assert rc == 2 and err.count("\n") == 1 and "config file" in err and "log file" not in err
+    rc, _, err = _cli(capsys, VERL, "--from-log", VERL)
+    assert rc == 2 and "different run" in err
+    rc, _, err = _cli(capsys, VERL, "--stiffness", -1)
+    assert rc == 2 and "stiffness" in err
+
+
+def test_cli_json_contract(tmp_path, capsys):
+    rc, out, _ = _cli(capsys, VERL, "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["kind"] == "verl"
+    assert d["parameters"]["refresh_interval"] == {**d["parameters"]["refresh_interval"],
+                                                   "value": 4}
+    pr = d["prediction"]
+    assert pr["stable"] is None and pr["eta_K"] is None and pr["collapse_risk"] is None
+    assert any("stiffness" in u for u in pr["unknown"])
+    rc, out, _ = _cli(capsys, VERL, "--stiffness", 1e5, "--p-ref", 0.3, "--json")
+    pr = json.loads(out)["prediction"]
+    assert pr["stable"] is True and pr["eta_K"] == pytest.approx(0.1)
+    assert pr["max_stable_refresh_interval"] is None and pr["stable_for_every_refresh_interval"]
+    rc, out, _ = _cli(capsys, VERL)
+    assert rc == 0 and "stable unknown" in out and "exact L2" in out
+    assert isinstance(check_config(VERL), ConfigCheck)
+
+
+def test_collapse_risk_only_with_a_stiffness_and_at_the_same_eta_K(tmp_path):
+    from grpo_theory.model import GRPOModel
+
+    p = _write(tmp_path, "t.json", {"beta": 0.5, "num_generations": 8, "learning_rate": 1e-6,
+                                    "per_device_train_batch_size": 8, "num_processes": 1,
+                                    "num_iterations": 2, "max_steps": 500})
+    assert check_config(p, p_ref=0.3).prediction["collapse_risk"] is None
+    cr = check_config(p, stiffness=1e5, p_ref=0.3).prediction["collapse_risk"]
+    assert 0 <= cr["probability"] <= 1 and cr["steps"] == 500
+    fp = GRPOModel(p_ref=0.3, group_size=8, kl="k3", kl_coef=0.5, adv_eps=1e-4,
+                   surrogate="ratio").fixed_point()
+    assert cr["bandit_learning_rate"] * fp.stiffness == pytest.approx(1e-6 * 1e5)
+    assert cr["p_star"] == pytest.approx(fp.p)
