@@ -54,6 +54,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "clip_frac": ("clip_ratio/region_mean", "train/clip_ratio/region_mean", "clip_ratio",
                   "actor/pg_clipfrac"),
     "policy_lag_kl": ("actor/ppo_kl",),
+    "grad_norm": ("grad_norm", "train/grad_norm", "actor/grad_norm"),
     "response_length": ("completions/mean_length", "train/completions/mean_length",
                         "response_length/mean", "completion_length"),
     "val_reward": ("eval_reward", "eval/reward", "val_reward", "heldout_reward"),
