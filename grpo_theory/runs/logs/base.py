@@ -31,12 +31,12 @@ class LogFormatError(ParameterError):
     The CLI turns it into exit code 2 (it is a :class:`ParameterError`).
     """
 
-    def __init__(self, path, line, problem: str):
+    def __init__(self, path, line, problem: str, *, what: str = "log file"):
         self.path = os.fspath(path) if path is not None else "<log>"
         self.line = line
-        where = f"log file {self.path}" + (f" line {line}" if line is not None else "")
+        where = f"{what} {self.path}" + (f" line {line}" if line is not None else "")
         ValueError.__init__(self, f"{where}: {problem}")
-        self.name = "log file"
+        self.name = what
         self.value = self.path
         self.allowed = problem
 
