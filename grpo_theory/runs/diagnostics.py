@@ -376,6 +376,15 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     first = {}
     if collapse:
         first["collapse"] = _first_crossing(rs[peak:], -sm[peak:], -(sm[peak] - 0.5 * rise))
+    # fall to the floor (the absorbing boundary p = 0 of a binary reward): more than half of
+    # the starting reward lost, by more than 4 noise sd
+    start = float(np.median(rv[:3]))
+    end = float(np.median(sm[-max(1, n // 20):]))
+    to_floor = (float(np.min(rv)) >= 0.0 and float(np.max(rv)) <= 1.0
+                and start - end > 0.5 * start and start - end > 4 * noise)
+    if to_floor:
+        first["floor"] = _first_crossing(rs, -sm, -0.5 * start)
+    collapse = collapse or to_floor
     zeta, overshoot, regime = None, None, None
     try:
         from grpo_theory.runs.fitting import fit_curve
@@ -411,6 +420,7 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     first_step = min(first.values()) if first and all(v is not None for v in first.values()) else None
     parts = [f"rise {rise:.3g} to the smoothed peak at step {rs[peak]:g}, then a fall of {drop:.3g} "
              f"(noise sd {noise:.3g}; collapse = rise and fall > 4 sd, fall > half the rise)"]
+    parts.append(f"start {start:.3g} -> end {end:.3g}" + (" (fell to the floor)" if to_floor else ""))
     parts.append(f"L3 fit damping ratio zeta = {zeta:.3g} ({regime})" if zeta is not None
                  else f"no L3 fit ({regime})")
     parts.append("fluctuation sd late/mid = " + (f"{growth:.2f}" if growth is not None
