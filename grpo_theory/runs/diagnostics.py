@@ -397,8 +397,13 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
                 -math.pi * zeta / math.sqrt(1 - zeta * zeta))
     except (ParameterError, ValueError) as exc:
         regime = f"fit failed: {exc}"
+    # lightly damped by the L3 fit *and* an overshoot seen in the data: the smoothed reward
+    # came back down from its peak by more than 2 noise sd (a fit's extrapolated overshoot
+    # alone is not evidence)
     oscillating = (zeta is not None and zeta < zeta_threshold and overshoot is not None
-                   and overshoot > 2 * max(noise, 1e-12))
+                   and drop > 2 * max(noise, 1e-12))
+    if oscillating:
+        first["oscillation"] = _first_crossing(rs[peak:], -sm[peak:], -(sm[peak] - 2 * noise))
     growing = growth is not None and growth > growth_threshold
     if growing:
         first["growth"] = float(rs[2 * third])

@@ -39,17 +39,31 @@ __all__ = ["FORMATS", "LogFormatError", "ROLES", "TrainingLog", "detect_format",
 FORMATS = ("trl", "verl", "verl-jsonl", "wandb", "csv", "jsonl")
 
 
+def trainer_state_path(folder) -> str:
+    """``trainer_state.json`` of a TRL checkpoint folder, or of the latest ``checkpoint-N``
+    of a TRL output directory (largest N)."""
+    folder = os.fspath(folder)
+    cand = os.path.join(folder, "trainer_state.json")
+    if os.path.exists(cand):
+        return cand
+    ckpts = []
+    for name in os.listdir(folder):
+        head, _, num = name.partition("-")
+        if head == "checkpoint" and num.isdigit() and os.path.exists(
+                os.path.join(folder, name, "trainer_state.json")):
+            ckpts.append((int(num), name))
+    if not ckpts:
+        raise ParameterError("log file", folder, "a file, a TRL checkpoint folder with "
+                             "trainer_state.json, or a TRL output directory with checkpoint-N")
+    return os.path.join(folder, max(ckpts)[1], "trainer_state.json")
+
+
 def _read_text(path) -> str:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ParameterError("log file", path, "an existing file")
     if os.path.isdir(path):
-        cand = os.path.join(path, "trainer_state.json")
-        if os.path.exists(cand):
-            path = cand
-        else:
-            raise ParameterError("log file", path, "a file (or a TRL checkpoint folder with "
-                                                   "trainer_state.json)")
+        path = trainer_state_path(path)
     opener = gzip.open if path.endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
@@ -109,7 +123,7 @@ def read_log(path, format: str | None = None, *, run: str | None = None,
     text = _read_text(path)
     p = os.fspath(path)
     if os.path.isdir(p):
-        p = os.path.join(p, "trainer_state.json")
+        p = trainer_state_path(p)
     if format in (None, "auto"):
         format = detect_format(p, text)
     check_choice("format", format, FORMATS + ("auto",))
