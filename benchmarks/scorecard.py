@@ -38,7 +38,8 @@ LABEL_DETECTOR = {
     "reward_hacking": "reward_hacking",
     "advantage_degeneracy": "advantage_degeneracy",
 }
-READERS = {"trl_trainer_state": "trl", "verl_console": "verl", "verl_jsonl": "verl-jsonl"}
+READERS = {"trl_trainer_state": "trl", "verl_console": "verl", "verl_jsonl": "verl-jsonl",
+           "tfevents": "tensorboard"}
 
 
 def _series_log(series: dict, source: str):

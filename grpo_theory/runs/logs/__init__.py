@@ -36,7 +36,7 @@ from grpo_theory.runs.logs.wandb import is_wandb_header, read_wandb_csv
 __all__ = ["FORMATS", "LogFormatError", "ROLES", "TrainingLog", "detect_format", "from_simulation",
            "parse_overrides", "read_log", "records_to_metrics"]
 
-FORMATS = ("trl", "verl", "verl-jsonl", "wandb", "csv", "jsonl")
+FORMATS = ("trl", "verl", "verl-jsonl", "wandb", "csv", "jsonl", "tensorboard")
 
 
 def trainer_state_path(folder) -> str:
@@ -119,9 +119,22 @@ def read_log(path, format: str | None = None, *, run: str | None = None,
     format : one of :data:`FORMATS`, or ``None``/``"auto"`` to detect.
     run : run name in multi-run files (W&B CSV).
     step_column, rename : for the generic CSV/JSONL readers.
+
+    TensorBoard event files (``events.out.tfevents.*``, or ``--format tensorboard``)
+    need the optional extra ``grpo-theory[tensorboard]``.
     """
-    text = _read_text(path)
+    from grpo_theory.runs.logs.tensorboard import is_event_file, read_tensorboard
+
     p = os.fspath(path)
+    has_events = os.path.isdir(p) and any(is_event_file(f) for f in os.listdir(p))
+    if format == "tensorboard" or (format in (None, "auto") and (is_event_file(p) or has_events)):
+        if not os.path.exists(p):
+            raise ParameterError("log file", p, "an existing file")
+        log = read_tensorboard(p)
+        if rename:
+            log.metrics = {rename.get(k, k): v for k, v in log.metrics.items()}
+        return log
+    text = _read_text(path)
     if os.path.isdir(p):
         p = trainer_state_path(p)
     if format in (None, "auto"):
