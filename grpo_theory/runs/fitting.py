@@ -595,6 +595,12 @@ class ForecastResult:
     t_holdout: np.ndarray = field(repr=False, default=None)
     prediction: np.ndarray = field(repr=False, default=None)
 
+    @property
+    def band(self) -> tuple:
+        """The 90 % prediction interval on the held-out steps: ``(low, high)`` arrays."""
+        return (self.prediction - self.interval_halfwidth,
+                self.prediction + self.interval_halfwidth)
+
     def to_dict(self) -> dict:
         b = self.fits[self.best]
         return _clean({"train_fraction": self.train_fraction, "split_step": self.split_step,
