@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
-
 from grpo_theory.validate import ParameterError
 
 NAME = "fit"
@@ -54,57 +51,12 @@ def add_arguments(parser) -> None:
                         help="write a figure (data, fits, forecast band) to FILE")
 
 
-def _fmt(x, spec=".4g"):
-    return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
-
-
-def run(args) -> int:
-    from grpo_theory.runs.fitting import fit_log
+def call(args):
+    from grpo_theory.runs.fitting import fit_log, plot_fit
 
     log = load_log(args)
-    models = None
-    if args.models:
-        models = [m.strip() for m in args.models.split(",") if m.strip()]
-    result = fit_log(log, args.metric, train_fraction=args.train_fraction, models=models)
-    objects = result.pop("_objects")
+    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
+    report = fit_log(log, args.metric, train_fraction=args.train_fraction, models=models)
     if args.plot:
-        from grpo_theory.runs.fitting import plot_fit
-        plot_fit(objects, args.plot, title=f"{log.source}: {result['metric']}")
-        result["plot"] = args.plot
-    if args.json:
-        print(json.dumps(result, indent=2, allow_nan=False))
-        return 0
-    print(f"{result['source']} ({result['format']}), metric {result['metric']}: "
-          f"{result['n']} points, steps {_fmt(result['first_step'], 'g')}..{_fmt(result['last_step'], 'g')}")
-    for w in result["warnings"]:
-        print(f"  warning: {w}")
-    print(f"    {'model':<16} {'R^2':>8} {'AIC':>11} {'BIC':>11} {'plateau':>9} {'t90 (steps)':>12}")
-    for name, m in result["models"].items():
-        mark = "*" if name == result["best"] else " "
-        print(f"  {mark} {name:<16} {_fmt(m['r2'], '.4f'):>8} {_fmt(m['aic'], '.1f'):>11} "
-              f"{_fmt(m['bic'], '.1f'):>11} {_fmt(m['plateau'], '.4f'):>9} "
-              f"{_fmt(m['time_to_90_steps'], '.1f'):>12}")
-    print("  (* = best by AIC" + ("" if result["best_bic"] == result["best"] else
-                                  f"; best by BIC: {result['best_bic']}") + ")")
-    best = result["models"][result["best"]]
-    print(f"best model (AIC): {result['best']}   {best['formula']}")
-    print("  parameters ± standard error (independent-noise lower bounds):")
-    for k, v in best["params"].items():
-        print(f"    {k} = {_fmt(v)} ± {_fmt(best['stderr'].get(k))}")
-    print("  mechanistic reading:")
-    for k, v in best["reading"].items():
-        if k != "note":
-            print(f"    {k:<32} {v if isinstance(v, str) else _fmt(v)}")
-    if best["reading"].get("note"):
-        print(f"    ({best['reading']['note']})")
-    if "forecast" in result:
-        fc = result["forecast"]
-        print(f"forecast: fitted on {fc['n_train']} points (to step {_fmt(fc['split_step'], 'g')}), "
-              f"{fc['n_holdout']} held out; best on training {fc['best']}: holdout RMSE "
-              f"{_fmt(fc['holdout_rmse'])}, plateau {_fmt(fc['plateau'])}, 90 % at step "
-              f"{_fmt(fc['step_90'], '.1f')}")
-        for name, m in fc["models"].items():
-            mark = "*" if name == fc["best"] else " "
-            print(f"  {mark} {name:<16} holdout RMSE {_fmt(m['holdout_rmse'])}  "
-                  f"plateau {_fmt(m['plateau'])}  R^2 (train) {_fmt(m['r2_train'], '.4f')}")
-    return 0
+        plot_fit(report, args.plot, title=f"{log.source}: {report.metric}")
+    return report

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "fit",
     "diagnose",
     "check_config",
+    "watch",
     "compare",
     "collapse_risk",
     "deepnet",

@@ -623,13 +623,12 @@ def log_fit_data() -> dict:
     path = example_log()
     log = read_log(path)
     res = fit_log(log, models=("exponential", "oscillator"), train_fraction=0.5)
-    obj = res["_objects"]
-    summary = {"source": path.name, "metric": res["metric"], "n": res["n"], "best": res["best"],
+    summary = {"source": path.name, "metric": res.metric, "n": res.n, "best": res.best,
                "models": {m: {"r2": d["r2"], "plateau": d["plateau"], "params": d["params"],
                               "time_to_90_steps": d.get("time_to_90_steps")}
-                          for m, d in res["models"].items()}}
-    return {"steps": np.asarray(obj["steps"]), "values": np.asarray(obj["values"]), "fits": obj["fits"],
-            "forecast": obj.get("forecast"), "summary": summary}
+                          for m, d in res.models.items()}}
+    return {"steps": np.asarray(res.steps), "values": np.asarray(res.values), "fits": res.fits,
+            "forecast": res.forecast_result, "summary": summary}
 
 
 def _fig_log(out_dir, notes):
@@ -988,7 +987,7 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
         a("*Not available: the test-data log was not found next to the package.*\n")
     else:
         a(_img("log_fit", "The logged training reward with the fitted model families. The dotted "
-               "line splits fit data from held-out data; the band is the 95 % forecast band of "
+               "line splits fit data from held-out data; the band is the 90 % forecast interval of "
                "the best model."))
         a(f"Metric `{lf['metric']}`, {lf['n']} points, best model by AIC: **{lf['best']}**.\n")
         a("| model | R² | plateau | steps to 90 % |\n|---|---|---|---|")

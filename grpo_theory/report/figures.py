@@ -266,7 +266,7 @@ def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None) -> l
         if forecast is not None:
             ax.axvline(forecast.split_step, color="k", lw=0.7, ls=":")
             ax.fill_between(forecast.t_holdout, forecast.band[0], forecast.band[1], color="k",
-                            alpha=0.1, lw=0, label=f"95 % forecast band ({forecast.best})")
+                            alpha=0.1, lw=0, label=f"90 % forecast interval ({forecast.best})")
         ax.set_xlabel("step")
         ax.set_ylabel("reward")
         if title:

@@ -42,9 +42,14 @@ from typing import Callable
 import numpy as np
 from scipy import optimize
 
+from grpo_theory.results import Result
 from grpo_theory.validate import ParameterError, check_choice, check_real
 
 __all__ = [
+    "FitReport",
+    "applicability",
+    "noise_ceiling",
+    "scalerl_sigmoid",
     "MODEL_NAMES",
     "FitResult",
     "ForecastResult",
@@ -498,15 +503,82 @@ def fit_models(t, y, models=None) -> dict:
     return {"models": fits, "best": best, "best_bic": best_bic}
 
 
+BINARY_FAMILIES = ("mean_field_std", "mean_field_mean", "mixture_std", "mixture_mean")
+
+#: Central 90 % of a normal: the forecast interval is +- this many rolling-origin error sd.
+Z90 = 1.6448536269514722
+
+
+def scalerl_sigmoid(c, r0, a, c_mid, b):
+    """ScaleRL's saturating curve R0 + (A - R0) / (1 + (C_mid / C)^B), with C in steps (C > 0)."""
+    c = np.maximum(np.asarray(c, dtype=float), 1e-9)
+    return r0 + (a - r0) / (1.0 + (c_mid / c) ** b)
+
+
+def _fit_sigmoid(t, y):
+    """Least-squares ScaleRL sigmoid on steps counted from 1; returns a predictor of step."""
+    c = t - t[0] + 1.0
+    span = float(np.ptp(y)) or 1.0
+    lo = [float(y.min()) - span, float(y.min()) - span, 1e-3, 0.1]
+    hi = [float(y.max()) + span, float(y.max()) + 2 * span, 100 * float(c[-1]), 10.0]
+    p0 = [float(y[0]), float(y[-1]), float(np.median(c)), 1.0]
+    p0 = np.clip(p0, np.array(lo) + 1e-9, np.array(hi) - 1e-9)
+    with np.errstate(all="ignore"):
+        sol = optimize.least_squares(lambda q: scalerl_sigmoid(c, *q) - y, p0, bounds=(lo, hi),
+                                     max_nfev=400)
+    q = sol.x
+    return lambda tt: scalerl_sigmoid(np.asarray(tt, dtype=float) - t[0] + 1.0, *q)
+
+
+def _fit_entropy_law(h_train, y_train):
+    """R = -a exp(H) + b (arXiv 2505.22617) fitted by linear least squares; predictor of H."""
+    X = np.column_stack([-np.exp(h_train), np.ones_like(h_train)])
+    (a, b), *_ = np.linalg.lstsq(X, y_train, rcond=None)
+    return lambda h: -a * np.exp(np.asarray(h, dtype=float)) + b
+
+
+def noise_ceiling(y) -> float:
+    """Largest R^2 any smooth curve can reach: 1 - sigma^2 / Var y, sigma^2 from lag-1 differences."""
+    y = np.asarray(y, dtype=float)
+    var = float(np.var(y))
+    if y.size < 3 or var == 0:
+        return 0.0
+    return max(0.0, 1.0 - float(np.var(np.diff(y))) / 2.0 / var)
+
+
+def applicability(t, y, *, min_points=8) -> list:
+    """Reasons the reduced-order model does not apply to (t, y); empty when it does."""
+    reasons = []
+    if y.size < min_points:
+        return [f"{y.size} points, need >= {min_points}"]
+    ceiling = noise_ceiling(y)
+    if ceiling < 0.3:
+        reasons.append(f"noise ceiling R^2 = {ceiling:.2f} (< 0.3): the log's own step-to-step "
+                       "noise leaves no curve to fit")
+    k = max(2, y.size // 5)
+    gain = float(np.median(y[-k:]) - np.median(y[:k]))
+    sd = float(np.std(np.diff(y)) / math.sqrt(2)) or 1e-12
+    if gain < 2 * sd / math.sqrt(k):
+        reasons.append(f"flat or decreasing reward (gain {gain:+.3g} over the run, noise sd "
+                       f"{sd:.3g}): no rise for the relaxation models")
+    return reasons
+
+
+def is_binary_range(y) -> bool:
+    """Rewards inside [0, 1]: the mean-field families (success probabilities) can apply."""
+    return bool(y.size) and float(np.min(y)) >= 0.0 and float(np.max(y)) <= 1.0
+
+
 @dataclass
 class ForecastResult:
     """Fit on the first ``train_fraction`` of the points, predict the rest.
 
-    Per model: ``holdout_rmse``, ``plateau``, ``time_to_90`` (steps since the
-    first point); ``best`` is chosen by AIC on the training part only (no
-    peeking); ``band`` is the 95 % prediction band of the best model on the
-    held-out steps (parameter uncertainty by the delta method plus the fitted
-    noise level).
+    The family is chosen by rolling-origin error inside the training prefix (fit on
+    the first 50/65/80 % of the prefix, score on the rest of the prefix): no peeking at
+    the held-out part and no in-sample AIC.  ``interval`` is the 90 % prediction
+    interval: +- 1.645 times the rolling-origin error sd of the chosen family.  The
+    baselines are reported next to it: last value carried forward, the single
+    exponential, the ScaleRL sigmoid, and the entropy law where entropy is logged.
     """
 
     train_fraction: float
@@ -515,19 +587,34 @@ class ForecastResult:
     n_holdout: int
     fits: dict
     holdout_rmse: dict
+    origin_rmse: dict
     best: str
+    baselines: dict
+    interval_halfwidth: float
+    interval_coverage: float
     t_holdout: np.ndarray = field(repr=False, default=None)
-    band: tuple = field(repr=False, default=None)
+    prediction: np.ndarray = field(repr=False, default=None)
+
+    @property
+    def band(self) -> tuple:
+        """The 90 % prediction interval on the held-out steps: ``(low, high)`` arrays."""
+        return (self.prediction - self.interval_halfwidth,
+                self.prediction + self.interval_halfwidth)
 
     def to_dict(self) -> dict:
         b = self.fits[self.best]
         return _clean({"train_fraction": self.train_fraction, "split_step": self.split_step,
                        "n_train": self.n_train, "n_holdout": self.n_holdout, "best": self.best,
+                       "selection": "rolling-origin RMSE inside the training prefix",
                        "holdout_rmse": self.holdout_rmse[self.best],
                        "plateau": b.plateau, "plateau_stderr": _plateau_se(b),
                        "time_to_90_steps": b.time_to_90,
                        "step_90": b.t0 + b.time_to_90 if math.isfinite(b.time_to_90) else None,
+                       "interval": {"level": 0.9, "halfwidth": self.interval_halfwidth,
+                                    "holdout_coverage": self.interval_coverage},
+                       "baselines": self.baselines,
                        "models": {m: {"holdout_rmse": self.holdout_rmse[m],
+                                      "rolling_origin_rmse": self.origin_rmse.get(m),
                                       "plateau": f.plateau, "time_to_90_steps": f.time_to_90,
                                       "r2_train": f.r2}
                                   for m, f in self.fits.items()}})
@@ -538,8 +625,33 @@ def _plateau_se(fit: FitResult):
     return fit.stderr.get(key)
 
 
-def forecast(t, y, train_fraction: float, models=None) -> ForecastResult:
-    """Fit on the first ``train_fraction`` of the points (by step) and predict the rest."""
+def _rmse(a, b):
+    return float(np.sqrt(np.mean((np.asarray(a) - np.asarray(b)) ** 2)))
+
+
+def _rolling_origin(t, y, models, bounds):
+    """Per family: RMSE on the rest of the prefix from origins at 50, 65 and 80 % of it."""
+    errs = {m: [] for m in models}
+    for frac in (0.5, 0.65, 0.8):
+        n0 = int(round(frac * t.size))
+        if n0 < 8 or t.size - n0 < 2:
+            continue
+        for m in models:
+            try:
+                fr = fit_curve(t[:n0], y[:n0], m)
+            except ParameterError:
+                continue
+            pred = np.clip(fr.predict(t[n0:] - fr.t0), *bounds)
+            errs[m].extend((pred - y[n0:]).tolist())
+    return {m: (_rmse(e, 0.0) if e else math.inf) for m, e in errs.items()}, errs
+
+
+def forecast(t, y, train_fraction: float, models=None, *, entropy=None) -> ForecastResult:
+    """Fit on the first ``train_fraction`` of the points (by step) and predict the rest.
+
+    ``entropy`` is an optional ``(steps, values)`` series for the entropy-law baseline.
+    Predictions are clipped to the reward's range ([0, 1] for rewards inside it).
+    """
     f = check_real("train_fraction", train_fraction, low=0, high=1, low_open=True, high_open=True)
     t, y = _finite_sorted(t, y)
     n_train = int(math.ceil(f * t.size))
@@ -547,72 +659,184 @@ def forecast(t, y, train_fraction: float, models=None) -> ForecastResult:
         raise ParameterError("train_fraction", train_fraction,
                              f"a fraction leaving >= 8 training and >= 1 held-out points "
                              f"(the log has {t.size})")
-    res = fit_models(t[:n_train], y[:n_train], models)
-    fits = res["models"]
-    th, yh = t[n_train:], y[n_train:]
-    rmse = {}
-    for m, fr in fits.items():
-        pred = fr.predict(th - fr.t0)
-        rmse[m] = float(np.sqrt(np.mean((pred - yh) ** 2)))
-    best = res["best"]
-    b = fits[best]
-    centre = b.predict(th - b.t0)
-    sd = np.sqrt(b.prediction_sd(th - b.t0) ** 2 + b.noise_sd ** 2)
-    band = (centre - 1.96 * sd, centre + 1.96 * sd)
-    return ForecastResult(train_fraction=f, split_step=float(t[n_train - 1]), n_train=n_train,
-                          n_holdout=int(th.size), fits=fits, holdout_rmse=rmse, best=best,
-                          t_holdout=th, band=band)
+    tt, yt, th, yh = t[:n_train], y[:n_train], t[n_train:], y[n_train:]
+    binary = is_binary_range(y)
+    models = [m for m in (MODEL_NAMES if models is None else models)
+              if binary or m not in BINARY_FAMILIES]
+    bounds = (0.0, 1.0) if binary else (-np.inf, np.inf)
+    from grpo_theory.progress import progress
+
+    fits = {m: fit_curve(tt, yt, m) for m in progress(models, total=len(models), desc="forecast")}
+    preds = {m: np.clip(fr.predict(th - fr.t0), *bounds) for m, fr in fits.items()}
+    rmse = {m: _rmse(p, yh) for m, p in preds.items()}
+    origin, errs = _rolling_origin(tt, yt, models, bounds)
+    best = min(models, key=lambda m: (origin[m], fits[m].aic))
+    sd = float(np.std(errs[best])) if len(errs[best]) > 2 else fits[best].noise_sd
+    half = Z90 * math.hypot(sd, fits[best].noise_sd) if len(errs[best]) > 2 else Z90 * sd * 2
+    coverage = float(np.mean(np.abs(preds[best] - yh) <= half))
+    k = max(1, min(5, n_train // 10))
+    baselines = {"last_value": {"holdout_rmse": _rmse(np.mean(yt[-k:]), yh)}}
+    ex = fits.get("exponential") or fit_curve(tt, yt, "exponential")
+    baselines["exponential"] = {"holdout_rmse": _rmse(np.clip(ex.predict(th - ex.t0), *bounds), yh)}
+    sig = _fit_sigmoid(tt, yt)
+    baselines["scalerl_sigmoid"] = {"holdout_rmse": _rmse(np.clip(sig(th), *bounds), yh)}
+    if entropy is not None:
+        hs, hv = entropy
+        ok = np.isfinite(hv)
+        hs, hv = hs[ok], hv[ok]
+        if hs.size >= 3:
+            h_tr = np.interp(tt, hs, hv)
+            law = _fit_entropy_law(h_tr, yt)
+            # the law maps entropy to reward; forecasting needs the entropy ahead, which is
+            # taken as logged (an oracle on entropy, as in the paper's fits)
+            baselines["entropy_law"] = {"holdout_rmse": _rmse(np.clip(law(np.interp(th, hs, hv)),
+                                                                      *bounds), yh),
+                                        "note": "uses the logged entropy on the held-out steps"}
+    return ForecastResult(train_fraction=f, split_step=float(tt[-1]), n_train=n_train,
+                          n_holdout=int(th.size), fits=fits, holdout_rmse=rmse,
+                          origin_rmse=origin, best=best, baselines=baselines,
+                          interval_halfwidth=half, interval_coverage=coverage,
+                          t_holdout=th, prediction=preds[best])
+
+
+@dataclass(frozen=True)
+class FitReport(Result):
+    """Fits of one log's reward curve, with applicability and an optional forecast."""
+
+    source: str
+    format: str
+    run: str | None
+    metric: str
+    n: int
+    first_step: float | None
+    last_step: float | None
+    models: dict
+    best: str | None
+    best_bic: str | None
+    applicable: dict
+    warnings: list
+    forecast: dict | None = None
+    steps: np.ndarray = field(repr=False, default=None)
+    values: np.ndarray = field(repr=False, default=None)
+    fits: dict = field(repr=False, default=None)
+    forecast_result: ForecastResult = field(repr=False, default=None)
+
+    _json_exclude = ("steps", "values", "fits", "forecast_result")
+
+    def __str__(self) -> str:
+        f = _fmt
+        lines = [f"{self.source} ({self.format}), metric {self.metric}: {self.n} points, steps "
+                 f"{f(self.first_step, 'g')}..{f(self.last_step, 'g')}"]
+        lines += [f"  warning: {w}" for w in self.warnings]
+        if not self.applicable["fit"]:
+            lines.append("the model does not apply; no regime is named:")
+            lines += [f"  - {r}" for r in self.applicable["reasons"]]
+        lines.append(f"  noise ceiling R^2 = {f(self.applicable['noise_ceiling'], '.3f')}")
+        lines.append(f"    {'model':<16} {'R^2':>8} {'AIC':>11} {'plateau':>9} {'t90 (steps)':>12}")
+        for name, m in self.models.items():
+            mark = "*" if name == self.best else " "
+            lines.append(f"  {mark} {name:<16} {f(m['r2'], '.4f'):>8} {f(m['aic'], '.1f'):>11} "
+                         f"{f(m['plateau'], '.4f'):>9} {f(m['time_to_90_steps'], '.1f'):>12}")
+        if self.applicable["fit"] and self.best is not None:
+            b = self.models[self.best]
+            lines.append(f"best model (AIC, in-sample): {self.best}   {b['formula']}")
+            for k, v in b["params"].items():
+                lines.append(f"    {k} = {f(v)} ± {f(b['stderr'].get(k))}")
+            for k, v in b["reading"].items():
+                if k != "note":
+                    lines.append(f"    {k:<32} {v if isinstance(v, str) else f(v)}")
+        fc = self.forecast
+        if fc is not None:
+            lines.append(f"forecast: fitted on {fc['n_train']} points (to step "
+                         f"{f(fc['split_step'], 'g')}), {fc['n_holdout']} held out; family by "
+                         f"rolling origin: {fc['best']}, holdout RMSE {f(fc['holdout_rmse'])}, "
+                         f"90 % interval ± {f(fc['interval']['halfwidth'])} (covers "
+                         f"{f(100 * fc['interval']['holdout_coverage'], '.0f')} % of the held-out points)")
+            for name, m in fc["models"].items():
+                mark = "*" if name == fc["best"] else " "
+                lines.append(f"  {mark} {name:<16} holdout RMSE {f(m['holdout_rmse'])}  "
+                             f"rolling-origin RMSE {f(m['rolling_origin_rmse'])}")
+            for name, m in fc["baselines"].items():
+                lines.append(f"    baseline {name:<16} holdout RMSE {f(m['holdout_rmse'])}")
+        return "\n".join(lines)
+
+
+def _fmt(x, spec=".4g"):
+    return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
 
 
 def fit_log(log, metric: str | None = None, *, train_fraction: float | None = None,
-            models=None) -> dict:
+            models=None) -> FitReport:
     """Fit (and optionally forecast) the reward curve of a :class:`~grpo_theory.runs.logs.TrainingLog`.
 
-    Returns a JSON-ready dict: ``metric``, ``n``, ``models`` (name -> fit dict with
-    ``r2``, ``aic``, ``bic``, ``params``, ``stderr``, ``reading``...), ``best``,
-    ``best_bic``, and with ``train_fraction`` a ``forecast``.
-    The :class:`FitResult`/:class:`ForecastResult` objects are under ``"_objects"``.
+    Families that assume binary rewards are switched off when the reward leaves [0, 1];
+    ``applicable`` says whether the model applies and why not (too few points, below
+    the noise ceiling, flat or decreasing reward).
     """
     name = log.reward_metric(metric)
-    steps, values = log.series(name)
-    res = fit_models(steps, values, models)
-    out = {"source": log.source, "format": log.format, "run": log.run, "metric": name,
-           "n": int(steps.size), "first_step": float(steps[0]) if steps.size else None,
-           "last_step": float(steps[-1]) if steps.size else None,
-           "models": {m: fr.to_dict() for m, fr in res["models"].items()},
-           "best": res["best"], "best_bic": res["best_bic"],
-           "warnings": list(log.warnings)}
-    objects = {"fits": res["models"], "steps": steps, "values": values}
+    steps, values = _finite_sorted(*log.series(name))
+    if steps.size < 8:
+        raise ParameterError("log", str(log.source),
+                             f"a reward curve with >= 8 finite points ({name} has {steps.size})")
+    warnings = list(log.warnings)
+    binary = is_binary_range(values)
+    chosen = [m for m in (MODEL_NAMES if models is None else models)]
+    for m in chosen:
+        check_choice("model", m, MODEL_NAMES)
+    if not binary:
+        dropped = [m for m in chosen if m in BINARY_FAMILIES]
+        chosen = [m for m in chosen if m not in BINARY_FAMILIES]
+        warnings.append(f"{name} leaves [0, 1] (a dense reward): the mean-field families "
+                        f"{', '.join(dropped) or '(none requested)'} assume binary rewards and are off")
+    if not chosen:
+        raise ParameterError("models", models, "at least one family that applies to a dense reward "
+                             "(exponential, oscillator)")
+    res = fit_models(steps, values, chosen)
+    reasons = applicability(steps, values)
+    ceiling = noise_ceiling(values)
+    best_r2 = max((fr.r2 for fr in res["models"].values() if math.isfinite(fr.r2)), default=0.0)
+    if best_r2 < 0.5 * ceiling:
+        reasons.append(f"best R^2 {best_r2:.2f} is below half the noise ceiling {ceiling:.2f}: "
+                       "the families miss the curve's shape")
+    fc = None
     if train_fraction is not None:
-        fc = forecast(steps, values, train_fraction, models)
-        out["forecast"] = fc.to_dict()
-        objects["forecast"] = fc
-    out["_objects"] = objects
-    return out
+        ent = log.role("entropy")
+        fc = forecast(steps, values, train_fraction, chosen,
+                      entropy=log.series(ent) if ent is not None else None)
+    ok = not reasons
+    return FitReport(source=str(log.source), format=log.format, run=log.run, metric=name,
+                     n=int(steps.size), first_step=float(steps[0]), last_step=float(steps[-1]),
+                     models={m: fr.to_dict() for m, fr in res["models"].items()},
+                     best=res["best"] if ok else None, best_bic=res["best_bic"] if ok else None,
+                     applicable={"fit": ok, "reasons": reasons, "noise_ceiling": ceiling,
+                                 "binary_families": binary},
+                     warnings=warnings, forecast=fc.to_dict() if fc is not None else None,
+                     steps=steps, values=values, fits=res["models"], forecast_result=fc)
 
 
-def plot_fit(objects: dict, path, *, title: str = "") -> None:
-    """Write a figure: the data, every fitted model, and the forecast with its 95 % band.
-
-    ``objects`` is the ``"_objects"`` entry of :func:`fit_log`.  Uses the Agg backend.
-    """
+def plot_fit(report: FitReport, path, *, title: str = "") -> None:
+    """Write a figure: the data and the fits; with a forecast, the fits made on the training
+    prefix only, the forecast and its 90 % interval.  Uses the Agg backend."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps, values = objects["steps"], objects["values"]
+    steps, values = report.steps, report.values
     fig, ax = plt.subplots(figsize=(8, 4.8))
     ax.plot(steps, values, ".", ms=2, color="0.5", label="log")
-    for name, fr in objects["fits"].items():
-        ax.plot(steps, fr.predict(steps - fr.t0), lw=1.2, label=f"{name} (R²={fr.r2:.3f})")
-    fc = objects.get("forecast")
+    fc = report.forecast_result
+    fits = report.fits if fc is None else fc.fits
+    for name, fr in fits.items():
+        ax.plot(steps, fr.predict(steps - fr.t0), lw=1.2,
+                label=f"{name} (R²={fr.r2:.3f}" + (", prefix fit)" if fc is not None else ")"))
     if fc is not None:
-        b = fc.fits[fc.best]
         th = fc.t_holdout
-        ax.plot(th, b.predict(th - b.t0), "k--", lw=1.2,
+        ax.plot(th, fc.prediction, "k--", lw=1.2,
                 label=f"forecast {fc.best} (RMSE {fc.holdout_rmse[fc.best]:.3g})")
-        ax.fill_between(th, fc.band[0], fc.band[1], color="k", alpha=0.12, label="95 % band")
+        ax.fill_between(th, fc.prediction - fc.interval_halfwidth,
+                        fc.prediction + fc.interval_halfwidth, color="k", alpha=0.12,
+                        label="90 % interval")
         ax.axvline(fc.split_step, color="k", lw=0.8, ls=":")
     ax.set_xlabel("step")
     ax.set_ylabel("reward")

@@ -169,3 +169,26 @@ def test_cli_bad_log_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "bad.jsonl line 2" in err[0]
     assert main(["fit", str(tmp_path / "missing.log")]) == 2
+
+
+def test_tensorboard_event_file(tmp_path):
+    # an event file written with tensorboard's own writer and protos (independent of the reader)
+    pytest.importorskip("tensorboard")
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    from grpo_theory.runs.logs import read_log
+
+    w = EventFileWriter(str(tmp_path))
+    for step in range(12):
+        summ = Summary(value=[Summary.Value(tag="train/reward", simple_value=0.1 * step / 11),
+                              Summary.Value(tag="train/entropy", simple_value=1.0 - 0.05 * step)])
+        w.add_event(Event(step=step, wall_time=1.0 + step, summary=summ))
+    w.close()
+    log = read_log(tmp_path)  # the folder: its newest event file
+    assert log.format == "tensorboard"
+    steps, reward = log.series("train/reward")
+    assert steps.tolist() == list(range(12))
+    assert reward[-1] == pytest.approx(0.1, rel=1e-6)
+    assert log.role("entropy") == "train/entropy"

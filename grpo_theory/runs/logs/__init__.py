@@ -36,7 +36,26 @@ from grpo_theory.runs.logs.wandb import is_wandb_header, read_wandb_csv
 __all__ = ["FORMATS", "LogFormatError", "ROLES", "TrainingLog", "detect_format", "from_simulation",
            "parse_overrides", "read_log", "records_to_metrics"]
 
-FORMATS = ("trl", "verl", "verl-jsonl", "wandb", "csv", "jsonl")
+FORMATS = ("trl", "verl", "verl-jsonl", "wandb", "csv", "jsonl", "tensorboard")
+
+
+def trainer_state_path(folder) -> str:
+    """``trainer_state.json`` of a TRL checkpoint folder, or of the latest ``checkpoint-N``
+    of a TRL output directory (largest N)."""
+    folder = os.fspath(folder)
+    cand = os.path.join(folder, "trainer_state.json")
+    if os.path.exists(cand):
+        return cand
+    ckpts = []
+    for name in os.listdir(folder):
+        head, _, num = name.partition("-")
+        if head == "checkpoint" and num.isdigit() and os.path.exists(
+                os.path.join(folder, name, "trainer_state.json")):
+            ckpts.append((int(num), name))
+    if not ckpts:
+        raise ParameterError("log file", folder, "a file, a TRL checkpoint folder with "
+                             "trainer_state.json, or a TRL output directory with checkpoint-N")
+    return os.path.join(folder, max(ckpts)[1], "trainer_state.json")
 
 
 def _read_text(path) -> str:
@@ -44,12 +63,7 @@ def _read_text(path) -> str:
     if not os.path.exists(path):
         raise ParameterError("log file", path, "an existing file")
     if os.path.isdir(path):
-        cand = os.path.join(path, "trainer_state.json")
-        if os.path.exists(cand):
-            path = cand
-        else:
-            raise ParameterError("log file", path, "a file (or a TRL checkpoint folder with "
-                                                   "trainer_state.json)")
+        path = trainer_state_path(path)
     opener = gzip.open if path.endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
@@ -105,11 +119,24 @@ def read_log(path, format: str | None = None, *, run: str | None = None,
     format : one of :data:`FORMATS`, or ``None``/``"auto"`` to detect.
     run : run name in multi-run files (W&B CSV).
     step_column, rename : for the generic CSV/JSONL readers.
+
+    TensorBoard event files (``events.out.tfevents.*``, or ``--format tensorboard``)
+    need the optional extra ``grpo-theory[tensorboard]``.
     """
-    text = _read_text(path)
+    from grpo_theory.runs.logs.tensorboard import is_event_file, read_tensorboard
+
     p = os.fspath(path)
+    has_events = os.path.isdir(p) and any(is_event_file(f) for f in os.listdir(p))
+    if format == "tensorboard" or (format in (None, "auto") and (is_event_file(p) or has_events)):
+        if not os.path.exists(p):
+            raise ParameterError("log file", p, "an existing file")
+        log = read_tensorboard(p)
+        if rename:
+            log.metrics = {rename.get(k, k): v for k, v in log.metrics.items()}
+        return log
+    text = _read_text(path)
     if os.path.isdir(p):
-        p = os.path.join(p, "trainer_state.json")
+        p = trainer_state_path(p)
     if format in (None, "auto"):
         format = detect_format(p, text)
     check_choice("format", format, FORMATS + ("auto",))

@@ -31,12 +31,12 @@ class LogFormatError(ParameterError):
     The CLI turns it into exit code 2 (it is a :class:`ParameterError`).
     """
 
-    def __init__(self, path, line, problem: str):
+    def __init__(self, path, line, problem: str, *, what: str = "log file"):
         self.path = os.fspath(path) if path is not None else "<log>"
         self.line = line
-        where = f"log file {self.path}" + (f" line {line}" if line is not None else "")
+        where = f"{what} {self.path}" + (f" line {line}" if line is not None else "")
         ValueError.__init__(self, f"{where}: {problem}")
-        self.name = "log file"
+        self.name = what
         self.value = self.path
         self.allowed = problem
 
@@ -49,11 +49,13 @@ ROLES: dict[str, tuple[str, ...]] = {
     "reward_std": ("reward_std", "train/reward_std", "critic/score/std"),
     "zero_var_frac": ("frac_reward_zero_std", "train/frac_reward_zero_std", "zero_var_frac",
                       "critic/zero_var_frac", "zero_std_frac"),
-    "entropy": ("entropy", "train/entropy", "actor/entropy", "actor/entropy_loss"),
+    "entropy": ("entropy", "train/entropy", "actor/entropy", "actor/entropy_loss",
+                "train/train_entropy", "train/token_entropy"),
     "kl": ("kl", "train/kl", "actor/kl_loss", "critic/kl", "kl_ref"),
     "clip_frac": ("clip_ratio/region_mean", "train/clip_ratio/region_mean", "clip_ratio",
                   "actor/pg_clipfrac"),
     "policy_lag_kl": ("actor/ppo_kl",),
+    "grad_norm": ("grad_norm", "train/grad_norm", "actor/grad_norm", "train/train_norm"),
     "response_length": ("completions/mean_length", "train/completions/mean_length",
                         "response_length/mean", "completion_length"),
     "val_reward": ("eval_reward", "eval/reward", "val_reward", "heldout_reward"),

@@ -160,7 +160,11 @@ def iter_jsonl(path, text: str, warnings: list):
 
 
 def read_verl_jsonl(path, text: str | None = None) -> TrainingLog:
-    """Read verl's JSONL file logger output: ``{"step": N, "data": {...}}`` per line."""
+    """Read verl's JSONL file logger output: ``{"step": N, "data": {...}}`` per line.
+
+    Flat records ``{"step": N, "critic/score/mean": ..., ...}`` (the metrics dict dumped
+    with its step, as several verl forks write it) are read too.
+    """
     if text is None:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
@@ -168,7 +172,7 @@ def read_verl_jsonl(path, text: str | None = None) -> TrainingLog:
     records = []
     for lineno, obj in iter_jsonl(path, text, warnings):
         step = obj.get("step")
-        data = obj.get("data")
+        data = obj.get("data", {k: v for k, v in obj.items() if k != "step"})
         if not isinstance(step, (int, float)) or isinstance(step, bool):
             raise LogFormatError(path, lineno, "no numeric 'step'")
         if not isinstance(data, dict):

@@ -1,0 +1,76 @@
+"""Follow a growing training log and report each diagnostic the moment it first fires.
+
+:func:`watch` re-reads the log whenever its size or modification time changes, runs
+:func:`grpo_theory.runs.diagnostics.diagnose` on what is there, and yields a
+:class:`Warning` for every detector whose flag turns on (once per detector).  A log
+that is mid-write (a partial last line) is read again at the next poll.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from grpo_theory.validate import ParameterError, check_real
+
+__all__ = ["Warning", "watch"]
+
+
+@dataclass(frozen=True)
+class Warning:
+    """One detector that fired: its name, the step it first fired at, evidence and knob."""
+
+    detector: str
+    first_step: float | None
+    last_step: float | None
+    evidence: str
+    knob: str | None
+
+    def __str__(self) -> str:
+        at = "" if self.first_step is None else f" (first at step {self.first_step:g})"
+        return (f"[step {self.last_step:g}] {self.detector}{at}: {self.evidence}"
+                + (f"; knob: {self.knob}" if self.knob else ""))
+
+
+def _signature(path):
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+def watch(path, *, format=None, metric=None, group_size=None, interval=10.0, max_polls=None,
+          sleep=time.sleep):
+    """Yield a :class:`Warning` each time a detector first fires on the growing log ``path``.
+
+    Polls every ``interval`` seconds; stops after ``max_polls`` polls (``None``: never).
+    """
+    from grpo_theory.runs.diagnostics import diagnose
+    from grpo_theory.runs.logs import LogFormatError, read_log
+
+    interval = check_real("interval", interval, low=0)
+    fired, seen, polls = set(), None, 0
+    while max_polls is None or polls < max_polls:
+        if polls:
+            sleep(interval)
+        polls += 1
+        if not os.path.exists(path):
+            continue
+        sig = _signature(path)
+        if sig == seen:
+            continue
+        try:
+            log = read_log(path, format)
+        except LogFormatError:
+            continue  # a partial write: read again at the next poll
+        seen = sig
+        try:
+            diag = diagnose(log, metric, group_size)
+        except ParameterError:
+            if metric is not None:
+                raise
+            continue
+        last = max((float(s[-1]) for s, _ in log.metrics.values() if len(s)), default=None)
+        for name, d in diag.diagnostics.items():
+            if d["flag"] and name not in fired:
+                fired.add(name)
+                yield Warning(name, d["first_step"], last, d["evidence"], d["knob"])

@@ -1,0 +1,49 @@
+"""watch: warnings fire as a log grows, once per detector, at the poll after the data arrives."""
+
+import json
+
+import numpy as np
+
+from grpo_theory.cli.main import main
+from grpo_theory.runs.watch import watch
+
+
+def _write(path, steps, reward):
+    path.write_text("step,reward\n" + "".join(f"{s:g},{r:.6f}\n" for s, r in zip(steps, reward)))
+
+
+def _collapse_curve():
+    # rise to 0.6 over 40 steps, then a fall to 0.05 over the next 40
+    rng = np.random.default_rng(0)
+    r = np.concatenate([np.linspace(0.1, 0.6, 40), np.linspace(0.6, 0.05, 40)])
+    return np.arange(80.0), np.clip(r + 0.01 * rng.standard_normal(80), 0, 1)
+
+
+def test_watch_fires_once_when_the_collapse_arrives(tmp_path):
+    steps, r = _collapse_curve()
+    log = tmp_path / "run.csv"
+    _write(log, steps[:40], r[:40])  # healthy so far
+    polls = []
+
+    def grow(_seconds):  # between polls the trainer writes 10 more steps
+        n = 40 + 10 * len(polls) + 10
+        polls.append(n)
+        _write(log, steps[:n], r[:n])
+
+    fired = list(watch(str(log), format="csv", interval=0, max_polls=6, sleep=grow))
+    names = [w.detector for w in fired]
+    assert names == ["dynamical_instability"]
+    w = fired[0]
+    # it fired only once the fall was in the log, and names when it first would have fired
+    assert w.last_step >= 49 and w.first_step <= w.last_step
+    assert "knob" in str(w)
+
+
+def test_watch_cli_and_no_warning_on_a_healthy_run(tmp_path, capsys):
+    log = tmp_path / "ok.csv"
+    t = np.arange(80.0)
+    _write(log, t, 0.8 - 0.6 * np.exp(-t / 15) + 0.01 * np.random.default_rng(1).standard_normal(80))
+    assert main(["watch", str(log), "--format", "csv", "--interval", "0", "--max-polls", "2",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == []
+    assert main(["watch", str(log), "--interval", "-1", "--max-polls", "1"]) == 2
