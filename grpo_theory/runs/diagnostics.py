@@ -393,8 +393,14 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
         zeta = float(fit.params["zeta"])
         regime = fit.reading.get("regime")
         if zeta < 1 and fit.r2 is not None and fit.r2 > 0.5:
-            overshoot = abs(fit.params["plateau"] - fit.params["initial"]) * math.exp(
-                -math.pi * zeta / math.sqrt(1 - zeta * zeta))
+            # the fitted oscillator (m = 1, gamma = 2 zeta omega0, spring omega0^2) with its free
+            # initial slope: the overshoot -x(t_1)/x0 from the derived record, in reward units
+            from grpo_theory.theory.derived import get
+
+            om, x0 = fit.params["omega0"], fit.params["initial"] - fit.params["plateau"]
+            rel = float(get("oscillator.overshoot").numeric(1.0, 2 * zeta * om, om * om, x0,
+                                                            fit.params["slope0"]))
+            overshoot = abs(x0) * max(rel, 0.0)
     except (ParameterError, ValueError) as exc:
         regime = f"fit failed: {exc}"
     # lightly damped by the L3 fit *and* an overshoot seen in the data: the smoothed reward

@@ -194,12 +194,18 @@ def _osc_bounds(t, y):
 
 
 def _osc_reading(p):
+    from grpo_theory.theory.derived import get
+
     w, z = p["omega0"], p["zeta"]
+    m, gamma, spring = 1.0, 2 * z * w, w * w   # the fitted oscillator, m normalised to 1
     if z < 1:
-        slow = z * w
+        slow_time = float(get("oscillator.envelope_decay_time").numeric(m, gamma))
+        period = float(get("oscillator.period").numeric(m, gamma, spring))
         regime = "oscillatory"
     else:
-        slow = w * (z - math.sqrt(z * z - 1))
+        slow_time = (float(get("oscillator.decay_time").numeric(m, gamma, spring)) if z > 1
+                     else float(get("oscillator.envelope_decay_time").numeric(m, gamma)))
+        period = None
         regime = "overdamped" if z > 1 else "critical"
     return {"fixed_point_reward": p["plateau"],
             "damping_ratio": z,
@@ -207,8 +213,8 @@ def _osc_reading(p):
             "spring_over_mass_per_step2": w * w,
             "damping_over_mass_per_step": 2 * z * w,
             "inertia_time_steps": 1.0 / (2 * z * w),
-            "slow_timescale_steps": 1.0 / slow if slow > 0 else None,
-            "period_steps": (2 * math.pi / (w * math.sqrt(1 - z * z))) if z < 1 else None,
+            "slow_timescale_steps": slow_time if slow_time > 0 else None,
+            "period_steps": period,
             "initial_slope_reward_per_step": p["slope0"],
             "note": "m normalised to 1 (the scale of m, gamma, k is not identifiable from a "
                     "curve); with heavy-ball momentum mu, m = (1 + mu)/2, so eta K = m omega0^2"}
