@@ -192,3 +192,13 @@ def test_tensorboard_event_file(tmp_path):
     assert steps.tolist() == list(range(12))
     assert reward[-1] == pytest.approx(0.1, rel=1e-6)
     assert log.role("entropy") == "train/entropy"
+
+
+def test_wandb_csv_with_train_global_step(tmp_path):
+    """A W&B export whose step column is TRL's `train/global_step` is read as W&B."""
+    path = tmp_path / "export.csv"
+    path.write_text("train/global_step,run-a - train/reward\n1,0.1\n2,0.2\n3,0.3\n")
+    log = read_log(path)
+    assert log.format == "wandb"
+    steps, values = log.series(log.reward_metric())
+    assert steps.tolist() == [1.0, 2.0, 3.0] and values.tolist() == [0.1, 0.2, 0.3]

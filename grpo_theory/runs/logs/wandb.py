@@ -17,11 +17,11 @@ from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, iter_csv_row
 
 __all__ = ["read_wandb_csv", "is_wandb_header"]
 
-_STEP_NAMES = ("Step", "step", "_step", "global_step", "trainer/global_step")
+_STEP_NAMES = ("Step", "step", "_step", "global_step", "trainer/global_step", "train/global_step")
 
 
 def is_wandb_header(header) -> bool:
-    return any(h in ("Step", "_step") for h in header) and any(" - " in h for h in header)
+    return any(h in _STEP_NAMES for h in header) and any(" - " in h for h in header)
 
 
 def _split(col: str):
