@@ -42,6 +42,8 @@ gradient norms before (or instead of) a divergence.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import math
 import os
 from dataclasses import dataclass, field
@@ -343,12 +345,18 @@ def _same_file(a, b) -> bool:
 
 def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metric=None,
                  p_ref=None, steps=None) -> ConfigCheck:
-    """Map ``path`` to the model and say what is known about its stability (see module doc)."""
-    if from_log is not None and _same_file(path, from_log):
-        raise ParameterError("--from-log", os.fspath(from_log), "the log of a different run than "
-                             "CONFIG (fitting a run's own curve predicts it stable by "
-                             "construction)")
-    cfg, kind = read_config(path)
+    """Map ``path`` to the model and say what is known about its stability (see module doc).
+
+    ``path`` is a config file, or a mapping of TRL trainer arguments (e.g.
+    ``GRPOConfig.to_dict()``, as the TRL callback passes them)."""
+    if isinstance(path, Mapping):
+        cfg, kind, path = dict(path), "trl", "<trainer arguments>"
+    else:
+        if from_log is not None and _same_file(path, from_log):
+            raise ParameterError("--from-log", os.fspath(from_log), "the log of a different run "
+                                 "than CONFIG (fitting a run's own curve predicts it stable by "
+                                 "construction)")
+        cfg, kind = read_config(path)
     mp = map_config(cfg, kind)
     if stiffness is not None and from_log is not None:
         raise ParameterError("--stiffness/--from-log", "both", "only one of them")
@@ -413,7 +421,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
                            "phi of the variant's range (the bandit's split: the LLM's own split "
                            "is not measured)")
         _predict(prediction, mp, K_info, phis, variant, p_ref, steps, unknown)
-    return ConfigCheck(config=os.fspath(path), kind=kind, parameters=dict(mp), variant=variant,
+    return ConfigCheck(config=os.fspath(path) if not isinstance(path, str) else path, kind=kind, parameters=dict(mp), variant=variant,
                        thresholds=thresholds, stiffness=K_info, prediction=prediction,
                        assumptions=tuple(assumptions), warnings=tuple(warnings))
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from grpo_theory.validate import ParameterError, check_real
 
-__all__ = ["Warning", "watch"]
+__all__ = ["Warning", "watch", "new_warnings"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,6 @@ def watch(path, *, format=None, metric=None, group_size=None, interval=10.0, max
 
     Polls every ``interval`` seconds; stops after ``max_polls`` polls (``None``: never).
     """
-    from grpo_theory.runs.diagnostics import diagnose
     from grpo_theory.runs.logs import LogFormatError, read_log
 
     interval = check_real("interval", interval, low=0)
@@ -64,13 +63,22 @@ def watch(path, *, format=None, metric=None, group_size=None, interval=10.0, max
             continue  # a partial write: read again at the next poll
         seen = sig
         try:
-            diag = diagnose(log, metric, group_size)
+            yield from new_warnings(log, fired, metric=metric, group_size=group_size)
         except ParameterError:
             if metric is not None:
                 raise
-            continue
-        last = max((float(s[-1]) for s, _ in log.metrics.values() if len(s)), default=None)
-        for name, d in diag.diagnostics.items():
-            if d["flag"] and name not in fired:
-                fired.add(name)
-                yield Warning(name, d["first_step"], last, d["evidence"], d["knob"])
+
+
+def new_warnings(log, fired: set, *, metric=None, group_size=None) -> list:
+    """Diagnose ``log`` and return a :class:`Warning` for each detector that fires and is not
+    in ``fired`` (which is updated): the shared core of :func:`watch` and the TRL callback."""
+    from grpo_theory.runs.diagnostics import diagnose
+
+    diag = diagnose(log, metric, group_size)
+    last = max((float(s[-1]) for s, _ in log.metrics.values() if len(s)), default=None)
+    out = []
+    for name, d in diag.diagnostics.items():
+        if d["flag"] and name not in fired:
+            fired.add(name)
+            out.append(Warning(name, d["first_step"], last, d["evidence"], d["knob"]))
+    return out

@@ -12,7 +12,7 @@ import json
 
 from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, records_to_metrics
 
-__all__ = ["read_trl"]
+__all__ = ["read_trl", "log_from_history"]
 
 _STATE_KEYS = ("global_step", "max_steps", "num_train_epochs", "train_batch_size",
                "logging_steps", "eval_steps", "save_steps")
@@ -30,12 +30,19 @@ def read_trl(path, text: str | None = None) -> TrainingLog:
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise LogFormatError(path, 1, "a TRL trainer_state.json must be an object with a "
                                       "'log_history' list")
+    config = {k: state[k] for k in _STATE_KEYS if k in state}
+    return log_from_history(state["log_history"], str(path), config=config, path=path)
+
+
+def log_from_history(history, source: str, *, config=None, path=None) -> TrainingLog:
+    """A :class:`TrainingLog` from a TRL ``log_history`` list (``TrainerState.log_history``);
+    entries without a numeric ``step`` are skipped (warned)."""
     warnings: list[str] = []
     records = []
     skipped = 0
-    for i, entry in enumerate(state["log_history"]):
+    for i, entry in enumerate(history):
         if not isinstance(entry, dict):
-            raise LogFormatError(path, None, f"log_history entry {i} is not an object")
+            raise LogFormatError(path or source, None, f"log_history entry {i} is not an object")
         step = entry.get("step")
         if not isinstance(step, (int, float)) or isinstance(step, bool):
             skipped += 1
@@ -43,10 +50,9 @@ def read_trl(path, text: str | None = None) -> TrainingLog:
         values = {k: v for k, v in entry.items() if k != "step"}
         records.append((float(step), None, values))
     if skipped:
-        warnings.append(f"{path}: {skipped} log_history entries without a numeric 'step' skipped")
+        warnings.append(f"{source}: {skipped} log_history entries without a numeric 'step' skipped")
     if not records:
-        raise LogFormatError(path, None, "log_history holds no entry with a 'step'")
-    metrics = records_to_metrics(records, warnings=warnings, source=str(path))
-    config = {k: state[k] for k in _STATE_KEYS if k in state}
-    return TrainingLog(metrics=metrics, source=str(path), format="trl", config=config,
+        raise LogFormatError(path or source, None, "log_history holds no entry with a 'step'")
+    metrics = records_to_metrics(records, warnings=warnings, source=source)
+    return TrainingLog(metrics=metrics, source=source, format="trl", config=dict(config or {}),
                        warnings=warnings, default_metric="reward")
