@@ -49,15 +49,21 @@ def test_check_passes(report, name):
 
 def test_refresh_threshold_reports_all_predictions(report):
     d = report["refresh_threshold"].details
-    for key in ("k_max_L2_measured_K", "k_max_L2_analytic_K", "k_max_published", "stiffness_measured"):
-        assert d[key] is not None
-    # the measured stiffness agrees with the analytic one within 4 standard errors
-    assert abs(d["stiffness_measured"] - d["stiffness_analytic"]) <= N_SIGMA * d["stiffness_se"]
-    # the empirical bracket contains the exact L2 threshold
-    assert d["k_max_empirical"] <= d["k_max_L2_measured_K"] < d["k_min_unstable_empirical"]
-    for row in report["refresh_threshold"].details["rows"]:
-        assert abs(row["variance_growth"] - row["variance_growth_pred_L2"]) <= \
-            N_SIGMA * row["variance_growth_se"]
+    # both splits: a KL-in-the-loss variant with fresh stiffness and an all-stale one
+    fractions = [s["fresh_fraction"] for s in d["settings"]]
+    assert any(f > 0.1 for f in fractions) and any(f == 0 for f in fractions)
+    for s in d["settings"]:
+        assert 3 <= s["k_max_L2"] <= 40
+        assert s["k_max_published"] is not None
+        # the empirical bracket contains the exact L2 threshold
+        lo, hi = s["bracket"]
+        assert lo is not None and hi is not None and lo <= s["k_max_L2"] < hi
+    for row in d["rows"]:
+        # the mean response to the offset follows L2 within 4 SE + the computed bias
+        assert row["agreement_ratio"] <= 1.0
+        # the second-order mean-field bias is below the statistical band
+        assert row["bias_over_4se"] < 1.0
+        assert row["status"] != "undecided" or abs(row["radius_L2"] - 1) < 0.05
 
 
 def test_wrong_stiffness_is_rejected():
