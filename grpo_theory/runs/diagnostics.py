@@ -339,6 +339,10 @@ def reward_hacking(log, reward_metric=None, *, min_evaluations=5, z=2.0):
                    train_gain_sd=zt, heldout_gain_sd=zv, correlation=corr)
 
 
+#: fewest reward points for the oscillation rule (the L3 fit's damping ratio is not resolved below)
+OSCILLATION_MIN_POINTS = 30
+
+
 def _rise_and_fall(steps, values, noise):
     """Peak of the smoothed series, its rise from the start and its fall to the end."""
     sm = _smooth(values, _window(values.size))
@@ -361,13 +365,13 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     rs, rv = rs[ok], rv[ok]
     if rs.size < 12:
         return _na(f"{rs.size} logged reward values, need >= 12", rname)
-    smooth = _smooth(rv, _window(rv.size))
-    resid = rv - smooth
     n = rv.size
     third = n // 3
     noise = float(np.std(np.diff(rv)) / math.sqrt(2))
-    sd_mid = float(np.std(resid[third: 2 * third]))
-    sd_late = float(np.std(resid[2 * third:]))
+    # noise of each third from its first differences (sd(diff)/sqrt(2)): free of the
+    # smoother's edge effects, which inflate residuals at the end of the log
+    sd_mid = float(np.std(np.diff(rv[third: 2 * third])) / math.sqrt(2))
+    sd_late = float(np.std(np.diff(rv[2 * third:])) / math.sqrt(2))
     # the ratio means something only when the mid-run fluctuation is resolved above rounding
     growth = sd_late / sd_mid if sd_mid > 1e-3 * (np.ptp(rv) or 1.0) else None
     sm, peak, rise, drop = _rise_and_fall(rs, rv, noise)
@@ -405,12 +409,21 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
         regime = f"fit failed: {exc}"
     # lightly damped by the L3 fit *and* an overshoot seen in the data: the smoothed reward
     # came back down from its peak by more than 2 noise sd (a fit's extrapolated overshoot
-    # alone is not evidence)
-    oscillating = (zeta is not None and zeta < zeta_threshold and overshoot is not None
-                   and drop > 2 * max(noise, 1e-12))
+    # alone is not evidence); an L3 fit to fewer than OSCILLATION_MIN_POINTS points cannot
+    # resolve zeta (a log watched from its first steps would otherwise flag on noise)
+    oscillating = (n >= OSCILLATION_MIN_POINTS and zeta is not None and zeta < zeta_threshold
+                   and overshoot is not None and drop > 2 * max(noise, 1e-12))
     if oscillating:
         first["oscillation"] = _first_crossing(rs[peak:], -sm[peak:], -(sm[peak] - 2 * noise))
-    growing = growth is not None and growth > growth_threshold
+    # the ratio must also be significant for the sizes of the two thirds (variance-ratio F
+    # test at 1e-3): short or early logs give wild ratios by chance (with 4 points a third,
+    # a ratio above 2 happens 14 % of the time without any growth)
+    from scipy.stats import f as f_dist
+
+    growth_p = (float(f_dist.sf(growth * growth, n - 2 * third - 2, third - 2))
+                if growth is not None and third >= 3 else None)
+    growing = (growth is not None and growth > growth_threshold and growth_p is not None
+               and growth_p < 1e-3)
     if growing:
         first["growth"] = float(rs[2 * third])
     spikes = {}
@@ -434,7 +447,8 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     parts.append(f"start {start:.3g} -> end {end:.3g}" + (" (fell to the floor)" if to_floor else ""))
     parts.append(f"L3 fit damping ratio zeta = {zeta:.3g} ({regime})" if zeta is not None
                  else f"no L3 fit ({regime})")
-    parts.append("fluctuation sd late/mid = " + (f"{growth:.2f}" if growth is not None
+    parts.append("fluctuation sd late/mid = " + (f"{growth:.2f} (F-test p = {growth_p:.2g})"
+                                                  if growth is not None and growth_p is not None
                                                   else "n/a (mid-run fluctuation unresolved)"))
     if spikes:
         parts.append("evidence only, spikes > {:g}x the running median: ".format(spike_factor)
