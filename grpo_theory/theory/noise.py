@@ -201,37 +201,20 @@ def _reward() -> Derived:
 
 def refresh_phase_variances(learning_rate, momentum, stiffness, noise_variance, refresh_interval,
                             *, fresh_fraction=0.0):
-    r"""Exact stationary Var x at each phase j = 0..k-1 of a refresh window (logits²).
+    r"""Exact stationary Var x at each phase j = 0..k-1 of a refresh window (logits²), with an
+    independent noise kick per step (fresh batches from the stale policy).
 
     Per step :math:`y' = A y + \eta\,b\,\xi` on :math:`y = (x, v, x_s)` with
-    :math:`b = (1, 1, 0)` (the noise enters the velocity and so the position);
-    at the window start :math:`x_s \leftarrow x`.  The window covariance
-    :math:`\Sigma_0 = M\Sigma_0M^\top + Q_w` is solved with
-    :func:`scipy.linalg.solve_discrete_lyapunov` and propagated through the phases.
-    Returns an array of k variances, or all ``inf`` when the window map is unstable.
+    :math:`b = (1, 1, 0)`; at the window start :math:`x_s \leftarrow x`.  The window
+    covariance :math:`\Sigma_0 = M\Sigma_0M^\top + Q_w` is solved with
+    :func:`scipy.linalg.solve_discrete_lyapunov` and propagated through the phases by
+    :func:`grpo_theory.theory.reuse.window_phase_variances` (which also covers a batch reused
+    by the window).  Returns k variances, or all ``inf`` when the window map is unstable.
     """
-    from grpo_theory.theory.discrete import step_matrix
+    from grpo_theory.theory.reuse import window_phase_variances
 
-    k = check_int("refresh_interval", refresh_interval, low=1)
-    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
-    mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
-    Kv = check_real("stiffness", stiffness, low=0, low_open=True)
-    s2 = check_real("noise_variance", noise_variance, low=0)
-    phi = check_real("fresh_fraction", fresh_fraction)
-    A = step_matrix(eta, mu, Kv, phi)
-    E = np.array([[1.0, 0], [0, 1], [1, 0]])
-    b = eta * np.array([1.0, 1.0, 0.0])
-    # propagate (linear part, accumulated noise covariance) through the window
-    lin = [E]
-    cov = [np.zeros((3, 3))]
-    for _ in range(k):
-        lin.append(A @ lin[-1])
-        cov.append(A @ cov[-1] @ A.T + s2 * np.outer(b, b))
-    M = lin[k][:2]
-    if np.max(np.abs(np.linalg.eigvals(M))) >= 1:
-        return np.full(k, np.inf)
-    sigma0 = scipy.linalg.solve_discrete_lyapunov(M, cov[k][:2, :2])
-    return np.array([(lin[j] @ sigma0 @ lin[j].T + cov[j])[0, 0] for j in range(k)])
+    return window_phase_variances(learning_rate, momentum, stiffness, noise_variance,
+                                  refresh_interval, fresh_fraction=fresh_fraction, reuse="fresh")
 
 
 def stationary_variance(learning_rate, momentum, stiffness, noise_variance, *, refresh_interval=1,

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from grpo_theory.model import DEFAULT_MODEL, GRPOModel
-from grpo_theory.theory import noise
 from grpo_theory.theory.derived import get
 from grpo_theory.theory.discrete import step_matrix
-from grpo_theory.theory.reuse import fluctuation, stationary_variance, window_phase_variances
+from grpo_theory.theory.reuse import fluctuation, stationary_variance
 from grpo_theory.validate import ParameterError
 
 
@@ -17,15 +16,6 @@ def test_derivation_verified():
     d = get("reuse.sgd_window_variance")
     assert all(v.passed for v in d.verifications)
     assert {v.method for v in d.verifications} == {"sympy", "numeric"}
-
-
-@pytest.mark.parametrize("eta,mu,K,k,phi", [(0.1, 0.5, 1.3, 4, 0.2), (0.3, 0.0, 0.8, 3, 0.0),
-                                            (0.05, 0.9, 2.0, 2, -0.3)])
-def test_fresh_equals_the_noise_module(eta, mu, K, k, phi):
-    a = window_phase_variances(eta, mu, K, 0.7, k, fresh_fraction=phi, reuse="fresh")
-    b = noise.refresh_phase_variances(eta, mu, K, 0.7, k, fresh_fraction=phi)
-    assert np.all(np.isfinite(a))
-    np.testing.assert_allclose(a, b, rtol=1e-10)
 
 
 def test_batch_against_monte_carlo_of_the_linear_map():
