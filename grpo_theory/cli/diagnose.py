@@ -5,7 +5,7 @@ from __future__ import annotations
 from grpo_theory.cli.fit import add_log_arguments, load_log
 
 NAME = "diagnose"
-HELP = ("Diagnose a training log (THEORY.md §5): advantage degeneracy, policy concentration, "
+HELP = ("Diagnose a training log: advantage degeneracy, policy concentration, "
         "entropy explosion, reward hacking, dynamical instability; n/a where a check cannot run.")
 
 

@@ -1,4 +1,4 @@
-r"""Diagnostics of a GRPO run from its logged metrics (THEORY.md §5).
+r"""Diagnostics of a GRPO run from its logged metrics (see docs/theory.md and docs/logs_and_fitting.md).
 
 Each detector takes a :class:`~grpo_theory.runs.logs.TrainingLog` (a real log, or a
 simulated run converted by :func:`grpo_theory.runs.logs.from_simulation`) and returns

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from grpo_theory.cli import main
+from grpo_theory.cli.main import COMMAND_MODULES, build_parser
 
 
 
@@ -50,3 +51,20 @@ def test_derive_one_chapter_json(capsys):
 def test_unknown_chapter(capsys):
     assert main(["derive", "--only", "nope"]) == 2
     assert "chapter must be one of" in capsys.readouterr().err
+
+
+def test_help_shows_defaults():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    texts = [p.format_help() for p in sub.choices.values()]
+    assert len(texts) == len(COMMAND_MODULES)
+    assert any("(default:" in t for t in texts)
+    assert not any("THEORY.md" in t for t in texts)
+
+
+def test_every_command_is_one_library_call():
+    import importlib
+
+    for name in COMMAND_MODULES:
+        mod = importlib.import_module(f"grpo_theory.cli.{name}")
+        assert callable(getattr(mod, "call", None)), f"{name} has no call(args) -> Result"
