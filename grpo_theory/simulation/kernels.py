@@ -577,6 +577,14 @@ def run(plan: KernelPlan, rng: np.random.Generator, *, steps_iter=None, kernel="
     return _run_generic(plan, rng, it)
 
 
+def _loop_state(plan, R):
+    """The per-run divergence bookkeeping and the batch-reuse store both kernels start from:
+    ``(bound, active, diverged_at, frozen, reuse, stored)``."""
+    reuse = plan.reuse == "batch" and plan.refresh_interval > 1
+    return (plan.divergence_bound, np.ones(R, dtype=bool), np.full(R, -1, dtype=np.int64),
+            False, reuse, [None] * plan.window_batches)
+
+
 def _grad_kwargs(plan):
     return dict(group_size=plan.group_size, normalization=plan.normalization,
                 adv_eps=plan.adv_eps, surrogate=plan.surrogate, clip_low=plan.clip_low,
@@ -623,12 +631,7 @@ def _run_two_action(plan, rng, steps_iter):
     x = u[:, None] + delta
     q, sp = _sigmoid_parts(x, need_sp)
     _two_action_state(x, q, sp, x_ref, lr1, r0, r1, state_out, 0, z_is_x)
-    bound = plan.divergence_bound
-    active = np.ones(R, dtype=bool)
-    diverged_at = np.full(R, -1, dtype=np.int64)
-    frozen = False
-    reuse = plan.reuse == "batch" and plan.refresh_interval > 1
-    stored = [None] * plan.window_batches
+    bound, active, diverged_at, frozen, reuse, stored = _loop_state(plan, R)
     for t in steps_iter:
         if on_policy:
             x_old, q_old, sp_old = x, q, sp
@@ -699,12 +702,7 @@ def _run_generic(plan, rng, steps_iter):
     old = theta.copy()
     state_out = {n: out[n] for n in STATE_OBSERVABLES if n in out}
     _generic_state(theta, plan.theta_ref, plan.offsets, plan.rewards, state_out, 0)
-    bound = plan.divergence_bound
-    active = np.ones(R, dtype=bool)
-    diverged_at = np.full(R, -1, dtype=np.int64)
-    frozen = False
-    reuse = plan.reuse == "batch" and plan.refresh_interval > 1
-    stored = [None] * plan.window_batches
+    bound, active, diverged_at, frozen, reuse, stored = _loop_state(plan, R)
     for t in steps_iter:
         theta_old = _lagged(plan, t, theta, ring, old)
         if not reuse:
