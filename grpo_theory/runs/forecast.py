@@ -346,22 +346,25 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     fits = {m: fit_curve(tt, yt, m) for m in progress(models, total=len(models), desc="forecast")}
     preds = {m: np.clip(fr.predict(th - fr.t0), *bounds) for m, fr in fits.items()}
     rmse = {m: _rmse(p, yh) for m, p in preds.items()}
-    ro = rolling_origin(tt, yt, models, bounds)
-    origin = {m: (_rmse(e) if e.size else math.inf) for m, (e, _) in ro.items()}
     baselines = _baselines(tt, yt, th, yh, bounds, entropy, fits.get("exponential"))
     sigma = noise_sd(yt)
 
     reasons = list(applicability(tt, yt))
-    best = min(models, key=lambda m: (origin[m], fits[m].aic))
     ceiling = noise_ceiling(yt)
     best_r2 = max((fr.r2 for fr in fits.values() if math.isfinite(fr.r2)), default=0.0)
     if not reasons and best_r2 < 0.5 * ceiling:
         reasons.append(f"best R^2 on the prefix {best_r2:.2f} is below half its noise ceiling "
                        f"{ceiling:.2f}: the families miss the curve's shape")
-    errors, horizons = ro[best]
-    if errors.size < MIN_ORIGIN_ERRORS:
-        reasons.append(f"too few points for a rolling-origin check ({n_train} in the prefix; "
-                       f"the chosen family needs >= {MIN_ORIGIN_ERRORS} out-of-sample errors)")
+    origin, best = {}, None
+    if not reasons:  # the rolling origin is the costly part: only where the model applies
+        ro = rolling_origin(tt, yt, models, bounds)
+        origin = {m: (_rmse(e) if e.size else math.inf) for m, (e, _) in ro.items()}
+        best = min(models, key=lambda m: (origin[m], fits[m].aic))
+        errors, horizons = ro[best]
+        if errors.size < MIN_ORIGIN_ERRORS:
+            reasons.append(f"too few points for a rolling-origin check ({n_train} in the "
+                           f"prefix; the chosen family needs >= {MIN_ORIGIN_ERRORS} "
+                           "out-of-sample errors)")
     if reasons:
         return ForecastResult(train_fraction=f, split_step=float(tt[-1]), n_train=n_train,
                               n_holdout=int(th.size), applicable=False, reasons=reasons,
