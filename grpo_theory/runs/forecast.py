@@ -152,20 +152,24 @@ def rolling_origin(t, y, models, bounds=(-np.inf, np.inf), origins=ORIGINS) -> d
     """Per family: errors and horizons on the rest of the prefix from each origin.
 
     Returns ``{model: (errors, horizons)}`` (arrays; horizon in steps past the origin's
-    last point); a family that cannot be fitted at an origin (too few points) is skipped
-    there.
+    last point).  Only origins at which *every* family can be fitted (``p + 2`` points for
+    ``p`` parameters) are used, so the families are compared on the same errors: a
+    flexible family is not judged on fewer, later origins than a simple one.
     """
+    from grpo_theory.runs.fitting import _SPECS
+
+    need = max(len(_SPECS[m].params) + 2 for m in models)
     out = {m: ([], []) for m in models}
     done = set()
     for frac in origins:
         n0 = int(round(frac * t.size))
-        if n0 in done or n0 < 5 or t.size - n0 < 2:
+        if n0 in done or n0 < need or t.size - n0 < 2:
             continue
         done.add(n0)
         for m in models:
             try:
                 fr = fit_curve(t[:n0], y[:n0], m)
-            except ParameterError:
+            except ParameterError:  # pragma: no cover - n0 >= need
                 continue
             pred = np.clip(fr.predict(t[n0:] - fr.t0), *bounds)
             out[m][0].extend((pred - y[n0:]).tolist())
