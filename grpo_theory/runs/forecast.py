@@ -70,9 +70,20 @@ from grpo_theory.runs.fitting import (
 )
 from grpo_theory.validate import ParameterError, check_choice, check_real
 
-__all__ = ["Z90", "ORIGINS", "BASELINES", "ForecastResult", "forecast", "last_value",
-           "scalerl_sigmoid", "fit_scalerl_sigmoid", "entropy_law", "fit_entropy_law",
-           "noise_sd", "rolling_origin"]
+__all__ = [
+    "BASELINES",
+    "ORIGINS",
+    "Z90",
+    "ForecastResult",
+    "entropy_law",
+    "fit_entropy_law",
+    "fit_scalerl_sigmoid",
+    "forecast",
+    "last_value",
+    "noise_sd",
+    "rolling_origin",
+    "scalerl_sigmoid",
+]
 
 #: Central 90 % of a normal: the half-width is this many standard deviations.
 Z90 = 1.6448536269514722

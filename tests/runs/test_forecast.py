@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 from grpo_theory.cli.main import main
-from grpo_theory.runs.forecast import (entropy_law, fit_entropy_law, fit_scalerl_sigmoid, forecast,
-                                       last_value, noise_sd)
+from grpo_theory.runs.forecast import (
+    entropy_law,
+    fit_entropy_law,
+    fit_scalerl_sigmoid,
+    forecast,
+    last_value,
+    noise_sd,
+)
 
 FAST = ["exponential", "oscillator"]
 
