@@ -47,16 +47,22 @@ def add_arguments(parser) -> None:
                         help="fit on the first fraction F of the steps and forecast the rest")
     parser.add_argument("--models", default=None,
                         help="comma-separated subset of " + ", ".join(MODEL_NAMES))
+    parser.add_argument("--reward", default="auto", choices=("auto", "binary", "dense"),
+                        help="the reward's kind: binary (a success rate in [0, 1]), dense (any "
+                        "other score: the mean-field families are off), or auto (binary when "
+                        "every value lies in [0, 1])")
     parser.add_argument("--plot", default=None, metavar="FILE",
                         help="write a figure (data, fits, forecast band) to FILE")
 
 
 def call(args):
+    """Read the log, fit (and forecast) it: a :class:`~grpo_theory.runs.fitting.FitReport`."""
     from grpo_theory.runs.fitting import fit_log, plot_fit
 
     log = load_log(args)
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
-    report = fit_log(log, args.metric, train_fraction=args.train_fraction, models=models)
+    report = fit_log(log, args.metric, train_fraction=args.train_fraction, models=models,
+                     reward=args.reward)
     if args.plot:
         plot_fit(report, args.plot, title=f"{log.source}: {report.metric}")
     return report

@@ -43,20 +43,20 @@ import numpy as np
 from scipy import optimize
 
 from grpo_theory.results import Result
-from grpo_theory.validate import ParameterError, check_choice, check_real
+from grpo_theory.validate import ParameterError, check_choice
 
 __all__ = [
     "FitReport",
     "applicability",
     "noise_ceiling",
-    "scalerl_sigmoid",
+    "is_binary_range",
+    "BINARY_FAMILIES",
     "MODEL_NAMES",
     "FitResult",
-    "ForecastResult",
     "fit_curve",
     "fit_models",
-    "forecast",
     "fit_log",
+    "plot_fit",
     "time_to_fraction",
 ]
 
@@ -511,38 +511,6 @@ def fit_models(t, y, models=None) -> dict:
 
 BINARY_FAMILIES = ("mean_field_std", "mean_field_mean", "mixture_std", "mixture_mean")
 
-#: Central 90 % of a normal: the forecast interval is +- this many rolling-origin error sd.
-Z90 = 1.6448536269514722
-
-
-def scalerl_sigmoid(c, r0, a, c_mid, b):
-    """ScaleRL's saturating curve R0 + (A - R0) / (1 + (C_mid / C)^B), with C in steps (C > 0)."""
-    c = np.maximum(np.asarray(c, dtype=float), 1e-9)
-    return r0 + (a - r0) / (1.0 + (c_mid / c) ** b)
-
-
-def _fit_sigmoid(t, y):
-    """Least-squares ScaleRL sigmoid on steps counted from 1; returns a predictor of step."""
-    c = t - t[0] + 1.0
-    span = float(np.ptp(y)) or 1.0
-    lo = [float(y.min()) - span, float(y.min()) - span, 1e-3, 0.1]
-    hi = [float(y.max()) + span, float(y.max()) + 2 * span, 100 * float(c[-1]), 10.0]
-    p0 = [float(y[0]), float(y[-1]), float(np.median(c)), 1.0]
-    p0 = np.clip(p0, np.array(lo) + 1e-9, np.array(hi) - 1e-9)
-    with np.errstate(all="ignore"):
-        sol = optimize.least_squares(lambda q: scalerl_sigmoid(c, *q) - y, p0, bounds=(lo, hi),
-                                     max_nfev=400)
-    q = sol.x
-    return lambda tt: scalerl_sigmoid(np.asarray(tt, dtype=float) - t[0] + 1.0, *q)
-
-
-def _fit_entropy_law(h_train, y_train):
-    """R = -a exp(H) + b (arXiv 2505.22617) fitted by linear least squares; predictor of H."""
-    X = np.column_stack([-np.exp(h_train), np.ones_like(h_train)])
-    (a, b), *_ = np.linalg.lstsq(X, y_train, rcond=None)
-    return lambda h: -a * np.exp(np.asarray(h, dtype=float)) + b
-
-
 def noise_ceiling(y) -> float:
     """Largest R^2 any smooth curve can reach: 1 - sigma^2 / Var y, sigma^2 from lag-1 differences."""
     y = np.asarray(y, dtype=float)
@@ -575,139 +543,15 @@ def is_binary_range(y) -> bool:
     return bool(y.size) and float(np.min(y)) >= 0.0 and float(np.max(y)) <= 1.0
 
 
-@dataclass
-class ForecastResult:
-    """Fit on the first ``train_fraction`` of the points, predict the rest.
-
-    The family is chosen by rolling-origin error inside the training prefix (fit on
-    the first 50/65/80 % of the prefix, score on the rest of the prefix): no peeking at
-    the held-out part and no in-sample AIC.  ``interval`` is the 90 % prediction
-    interval: +- 1.645 times the rolling-origin error sd of the chosen family.  The
-    baselines are reported next to it: last value carried forward, the single
-    exponential, the ScaleRL sigmoid, and the entropy law where entropy is logged.
-    """
-
-    train_fraction: float
-    split_step: float
-    n_train: int
-    n_holdout: int
-    fits: dict
-    holdout_rmse: dict
-    origin_rmse: dict
-    best: str
-    baselines: dict
-    interval_halfwidth: float
-    interval_coverage: float
-    t_holdout: np.ndarray = field(repr=False, default=None)
-    prediction: np.ndarray = field(repr=False, default=None)
-
-    @property
-    def band(self) -> tuple:
-        """The 90 % prediction interval on the held-out steps: ``(low, high)`` arrays."""
-        return (self.prediction - self.interval_halfwidth,
-                self.prediction + self.interval_halfwidth)
-
-    def to_dict(self) -> dict:
-        b = self.fits[self.best]
-        return _clean({"train_fraction": self.train_fraction, "split_step": self.split_step,
-                       "n_train": self.n_train, "n_holdout": self.n_holdout, "best": self.best,
-                       "selection": "rolling-origin RMSE inside the training prefix",
-                       "holdout_rmse": self.holdout_rmse[self.best],
-                       "plateau": b.plateau, "plateau_stderr": _plateau_se(b),
-                       "time_to_90_steps": b.time_to_90,
-                       "step_90": b.t0 + b.time_to_90 if math.isfinite(b.time_to_90) else None,
-                       "interval": {"level": 0.9, "halfwidth": self.interval_halfwidth,
-                                    "holdout_coverage": self.interval_coverage},
-                       "baselines": self.baselines,
-                       "models": {m: {"holdout_rmse": self.holdout_rmse[m],
-                                      "rolling_origin_rmse": self.origin_rmse.get(m),
-                                      "plateau": f.plateau, "time_to_90_steps": f.time_to_90,
-                                      "r2_train": f.r2}
-                                  for m, f in self.fits.items()}})
-
-
-def _plateau_se(fit: FitResult):
-    key = {"exponential": "plateau", "oscillator": "plateau"}.get(fit.model, "ceiling")
-    return fit.stderr.get(key)
-
-
-def _rmse(a, b):
-    return float(np.sqrt(np.mean((np.asarray(a) - np.asarray(b)) ** 2)))
-
-
-def _rolling_origin(t, y, models, bounds):
-    """Per family: RMSE on the rest of the prefix from origins at 50, 65 and 80 % of it."""
-    errs = {m: [] for m in models}
-    for frac in (0.5, 0.65, 0.8):
-        n0 = int(round(frac * t.size))
-        if n0 < 8 or t.size - n0 < 2:
-            continue
-        for m in models:
-            try:
-                fr = fit_curve(t[:n0], y[:n0], m)
-            except ParameterError:
-                continue
-            pred = np.clip(fr.predict(t[n0:] - fr.t0), *bounds)
-            errs[m].extend((pred - y[n0:]).tolist())
-    return {m: (_rmse(e, 0.0) if e else math.inf) for m, e in errs.items()}, errs
-
-
-def forecast(t, y, train_fraction: float, models=None, *, entropy=None) -> ForecastResult:
-    """Fit on the first ``train_fraction`` of the points (by step) and predict the rest.
-
-    ``entropy`` is an optional ``(steps, values)`` series for the entropy-law baseline.
-    Predictions are clipped to the reward's range ([0, 1] for rewards inside it).
-    """
-    f = check_real("train_fraction", train_fraction, low=0, high=1, low_open=True, high_open=True)
-    t, y = _finite_sorted(t, y)
-    n_train = int(math.ceil(f * t.size))
-    if n_train < 8 or t.size - n_train < 1:
-        raise ParameterError("train_fraction", train_fraction,
-                             f"a fraction leaving >= 8 training and >= 1 held-out points "
-                             f"(the log has {t.size})")
-    tt, yt, th, yh = t[:n_train], y[:n_train], t[n_train:], y[n_train:]
-    binary = is_binary_range(y)
-    models = [m for m in (MODEL_NAMES if models is None else models)
-              if binary or m not in BINARY_FAMILIES]
-    bounds = (0.0, 1.0) if binary else (-np.inf, np.inf)
-    from grpo_theory.progress import progress
-
-    fits = {m: fit_curve(tt, yt, m) for m in progress(models, total=len(models), desc="forecast")}
-    preds = {m: np.clip(fr.predict(th - fr.t0), *bounds) for m, fr in fits.items()}
-    rmse = {m: _rmse(p, yh) for m, p in preds.items()}
-    origin, errs = _rolling_origin(tt, yt, models, bounds)
-    best = min(models, key=lambda m: (origin[m], fits[m].aic))
-    sd = float(np.std(errs[best])) if len(errs[best]) > 2 else fits[best].noise_sd
-    half = Z90 * math.hypot(sd, fits[best].noise_sd) if len(errs[best]) > 2 else Z90 * sd * 2
-    coverage = float(np.mean(np.abs(preds[best] - yh) <= half))
-    k = max(1, min(5, n_train // 10))
-    baselines = {"last_value": {"holdout_rmse": _rmse(np.mean(yt[-k:]), yh)}}
-    ex = fits.get("exponential") or fit_curve(tt, yt, "exponential")
-    baselines["exponential"] = {"holdout_rmse": _rmse(np.clip(ex.predict(th - ex.t0), *bounds), yh)}
-    sig = _fit_sigmoid(tt, yt)
-    baselines["scalerl_sigmoid"] = {"holdout_rmse": _rmse(np.clip(sig(th), *bounds), yh)}
-    if entropy is not None:
-        hs, hv = entropy
-        ok = np.isfinite(hv)
-        hs, hv = hs[ok], hv[ok]
-        if hs.size >= 3:
-            h_tr = np.interp(tt, hs, hv)
-            law = _fit_entropy_law(h_tr, yt)
-            # the law maps entropy to reward; forecasting needs the entropy ahead, which is
-            # taken as logged (an oracle on entropy, as in the paper's fits)
-            baselines["entropy_law"] = {"holdout_rmse": _rmse(np.clip(law(np.interp(th, hs, hv)),
-                                                                      *bounds), yh),
-                                        "note": "uses the logged entropy on the held-out steps"}
-    return ForecastResult(train_fraction=f, split_step=float(tt[-1]), n_train=n_train,
-                          n_holdout=int(th.size), fits=fits, holdout_rmse=rmse,
-                          origin_rmse=origin, best=best, baselines=baselines,
-                          interval_halfwidth=half, interval_coverage=coverage,
-                          t_holdout=th, prediction=preds[best])
-
-
 @dataclass(frozen=True)
 class FitReport(Result):
-    """Fits of one log's reward curve, with applicability and an optional forecast."""
+    """Fits of one log's reward curve, with applicability and an optional forecast.
+
+    ``applicable``: ``{"fit": bool, "reasons": [...], "noise_ceiling": float,
+    "binary_families": bool}``; when the model does not apply, ``best`` is ``None`` and no
+    regime is named.  ``forecast``: the :class:`~grpo_theory.runs.forecast.ForecastResult`
+    as a dict (with its own ``applicable``), or ``None``.
+    """
 
     source: str
     format: str
@@ -725,7 +569,7 @@ class FitReport(Result):
     steps: np.ndarray = field(repr=False, default=None)
     values: np.ndarray = field(repr=False, default=None)
     fits: dict = field(repr=False, default=None)
-    forecast_result: ForecastResult = field(repr=False, default=None)
+    forecast_result: object = field(repr=False, default=None)
 
     _json_exclude = ("steps", "values", "fits", "forecast_result")
 
@@ -753,11 +597,19 @@ class FitReport(Result):
                     lines.append(f"    {k:<32} {v if isinstance(v, str) else f(v)}")
         fc = self.forecast
         if fc is not None:
-            lines.append(f"forecast: fitted on {fc['n_train']} points (to step "
-                         f"{f(fc['split_step'], 'g')}), {fc['n_holdout']} held out; family by "
-                         f"rolling origin: {fc['best']}, holdout RMSE {f(fc['holdout_rmse'])}, "
-                         f"90 % interval ± {f(fc['interval']['halfwidth'])} (covers "
-                         f"{f(100 * fc['interval']['holdout_coverage'], '.0f')} % of the held-out points)")
+            head = (f"forecast: fitted on {fc['n_train']} points (to step "
+                    f"{f(fc['split_step'], 'g')}), {fc['n_holdout']} held out")
+            if fc["applicable"]["forecast"]:
+                iv = fc["interval"]
+                lines.append(f"{head}; family by rolling origin: {fc['best']}, holdout RMSE "
+                             f"{f(fc['holdout_rmse'])}, plateau {f(fc['plateau'])}"
+                             + (" (cut to the reward's range)" if fc["plateau_clipped"] else ""))
+                lines.append(f"  90 % interval ± {f(iv['halfwidth_first'])} (first held-out step) "
+                             f"to ± {f(iv['halfwidth_last'])} (last); covers "
+                             f"{f(100 * iv['holdout_coverage'], '.0f')} % of the held-out points")
+            else:
+                lines.append(f"{head}; the model does not apply to the prefix, no forecast:")
+                lines += [f"  - {r}" for r in fc["applicable"]["reasons"]]
             for name, m in fc["models"].items():
                 mark = "*" if name == fc["best"] else " "
                 lines.append(f"  {mark} {name:<16} holdout RMSE {f(m['holdout_rmse'])}  "
@@ -771,28 +623,39 @@ def _fmt(x, spec=".4g"):
     return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
 
 
+REWARD_KINDS = ("auto", "binary", "dense")
+
+
 def fit_log(log, metric: str | None = None, *, train_fraction: float | None = None,
-            models=None) -> FitReport:
+            models=None, reward: str = "auto") -> FitReport:
     """Fit (and optionally forecast) the reward curve of a :class:`~grpo_theory.runs.logs.TrainingLog`.
 
-    Families that assume binary rewards are switched off when the reward leaves [0, 1];
-    ``applicable`` says whether the model applies and why not (too few points, below
-    the noise ceiling, flat or decreasing reward).
+    ``reward``: ``"binary"`` (a success rate in [0, 1]), ``"dense"`` (any other score) or
+    ``"auto"`` (binary when every value lies in [0, 1]).  The families that assume a binary
+    reward (mean field, mixture) are switched off for a dense reward, and the report says so.
+    ``applicable`` says whether the model applies and why not (too few points, below the
+    noise ceiling, flat or decreasing reward, families far below the noise ceiling).
     """
+    check_choice("reward", reward, REWARD_KINDS)
     name = log.reward_metric(metric)
     steps, values = _finite_sorted(*log.series(name))
     if steps.size < 8:
         raise ParameterError("log", str(log.source),
                              f"a reward curve with >= 8 finite points ({name} has {steps.size})")
     warnings = list(log.warnings)
-    binary = is_binary_range(values)
+    in_unit = is_binary_range(values)
+    if reward == "binary" and not in_unit:
+        raise ParameterError("reward", reward, f"'dense' or 'auto': {name} leaves [0, 1] "
+                             f"(min {values.min():.4g}, max {values.max():.4g})")
+    binary = in_unit if reward == "auto" else reward == "binary"
     chosen = [m for m in (MODEL_NAMES if models is None else models)]
     for m in chosen:
         check_choice("model", m, MODEL_NAMES)
     if not binary:
         dropped = [m for m in chosen if m in BINARY_FAMILIES]
         chosen = [m for m in chosen if m not in BINARY_FAMILIES]
-        warnings.append(f"{name} leaves [0, 1] (a dense reward): the mean-field families "
+        why = "leaves [0, 1]" if not in_unit else "is declared dense"
+        warnings.append(f"{name} {why} (a dense reward): the mean-field families "
                         f"{', '.join(dropped) or '(none requested)'} assume binary rewards and are off")
     if not chosen:
         raise ParameterError("models", models, "at least one family that applies to a dense reward "
@@ -806,9 +669,12 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
                        "the families miss the curve's shape")
     fc = None
     if train_fraction is not None:
+        from grpo_theory.runs.forecast import forecast
+
         ent = log.role("entropy")
         fc = forecast(steps, values, train_fraction, chosen,
-                      entropy=log.series(ent) if ent is not None else None)
+                      entropy=log.series(ent) if ent is not None else None,
+                      reward_range=(0.0, 1.0) if binary or in_unit else None)
     ok = not reasons
     return FitReport(source=str(log.source), format=log.format, run=log.run, metric=name,
                      n=int(steps.size), first_step=float(steps[0]), last_step=float(steps[-1]),
@@ -837,13 +703,16 @@ def plot_fit(report: FitReport, path, *, title: str = "") -> None:
         ax.plot(steps, fr.predict(steps - fr.t0), lw=1.2,
                 label=f"{name} (R²={fr.r2:.3f}" + (", prefix fit)" if fc is not None else ")"))
     if fc is not None:
-        th = fc.t_holdout
-        ax.plot(th, fc.prediction, "k--", lw=1.2,
-                label=f"forecast {fc.best} (RMSE {fc.holdout_rmse[fc.best]:.3g})")
-        ax.fill_between(th, fc.prediction - fc.interval_halfwidth,
-                        fc.prediction + fc.interval_halfwidth, color="k", alpha=0.12,
-                        label="90 % interval")
         ax.axvline(fc.split_step, color="k", lw=0.8, ls=":")
+        if fc.prediction is not None:
+            th = fc.t_holdout
+            low, high = fc.band
+            ax.plot(th, fc.prediction, "k--", lw=1.2,
+                    label=f"forecast {fc.best} (RMSE {fc.holdout_rmse[fc.best]:.3g})")
+            ax.fill_between(th, low, high, color="k", alpha=0.12, label="90 % interval")
+        else:
+            ax.text(0.02, 0.95, "forecast declined: " + "; ".join(fc.reasons)[:120],
+                    transform=ax.transAxes, fontsize=7, va="top")
     ax.set_xlabel("step")
     ax.set_ylabel("reward")
     if title:
@@ -852,3 +721,11 @@ def plot_fit(report: FitReport, path, *, title: str = "") -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def __getattr__(name):
+    # the forecast lives in grpo_theory.runs.forecast; these names stay importable from here
+    if name in ("forecast", "ForecastResult", "scalerl_sigmoid"):
+        from grpo_theory.runs import forecast as _fc
+        return getattr(_fc, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
