@@ -721,11 +721,3 @@ def plot_fit(report: FitReport, path, *, title: str = "") -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def __getattr__(name):
-    # the forecast lives in grpo_theory.runs.forecast; these names stay importable from here
-    if name in ("forecast", "ForecastResult", "scalerl_sigmoid"):
-        from grpo_theory.runs import forecast as _fc
-        return getattr(_fc, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

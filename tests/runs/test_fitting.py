@@ -8,7 +8,8 @@ import pytest
 
 from grpo_theory.data import example_log
 from grpo_theory.cli.main import main
-from grpo_theory.runs.fitting import fit_curve, forecast, time_to_fraction
+from grpo_theory.runs.fitting import fit_curve, time_to_fraction
+from grpo_theory.runs.forecast import forecast
 from grpo_theory.validate import ParameterError
 
 VERL = example_log()
