@@ -17,6 +17,7 @@ from grpo_theory.progress import progress
 from grpo_theory.results import Result
 from grpo_theory.theory.chapters import CHAPTERS, chapter
 from grpo_theory.theory.derived import Derived, get
+from grpo_theory.theory.prose import to_plain
 
 __all__ = ["ChainResult", "derive_chain", "record_summary"]
 
@@ -59,16 +60,16 @@ class ChainResult(Result):
         lines = []
         for key in self.chapters:
             ch = chapter(key)
-            lines += ["=" * 78, ch.title, "=" * 78, ch.narrative]
+            lines += ["=" * 78, ch.title, "=" * 78, to_plain(ch.narrative)]
             for r in (r for r in self.records if r["name"].split(".")[0] == key):
                 lines += ["", f"--- {r['name']}  [{r['level'] or '-'}]  ({r['seconds']:.2f} s)",
-                          f"    {r['description']}", f"    $$ {r['latex']} $$"]
+                          f"    {to_plain(r['description'])}", f"    $$ {r['latex']} $$"]
                 if r["assumptions"]:
-                    lines.append(f"    assumptions: {r['assumptions']}")
+                    lines.append(f"    assumptions: {to_plain(r['assumptions'])}")
                 for v in r["verifications"]:
                     mark = "ok  " if v["passed"] else "FAIL"
-                    detail = f" -- {v['detail']}" if v["detail"] else ""
-                    lines.append(f"    [{mark}] ({v['method']}) {v['claim']}{detail}")
+                    detail = f" -- {to_plain(v['detail'])}" if v["detail"] else ""
+                    lines.append(f"    [{mark}] ({v['method']}) {to_plain(v['claim'])}{detail}")
                 if not r["verifications"]:
                     lines.append("    (quoted from the literature)" if r["level"] == "literature"
                                  else "    (definition; checked where it is used)")

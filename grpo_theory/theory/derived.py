@@ -105,13 +105,15 @@ class Derived:
     @functools.cached_property
     def numeric(self) -> Callable:
         """Fast numpy function lambdified from :attr:`expr` (cached per process)."""
+        from grpo_theory.theory.prose import to_plain
+
         fn = sp.lambdify(self.args, self.expr, modules=["numpy", "scipy"], cse=True)
         argnames = ", ".join(str(a) for a in self.args)
         fn.__doc__ = (
             f"{self.name}({argnames}) -> {self.units or 'value'}\n\n"
-            f"{self.description}\n\nLambdified from the sympy expression\n"
+            f"{to_plain(self.description)}\n\nLambdified from the sympy expression\n"
             f"    {self.lhs} = {sp.sstr(self.expr)}\n"
-            f"Arguments (in order): {argnames}.  Assumptions: {self.assumptions or 'none'}."
+            f"Arguments (in order): {argnames}.  Assumptions: {to_plain(self.assumptions) or 'none'}."
         )
         fn.__name__ = self.name.replace(".", "_")
         return fn
@@ -153,8 +155,7 @@ class Derived:
         """
         from IPython.display import Markdown
 
-        def cell(text: str) -> str:  # Markdown-escape, so claims render verbatim
-            return re.sub(r"([\\`*_\[\]<>#|$])", r"\\\1", text)
+        from grpo_theory.theory.prose import to_markdown as cell
 
         rows = [f"| {cell(v.claim)} | {v.method} {'✓' if v.passed else '✗'} | {cell(v.detail)} |"
                 for v in self.verifications]

@@ -21,6 +21,7 @@ from grpo_theory import __version__
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.chapters import CHAPTERS
 from grpo_theory.theory.derived import Derived, all_names, get
+from grpo_theory.theory.prose import escape_tex, to_tex
 
 __all__ = ["REFERENCES", "NOTATION", "prose_tex", "notation", "math_label", "notation_table", "equations_document",
            "write_equations", "references_bib", "citation", "escape_tex", "equation_block",
@@ -72,25 +73,17 @@ def math_label(key: str) -> str:
     return f"${_latex_of(key)}$"
 
 
-_GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "epsilon": "ε", "eta": "η", "kappa": "κ",
-          "lambda": "λ", "mu": "μ", "sigma": "σ", "ell": "ℓ"}
-
-
-_PLAIN = {"z_star": "z*", "sigma2": "σ²", "x": "x(t)"}
-
-
 def notation(key: str) -> str:
-    """The symbol of ``key`` as plain terminal text (``κ_s``, ``k``, ``p_ref``)."""
-    if key in _PLAIN:
-        return _PLAIN[key]
-    head, _, tail = key.partition("_")
-    head = _GREEK.get(head, head)
-    return head + ("_" + tail if tail else "")
+    """The symbol of ``key`` as plain terminal text (``κₛ``, ``k``, ``p_ref``), from the same
+    LaTeX as the PDF's notation table."""
+    from grpo_theory.theory.prose import math_to_plain
+
+    return math_to_plain(_latex_of(key))
 
 
 def notation_table() -> str:
     """LaTeX of the notation table (printed at the start of ``equations.tex``)."""
-    rows = [f"${_latex_of(k)}$ & {escape_tex(meaning)} \\\\" for k, (_, meaning) in NOTATION.items()]
+    rows = [f"${_latex_of(k)}$ & {prose_tex(meaning)} \\\\" for k, (_, meaning) in NOTATION.items()]
     return ("\\begin{tabular}{@{}ll@{}}\n" + "\n".join(rows) + "\n\\end{tabular}")
 
 #: How each verification method is stated in the document (truthfully: only ``sympy`` is a proof).
@@ -128,148 +121,15 @@ REFERENCES = {
 }
 
 
-_TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-                "^": r"\textasciicircum{}", "<": r"$<$", ">": r"$>$", "|": r"$|$"}
-
-
-def escape_tex(text: str) -> str:
-    """Escape plain text for LaTeX (descriptions and claims are plain text)."""
-    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
-
-
-_ATOM = r"(?:[A-Za-z_][A-Za-z0-9_]*(?:\([^()]*(?:\([^()]*\)[^()]*)*\))?|\d+(?:\.\d+)?(?:e-?\d+)?" \
-        r"|\((?:[^()]|\([^()]*\))*\))"
-_OP = r"\s*(?:\*\*|\^|[-+*/])\s*"
-#: a formula inside prose: operands joined by arithmetic operators (at least one operator)
-_FORMULA = re.compile(rf"-?{_ATOM}(?:{_OP}-?{_ATOM})+")
-
-
-def _prose_symbols():
-    names = {str(sym): sym for sym in vars(S).values() if isinstance(sym, sp.Symbol)}
-    names.update({"oo": sp.oo, "sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "k": S.k_ref,
-                  "q": S.q_fail, "pi": sp.pi, "kappa": S.kappa, "sigma": sp.Symbol("sigma"),
-                  "lambda": S.lam, "beta": S.beta, "gamma": S.gamma, "epsilon": S.eps, "eps": S.eps,
-                  "tr": _TR, "det": _DET, "O": sp.O, "I": sp.Symbol("I"), "E": sp.Symbol("E"),
-                  "S": sp.Symbol("S"), "N": S.N, "Q": sp.Symbol("Q")})
-    return names
-
-
-_TR, _DET = sp.Symbol("tr"), sp.Symbol("det")
-_PROSE_NAMES = {_TR: r"\operatorname{tr}", _DET: r"\det"}
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _formula_tex(span: str):
-    """LaTeX of a formula written in prose (``2*mu + 2``, ``p^G``), printed by sympy from the
-    parsed expression; None when it does not parse."""
-    from sympy.parsing.sympy_parser import parse_expr
-
-    names = _prose_symbols()
-    if any(len(w) > 1 and w not in names for w in _IDENT.findall(span)):
-        return None  # an English word or an unknown name: leave the text as it is
-    if not re.search(r"\*\*|\^|[-+*/]", span) or not _IDENT.search(span) or span[0] in "+*/^)":
-        return None  # no operator, no symbol (plain numbers) or a fragment: not a formula
-    try:
-        expr = parse_expr(span.replace("^", "**"), local_dict=names)
-    except Exception:
-        return None
-    if not isinstance(expr, sp.Basic):
-        return None
-    return sp.latex(expr, symbol_names={**S.LATEX_NAMES, **_PROSE_NAMES})
-
-
-_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)?|[()\[\]'*^_])\s*$")
-_AFTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)?|[()\[\]'*^_])")
-#: relation and arrow tokens of plain text, typeset as math
-_RELATIONS = [("<=>", r"$\Leftrightarrow$"), ("->", r"$\to$"), ("<=", r"$\le$"), (">=", r"$\ge$"),
-              (">>", r"$\gg$"), ("<<", r"$\ll$"), ("||", r"$\|$")]
-_WORD_OO = re.compile(r"\boo\b")
-
-
-def _text(t: str) -> str:
-    """Escape prose, typesetting its relation arrows and the word ``oo`` (sympy's infinity)."""
-    parts = [t]
-    for tok, tex in _RELATIONS:
-        parts = [x for part in parts
-                 for x in ([part] if isinstance(part, _Tex) else _interleave(part.split(tok), tex))]
-    out = []
-    for x in parts:
-        if isinstance(x, _Tex):
-            out.append(str(x))
-        else:
-            pieces = _WORD_OO.split(x)
-            out.append(f"${sp.latex(sp.oo)}$".join(escape_tex(pc) for pc in pieces))
-    return "".join(out)
-
-
-class _Tex(str):
-    """Already-typeset LaTeX inside :func:`_text`."""
-
-
-def _interleave(pieces, tex):
-    out = []
-    for i, pc in enumerate(pieces):
-        if i:
-            out.append(_Tex(tex))
-        out.append(pc)
-    return out
-
-
-def _juxtaposed(text, lo, hi, names) -> bool:
-    """True when the span is glued to a symbol, number or bracket (part of a larger formula
-    written by juxtaposition, e.g. ``n q - (G - n) p``, or a hyphenated word such as
-    ``large-G``): typesetting the part would change its meaning, so it stays text."""
-    for m, glued in ((_BEFORE.search(text[:lo]), lo > 0 and not text[lo - 1].isspace()),
-                     (_AFTER.search(text[hi:]), hi < len(text) and not text[hi].isspace())):
-        if m is None:
-            continue
-        tok = m.group(1)
-        if not _IDENT.fullmatch(tok):
-            return True
-        if glued or len(tok) <= 2 or tok in names or not tok.islower() or not tok.isalpha():
-            return True
-    return False
-
-
 def prose_tex(text: str) -> str:
-    """Plain text with its embedded formulas typeset: each formula span is parsed by sympy and
-    printed by sympy's LaTeX printer; the words around it are escaped."""
-    out, pos = [], 0
-    text = str(text)
-    names = _prose_symbols()
-    for m in _FORMULA.finditer(text):
-        # words that are not symbols split a candidate into the formulas around them
-        segments, cur, cur_start, at = [], "", m.start(), m.start()
-        for piece in re.split(r"(\b[A-Za-z_][A-Za-z0-9_]*\b)", m.group(0)):
-            if len(piece) > 1 and _IDENT.fullmatch(piece) and piece not in names:
-                segments.append((cur_start, cur))
-                cur, cur_start = "", at + len(piece)
-            else:
-                cur += piece
-            at += len(piece)
-        segments.append((cur_start, cur))
-        for seg_start, seg in segments:
-            core = seg.strip()
-            tex = _formula_tex(core) if core else None
-            if tex is None:
-                continue
-            lo = seg_start + seg.index(core)
-            if _juxtaposed(text, lo, lo + len(core), names):
-                continue
-            out.append(_text(text[pos:lo]))
-            out.append(f"${tex}$")
-            pos = lo + len(core)
-    out.append(_text(text[pos:]))
-    return "".join(out)
+    """Prose for LaTeX (see :mod:`grpo_theory.theory.prose`): ``$...$`` spans verbatim,
+    the words escaped."""
+    return to_tex(text)
 
 
 def _cites(d: Derived) -> str:
     keys = [k for k in d.references if k in REFERENCES]
     return f" \\cite{{{','.join(keys)}}}" if keys else ""
-
-
-_NP_SCALAR = re.compile(r"np\.\w+\(([^()]*)\)")
 
 
 def _verification_line(v) -> str:
@@ -281,7 +141,7 @@ def _verification_line(v) -> str:
         if v.passed else "FAILED"
     detail = ""
     if v.method != "sympy" and v.detail:
-        detail = " (" + prose_tex(_NP_SCALAR.sub(r"\1", v.detail)) + ")"
+        detail = " (" + prose_tex(v.detail) + ")"
     return f"\\item[--] {prose_tex(v.claim)}{detail} \\hfill [{label}: {status}]"
 
 
@@ -297,7 +157,7 @@ def _lhs(d: Derived) -> str:
 def equation_block(d: Derived) -> str:
     """One result: description, labelled equation (sympy's printer on ``d.expr``), assumptions,
     and how each claim about it was verified."""
-    lines = [f"\\paragraph{{{escape_tex(d.name)}.}} {prose_tex(d.description)}{_cites(d)}"]
+    lines = [f"\\paragraph{{\\texttt{{{escape_tex(d.name)}}}.}} {prose_tex(d.description)}{_cites(d)}"]
     body = f"{_lhs(d)} = {sp.latex(d.expr, symbol_names=S.LATEX_NAMES)}"
     lines.append("\\begin{equation}\\label{" + d.label + "}")
     if len(body) > 180:  # long expressions: shrink (never enlarge) to the line width
@@ -308,7 +168,7 @@ def equation_block(d: Derived) -> str:
     lines.append("\\end{equation}")
     meta = []
     if d.units:
-        meta.append(f"\\emph{{Units:}} {escape_tex(d.units)}.")
+        meta.append(f"\\emph{{Units:}} {prose_tex(d.units)}.")
     if d.assumptions:
         meta.append(f"\\emph{{Assumptions:}} {prose_tex(d.assumptions)}.")
     if meta:

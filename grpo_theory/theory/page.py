@@ -16,6 +16,7 @@ from pathlib import Path
 
 from grpo_theory.theory.chapters import CHAPTERS
 from grpo_theory.theory.derived import get
+from grpo_theory.theory.prose import to_markdown
 
 __all__ = ["theory_page", "write_theory_page", "findings_markdown", "update_readme_findings"]
 
@@ -82,12 +83,12 @@ def theory_page() -> str:
     """The Markdown text of the theory page."""
     out = [_INTRO]
     for ch in CHAPTERS:
-        out.append(f"## {ch.title}\n\n{ch.narrative}\n")
+        out.append(f"## {ch.title}\n\n{to_markdown(ch.narrative)}\n")
         for name in ch.names():
             d = get(name)
-            out.append(f"**`{name}`** — {d.description}\n\n$$\n{d.latex()}\n$$\n\n"
+            out.append(f"**`{name}`** — {to_markdown(d.description)}\n\n$$\n{d.latex()}\n$$\n\n"
                        f"*Verified:* {_method_summary(d)}."
-                       + (f" *Assumptions:* {d.assumptions}." if d.assumptions else "") + "\n")
+                       + (f" *Assumptions:* {to_markdown(d.assumptions)}." if d.assumptions else "") + "\n")
     out.append("## Findings\n\nWhere the derivation agrees with, corrects or extends the "
                "published claims (numbers computed by `grpo_theory.theory.findings`).\n")
     out.append(findings_markdown() + "\n")

@@ -163,17 +163,6 @@ def test_citation_is_generated_from_what_is_used():
     assert "@article{mroueh2025," not in citation(only_osc, bibtex=True)
 
 
-def test_prose_formulas_are_typeset_by_sympy():
-    from grpo_theory.theory.latex import prose_tex
-
-    assert prose_tex("flip boundary: 2*mu + 2.") == r"flip boundary: $2 \mu + 2$."
-    assert prose_tex("P(n = 0) + P(n = G) = p^G + q^G") .endswith(r"= $p^{G} + q^{G}$")
-    assert prose_tex("k -> oo") == r"k $\to$ $\infty$"
-    # a formula glued to other symbols by juxtaposition stays text (typesetting a part would change it)
-    assert "$" not in prose_tex("d/dz log w = n q - (G - n) p")
-    assert "$" not in prose_tex("large-G limit")
-
-
 def test_deepnet_section(report_dir):
     """With PyTorch (the test extra installs it) the report has the neural-policy refresh
     sweep: the exact k_max from the measured stiffness brackets the observed one."""

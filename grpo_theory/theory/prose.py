@@ -1,0 +1,216 @@
+r"""Prose with inline math: the one convention for every text attached to a result.
+
+Descriptions, assumptions, verification claims and details are English sentences whose
+formulas are written in LaTeX between dollar signs, e.g. ``"$\eta K k < 2$ at $\mu = 0$"``
+(a literal dollar is written ``\$``).  The text is never parsed as code; it is rendered
+three ways from that one source:
+
+- :func:`to_tex` for the PDF: the math spans are passed to LaTeX, the words are escaped;
+- :func:`to_markdown` for the generated docs and the notebooks: the math spans are kept
+  (MyST, Jupyter and GitHub render ``$...$``), Markdown's specials in the words escaped;
+- :func:`to_plain` for the terminal: the math spans are turned into Unicode
+  (``\mu^{k}`` -> ``μᵏ``) by the ``unicodeit`` package after the structural macros
+  (``\frac``, ``\sqrt``, ``\mathrm``, ...) are unfolded.
+
+:func:`programming_text` lists what looks like code outside the math spans (``mu**2``,
+``sqrt(``, ``p_ref``, a Greek letter spelled out); the tests require it to be empty for
+every record, and :func:`to_plain` to leave no LaTeX behind.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["split_math", "to_tex", "to_markdown", "to_plain", "math_to_plain",
+           "programming_text"]
+
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def split_math(text: str) -> list[tuple[bool, str]]:
+    """``[(is_math, piece), ...]`` in order; raises ``ValueError`` on an unclosed ``$``."""
+    text = str(text)
+    parts = _DOLLAR.split(text)
+    if len(parts) % 2 == 0:
+        raise ValueError(f"unbalanced '$' in prose: {text!r}")
+    return [(i % 2 == 1, p.replace(r"\$", "$") if i % 2 == 0 else p)
+            for i, p in enumerate(parts) if p]
+
+
+# --- LaTeX ---------------------------------------------------------------------------
+
+_TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
+                "|": r"\textbar{}"}
+
+
+def escape_tex(text: str) -> str:
+    """Escape plain words for LaTeX."""
+    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
+
+
+def to_tex(text: str) -> str:
+    """The prose for LaTeX: math spans verbatim, words escaped."""
+    return "".join(f"${p}$" if m else escape_tex(p) for m, p in split_math(text))
+
+
+# --- Markdown ------------------------------------------------------------------------
+
+def to_markdown(text: str) -> str:
+    """The prose for Markdown: math spans kept as ``$...$``, Markdown's specials escaped."""
+    return "".join(f"${p}$" if m else re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", p)
+                   for m, p in split_math(text))
+
+
+# --- plain text (terminal) -------------------------------------------------------------
+
+def _group(s: str, i: int) -> tuple[str, int]:
+    """The argument starting at ``s[i]`` (a brace group or one token) and the index after it."""
+    while i < len(s) and s[i] == " ":
+        i += 1
+    if i >= len(s):
+        return "", i
+    if s[i] == "{":
+        depth = 0
+        for j in range(i, len(s)):
+            depth += {"{": 1, "}": -1}.get(s[j], 0)
+            if depth == 0:
+                return s[i + 1:j], j + 1
+        raise ValueError(f"unbalanced braces in math: {s!r}")
+    if s[i] == "\\":
+        m = re.match(r"\\[A-Za-z]+|\\.", s[i:])
+        return m.group(0), i + len(m.group(0))
+    return s[i], i + 1
+
+
+def _atomic(t: str) -> bool:
+    return bool(re.fullmatch(r"[\w.*′']+|\(.*\)|√\S+", t)) and not re.search(r"[-+/ =<>]", t.strip("()"))
+
+
+_FUNCS = ("det", "lim", "max", "min", "log", "ln", "exp", "cosh", "sinh", "tanh", "cos", "sin",
+          "sup", "inf", "arg", "sgn", "Var", "tr", "logit", "erf", "mod")
+_DROP = {r"\left": "", r"\right": "", r"\big": "", r"\Big": "", r"\bigl": "", r"\bigr": "",
+         r"\,": " ", r"\;": " ", r"\:": " ", r"\!": "", r"\quad": "  ", r"\qquad": "   ",
+         r"\displaystyle": "", r"\limits": "", r"\{": "{", r"\}": "}", r"\%": "%", r"\_": "_",
+         r"\&": "&", r"\lvert": "|", r"\rvert": "|", r"\lVert": "‖", r"\rVert": "‖", r"\|": "‖",
+         r"\dots": "…", r"\cdots": "⋯", r"\ldots": "…", r"\mid": "|", r"\colon": ":"}
+_TEXTLIKE = ("mathrm", "operatorname", "text", "textrm", "mathit", "mathsf", "texttt", "mbox",
+             "boldsymbol", "mathbf", "bm")
+
+
+def _script(body: str, sup: bool) -> str:
+    import unicodeit
+
+    plain = _unfold(body).strip()
+    if plain in ("*", "′", "'"):
+        return plain
+    if sup and plain == "T":
+        return "ᵀ"
+    chars = [unicodeit.replace(("^{" if sup else "_{") + ch + "}") for ch in plain]
+    if plain and all(len(c) == 1 and (c != ch or ch == " ") for c, ch in zip(chars, plain)):
+        return "".join(chars)
+    mark = "^" if sup else "_"
+    return mark + (plain if _atomic(plain) else f"({plain})")
+
+
+def _unfold(s: str) -> str:
+    """Unfold the structural macros of a math span into plain text (recursively)."""
+    import unicodeit
+
+    out, i = [], 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\":
+            m = re.match(r"\\[A-Za-z]+|\\.", s[i:])
+            name = m.group(0)
+            j = i + len(name)
+            if name == r"\frac" or name == r"\tfrac" or name == r"\dfrac":
+                num, j = _group(s, j)
+                den, j = _group(s, j)
+                a, b = _unfold(num).strip(), _unfold(den).strip()
+                out.append(f"{a if _atomic(a) else f'({a})'}/{b if _atomic(b) else f'({b})'}")
+            elif name == r"\sqrt":
+                arg, j = _group(s, j)
+                a = _unfold(arg).strip()
+                out.append("√" + (a if _atomic(a) else f"({a})"))
+            elif name[1:] in _TEXTLIKE:
+                arg, j = _group(s, j)
+                out.append(_unfold(arg))
+            elif name in (r"\mathcal", r"\mathbb", r"\hat", r"\bar", r"\tilde", r"\dot",
+                          r"\ddot", r"\overline", r"\vec"):
+                arg, j = _group(s, j)
+                inner = _unfold(arg)
+                conv = unicodeit.replace(f"{name}{{{inner}}}")
+                out.append(conv if "\\" not in conv else inner)
+            elif name[1:] in _FUNCS:
+                before = "".join(out)[-1:]
+                after = s[j:].lstrip()[:1]
+                out.append((" " if before.isalnum() else "") + name[1:]
+                           + ("" if after in ("(", "", "^", "_") else " "))
+            elif name in _DROP:
+                out.append(_DROP[name])
+            else:
+                conv = unicodeit.replace(name)
+                out.append(conv + (" " if j < len(s) and s[j] == " " else ""))
+            i = j
+        elif c in "^_":
+            arg, j = _group(s, i + 1)
+            out.append(_script(arg, c == "^"))
+            i = j
+        elif c in "{}":
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def math_to_plain(math: str) -> str:
+    """One math span as Unicode text: ``\\frac{1}{\\beta}`` -> ``1/β``, ``\\mu^{k}`` -> ``μᵏ``."""
+    text = _unfold(math)
+    text = re.sub(r"\s*([=<>≤≥≈≠→⇔∈∼∝≲≳×±])\s*", r" \1 ", text)  # spaces round relations
+    text = re.sub(r"([(\[])\s+", r"\1", re.sub(r"\s+([)\]])", r"\1", text))
+    return re.sub(r" {2,}", " ", text).strip()
+
+
+def to_plain(text: str) -> str:
+    """The prose for a terminal: math spans in Unicode, words as they are."""
+    return "".join(math_to_plain(p) if m else p for m, p in split_math(text))
+
+
+# --- lint ------------------------------------------------------------------------------
+
+_GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "eps", "zeta", "eta", "theta", "kappa",
+          "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega")
+_CODE = [
+    (re.compile(r"\*\*"), "'**'"),
+    (re.compile(r"\S\^|\^\S"), "'^'"),
+    (re.compile(r"\w\s*\*\s*[\w(]"), "'*' as multiplication"),
+    (re.compile(r"\b(?:sqrt|exp|log|cosh|sinh|tanh|abs)\("), "a function call"),
+    (re.compile(r"\b[A-Za-z]+_[A-Za-z0-9]+\b"), "an identifier with '_'"),
+    (re.compile(r"\b(?:" + "|".join(_GREEK) + r")\b"), "a Greek letter spelled out"),
+    (re.compile(r"\boo\b"), "sympy's 'oo'"),
+    (re.compile(r"<=|>=|!=|==|->|<=>"), "an ASCII relation"),
+    (re.compile(r"\b[a-zA-Z]\s*[<>=]\s*[-\w(]"), "a formula outside '$'"),
+    (re.compile(r"\b\d+\s*[/+]\s*[A-Za-z(]"), "a formula outside '$'"),
+]
+
+
+def programming_text(text: str) -> list[str]:
+    """What looks like code in the words of ``text`` (outside its ``$...$`` spans)."""
+    found = []
+    try:
+        pieces = split_math(text)
+    except ValueError as exc:
+        return [str(exc)]
+    for is_math, piece in pieces:
+        if is_math:
+            if "**" in piece:
+                found.append(f"'**' inside math: {piece!r}")
+            continue
+        for pat, what in _CODE:
+            m = pat.search(piece)
+            if m:
+                found.append(f"{what}: {m.group(0)!r} in {piece!r}")
+    return found
