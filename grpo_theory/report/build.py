@@ -555,7 +555,7 @@ def _atlas_section(data) -> tuple[str, str]:
 
     from grpo_theory.theory import symbols as S
     from grpo_theory.theory.atlas import ATLAS_VARIANT
-    from grpo_theory.theory.latex import escape_tex, math_label
+    from grpo_theory.theory.latex import math_label
 
     def tex(e):
         return sp.latex(e, symbol_names=S.LATEX_NAMES)
@@ -577,7 +577,11 @@ def _atlas_section(data) -> tuple[str, str]:
                      f"(at {lab['mu']} = {disc['momentum']:g})" for p_ in disc["codim2_k"]]
                     + [f"{lab['mu']} = {p_['momentum']:.6f}, {lab['a']} = {p_['eta_K']:.6f} "
                        f"(at {lab['k']} = {disc['refresh_interval']})" for p_ in disc["codim2_mu"]])
-    variant = escape_tex(", ".join(f"{k} = {v}" for k, v in ATLAS_VARIANT.items()))
+    v = ATLAS_VARIANT
+    variant = (f"{'std-normalised' if v['normalization'] == 'std' else 'mean-centred'} advantages"
+               + (f" with ${tex(S.eps)} = {v['adv_eps']:g}$" if v["normalization"] == "std" else "")
+               + f", the {'exact' if v['kl'] == 'exact' else v['kl']} KL penalty and the "
+               f"{v['surrogate']} surrogate")
     body = f"""Variant: {variant}. Since the drift is affine in {lab['beta']}, the fixed points are the level set
 \\begin{{equation*}}{tex(sp.Eq(S.beta, Acal(S.z) / Phi(S.z)))} =: {tex(Bz)},\\end{{equation*}}
 a saddle-node (fold) is where ${tex(sp.Eq(sp.Derivative(Bz, S.z), 0))}$ (the fold test function), and the cusp,

@@ -94,7 +94,7 @@ _DROP = {r"\left": "", r"\right": "", r"\big": "", r"\Big": "", r"\bigl": "", r"
          r"\,": " ", r"\;": " ", r"\:": " ", r"\!": "", r"\quad": "  ", r"\qquad": "   ",
          r"\displaystyle": "", r"\limits": "", r"\{": "{", r"\}": "}", r"\%": "%", r"\_": "_",
          r"\&": "&", r"\lvert": "|", r"\rvert": "|", r"\lVert": "‖", r"\rVert": "‖", r"\|": "‖",
-         r"\dots": "…", r"\cdots": "⋯", r"\ldots": "…", r"\mid": "|", r"\colon": ":"}
+         r"\dots": "…", r"\bmod": " mod ", r"\pmod": " mod ", r"\cdots": "⋯", r"\ldots": "…", r"\mid": "|", r"\colon": ":"}
 _TEXTLIKE = ("mathrm", "operatorname", "text", "textrm", "mathit", "mathsf", "texttt", "mbox",
              "boldsymbol", "mathbf", "bm")
 
@@ -134,15 +134,22 @@ def _unfold(s: str) -> str:
                 arg, j = _group(s, j)
                 a = _unfold(arg).strip()
                 out.append("√" + (a if _atomic(a) else f"({a})"))
+            elif name == r"\binom":
+                n_, j = _group(s, j)
+                k_, j = _group(s, j)
+                out.append(f"C({_unfold(n_).strip()}, {_unfold(k_).strip()})")
             elif name[1:] in _TEXTLIKE:
                 arg, j = _group(s, j)
                 out.append(_unfold(arg))
             elif name in (r"\mathcal", r"\mathbb", r"\hat", r"\bar", r"\tilde", r"\dot",
                           r"\ddot", r"\overline", r"\vec"):
                 arg, j = _group(s, j)
-                inner = _unfold(arg)
+                inner = _unfold(arg).strip()
                 conv = unicodeit.replace(f"{name}{{{inner}}}")
-                out.append(conv if "\\" not in conv else inner)
+                if len(inner) > 1 and name in (r"\overline", r"\bar"):
+                    out.append(f"⟨{inner}⟩")  # an average over a long expression
+                else:
+                    out.append(conv if "\\" not in conv and "{" not in conv else inner)
             elif name[1:] in _FUNCS:
                 before = "".join(out)[-1:]
                 after = s[j:].lstrip()[:1]
@@ -168,6 +175,9 @@ def _unfold(s: str) -> str:
 
 def math_to_plain(math: str) -> str:
     """One math span as Unicode text: ``\\frac{1}{\\beta}`` -> ``1/β``, ``\\mu^{k}`` -> ``μᵏ``."""
+    math = re.sub(r"\\begin\{[pbv]?matrix\}", "[", math)
+    math = re.sub(r"\\end\{[pbv]?matrix\}", "]", math)
+    math = math.replace("\\\\", "; ").replace("&", ",")
     text = _unfold(math)
     text = re.sub(r"\s*([=<>≤≥≈≠→⇔∈∼∝≲≳×±])\s*", r" \1 ", text)  # spaces round relations
     text = re.sub(r"([(\[])\s+", r"\1", re.sub(r"\s+([)\]])", r"\1", text))
