@@ -2,7 +2,9 @@
 
 (a) the full derivation chain, cold (fresh disk cache) and cached, in subprocesses;
 (b) lambdified numerics vs sympy ``evalf`` on 10^5 points (evalf timed on a sample, scaled);
-(c) the exact stability phase diagram on a 256 x 256 grid.
+(c) the exact stability phase diagram on a 256 x 256 grid;
+(d) ``grpo-theory report`` on the default model, cold (fresh disk cache) and warm, in
+    subprocesses (the goal is a cold report under a minute on 2 cores).
 
 Run:  python benchmarks/bench_core.py
 """
@@ -96,7 +98,20 @@ def bench_phase_diagram() -> None:
     print(f"(c) spectral radius 256x256 with fresh stiffness (numeric products): {dt * 1e3:7.1f} ms")
 
 
+def bench_report() -> None:
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, GRPO_THEORY_CACHE=cache, CI="true")
+        for label in ("cold", "warm"):
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "grpo_theory", "report", "--out", out],
+                                  env=env, capture_output=True, text=True)
+            dt = time.perf_counter() - t0
+            status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+            print(f"(d) report {label:4s}: {dt:7.2f} s wall ({status}; goal for cold < 60 s)")
+
+
 if __name__ == "__main__":
     bench_chain()
     bench_lambdify()
     bench_phase_diagram()
+    bench_report()

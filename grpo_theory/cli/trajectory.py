@@ -7,7 +7,7 @@ import argparse
 from grpo_theory.validate import ParameterError, check_real
 
 NAME = "trajectory"
-HELP = ("Closed-form deviation x(t) of m x'' + gamma x' + k x = 0 at given times (steps), "
+HELP = ("Closed-form deviation x(t) of m x'' + γ x' + κ_s x = 0 at given times (steps), "
         "in every regime including exact critical damping.")
 
 
@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a = parser.add_argument
     a("--mass", type=_num, required=True, help="m > 0")
     a("--damping", type=_num, required=True, help="gamma (per step)")
-    a("--spring", type=_num, required=True, help="k > 0 (per step^2)")
+    a("--spring", type=_num, required=True, help="spring constant κ_s > 0 (per step^2)")
     a("--x0", type=_num, required=True, help="initial deviation x(0) (logits)")
     a("--v0", type=_num, default=0.0, help="initial velocity x'(0) (logits/step, default 0)")
     a("--times", type=_times, required=True, help="comma-separated times t >= 0 (steps)")

@@ -873,7 +873,14 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
                "kl": "KL estimator (k3 as in TRL/verl)", "kl_coef": "KL coefficient β",
                "adv_eps": "ε in the std normalisation (verl)", "surrogate": "surrogate (stale: no ratio)",
                "learning_rate": "η (logits per unit gradient)", "momentum": "heavy-ball μ",
-               "refresh_interval": "k, steps between sampling-policy refreshes"}
+               "refresh_interval": "k, steps between sampling-policy refreshes",
+               "actions": "number of actions K_a of the softmax bandit",
+               "correct": "number of correct actions c (κ = K_a/(c(K_a − c)))",
+               "prompts": "prompts per step (groups averaged in one update)",
+               "lag_model": "how the sampling policy lags: refreshed every k steps, or a constant delay",
+               "delay": "constant delay d in steps (used only with lag_model = delay)",
+               "reuse": "fresh: each step of a window draws a new batch; batch: the window reuses its batches",
+               "window_batches": "batches drawn at a window's start (used only with reuse = batch)"}
     for k_, v in model.items():
         a(f"| `{k_}` | {v} | {meaning.get(k_, '')} |")
     a("")

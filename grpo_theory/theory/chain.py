@@ -17,7 +17,7 @@ from grpo_theory.progress import progress
 from grpo_theory.results import Result
 from grpo_theory.theory.chapters import CHAPTERS, chapter
 from grpo_theory.theory.derived import Derived, get
-from grpo_theory.theory.prose import to_plain
+from grpo_theory.theory.prose import math_to_plain, to_plain
 
 __all__ = ["ChainResult", "derive_chain", "record_summary"]
 
@@ -63,7 +63,9 @@ class ChainResult(Result):
             lines += ["=" * 78, ch.title, "=" * 78, to_plain(ch.narrative)]
             for r in (r for r in self.records if r["name"].split(".")[0] == key):
                 lines += ["", f"--- {r['name']}  [{r['level'] or '-'}]  ({r['seconds']:.2f} s)",
-                          f"    {to_plain(r['description'])}", f"    $$ {r['latex']} $$"]
+                          f"    {to_plain(r['description'])}", f"      {math_to_plain(r['latex'])}"]
+                if r["units"]:
+                    lines.append(f"    units: {to_plain(r['units'])}")
                 if r["assumptions"]:
                     lines.append(f"    assumptions: {to_plain(r['assumptions'])}")
                 for v in r["verifications"]:

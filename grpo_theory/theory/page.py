@@ -55,7 +55,7 @@ on the split.
   x = z − z*; its monodromy over one refresh window has closed-form entries, and the
   Jury conditions on its characteristic polynomial give the exact stability boundary
   (an eigenvalue at −1, *flip*, or a complex pair on the unit circle, *Neimark–Sacker*).
-- **L3, the continuous oscillator** m ẍ + γ ẋ + k x = ξ(t): a second-order modified
+- **L3, the continuous oscillator** m ẍ + γ ẋ + κₛ x = ξ(t): a second-order modified
   equation of the exact map, not a controlled limit near the threshold. Regime labels
   and thresholds are taken from L2; L3 is shown beside them as the approximation.
 
