@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import html
 import os
+import tempfile
 import re
 import sys
 import time
@@ -98,12 +99,16 @@ def problems(path: Path, nb) -> list[str]:
 def execute(path: Path, *, timeout: int = 600):
     """Execute one lecture; return the executed notebook or raise :class:`LectureError`."""
     nb = jupytext.read(path, fmt="md:myst")
+    # a lecture runs in a scratch directory: files it writes (figures, logs) never land in
+    # the checkout; the package is found through the kernel's PYTHONPATH
+    scratch = tempfile.TemporaryDirectory(prefix=f"lecture-{path.stem}-")
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT)}},
+                            resources={"metadata": {"path": scratch.name}},
                             # the kernel process's own log (not cell output) to errors only
                             extra_arguments=["--IPKernelApp.log_level=ERROR"])
     try:
-        client.execute(env=kernel_env())
+        with scratch:
+            client.execute(env=kernel_env())
     except CellExecutionError as err:
         failed = next((i for i, c in enumerate(nb.cells)
                        if any(o.get("output_type") == "error" for o in c.get("outputs", []))), None)
