@@ -4,6 +4,7 @@ L1 mean-field and moment-closure trajectories, and per-run stationary statistics
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,7 +18,8 @@ from grpo_theory.validate import check_int
 
 __all__ = ["BASE_MODEL", "BASE", "N_SIGMA", "Check", "CrosscheckReport", "mean_field_trajectory",
            "moment_closure_trajectory", "as_base", "headline", "band_contains", "fmt_value",
-           "format_band", "format_headline_numbers", "table_row", "TABLE_COLUMNS"]
+           "format_band", "format_headline_numbers", "table_row", "TABLE_COLUMNS",
+           "band_reason"]
 
 #: The base model of the checks: two-action bandit, p_ref = 0.3, std advantages with the
 #: simulator's epsilon_adv = 1e-4, exact KL with beta = 2, the stale surrogate, G = 8.
@@ -94,11 +96,20 @@ def fmt_value(x, resolution=None) -> str:
     x = float(x)
     if not math.isfinite(x):
         return "∞" if x > 0 else ("−∞" if x < 0 else "—")
-    sig = 3
-    if resolution is not None and resolution > 0 and x != 0 and math.isfinite(resolution):
-        sig = int(math.floor(math.log10(abs(x))) - math.floor(math.log10(resolution)) + 2)
-        sig = min(max(sig, 3), 8)
-    return f"{x:.{sig}g}"
+    if resolution is not None and resolution > 0 and math.isfinite(resolution):
+        d = 1 - math.floor(math.log10(resolution))      # decimals that show 2 digits of it
+        if 0 <= d <= 6 and abs(x) < 1e6:
+            return f"{x:.{d}f}"
+        if x != 0:
+            sig = min(max(int(math.floor(math.log10(abs(x)))) + d + 1, 2), 8)
+            return _e(f"{x:.{sig - 1}e}")
+        return "0"
+    return _e(f"{x:.3g}")
+
+
+def _e(s: str) -> str:
+    """``1.5e-04`` -> ``1.5e-4``."""
+    return re.sub(r"e([+-])0*(\d)", lambda m: "e" + ("-" if m.group(1) == "-" else "") + m.group(2), s)
 
 
 def format_band(h: dict) -> str:
@@ -121,6 +132,23 @@ def format_headline_numbers(h: dict) -> tuple[str, str, str]:
     """(predicted, measured, band) of a headline as text with a common resolution."""
     res = _resolution(h)
     return fmt_value(h.get("predicted"), res), fmt_value(h.get("measured"), res), format_band(h)
+
+
+def band_reason(h: dict, what: str, extra: str = "") -> str:
+    """The verdict's reason for a headline ``h`` in one sentence: whether the compared
+    number lies in the band, with the numbers in the headline's units; ``what`` names the
+    quantity (prose), ``extra`` is appended (e.g. "; the worst of 8 variances")."""
+    pred, meas, band = format_headline_numbers(h)
+    units = h.get("units") or ""
+    u = f" {units}" if units and units not in ("dimensionless",) else ""
+    where = "inside" if h["inside"] else "outside"
+    if h.get("compare") == "predicted":
+        text = (f"the predicted {what} {pred}{u} is {where} the measured {h['band_kind']} "
+                f"{band}")
+    else:
+        text = (f"measured {what} {meas}{u} is {where} the band {band} of the prediction "
+                f"{pred} ({h['band_kind']})")
+    return text + extra
 
 
 @dataclass
