@@ -143,10 +143,9 @@ def band_reason(h: dict, what: str, extra: str = "") -> str:
     u = f" {units}" if units and units not in ("dimensionless",) else ""
     where = "inside" if h["inside"] else "outside"
     if h.get("compare") == "predicted":
-        text = (f"the predicted {what} {pred}{u} is {where} the measured {h['band_kind']} "
-                f"{band}")
+        text = f"the predicted {what} = {pred}{u} is {where} the {h['band_kind']} {band}"
     else:
-        text = (f"measured {what} {meas}{u} is {where} the band {band} of the prediction "
+        text = (f"measured {what} = {meas}{u} is {where} the band {band} of the prediction "
                 f"{pred} ({h['band_kind']})")
     return text + extra
 
