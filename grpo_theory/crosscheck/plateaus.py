@@ -9,7 +9,8 @@ import numpy as np
 from grpo_theory.theory import noise
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import mroueh_fixed_point, stable_fixed_point
-from grpo_theory.crosscheck.base import (N_SIGMA, Check, _sim, _variant, as_base, _stationary_mean, _second_order_offsets)
+from grpo_theory.crosscheck.base import (N_SIGMA, Check, _sim, _variant, as_base, _stationary_mean, _second_order_offsets,
+                                         band_reason, headline)
 
 
 def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_rate=0.1) -> Check:
@@ -53,6 +54,20 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
     notes = [f"{r['variant']} G={r['group_size']} ({r['prediction']}): predicted {r['p_pred']:.5f},"
              f" measured {r['p_meas']:.5f} ± {r['sem']:.2g} (noise offset {r['second_order_offset']:.2g})"
              f" -> {r['ratio_to_band']:.2f} of band" for r in rows]
+    judged = [r for r in rows if r["prediction"] != "mroueh (G=inf)"]
+    r = max(judged, key=lambda r_: r_["ratio_to_band"])
+    half = N_SIGMA * r["sem"] + abs(r["second_order_offset"])
+    norm, kl = r["variant"].split("+")
+    hl = headline("stationary mean reward (plateau) $\\bar p$", "reward (probability)",
+                  f"{norm} advantages, {kl} KL, $G = {r['group_size']}$, SGD $\\eta = {eta:g}$, "
+                  f"{R} runs", r["p_pred"], r["p_meas"], [r["p_pred"] - half, r["p_pred"] + half],
+                  "fixed point ± (4 SEM + |noise offset|)",
+                  statistic={"name": "largest $|\\bar p_{sim} - p^*| / (4\\,\\mathrm{SEM} + |dp|)$ "
+                                     f"over {len(judged)} variants", "value": worst,
+                             "tolerance": 1.0})
+    reason = band_reason(hl, "plateau", f", the worst of {len(judged)} variants (4 SEM "
+                                        f"$= {N_SIGMA * r['sem']:.2g}$, noise offset "
+                                        f"${abs(r['second_order_offset']):.2g}$)")
     return Check(
         name="plateaus",
         description="stationary mean reward vs the predicted stable fixed point for std/mean × "
@@ -63,7 +78,7 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
                             f"per-run time averages (after >= 5 relaxation times) over R={R} "
                             "runs; dp the computed second-order noise offset "
                             "sigma'(z*) F''Var/(2K) + sigma''(z*) Var/2 with the exact AR variance"},
-        verdict="pass" if worst <= 1.0 else "fail",
+        verdict="pass" if worst <= 1.0 else "fail", headline=hl, reason=reason,
         details={"units": "reward", "rows": rows, "learning_rate": eta, "runs": R, "steps": T,
                  "p_shift": p_shift,
                  "notes": notes + ["the Mroueh row is information (not in the verdict): Mroueh's "
