@@ -103,9 +103,9 @@ def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9
              f"({100 * (a_meas - a_c) / a_c:+.1f}%)"]
     rho_pred = 1 - a_c / (1 + betas[0])
     rho_meas = 1 - a_meas / (1 + betas[0])
-    hl = headline("step $\\eta_{eff} K$ at the predicted critical Adam learning rate "
-                  "(dimensionless: the per-step contraction; from the lag-1 autocorrelation "
-                  "$\\rho_1$ of $z$)", "dimensionless",
+    hl = headline("step $\\eta_{eff} K$ (the per-step contraction, from the lag-1 "
+                  "autocorrelation $\\rho_1$ of $z$) at the predicted critical Adam learning rate",
+                  "dimensionless",
                   f"Adam $\\eta = \\eta_c = {eta_c:.4g}$, $\\beta_1 = {betas[0]:g}$, "
                   f"{R} runs", a_c, a_meas, [a_c - N_SIGMA * se, a_c + N_SIGMA * se],
                   "± 4 SE of the per-run estimates")

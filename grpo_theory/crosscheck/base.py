@@ -134,7 +134,7 @@ def format_headline_numbers(h: dict) -> tuple[str, str, str]:
     return fmt_value(h.get("predicted"), res), fmt_value(h.get("measured"), res), format_band(h)
 
 
-def band_reason(h: dict, what: str, extra: str = "") -> str:
+def band_reason(h: dict, what: str, extra: str = "", units: bool = True) -> str:
     """The verdict's reason for a headline ``h`` in one sentence: whether the compared
     number lies in the band, with the numbers in the headline's units; ``what`` names the
     quantity (prose), ``extra`` is appended (e.g. "; the worst of 8 variances")."""

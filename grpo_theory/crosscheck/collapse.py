@@ -68,8 +68,9 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
                   + (f" ({model.reuse} reuse)" if model.refresh_interval > 1 else "")
                   + f", from $p^*$, {R} runs", pred, measured,
                   [pred - N_SIGMA * se, pred + N_SIGMA * se], "first-passage model ± 4 binomial SE")
-    reason = band_reason(hl, "fraction", f" ({int(hit.sum())} of {R} runs; mean first passage "
-                                         f"{risk.mean_first_passage_steps:.4g} steps)")
+    reason = band_reason(hl, "collapsed fraction", f" ({int(hit.sum())} of {R} runs; mean "
+                                                   f"first passage {risk.mean_first_passage_steps:.4g} "
+                                                   "steps)", units=False)
     return Check(
         name=name,
         description="fraction of runs that reach a degenerate policy (p outside [delta, "

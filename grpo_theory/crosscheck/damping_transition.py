@@ -110,7 +110,7 @@ def _headline(rows, eta_c, mu, x0, R):
     """On a pass: the learning rate of the first overshoot against the band of grid learning
     rates where it may appear (above eta_c, at most the first point whose L2 overshoot is
     resolvable); on a failure: the overshoot at the first inconsistent grid point."""
-    setting = (f"on-policy, $\\mu = {mu:g}$, start $z^* {x0:+g}$, {R} runs, $\\eta$ on a grid of "
+    setting = (f"on-policy, $\\mu = {mu:g}$, start $z^* {'-' if x0 < 0 else '+'} {abs(x0):g}$, {R} runs, $\\eta$ on a grid of "
                f"{len(rows)} multiples of $\\eta_c$")
     bad = [r for r in rows if not r["consistent"]]
     if not bad:

@@ -58,7 +58,7 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
     r = max(judged, key=lambda r_: r_["ratio_to_band"])
     half = N_SIGMA * r["sem"] + abs(r["second_order_offset"])
     norm, kl = r["variant"].split("+")
-    hl = headline("stationary mean reward (plateau) $\\bar p$", "reward (probability)",
+    hl = headline("stationary mean reward (plateau) $\\bar p$", "reward",
                   f"{norm} advantages, {kl} KL, $G = {r['group_size']}$, SGD $\\eta = {eta:g}$, "
                   f"{R} runs", r["p_pred"], r["p_meas"], [r["p_pred"] - half, r["p_pred"] + half],
                   "fixed point ± (4 SEM + |noise offset|)",
