@@ -6,8 +6,16 @@ import math
 
 import numpy as np
 
-from grpo_theory.crosscheck.base import (N_SIGMA, Check, _sim, _stationary_var, as_base,
-                                         band_reason, headline)
+from grpo_theory.crosscheck.base import (
+    N_SIGMA,
+    Check,
+    _sim,
+    _stationary_var,
+    as_base,
+    band_reason,
+    g2,
+    headline,
+)
 from grpo_theory.theory.adam import adam_reduction
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
@@ -42,19 +50,19 @@ def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(
     rel = (var_meas - pred) / pred
     rel_first = (var_meas - red.first_order_variance_z) / red.first_order_variance_z
     notes = [f"sigma^2 = {s2:.4g}, K = {fp.stiffness:.4g}; eta = {learning_rate}, betas = {betas}",
-             f"self-consistent v = {red.second_moment:.4g} (first order sigma^2/4 = {s2 / 4:.4g}), "
+             (f"self-consistent v = {red.second_moment:.4g} (first order sigma^2/4 = {s2 / 4:.4g}), "
              f"eta_eff = {red.effective_learning_rate:.4g} (first order "
-             f"{red.first_order_learning_rate:.4g})",
-             f"stationary Var z: reduction {pred:.4g}, simulation {var_meas:.4g} ± {var_se:.2g} "
-             f"(relative error {100 * rel:+.1f}%; first-order reduction {100 * rel_first:+.1f}%)",
-             "measured from step 2/(1 - beta2): within ~1/(1 - beta2) steps of a large-gradient "
-             "transient v_hat still remembers it (the former -21 % came from measuring there)"]
+             f"{red.first_order_learning_rate:.4g})"),
+             (f"stationary Var z: reduction {pred:.4g}, simulation {var_meas:.4g} ± {var_se:.2g} "
+             f"(relative error {100 * rel:+.1f}%; first-order reduction {100 * rel_first:+.1f}%)"),
+             ("measured from step 2/(1 - beta2): within ~1/(1 - beta2) steps of a large-gradient "
+             "transient v_hat still remembers it (the former -21 % came from measuring there)")]
     tol = RELATIVE_TOLERANCE * pred
     hl = headline("stationary variance of the logit $z$ under Adam", "logits²",
                   f"Adam $\\eta = {learning_rate:g}$, $\\beta = ({betas[0]:g}, {betas[1]:g})$, "
                   f"from $p^*$, {R} runs", pred, var_meas, [pred - tol, pred + tol],
                   "reduction ± 10 %")
-    reason = band_reason(hl, "variance", f" (4 SE $= {N_SIGMA * var_se:.2g}$ is smaller; "
+    reason = band_reason(hl, "variance", f" (4 SE $= {g2(N_SIGMA * var_se)}$ is smaller; "
                                          f"relative error {100 * rel:+.1f} %)")
     return Check(
         name="adam",
@@ -98,9 +106,9 @@ def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9
     den = (x[:, :-1] ** 2).mean(axis=1)
     a_meas = float((1 + betas[0]) * (1 - num.sum() / den.sum()))
     se = float(((1 + betas[0]) * (1 - num / den)).std(ddof=1) / math.sqrt(R))
-    notes = [f"predicted critical Adam learning rate eta_c = {eta_c:.4g} (a_c = "
+    notes = [(f"predicted critical Adam learning rate eta_c = {eta_c:.4g} (a_c = "
              f"(1 - sqrt(beta1))^2 = {a_c:.4g}); measured step there {a_meas:.4g} ± {se:.2g} "
-             f"({100 * (a_meas - a_c) / a_c:+.1f}%)"]
+             f"({100 * (a_meas - a_c) / a_c:+.1f}%)")]
     rho_pred = 1 - a_c / (1 + betas[0])
     rho_meas = 1 - a_meas / (1 + betas[0])
     hl = headline("step $\\eta_{eff} K$ (the per-step contraction, from the lag-1 "

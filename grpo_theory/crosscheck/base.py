@@ -16,10 +16,25 @@ from grpo_theory.simulation import simulate
 from grpo_theory.theory.drift import drift, update_variance
 from grpo_theory.validate import check_int
 
-__all__ = ["BASE_MODEL", "BASE", "N_SIGMA", "Check", "CrosscheckReport", "mean_field_trajectory",
-           "moment_closure_trajectory", "as_base", "headline", "band_contains", "fmt_value",
-           "format_band", "format_headline_numbers", "table_row", "TABLE_COLUMNS",
-           "band_reason"]
+__all__ = [
+    "BASE",
+    "BASE_MODEL",
+    "N_SIGMA",
+    "TABLE_COLUMNS",
+    "Check",
+    "CrosscheckReport",
+    "as_base",
+    "band_contains",
+    "band_reason",
+    "fmt_value",
+    "format_band",
+    "format_headline_numbers",
+    "g2",
+    "headline",
+    "mean_field_trajectory",
+    "moment_closure_trajectory",
+    "table_row",
+]
 
 #: The base model of the checks: two-action bandit, p_ref = 0.3, std advantages with the
 #: simulator's epsilon_adv = 1e-4, exact KL with beta = 2, the stale surrogate, G = 8.
@@ -101,10 +116,15 @@ def fmt_value(x, resolution=None) -> str:
         if 0 <= d <= 6 and abs(x) < 1e6:
             return f"{x:.{d}f}"
         if x != 0:
-            sig = min(max(int(math.floor(math.log10(abs(x)))) + d + 1, 2), 8)
+            sig = min(max(math.floor(math.log10(abs(x))) + d + 1, 2), 8)
             return _e(f"{x:.{sig - 1}e}")
         return "0"
     return _e(f"{x:.3g}")
+
+
+def g2(x) -> str:
+    """A small positive number to two significant digits (``1.3e-5``, ``0.011``)."""
+    return _e(f"{float(x):.2g}")
 
 
 def _e(s: str) -> str:
@@ -137,10 +157,11 @@ def format_headline_numbers(h: dict) -> tuple[str, str, str]:
 def band_reason(h: dict, what: str, extra: str = "", units: bool = True) -> str:
     """The verdict's reason for a headline ``h`` in one sentence: whether the compared
     number lies in the band, with the numbers in the headline's units; ``what`` names the
-    quantity (prose), ``extra`` is appended (e.g. "; the worst of 8 variances")."""
+    quantity (prose), ``extra`` is appended (e.g. "; the worst of 8 variances");
+    ``units=False`` leaves the unit word out."""
     pred, meas, band = format_headline_numbers(h)
-    units = h.get("units") or ""
-    u = f" {units}" if units and units not in ("dimensionless",) else ""
+    unit = h.get("units") or ""
+    u = f" {unit}" if units and unit and unit != "dimensionless" else ""
     where = "inside" if h["inside"] else "outside"
     if h.get("compare") == "predicted":
         text = f"the predicted {what} = {pred}{u} is {where} the {h['band_kind']} {band}"

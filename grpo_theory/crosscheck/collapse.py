@@ -54,13 +54,13 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
     measured = float(hit.mean())
     pred = risk.probability
     se = math.sqrt(pred * (1 - pred) / R)
-    notes = [f"G = {model.group_size}, eta = {model.learning_rate}, beta = {model.kl_coef}, "
+    notes = [(f"G = {model.group_size}, eta = {model.learning_rate}, beta = {model.kl_coef}, "
              f"k = {model.refresh_interval} ({model.reuse}): "
              f"p* = {risk.p_star:.4f}, degenerate level {d:.4g}, basin depth "
              f"{risk.basin_depth:.3g} noise temperatures, mean first passage "
-             f"{risk.mean_first_passage_steps:.4g} steps",
-             f"P(collapsed by T = {steps}): first-passage model {pred:.4f}, simulation "
-             f"{measured:.4f} ({hit.sum()} of {R} runs)"]
+             f"{risk.mean_first_passage_steps:.4g} steps"),
+             (f"P(collapsed by T = {steps}): first-passage model {pred:.4f}, simulation "
+             f"{measured:.4f} ({hit.sum()} of {R} runs)")]
     hl = headline(f"fraction of runs collapsed by step $T = {steps}$ "
                   f"($p$ outside $[{d:.4g}, {1 - d:.4g}]$)", "fraction of runs",
                   f"$G = {model.group_size}$, SGD $\\eta = {model.learning_rate:g}$, "

@@ -8,10 +8,19 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
 
+from grpo_theory.crosscheck.base import (
+    N_SIGMA,
+    Check,
+    _sim,
+    _stationary_mean,
+    _times,
+    _variant,
+    as_base,
+    band_reason,
+    headline,
+)
 from grpo_theory.theory import discrete, oscillator
 from grpo_theory.theory.fixed_points import stable_fixed_point
-from grpo_theory.crosscheck.base import (N_SIGMA, Check, _sim, _times, _variant, as_base, _stationary_mean,
-                                         band_reason, headline)
 
 
 def _linear_map(T, x0, a, mu):
@@ -78,10 +87,10 @@ def check_damping_transition(quick=True, seed_seq=None, base=None, momentum=0.5,
     nodet = [r["factor"] for r in rows if not r["detected"] and (not det or r["factor"] < min(det))]
     measured = min(det) if det else float("nan")
     verdict = "pass" if all(r["consistent"] for r in rows) else "fail"
-    notes = [f"discrete critical damping eta_c K = (1 - sqrt(mu))^2 = {a_c:.4g} (eta_c = {eta_c:.4g}); "
-             f"L3 zeta = 1 at eta K = {a_l3:.4g} ({a_l3 / a_c:.3f} eta_c)",
-             f"simulation: no overshoot up to {max(nodet) if nodet else None} eta_c, first "
-             f"overshoot at {measured} eta_c"]
+    notes = [(f"discrete critical damping eta_c K = (1 - sqrt(mu))^2 = {a_c:.4g} (eta_c = {eta_c:.4g}); "
+             f"L3 zeta = 1 at eta K = {a_l3:.4g} ({a_l3 / a_c:.3f} eta_c)"),
+             (f"simulation: no overshoot up to {max(nodet) if nodet else None} eta_c, first "
+             f"overshoot at {measured} eta_c")]
     notes += [f"eta = {r['factor']} eta_c (zeta_L3 {r['damping_ratio_L3']:.3g}, L2 {r['regime_L2']}): "
               f"overshoot sim {r['overshoot_sim']:.3g} (band {r['overshoot_band']:.2g}), L2 pred "
               f"{r['overshoot_pred_L2']:.3g}, expected {r['expected']} -> "

@@ -6,11 +6,24 @@ import math
 
 import numpy as np
 
+from grpo_theory.crosscheck.base import (
+    N_SIGMA,
+    Check,
+    _sim,
+    _stationary_var,
+    _times,
+    _variance_second_order,
+    _variant,
+    as_base,
+    band_reason,
+    g2,
+    headline,
+    mean_field_trajectory,
+    moment_closure_trajectory,
+)
 from grpo_theory.theory import noise
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
-from grpo_theory.crosscheck.base import (N_SIGMA, Check, _sim, _times, _variant, as_base, mean_field_trajectory, moment_closure_trajectory, _stationary_var, _variance_second_order,
-                                         band_reason, headline)
 
 
 def check_group_temperature(quick=True, seed_seq=None, base=None,
@@ -35,8 +48,8 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
             corr = _variance_second_order(fp, pred, s2, var)
             res = _sim(next(children), steps=T, runs=R, learning_rate=eta, p0=fp.p,
                        record=("z",), **dict(base, normalization=norm, group_size=G))
-            relax = int(math.ceil(5.0 / (eta * fp.stiffness)))
-            meas, se, ts = _stationary_var(res.z, max(relax, T // 3), max(1, relax // 5 * 2))
+            relax = math.ceil(5.0 / (eta * fp.stiffness))
+            meas, se, _ts = _stationary_var(res.z, max(relax, T // 3), max(1, relax // 5 * 2))
             dev = abs(meas - pred) / (N_SIGMA * se + abs(corr) * pred)
             worst = max(worst, dev)
             rows.append({"normalization": norm, "group_size": G, "p_star": fp.p,
@@ -100,8 +113,8 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
                       r["var_pred"], r["var_meas"], [r["var_pred"] - half, r["var_pred"] + half],
                       "L2 ± (4 SE + |second-order correction|)", statistic=statistic)
         reason = band_reason(hl, "variance", f", the worst of {n_var} variances (4 SE "
-                                             f"$= {N_SIGMA * r['var_se']:.2g}$, correction "
-                                             f"${abs(r['second_order_rel']) * r['var_pred']:.2g}$); "
+                                             f"$= {g2(N_SIGMA * r['var_se'])}$, correction "
+                                             f"${g2(abs(r['second_order_rel']) * r['var_pred'])}$); "
                                              f"the {n_mean} mean-trajectory residuals are within "
                                              f"{worst_mean:.2f} of their bands")
     else:
@@ -112,7 +125,7 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
                       b["pred"], b["meas"], [b["pred"] - b["half"], b["pred"] + b["half"]],
                       "L1 difference ± (4 SE + closure-bias difference)", statistic=statistic)
         reason = band_reason(hl, "difference", f", the worst of the mean-trajectory residuals "
-                                               f"(4 SE $= {N_SIGMA * b['se']:.2g}$); the {n_var} "
+                                               f"(4 SE $= {g2(N_SIGMA * b['se'])}$); the {n_var} "
                                                f"variances are within {worst:.2f} of their bands")
     notes = [f"{r['normalization']} G={r['group_size']}: Var z pred {r['var_pred']:.4g}, meas "
              f"{r['var_meas']:.4g} ± {r['var_se']:.2g}; G·Var pred {r['G_var_pred']:.4g}, meas "

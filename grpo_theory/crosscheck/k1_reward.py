@@ -44,10 +44,10 @@ def check_k1_refresh_threshold(quick=True, seed_seq=None, base=None) -> Check:
     k3 = model.replace(kl="k3").stability()
     k3_text = ("every refresh interval is stable: no threshold" if k3.stable_for_every_refresh_interval
                else f"L2 k_max = {k3.max_stable_refresh_interval}")
-    notes = [f"z* = z_ref + 1/beta = {fp.z:.4f}, K = {fp.stiffness:.4g} all stale "
-             f"(K_fresh = {fp.stiffness_fresh + 0.0:g}); eta = {model.learning_rate}",
-             f"exact L2 threshold k_max = {k_pred}; measured: runs contract onto z* for k = "
-             f"{stable} of 1..{k_pred + 2}",
+    notes = [(f"z* = z_ref + 1/beta = {fp.z:.4f}, K = {fp.stiffness:.4g} all stale "
+             f"(K_fresh = {fp.stiffness_fresh + 0.0:g}); eta = {model.learning_rate}"),
+             (f"exact L2 threshold k_max = {k_pred}; measured: runs contract onto z* for k = "
+             f"{stable} of 1..{k_pred + 2}"),
              f"the same variant with k3 in the loss (fresh KL force): {k3_text}"]
     hl = headline("largest stable refresh interval $k_{\\max}$", "steps",
                   f"KL in the reward (k1, all stale), mean advantages, $\\beta = {model.kl_coef:g}$, "

@@ -6,9 +6,21 @@ import math
 
 import numpy as np
 
+from grpo_theory.crosscheck.base import (
+    N_SIGMA,
+    Check,
+    _sim,
+    _times,
+    _variant,
+    as_base,
+    band_reason,
+    g2,
+    headline,
+    mean_field_trajectory,
+    moment_closure_trajectory,
+)
 from grpo_theory.theory import discrete, oscillator
 from grpo_theory.theory.fixed_points import stable_fixed_point
-from grpo_theory.crosscheck.base import (N_SIGMA, Check, _sim, band_reason, headline, _times, _variant, as_base, mean_field_trajectory, moment_closure_trajectory)
 
 
 def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
@@ -80,8 +92,8 @@ def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
                            f"{len(names)} settings and {len(ts)} times",
                    "value": worst, "tolerance": 1.0})
     reason = band_reason(hl, "mean $z$", f", at the worst of {len(names)} settings × {len(ts)} "
-                                         f"times (4 SEM $= {4 * b['sem']:.2g}$, closure bias "
-                                         f"${abs(b['bias']):.2g}$)")
+                                         f"times (4 SEM $= {g2(4 * b['sem'])}$, closure bias "
+                                         f"${g2(abs(b['bias']))}$)")
     return Check(
         name="mean_trajectory",
         description="ensemble-mean z(t) vs the exact L1 mean-field map (and L3 closed form) "

@@ -8,11 +8,18 @@ import math
 import numpy as np
 from scipy.special import expit
 
+from grpo_theory.crosscheck.base import (
+    BASE,
+    N_SIGMA,
+    Check,
+    _sim,
+    as_base,
+    band_reason,
+    headline,
+)
 from grpo_theory.model import GRPOModel
 from grpo_theory.theory import discrete
 from grpo_theory.theory.drift import drift, update_variance
-from grpo_theory.crosscheck.base import (BASE, N_SIGMA, Check, _sim, as_base, band_reason,
-                                         headline)
 
 #: KL in the loss (exact, beta = 1): p* = 0.737, K = 0.293 per unit eta, K_f/K = 0.145
 THRESHOLD_VARIANT = dict(BASE, kl_coef=1.0)
@@ -123,7 +130,7 @@ def _one_setting(label, variant, prompts, mu, aK, factors, R, seed_seq, stiffnes
     K_used = K * stiffness_scale
     k_pred = discrete.max_stable_refresh_interval(eta, mu, K_used, fresh_fraction=phi)
     k_true = discrete.max_stable_refresh_interval(eta, mu, K, fresh_fraction=phi)
-    ks = sorted({max(1, int(round(k_true * f))) for f in factors})
+    ks = sorted({max(1, round(k_true * f)) for f in factors})
     derivs = _derivatives(fp.z, dict(variant))
     nk = {n: variant[n] for n in ("normalization", "kl", "group_size", "kl_coef", "p_ref",
                                   "adv_eps")}
@@ -268,7 +275,7 @@ def _headline(summaries, rows, R):
     named in the reason."""
     worst = max(r["agreement_ratio"] for r in rows)
     statistic = {"name": "largest $|\\bar x_n - x_{L2}| / (4\\,\\mathrm{SE} + |\\mathrm{bias}|)$ over "
-                         f"every setting, $k$ and window (the mean responses)",
+                         "every setting, $k$ and window (the mean responses)",
                  "value": worst, "tolerance": 1.0}
 
     def bracket_words(s):
@@ -295,10 +302,10 @@ def _headline(summaries, rows, R):
                   and all(k <= k_pred for k in shrunk) and all(k > k_pred for k in grown))
     if not bracket_ok:
         hl = _bracket_headline(s, R, statistic)
-        wrong = ([f"runs grow at $k = {', '.join(map(str, sorted(k for k in grown if k <= k_pred)))}$"
-                  " at or below it"] if any(k <= k_pred for k in grown) else [])
-        wrong += ([f"runs contract at $k = {', '.join(map(str, sorted(k for k in shrunk if k > k_pred)))}$"
-                   " above it"] if any(k > k_pred for k in shrunk) else [])
+        wrong = ([(f"runs grow at $k = {', '.join(map(str, sorted(k for k in grown if k <= k_pred)))}$"
+                  " at or below it")] if any(k <= k_pred for k in grown) else [])
+        wrong += ([(f"runs contract at $k = {', '.join(map(str, sorted(k for k in shrunk if k > k_pred)))}$"
+                   " above it")] if any(k > k_pred for k in shrunk) else [])
         return hl, band_reason(hl, "$k_{\\max}$", f" ({bracket_words(s)}"
                                + "".join("; " + w for w in wrong) + ")")
     r = max((r for r in rows if r["setting"] == s["setting"]), key=lambda r_: r_["agreement_ratio"])
