@@ -6,7 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from grpo_theory.crosscheck import N_SIGMA, check_plateaus, check_refresh_threshold, run_crosschecks
+from grpo_theory.crosscheck import (
+    N_SIGMA,
+    check_plateaus,
+    check_refresh_threshold,
+    run_crosschecks,
+)
 from grpo_theory.crosscheck.base import Check, CrosscheckReport, band_contains, headline
 from grpo_theory.report.build import cc_markdown_table
 from grpo_theory.theory.prose import split_math
@@ -106,7 +111,7 @@ def _hand_made(verdict="fail"):
 
 def test_hand_made_check_renders_its_row_in_the_terminal_table():
     text = str(CrosscheckReport(checks=[_hand_made()]))
-    header, rule, row = text.splitlines()[:3]
+    header, _rule, row = text.splitlines()[:3]
     for col in ("check", "quantity", "setting", "predicted", "measured", "band", "verdict: reason"):
         assert col in header
     assert "error" not in header                       # no normalised column
