@@ -19,25 +19,49 @@ from __future__ import annotations
 import numpy as np
 
 from grpo_theory.crosscheck.adam import check_adam, check_adam_critical_damping
-from grpo_theory.crosscheck.collapse import check_collapse, check_collapse_reuse
-from grpo_theory.crosscheck.k1_reward import check_k1_refresh_threshold
+from grpo_theory.crosscheck.base import (
+    BASE,
+    BASE_MODEL,
+    N_SIGMA,
+    Check,
+    CrosscheckReport,
+    mean_field_trajectory,
+    moment_closure_trajectory,
+)
 from grpo_theory.crosscheck.batch_reuse import check_reuse_batch, check_reuse_fresh
-from grpo_theory.crosscheck.base import (BASE, BASE_MODEL, N_SIGMA, Check, CrosscheckReport,
-                                         mean_field_trajectory, moment_closure_trajectory)
+from grpo_theory.crosscheck.collapse import check_collapse, check_collapse_reuse
 from grpo_theory.crosscheck.damping_transition import check_damping_transition
 from grpo_theory.crosscheck.group_temperature import check_group_temperature
+from grpo_theory.crosscheck.k1_reward import check_k1_refresh_threshold
 from grpo_theory.crosscheck.mean_trajectory import check_mean_trajectory
 from grpo_theory.crosscheck.plateaus import check_plateaus
 from grpo_theory.crosscheck.refresh_threshold import check_refresh_threshold
 from grpo_theory.progress import progress as _progress
 from grpo_theory.validate import check_int
 
-__all__ = ["Check", "CrosscheckReport", "run_crosschecks", "mean_field_trajectory",
-           "moment_closure_trajectory", "BASE", "BASE_MODEL", "N_SIGMA", "CHECKS",
-           "check_mean_trajectory", "check_group_temperature", "check_refresh_threshold",
-           "check_damping_transition", "check_plateaus", "check_adam", "check_reuse_fresh",
-           "check_reuse_batch", "check_collapse", "check_collapse_reuse",
-           "check_adam_critical_damping", "check_k1_refresh_threshold"]
+__all__ = [
+    "BASE",
+    "BASE_MODEL",
+    "CHECKS",
+    "N_SIGMA",
+    "Check",
+    "CrosscheckReport",
+    "check_adam",
+    "check_adam_critical_damping",
+    "check_collapse",
+    "check_collapse_reuse",
+    "check_damping_transition",
+    "check_group_temperature",
+    "check_k1_refresh_threshold",
+    "check_mean_trajectory",
+    "check_plateaus",
+    "check_refresh_threshold",
+    "check_reuse_batch",
+    "check_reuse_fresh",
+    "mean_field_trajectory",
+    "moment_closure_trajectory",
+    "run_crosschecks",
+]
 
 #: (name, function) in report order
 CHECKS = [("mean_trajectory", check_mean_trajectory),

@@ -6,7 +6,16 @@ import math
 
 import numpy as np
 
-from grpo_theory.crosscheck.base import N_SIGMA, Check, _sim, _stationary_var, as_base
+from grpo_theory.crosscheck.base import (
+    N_SIGMA,
+    Check,
+    _sim,
+    _stationary_var,
+    as_base,
+    band_reason,
+    g2,
+    headline,
+)
 from grpo_theory.theory.adam import adam_reduction
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
@@ -41,13 +50,20 @@ def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(
     rel = (var_meas - pred) / pred
     rel_first = (var_meas - red.first_order_variance_z) / red.first_order_variance_z
     notes = [f"sigma^2 = {s2:.4g}, K = {fp.stiffness:.4g}; eta = {learning_rate}, betas = {betas}",
-             f"self-consistent v = {red.second_moment:.4g} (first order sigma^2/4 = {s2 / 4:.4g}), "
+             (f"self-consistent v = {red.second_moment:.4g} (first order sigma^2/4 = {s2 / 4:.4g}), "
              f"eta_eff = {red.effective_learning_rate:.4g} (first order "
-             f"{red.first_order_learning_rate:.4g})",
-             f"stationary Var z: reduction {pred:.4g}, simulation {var_meas:.4g} ± {var_se:.2g} "
-             f"(relative error {100 * rel:+.1f}%; first-order reduction {100 * rel_first:+.1f}%)",
-             "measured from step 2/(1 - beta2): within ~1/(1 - beta2) steps of a large-gradient "
-             "transient v_hat still remembers it (the former -21 % came from measuring there)"]
+             f"{red.first_order_learning_rate:.4g})"),
+             (f"stationary Var z: reduction {pred:.4g}, simulation {var_meas:.4g} ± {var_se:.2g} "
+             f"(relative error {100 * rel:+.1f}%; first-order reduction {100 * rel_first:+.1f}%)"),
+             ("measured from step 2/(1 - beta2): within ~1/(1 - beta2) steps of a large-gradient "
+             "transient v_hat still remembers it (the former -21 % came from measuring there)")]
+    tol = RELATIVE_TOLERANCE * pred
+    hl = headline("stationary variance of the logit $z$ under Adam", "logits²",
+                  f"Adam $\\eta = {learning_rate:g}$, $\\beta = ({betas[0]:g}, {betas[1]:g})$, "
+                  f"from $p^*$, {R} runs", pred, var_meas, [pred - tol, pred + tol],
+                  "reduction ± 10 %")
+    reason = band_reason(hl, "variance", f" (4 SE $= {g2(N_SIGMA * var_se)}$ is smaller; "
+                                         f"relative error {100 * rel:+.1f} %)")
     return Check(
         name="adam",
         description="Adam runs vs the self-consistent heavy-ball reduction (mu = beta1, eta_eff "
@@ -57,6 +73,7 @@ def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(
               "derivation": f"the stated 10 % criterion for variances (4 SE = "
                             f"{N_SIGMA * var_se:.2g} from R = {R} runs is smaller)"},
         verdict="pass" if abs(var_meas - pred) <= RELATIVE_TOLERANCE * pred else "fail",
+        headline=hl, reason=reason,
         details={"units": "z in logits (variance logits^2)", "relative_error_variance": rel,
                  "relative_error_first_order": rel_first,
                  "eta_eff": red.effective_learning_rate, "second_moment": red.second_moment,
@@ -89,9 +106,20 @@ def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9
     den = (x[:, :-1] ** 2).mean(axis=1)
     a_meas = float((1 + betas[0]) * (1 - num.sum() / den.sum()))
     se = float(((1 + betas[0]) * (1 - num / den)).std(ddof=1) / math.sqrt(R))
-    notes = [f"predicted critical Adam learning rate eta_c = {eta_c:.4g} (a_c = "
+    notes = [(f"predicted critical Adam learning rate eta_c = {eta_c:.4g} (a_c = "
              f"(1 - sqrt(beta1))^2 = {a_c:.4g}); measured step there {a_meas:.4g} ± {se:.2g} "
-             f"({100 * (a_meas - a_c) / a_c:+.1f}%)"]
+             f"({100 * (a_meas - a_c) / a_c:+.1f}%)")]
+    rho_pred = 1 - a_c / (1 + betas[0])
+    rho_meas = 1 - a_meas / (1 + betas[0])
+    hl = headline("step $\\eta_{eff} K$ (the per-step contraction, from the lag-1 "
+                  "autocorrelation $\\rho_1$ of $z$) at the predicted critical Adam learning rate",
+                  "dimensionless",
+                  f"Adam $\\eta = \\eta_c = {eta_c:.4g}$, $\\beta_1 = {betas[0]:g}$, "
+                  f"{R} runs", a_c, a_meas, [a_c - N_SIGMA * se, a_c + N_SIGMA * se],
+                  "± 4 SE of the per-run estimates")
+    reason = band_reason(hl, "step", f" (measured $\\rho_1 = {rho_meas:.5f}$ against the "
+                                     f"predicted ${rho_pred:.5f}$; the step is "
+                                     f"$(1 + \\beta_1)(1 - \\rho_1)$)")
     return Check(
         name="adam_critical_damping",
         description="Adam at the predicted critically damped learning rate: the step eta_eff K "
@@ -100,5 +128,6 @@ def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9
         band={"tolerance": N_SIGMA * se,
               "derivation": f"4 SE of the per-run step estimates over R = {R} runs"},
         verdict="pass" if abs(a_meas - a_c) <= N_SIGMA * se else "fail",
+        headline=hl, reason=reason,
         details={"units": "dimensionless step eta_eff K", "eta_critical": eta_c, "runs": R,
                  "steps": T, "notes": notes})

@@ -4,6 +4,7 @@ L1 mean-field and moment-closure trajectories, and per-run stationary statistics
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,8 +16,25 @@ from grpo_theory.simulation import simulate
 from grpo_theory.theory.drift import drift, update_variance
 from grpo_theory.validate import check_int
 
-__all__ = ["BASE_MODEL", "BASE", "N_SIGMA", "Check", "CrosscheckReport", "mean_field_trajectory",
-           "moment_closure_trajectory", "as_base"]
+__all__ = [
+    "BASE",
+    "BASE_MODEL",
+    "N_SIGMA",
+    "TABLE_COLUMNS",
+    "Check",
+    "CrosscheckReport",
+    "as_base",
+    "band_contains",
+    "band_reason",
+    "fmt_value",
+    "format_band",
+    "format_headline_numbers",
+    "g2",
+    "headline",
+    "mean_field_trajectory",
+    "moment_closure_trajectory",
+    "table_row",
+]
 
 #: The base model of the checks: two-action bandit, p_ref = 0.3, std advantages with the
 #: simulator's epsilon_adv = 1e-4, exact KL with beta = 2, the stale surrogate, G = 8.
@@ -43,14 +61,128 @@ BASE = as_base()
 N_SIGMA = 4.0
 
 
+def headline(quantity, units, setting, predicted, measured, band, band_kind, *,
+             compare="measured", statistic=None) -> dict:
+    r"""The physical headline of a check.
+
+    ``quantity``/``setting``: prose (LaTeX between dollars, :mod:`grpo_theory.theory.prose`);
+    ``units``: words; ``predicted``/``measured``: numbers in ``units`` (``measured`` may be a
+    ``[low, high]`` pair when the measurement is itself an interval, e.g. a bracket on a grid);
+    ``band``: ``[low, high]`` in ``units`` (an end may be ``None``: not established);
+    ``band_kind``: what the band is, in words; ``compare``: which number the band must
+    contain for a pass — ``"measured"`` (the band is the acceptance interval around the
+    prediction) or ``"predicted"`` (the band is the measured interval);
+    ``statistic``: ``{"name", "value", "tolerance"}`` when the verdict is decided by a
+    normalised statistic (reported in the details, not in the main table).
+    ``inside`` is computed here from ``band`` and the compared number."""
+    band = [None if b is None else float(b) for b in band]
+    x = measured if compare == "measured" else predicted
+    return {"quantity": quantity, "units": units, "setting": setting,
+            "predicted": predicted, "measured": measured, "band": band,
+            "band_kind": band_kind, "compare": compare, "statistic": statistic,
+            "inside": band_contains(band, x)}
+
+
+def band_contains(band, x) -> bool:
+    """True when ``x`` (a number) lies in ``band`` = [low, high] (ends included); False when
+    ``x`` or an end of the band is missing or not finite."""
+    if x is None or band is None or len(band) != 2 or any(b is None for b in band):
+        return False
+    if isinstance(x, (list, tuple)):
+        return False
+    lo, hi = float(band[0]), float(band[1])
+    x = float(x)
+    return math.isfinite(x) and not math.isnan(lo) and not math.isnan(hi) and lo <= x <= hi
+
+
+def fmt_value(x, resolution=None) -> str:
+    """A number for a table: integers as integers; otherwise enough significant digits to
+    resolve ``resolution`` (e.g. the band's half-width) to two digits, at least three."""
+    if x is None:
+        return "—"
+    if isinstance(x, (list, tuple)):
+        return "–".join(fmt_value(v, resolution) for v in x)
+    if isinstance(x, (bool, np.bool_)):
+        return str(bool(x))
+    if isinstance(x, (int, np.integer)) or (isinstance(x, float) and x.is_integer()
+                                            and abs(x) < 1e6 and resolution is not None
+                                            and resolution >= 0.5):
+        return str(int(x))
+    x = float(x)
+    if not math.isfinite(x):
+        return "∞" if x > 0 else ("−∞" if x < 0 else "—")
+    if resolution is not None and resolution > 0 and math.isfinite(resolution):
+        d = 1 - math.floor(math.log10(resolution))      # decimals that show 2 digits of it
+        if 0 <= d <= 6 and abs(x) < 1e6:
+            return f"{x:.{d}f}"
+        if x != 0:
+            sig = min(max(math.floor(math.log10(abs(x))) + d + 1, 2), 8)
+            return _e(f"{x:.{sig - 1}e}")
+        return "0"
+    return _e(f"{x:.3g}")
+
+
+def g2(x) -> str:
+    """A small positive number to two significant digits (``1.3e-5``, ``0.011``)."""
+    return _e(f"{float(x):.2g}")
+
+
+def _e(s: str) -> str:
+    """``1.5e-04`` -> ``1.5e-4``."""
+    return re.sub(r"e([+-])0*(\d)", lambda m: "e" + ("-" if m.group(1) == "-" else "") + m.group(2), s)
+
+
+def format_band(h: dict) -> str:
+    """The band of a headline as text: ``low – high`` in its units (an open end as ``?``)."""
+    lo, hi = h.get("band") or (None, None)
+    res = _resolution(h)
+    def end(b):
+        return "?" if b is None else fmt_value(b, res)
+    return f"{end(lo)} – {end(hi)}"
+
+
+def _resolution(h: dict):
+    lo, hi = h.get("band") or (None, None)
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return (hi - lo) / 2 if hi > lo else None
+
+
+def format_headline_numbers(h: dict) -> tuple[str, str, str]:
+    """(predicted, measured, band) of a headline as text with a common resolution."""
+    res = _resolution(h)
+    return fmt_value(h.get("predicted"), res), fmt_value(h.get("measured"), res), format_band(h)
+
+
+def band_reason(h: dict, what: str, extra: str = "", units: bool = True) -> str:
+    """The verdict's reason for a headline ``h`` in one sentence: whether the compared
+    number lies in the band, with the numbers in the headline's units; ``what`` names the
+    quantity (prose), ``extra`` is appended (e.g. "; the worst of 8 variances");
+    ``units=False`` leaves the unit word out."""
+    pred, meas, band = format_headline_numbers(h)
+    unit = h.get("units") or ""
+    u = f" {unit}" if units and unit and unit != "dimensionless" else ""
+    where = "inside" if h["inside"] else "outside"
+    if h.get("compare") == "predicted":
+        text = f"the predicted {what} = {pred}{u} is {where} the {h['band_kind']} {band}"
+    else:
+        text = (f"measured {what} = {meas}{u} is {where} the band {band} of the prediction "
+                f"{pred} ({h['band_kind']})")
+    return text + extra
+
+
 @dataclass
 class Check:
     """One comparison of a prediction with the simulation.
 
-    ``predicted``/``measured``: the headline numbers (units in ``details["units"]``);
-    ``error``: their difference (or the statistic named in ``details``); ``band``: dict
-    with ``tolerance`` (same units as ``error``) and ``derivation`` (how it follows from
-    the replications); ``verdict``: "pass", "fail" or "info" (not a pass/fail check).
+    ``headline``: the physical comparison the verdict rests on (see :func:`headline`:
+    quantity, units, setting, predicted, measured, band in the same units, ...);
+    ``reason``: the verdict's reason in one sentence (prose, math between dollars).
+    ``predicted``/``measured``/``error``/``band`` are the check's own statistic (kept for
+    readers of ``to_dict``): ``predicted``/``measured`` its headline numbers or a normalised
+    statistic (units in ``details["units"]``), ``error`` their difference, ``band`` a dict
+    with ``tolerance`` (same units as ``error``) and ``derivation`` (how it follows from the
+    replications); ``verdict``: "pass", "fail", "info" (not a pass/fail check) or "n/a".
     """
 
     name: str
@@ -61,12 +193,44 @@ class Check:
     band: dict
     verdict: str
     details: dict = field(default_factory=dict)
+    headline: dict = field(default_factory=dict)
+    reason: str = ""
 
     def to_dict(self) -> dict:
         return jsonable({"name": self.name, "description": self.description,
                        "predicted": self.predicted, "measured": self.measured,
                        "error": self.error, "band": self.band, "verdict": self.verdict,
-                       "details": self.details})
+                       "details": self.details, "headline": self.headline,
+                       "reason": self.reason})
+
+
+#: columns of the cross-check table (terminal and report)
+TABLE_COLUMNS = ("check", "quantity", "setting", "predicted", "measured", "band",
+                 "verdict: reason")
+
+
+def table_row(c, render=lambda s: s) -> tuple:
+    """The table cells of one check (``c`` a :class:`Check` or its ``to_dict``); ``render``
+    turns prose into the target format (``prose.to_plain`` or ``prose.to_markdown``)."""
+    get = (lambda k, d=None: c.get(k, d)) if isinstance(c, dict) else (lambda k, d=None: getattr(c, k, d))
+    h = get("headline") or {}
+    verdict = str(get("verdict", "")).upper()
+    reason = get("reason") or ""
+    if h:
+        units = h.get("units") or ""
+        pred, meas, band = format_headline_numbers(h)
+        kind = h.get("band_kind") or ""
+        cells = (get("name"), render(h.get("quantity", "")) + (f" [{units}]" if units else ""),
+                 render(h.get("setting", "")), pred, meas,
+                 band + (f" ({render(kind)})" if kind else ""))
+    else:                              # a check without a headline: its own statistic
+        b = get("band") or {}
+        tol = b.get("tolerance") if isinstance(b, dict) else None
+        units = ((get("details") or {}).get("units") or "") if isinstance(get("details"), dict) else ""
+        cells = (get("name"), "statistic" + (f" [{units}]" if units else ""), "—",
+                 fmt_value(get("predicted")), fmt_value(get("measured")),
+                 "—" if tol is None else f"± {fmt_value(tol)} around the prediction")
+    return cells + (f"{verdict}: {render(reason)}" if reason else verdict,)
 
 
 @dataclass
@@ -98,28 +262,34 @@ class CrosscheckReport(Result):
         return 0 if self.passed else 1
 
     def table(self) -> str:
-        def fmt(x):
-            if x is None:
-                return "-"
-            if isinstance(x, (int, np.integer)):
-                return str(int(x))
-            x = float(x)
-            return f"{x:.4g}" if math.isfinite(x) else str(x)
+        """The cross-check table (one row per check: physical quantity, setting, predicted,
+        measured, band in the same units, verdict and its reason), then per check its
+        description, band derivation, decisive statistic and notes."""
+        from grpo_theory.theory.prose import to_plain
 
-        rows = [("check", "predicted", "measured", "error", "band", "verdict")]
-        for c in self.checks:
-            rows.append((c.name, fmt(c.predicted), fmt(c.measured), fmt(c.error),
-                         fmt(c.band.get("tolerance")), c.verdict.upper()))
-        widths = [max(len(r[i]) for r in rows) for i in range(6)]
-        lines = ["  ".join(s.ljust(w) for s, w in zip(r, widths)) for r in rows]
-        lines.insert(1, "  ".join("-" * w for w in widths))
+        def plain(s):
+            try:
+                return to_plain(s)
+            except ValueError:          # not prose (an unbalanced dollar): as it is
+                return str(s)
+
+        rows = [TABLE_COLUMNS] + [tuple(str(x) for x in table_row(c, plain)) for c in self.checks]
+        n = len(TABLE_COLUMNS)
+        widths = [max(len(r[i]) for r in rows) for i in range(n - 1)]
+        lines = ["  ".join([s.ljust(w) for s, w in zip(r[:-1], widths)] + [r[-1]]).rstrip()
+                 for r in rows]
+        lines.insert(1, "  ".join(["-" * w for w in widths] + ["-" * len(TABLE_COLUMNS[-1])]))
         for c in self.checks:
             if c.verdict == "fail":
-                lines.append(f"FAIL {c.name}: {c.details.get('failure_reason', 'see its notes below')}")
+                lines.append(f"FAIL {c.name}: {c.details.get('failure_reason') or plain(c.reason) or 'see its notes below'}")
         lines.append("")
         for c in self.checks:
             lines.append(f"[{c.name}] {c.description}")
             lines.append(f"    band: {c.band.get('derivation', '')}")
+            st = (c.headline or {}).get("statistic")
+            if st:
+                lines.append(f"    statistic: {plain(st['name'])} = {fmt_value(st['value'])} "
+                             f"(pass iff ≤ {fmt_value(st['tolerance'])})")
             for note in c.details.get("notes", []):
                 lines.append(f"    - {note}")
         lines.append("")

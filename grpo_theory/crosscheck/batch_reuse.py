@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_theory.crosscheck.base import BASE_MODEL, N_SIGMA, Check, _sim, _stationary_var, _variant
+from grpo_theory.crosscheck.base import (
+    BASE_MODEL,
+    N_SIGMA,
+    Check,
+    _sim,
+    _stationary_var,
+    _variant,
+    band_reason,
+    headline,
+)
 
 REFRESH_INTERVAL = 4
 LEARNING_RATE = 0.1
@@ -29,9 +38,14 @@ def _check(reuse, quick, seed_seq, base):
     var, se, ts = _stationary_var(res.z, t0, 7)
     p = pred[reuse].stationary_variance_z
     ratio = pred["batch"].stationary_variance_z / pred["fresh"].stationary_variance_z
-    notes = [f"k = {REFRESH_INTERVAL}, eta = {LEARNING_RATE}, SGD, G = {model.group_size}, B = 1: "
+    notes = [(f"k = {REFRESH_INTERVAL}, eta = {LEARNING_RATE}, SGD, G = {model.group_size}, B = 1: "
              f"exact L2 Var z {p:.4g} (batch/fresh = {ratio:.3f}), simulation {var:.4g} ± {se:.2g} "
-             f"(relative error {100 * (var - p) / p:+.1f}%)"]
+             f"(relative error {100 * (var - p) / p:+.1f}%)")]
+    hl = headline("stationary variance of the logit $z$", "logits²",
+                  f"{'one batch per window' if reuse == 'batch' else 'fresh batch per step'}, "
+                  f"$k = {REFRESH_INTERVAL}$, SGD $\\eta = {LEARNING_RATE}$, $G = {model.group_size}$, "
+                  f"{R} runs", p, var, [p - N_SIGMA * se, p + N_SIGMA * se], "L2 ± 4 SE")
+    reason = band_reason(hl, "variance", f" (relative error {100 * (var - p) / p:+.1f} %)")
     return Check(
         name=f"reuse_{reuse}",
         description=("stationary Var z with " + ("one batch reused by the k steps of a window "
@@ -40,7 +54,7 @@ def _check(reuse, quick, seed_seq, base):
         predicted=p, measured=var, error=var - p,
         band={"tolerance": N_SIGMA * se,
               "derivation": f"4 SE of the phase-averaged variance over R = {R} independent runs"},
-        verdict="pass" if abs(var - p) <= N_SIGMA * se else "fail",
+        verdict="pass" if abs(var - p) <= N_SIGMA * se else "fail", headline=hl, reason=reason,
         details={"units": "logits^2", "relative_error": (var - p) / p,
                  "predicted_batch_over_fresh": ratio, "runs": R, "steps": T,
                  "times": [int(ts[0]), int(ts[-1])], "notes": notes})

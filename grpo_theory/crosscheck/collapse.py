@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from grpo_theory.crosscheck.base import N_SIGMA, Check, _sim
+from grpo_theory.crosscheck.base import N_SIGMA, Check, _sim, band_reason, headline
 from grpo_theory.model import GRPOModel
 from grpo_theory.theory.collapse import collapse_risk
 
@@ -54,13 +54,23 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
     measured = float(hit.mean())
     pred = risk.probability
     se = math.sqrt(pred * (1 - pred) / R)
-    notes = [f"G = {model.group_size}, eta = {model.learning_rate}, beta = {model.kl_coef}, "
+    notes = [(f"G = {model.group_size}, eta = {model.learning_rate}, beta = {model.kl_coef}, "
              f"k = {model.refresh_interval} ({model.reuse}): "
              f"p* = {risk.p_star:.4f}, degenerate level {d:.4g}, basin depth "
              f"{risk.basin_depth:.3g} noise temperatures, mean first passage "
-             f"{risk.mean_first_passage_steps:.4g} steps",
-             f"P(collapsed by T = {steps}): first-passage model {pred:.4f}, simulation "
-             f"{measured:.4f} ({hit.sum()} of {R} runs)"]
+             f"{risk.mean_first_passage_steps:.4g} steps"),
+             (f"P(collapsed by T = {steps}): first-passage model {pred:.4f}, simulation "
+             f"{measured:.4f} ({hit.sum()} of {R} runs)")]
+    hl = headline(f"fraction of runs collapsed by step $T = {steps}$ "
+                  f"($p$ outside $[{d:.4g}, {1 - d:.4g}]$)", "fraction of runs",
+                  f"$G = {model.group_size}$, SGD $\\eta = {model.learning_rate:g}$, "
+                  f"$\\beta = {model.kl_coef:g}$, $k = {model.refresh_interval}$"
+                  + (f" ({model.reuse} reuse)" if model.refresh_interval > 1 else "")
+                  + f", from $p^*$, {R} runs", pred, measured,
+                  [pred - N_SIGMA * se, pred + N_SIGMA * se], "first-passage model ± 4 binomial SE")
+    reason = band_reason(hl, "collapsed fraction", f" ({int(hit.sum())} of {R} runs; mean "
+                                                   f"first passage {risk.mean_first_passage_steps:.4g} "
+                                                   "steps)", units=False)
     return Check(
         name=name,
         description="fraction of runs that reach a degenerate policy (p outside [delta, "
@@ -69,7 +79,8 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
         predicted=pred, measured=measured, error=measured - pred,
         band={"tolerance": N_SIGMA * se,
               "derivation": f"4 binomial SE sqrt(P(1-P)/R) at the predicted P, R = {R} runs"},
-        verdict="pass" if abs(measured - pred) <= N_SIGMA * se else "fail",
+        verdict="pass" if abs(measured - pred) <= N_SIGMA * se else "fail", headline=hl,
+        reason=reason,
         details={"units": "probability", "tau": risk.mean_first_passage_steps,
                  "basin_depth": risk.basin_depth, "degenerate_level": d, "runs": R,
                  "steps": steps, "notes": notes})

@@ -8,9 +8,19 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
 
+from grpo_theory.crosscheck.base import (
+    N_SIGMA,
+    Check,
+    _sim,
+    _stationary_mean,
+    _times,
+    _variant,
+    as_base,
+    band_reason,
+    headline,
+)
 from grpo_theory.theory import discrete, oscillator
 from grpo_theory.theory.fixed_points import stable_fixed_point
-from grpo_theory.crosscheck.base import (N_SIGMA, Check, _sim, _times, _variant, as_base, _stationary_mean)
 
 
 def _linear_map(T, x0, a, mu):
@@ -52,6 +62,7 @@ def check_damping_transition(quick=True, seed_seq=None, base=None, momentum=0.5,
         over = (m[ts] - plateau) * (-np.sign(x0))
         band = N_SIGMA * np.hypot(sem[ts], plateau_se)
         detected = bool(np.any(over > band))
+        j = int(np.argmax(over - band))            # the time closest to (or past) detection
         lin = _linear_map(T, x0, a, mu)
         amp_pred = float(max(0.0, np.max(lin * -np.sign(x0))))
         osc = oscillator.coefficients(eta, mu, 0.0, K, fresh_fraction=fp.fresh_fraction)
@@ -69,19 +80,22 @@ def check_damping_transition(quick=True, seed_seq=None, base=None, momentum=0.5,
                                                      ).discrete_regime,
                      "overshoot_sim": float(np.max(over)), "overshoot_band": float(np.median(band)),
                      "overshoot_pred_L2": amp_pred, "detected": detected, "expected": expected,
+                     "overshoot_at_closest": float(over[j]), "band_at_closest": float(band[j]),
+                     "time_closest": int(ts[j]),
                      "consistent": ok})
     det = [r["factor"] for r in rows if r["detected"]]
     nodet = [r["factor"] for r in rows if not r["detected"] and (not det or r["factor"] < min(det))]
     measured = min(det) if det else float("nan")
     verdict = "pass" if all(r["consistent"] for r in rows) else "fail"
-    notes = [f"discrete critical damping eta_c K = (1 - sqrt(mu))^2 = {a_c:.4g} (eta_c = {eta_c:.4g}); "
-             f"L3 zeta = 1 at eta K = {a_l3:.4g} ({a_l3 / a_c:.3f} eta_c)",
-             f"simulation: no overshoot up to {max(nodet) if nodet else None} eta_c, first "
-             f"overshoot at {measured} eta_c"]
+    notes = [(f"discrete critical damping eta_c K = (1 - sqrt(mu))^2 = {a_c:.4g} (eta_c = {eta_c:.4g}); "
+             f"L3 zeta = 1 at eta K = {a_l3:.4g} ({a_l3 / a_c:.3f} eta_c)"),
+             (f"simulation: no overshoot up to {max(nodet) if nodet else None} eta_c, first "
+             f"overshoot at {measured} eta_c")]
     notes += [f"eta = {r['factor']} eta_c (zeta_L3 {r['damping_ratio_L3']:.3g}, L2 {r['regime_L2']}): "
               f"overshoot sim {r['overshoot_sim']:.3g} (band {r['overshoot_band']:.2g}), L2 pred "
               f"{r['overshoot_pred_L2']:.3g}, expected {r['expected']} -> "
               f"{'ok' if r['consistent'] else 'INCONSISTENT'}" for r in rows]
+    hl, reason = _headline(rows, eta_c, mu, x0, R)
     return Check(
         name="damping_transition",
         description="overdamped-to-oscillatory transition: overshoot of the plateau by the "
@@ -95,7 +109,46 @@ def check_damping_transition(quick=True, seed_seq=None, base=None, momentum=0.5,
                             "L2 overshoot exceeds twice the band shows one; smaller predicted "
                             "overshoots are 'below resolution'. Measured = first eta/eta_c "
                             "with overshoot (the grid resolution is the band)"},
-        verdict=verdict,
+        verdict=verdict, headline=hl, reason=reason,
         details={"units": "learning rate / discrete critical learning rate", "rows": rows,
                  "eta_c": eta_c, "eta_K_critical_discrete": a_c, "eta_K_critical_L3": a_l3,
                  "momentum": mu, "x0": x0, "runs": R, "notes": notes})
+
+
+def _headline(rows, eta_c, mu, x0, R):
+    """On a pass: the learning rate of the first overshoot against the band of grid learning
+    rates where it may appear (above eta_c, at most the first point whose L2 overshoot is
+    resolvable); on a failure: the overshoot at the first inconsistent grid point."""
+    setting = (f"on-policy, $\\mu = {mu:g}$, start $z^* {'-' if x0 < 0 else '+'} {abs(x0):g}$, {R} runs, $\\eta$ on a grid of "
+               f"{len(rows)} multiples of $\\eta_c$")
+    bad = [r for r in rows if not r["consistent"]]
+    if not bad:
+        above = [r["learning_rate"] for r in rows if r["expected"] != "none"]
+        resolvable = [r["learning_rate"] for r in rows if r["expected"] == "overshoot"]
+        det = [r for r in rows if r["detected"]]
+        first = det[0]["learning_rate"] if det else None
+        hl = headline("learning rate $\\eta$ of the first overshoot of the plateau "
+                      "(onset of oscillation)", "dimensionless", setting, eta_c, first,
+                      [min(above) if above else None, min(resolvable) if resolvable else None],
+                      "grid $\\eta$ above $\\eta_c$ up to the first with a resolvable L2 overshoot")
+        nores = [r for r in rows if r["expected"] == "below resolution"]
+        extra = (f"; predicted: none at or below $\\eta_c = {eta_c:.4g}$ (the discrete critical "
+                 "damping), and overshoots resolvable from "
+                 f"$\\eta = {min(resolvable):.4g}$" if resolvable else "")
+        if nores:
+            extra += (f" (at $\\eta = {nores[0]['learning_rate']:.4g}$ L2 predicts "
+                      f"{nores[0]['overshoot_pred_L2']:.2g} logits, below the resolution "
+                      f"{2 * nores[0]['overshoot_band']:.2g})")
+        return hl, band_reason(hl, "first-overshoot $\\eta$", extra)
+    r = bad[0]
+    o, b = r["overshoot_at_closest"], r["band_at_closest"]
+    q = (f"overshoot of the plateau by the mean at $\\eta = {r['learning_rate']:.4g}$ "
+         f"({r['factor']:g} $\\eta_c$)")
+    if r["expected"] == "none":
+        hl = headline(q, "logits", setting, 0.0, o, [-b, b], "no overshoot (overdamped) ± 4 SE")
+        why = ", so an overdamped point shows an overshoot"
+    else:
+        hl = headline(q, "logits", setting, r["overshoot_pred_L2"], o, [b, math.inf],
+                      "detectable: above 4 SE")
+        why = ", so a predicted, resolvable overshoot was not seen"
+    return hl, band_reason(hl, "overshoot", why)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_theory.crosscheck.base import Check, _sim
+from grpo_theory.crosscheck.base import Check, _sim, band_reason, headline
 from grpo_theory.model import GRPOModel
 
 #: |z_T - z*| (logits) below which a run has contracted onto z*: without noise at z* a stable
@@ -44,11 +44,21 @@ def check_k1_refresh_threshold(quick=True, seed_seq=None, base=None) -> Check:
     k3 = model.replace(kl="k3").stability()
     k3_text = ("every refresh interval is stable: no threshold" if k3.stable_for_every_refresh_interval
                else f"L2 k_max = {k3.max_stable_refresh_interval}")
-    notes = [f"z* = z_ref + 1/beta = {fp.z:.4f}, K = {fp.stiffness:.4g} all stale "
-             f"(K_fresh = {fp.stiffness_fresh + 0.0:g}); eta = {model.learning_rate}",
-             f"exact L2 threshold k_max = {k_pred}; measured: runs contract onto z* for k = "
-             f"{stable} of 1..{k_pred + 2}",
+    notes = [(f"z* = z_ref + 1/beta = {fp.z:.4f}, K = {fp.stiffness:.4g} all stale "
+             f"(K_fresh = {fp.stiffness_fresh + 0.0:g}); eta = {model.learning_rate}"),
+             (f"exact L2 threshold k_max = {k_pred}; measured: runs contract onto z* for k = "
+             f"{stable} of 1..{k_pred + 2}"),
              f"the same variant with k3 in the loss (fresh KL force): {k3_text}"]
+    hl = headline("largest stable refresh interval $k_{\\max}$", "steps",
+                  f"KL in the reward (k1, all stale), mean advantages, $\\beta = {model.kl_coef:g}$, "
+                  f"SGD $\\eta = {model.learning_rate:g}$, {R} runs", k_pred,
+                  k_meas if consistent else None, [k_pred, k_pred], "exact agreement")
+    if consistent:
+        reason = band_reason(hl, "$k_{\\max}$", f" (runs contract onto $z^*$ at every "
+                                                  f"$k \\le {k_meas}$, not at $k = {k_meas + 1}$)")
+    else:
+        reason = (f"the runs show no threshold: they contract at $k = "
+                  f"{', '.join(map(str, stable))}$ but not at every smaller $k$")
     return Check(
         name="k1_refresh_threshold",
         description="KL in the reward: largest refresh interval whose runs contract onto "
@@ -57,5 +67,5 @@ def check_k1_refresh_threshold(quick=True, seed_seq=None, base=None) -> Check:
         band={"tolerance": 0, "derivation": "integer threshold: exact agreement required "
                                             f"(R = {R} runs, T = {T} steps per k; a k is stable "
                                             f"when the median |z_T - z*| < {CONVERGED:g})"},
-        verdict="pass" if k_meas == k_pred and consistent else "fail",
+        verdict="pass" if k_meas == k_pred and consistent else "fail", headline=hl, reason=reason,
         details={"units": "steps", "rows": rows, "notes": notes})

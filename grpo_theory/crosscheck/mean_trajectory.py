@@ -6,9 +6,21 @@ import math
 
 import numpy as np
 
+from grpo_theory.crosscheck.base import (
+    N_SIGMA,
+    Check,
+    _sim,
+    _times,
+    _variant,
+    as_base,
+    band_reason,
+    g2,
+    headline,
+    mean_field_trajectory,
+    moment_closure_trajectory,
+)
 from grpo_theory.theory import discrete, oscillator
 from grpo_theory.theory.fixed_points import stable_fixed_point
-from grpo_theory.crosscheck.base import (N_SIGMA, Check, _sim, _times, _variant, as_base, mean_field_trajectory, moment_closure_trajectory)
 
 
 def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
@@ -47,6 +59,13 @@ def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
         st = discrete.stability(eta_arr[i], mu, 1, K, fresh_fraction=fp.fresh_fraction)
         l3 = fp.z + osc.trajectory(t_all, z0 - fp.z, 0.0)
         rms_l3 = float(np.sqrt(np.mean((m - l3) ** 2)))
+        j = int(np.argmax(ratio))
+        if ratio[j] >= worst:
+            t = int(ts[j])
+            half = float(N_SIGMA * sem[t] + abs(bias[t]))
+            binding = {"setting": name, "i": i, "t": t, "pred": float(L1[i, t]),
+                       "meas": float(m[t]), "half": half, "sem": float(sem[t]),
+                       "bias": float(bias[t])}
         worst = max(worst, float(ratio.max()))
         worst_l3 = max(worst_l3, rms_l3)
         rows.append({"setting": name, "learning_rate": eta_arr[i], "momentum": mu,
@@ -62,6 +81,19 @@ def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
         curves[name] = {"t": t_all, "sim_mean": m, "sim_sem": sem, "L1": L1[i],
                         "closure": mc[i], "L3": l3}
     verdict = "pass" if worst <= 1.0 else "fail"
+    b = binding
+    hl = headline(
+        "mean logit $z(t)$ at the worst time", "logits",
+        f"{b['setting']}: $\\mu = {mu:g}$, $\\eta = {eta_arr[b['i']]:.3g}$, $t = {b['t']}$, "
+        f"{R} runs",
+        b["pred"], b["meas"], [b["pred"] - b["half"], b["pred"] + b["half"]],
+        "L1 ± (4 SEM + |closure bias|)",
+        statistic={"name": "largest $|\\bar z_{sim} - z_{L1}| / (4\\,\\mathrm{SEM} + |b|)$ over "
+                           f"{len(names)} settings and {len(ts)} times",
+                   "value": worst, "tolerance": 1.0})
+    reason = band_reason(hl, "mean $z$", f", at the worst of {len(names)} settings × {len(ts)} "
+                                         f"times (4 SEM $= {g2(4 * b['sem'])}$, closure bias "
+                                         f"${g2(abs(b['bias']))}$)")
     return Check(
         name="mean_trajectory",
         description="ensemble-mean z(t) vs the exact L1 mean-field map (and L3 closed form) "
@@ -73,7 +105,7 @@ def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
                             "second-order moment closure minus L1 (the O(eta^2 Var) "
                             "mean-field bias, computed, not fitted). L3 RMS error is "
                             "information (a linearisation about z*)."},
-        verdict=verdict,
+        verdict=verdict, headline=hl, reason=reason,
         details={"units": "z in logits", "rows": rows, "curves": curves,
                  "fixed_point": fp.to_dict(),
                  "times_compared": ts, "runs": R, "steps": T,

@@ -6,10 +6,21 @@ import math
 
 import numpy as np
 
+from grpo_theory.crosscheck.base import (
+    N_SIGMA,
+    Check,
+    _second_order_offsets,
+    _sim,
+    _stationary_mean,
+    _variant,
+    as_base,
+    band_reason,
+    g2,
+    headline,
+)
 from grpo_theory.theory import noise
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import mroueh_fixed_point, stable_fixed_point
-from grpo_theory.crosscheck.base import (N_SIGMA, Check, _sim, _variant, as_base, _stationary_mean, _second_order_offsets)
 
 
 def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_rate=0.1) -> Check:
@@ -39,7 +50,7 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
         pred = pred + p_shift
         res = _sim(children[i], steps=T, runs=R, learning_rate=eta, record=("reward",),
                    **dict(base, normalization=norm, kl=kl, group_size=G))
-        relax = int(math.ceil(5.0 / (eta * fp.stiffness)))
+        relax = math.ceil(5.0 / (eta * fp.stiffness))
         m, se = _stationary_mean(res.reward, min(max(relax, T // 2), T - 10))
         tol = N_SIGMA * se + abs(dp)
         ratio = abs(m - pred) / tol
@@ -53,6 +64,20 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
     notes = [f"{r['variant']} G={r['group_size']} ({r['prediction']}): predicted {r['p_pred']:.5f},"
              f" measured {r['p_meas']:.5f} ± {r['sem']:.2g} (noise offset {r['second_order_offset']:.2g})"
              f" -> {r['ratio_to_band']:.2f} of band" for r in rows]
+    judged = [r for r in rows if r["prediction"] != "mroueh (G=inf)"]
+    r = max(judged, key=lambda r_: r_["ratio_to_band"])
+    half = N_SIGMA * r["sem"] + abs(r["second_order_offset"])
+    norm, kl = r["variant"].split("+")
+    hl = headline("stationary mean reward (plateau) $\\bar p$", "reward",
+                  f"{norm} advantages, {kl} KL, $G = {r['group_size']}$, SGD $\\eta = {eta:g}$, "
+                  f"{R} runs", r["p_pred"], r["p_meas"], [r["p_pred"] - half, r["p_pred"] + half],
+                  "fixed point ± (4 SEM + |noise offset|)",
+                  statistic={"name": "largest $|\\bar p_{sim} - p^*| / (4\\,\\mathrm{SEM} + |dp|)$ "
+                                     f"over {len(judged)} variants", "value": worst,
+                             "tolerance": 1.0})
+    reason = band_reason(hl, "plateau", f", the worst of {len(judged)} variants (4 SEM "
+                                        f"$= {g2(N_SIGMA * r['sem'])}$, noise offset "
+                                        f"${g2(abs(r['second_order_offset']))}$)")
     return Check(
         name="plateaus",
         description="stationary mean reward vs the predicted stable fixed point for std/mean × "
@@ -63,9 +88,9 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
                             f"per-run time averages (after >= 5 relaxation times) over R={R} "
                             "runs; dp the computed second-order noise offset "
                             "sigma'(z*) F''Var/(2K) + sigma''(z*) Var/2 with the exact AR variance"},
-        verdict="pass" if worst <= 1.0 else "fail",
+        verdict="pass" if worst <= 1.0 else "fail", headline=hl, reason=reason,
         details={"units": "reward", "rows": rows, "learning_rate": eta, "runs": R, "steps": T,
                  "p_shift": p_shift,
-                 "notes": notes + ["the Mroueh row is information (not in the verdict): Mroueh's "
+                 "notes": notes + [("the Mroueh row is information (not in the verdict): Mroueh's "
                                    "map is the G -> inf limit, and its distance to the finite-G "
-                                   "fixed point is shown next to the SEM"]})
+                                   "fixed point is shown next to the SEM")]})

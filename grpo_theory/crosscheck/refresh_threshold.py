@@ -8,10 +8,18 @@ import math
 import numpy as np
 from scipy.special import expit
 
+from grpo_theory.crosscheck.base import (
+    BASE,
+    N_SIGMA,
+    Check,
+    _sim,
+    as_base,
+    band_reason,
+    headline,
+)
 from grpo_theory.model import GRPOModel
 from grpo_theory.theory import discrete
 from grpo_theory.theory.drift import drift, update_variance
-from grpo_theory.crosscheck.base import BASE, N_SIGMA, Check, _sim, as_base
 
 #: KL in the loss (exact, beta = 1): p* = 0.737, K = 0.293 per unit eta, K_f/K = 0.145
 THRESHOLD_VARIANT = dict(BASE, kl_coef=1.0)
@@ -122,7 +130,7 @@ def _one_setting(label, variant, prompts, mu, aK, factors, R, seed_seq, stiffnes
     K_used = K * stiffness_scale
     k_pred = discrete.max_stable_refresh_interval(eta, mu, K_used, fresh_fraction=phi)
     k_true = discrete.max_stable_refresh_interval(eta, mu, K, fresh_fraction=phi)
-    ks = sorted({max(1, int(round(k_true * f))) for f in factors})
+    ks = sorted({max(1, round(k_true * f)) for f in factors})
     derivs = _derivatives(fp.z, dict(variant))
     nk = {n: variant[n] for n in ("normalization", "kl", "group_size", "kl_coef", "p_ref",
                                   "adv_eps")}
@@ -173,7 +181,8 @@ def _one_setting(label, variant, prompts, mu, aK, factors, R, seed_seq, stiffnes
     reasons += [f"{label}: no k measured growing"] if not growing else []
     reasons += [f"{label}: k = {r['refresh_interval']}: mean deviation off L2 by "
                 f"{r['agreement_ratio']:.2f} x (4 SE + bias)" for r in rows if not r["consistent"]]
-    summary = {"setting": label, "prompts": prompts, "momentum": mu, "eta_K": aK, "learning_rate": eta,
+    summary = {"setting": label, "kl": variant["kl"], "kl_coef": variant["kl_coef"],
+               "normalization": variant["normalization"], "prompts": prompts, "momentum": mu, "eta_K": aK, "learning_rate": eta,
                "stiffness": K, "fresh_fraction": phi, "k_max_L2": k_pred,
                "k_max_L2_true_K": k_true,
                "k_max_published": discrete.stability(eta, mu, 1, K, fresh_fraction=phi)
@@ -221,6 +230,7 @@ def check_refresh_threshold(quick=True, seed_seq=None, base=None, stiffness_scal
                              f"{r['pred_x_L2'][-1]:.4g}; max |sim-L2|/(4SE+bias) "
                              f"{r['agreement_ratio']:.2f}; bias/4SE {r['bias_over_4se']:.2f}; "
                              f"|sim-(L2+bias)|/4SE {r['corrected_ratio_to_4se']:.2f}")
+    hl, reason = _headline(summaries, rows, R)
     return Check(
         name="refresh_threshold",
         description="largest stable refresh interval at real-run settings (k 2-64, eta K "
@@ -237,7 +247,75 @@ def check_refresh_threshold(quick=True, seed_seq=None, base=None, stiffness_scal
                             f"every k agrees, no k <= k_max is growing, no k > k_max contracting, "
                             f"both occur (so the bracket contains the L2 k_max). predicted / "
                             f"measured: settings / settings whose bracket contains the L2 k_max"},
-        verdict=verdict,
+        verdict=verdict, headline=hl, reason=reason,
         details={"units": "settings", "settings": summaries, "rows": rows, "x0": x0,
                  "runs": R, "windows": WINDOWS, "stiffness_scale": stiffness_scale,
                  "failure_reason": "; ".join(reasons) if reasons else None, "notes": notes})
+
+
+def _setting_text(s, R):
+    kl = ("KL in the reward (k1, all stale)" if s["kl"] == "k1_reward"
+          else f"KL in the loss ({s['kl']})")
+    return (f"{kl}, $\\beta = {s['kl_coef']:g}$, $\\mu = {s['momentum']:g}$, "
+            f"$\\eta K = {s['eta_K']:g}$, $B = {s['prompts']}$, {R} runs")
+
+
+def _bracket_headline(s, R, statistic):
+    lo, hi = s["bracket"]
+    band = [lo, None if hi is None else hi - 1]
+    return headline("largest stable refresh interval $k_{\\max}$", "steps", _setting_text(s, R),
+                    s["k_max_L2"], band, band,
+                    "measured bracket",
+                    compare="predicted", statistic=statistic)
+
+
+def _headline(summaries, rows, R):
+    """The binding comparison: the first failing setting (its bracket, or the worst mean
+    response when the bracket is right); on a pass the first setting's bracket, the others
+    named in the reason."""
+    worst = max(r["agreement_ratio"] for r in rows)
+    statistic = {"name": "largest $|\\bar x_n - x_{L2}| / (4\\,\\mathrm{SE} + |\\mathrm{bias}|)$ over "
+                         "every setting, $k$ and window (the mean responses)",
+                 "value": worst, "tolerance": 1.0}
+
+    def bracket_words(s):
+        lo, hi = s["bracket"]
+        return (f"runs contract at $k = {lo}$ and grow at $k = {hi}$" if lo is not None and
+                hi is not None else "the swept $k$ do not both contract and grow")
+    failing = [s for s in summaries if s["reasons"]]
+    if not failing:
+        s = summaries[0]
+        hl = _bracket_headline(s, R, statistic)
+        others = "; ".join(f"{o['k_max_L2']} in {o['bracket'][0]}–{o['bracket'][1] - 1}"
+                           for o in summaries[1:])
+        reason = band_reason(hl, "$k_{\\max}$", f" ({bracket_words(s)})" + (
+            f"; likewise at the other settings: {others}" if others else "")
+            + f"; every mean response follows L2 within {worst:.2f} of its band")
+        return hl, reason
+    s = failing[0]
+    k_pred = s["k_max_L2"]
+    grown = [r["refresh_interval"] for r in rows if r["setting"] == s["setting"]
+             and r["status"] == "growing"]
+    shrunk = [r["refresh_interval"] for r in rows if r["setting"] == s["setting"]
+              and r["status"] == "contracting"]
+    bracket_ok = (shrunk and grown and max(shrunk) <= k_pred < min(grown)
+                  and all(k <= k_pred for k in shrunk) and all(k > k_pred for k in grown))
+    if not bracket_ok:
+        hl = _bracket_headline(s, R, statistic)
+        wrong = ([(f"runs grow at $k = {', '.join(map(str, sorted(k for k in grown if k <= k_pred)))}$"
+                  " at or below it")] if any(k <= k_pred for k in grown) else [])
+        wrong += ([(f"runs contract at $k = {', '.join(map(str, sorted(k for k in shrunk if k > k_pred)))}$"
+                   " above it")] if any(k > k_pred for k in shrunk) else [])
+        return hl, band_reason(hl, "$k_{\\max}$", f" ({bracket_words(s)}"
+                               + "".join("; " + w for w in wrong) + ")")
+    r = max((r for r in rows if r["setting"] == s["setting"]), key=lambda r_: r_["agreement_ratio"])
+    m, se = np.array(r["mean_x"]), np.array(r["mean_x_se"])
+    lin, bias = np.array(r["pred_x_L2"]), np.array(r["bias_second_order"])
+    half = N_SIGMA * se + bias
+    n = 1 + int(np.argmax(np.abs(m[1:] - lin[1:]) / half[1:]))
+    hl = headline(f"mean offset $x_{{{n}}}$ after {n} windows at $k = {r['refresh_interval']}$",
+                  "logits", _setting_text(s, R), float(lin[n]), float(m[n]),
+                  [float(lin[n] - half[n]), float(lin[n] + half[n])],
+                  "L2 ± (4 SE + |second-order bias|)", statistic=statistic)
+    return hl, band_reason(hl, "mean offset", f" (the bracket {s['bracket']} contains "
+                                              f"$k_{{\\max}} = {k_pred}$)")

@@ -58,7 +58,9 @@ class ReportResult(Result):
         out = []
         cc = self.numbers.get("crosschecks") or {}
         for c in cc.get("checks", []):
-            if c.get("verdict") == "fail":
+            if c.get("verdict") == "fail" and c.get("reason"):
+                out.append(f"cross-check {c['name']} failed: {_plain(c['reason'])}")
+            elif c.get("verdict") == "fail":
                 tol = (c.get("band") or {}).get("tolerance")
                 out.append(f"cross-check {c['name']} failed: predicted {_f(c.get('predicted'))}, "
                            f"measured {_f(c.get('measured'))}, |error| {_f(abs(c['error']) if c.get('error') is not None else None)}"
@@ -103,6 +105,15 @@ class ReportResult(Result):
         for note in self.notes:
             L.append(f"  note: {note}")
         return "\n".join(L)
+
+
+def _plain(text) -> str:
+    from grpo_theory.theory.prose import to_plain
+
+    try:
+        return to_plain(text)
+    except ValueError:
+        return str(text)
 
 
 def _variant(model):
@@ -832,6 +843,29 @@ def _f(x, nd=4):
     return f"{x:.{nd}g}"
 
 
+def _prose_md(text) -> str:
+    """Prose (math between dollars) as Markdown; text that is not prose is escaped as words."""
+    from grpo_theory.theory.prose import to_markdown
+
+    try:
+        return to_markdown(text)
+    except ValueError:
+        return to_markdown(str(text).replace("$", "\\$"))
+
+
+def cc_markdown_table(checks) -> str:
+    """The cross-check table in Markdown: check | quantity | setting | predicted | measured |
+    band | verdict: reason, all in the physical units of each check's headline."""
+    from grpo_theory.crosscheck.base import TABLE_COLUMNS, table_row
+
+    lines = ["| " + " | ".join(TABLE_COLUMNS) + " |", "|" + "---|" * len(TABLE_COLUMNS)]
+    for c in checks:
+        cells = list(table_row(c, _prose_md))
+        cells[0] = f"`{cells[0]}`"
+        lines.append("| " + " | ".join(str(x).replace("\n", " ") for x in cells) + " |")
+    return "\n".join(lines)
+
+
 def _img(name, caption):
     return f"![{caption}]({name}.png)\n\n*{caption}* ([PDF]({name}.pdf))\n"
 
@@ -1058,23 +1092,21 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
     else:
         a(f"{len(cc.checks)} checks, {'all passed' if cc.passed else 'SOME FAILED'} "
           f"({'quick' if cc.quick else 'full'} mode, seed {cc.seed}).\n")
-        a("| check | units of the quantity | headline predicted | headline measured | error | band (tolerance) | verdict and reason |\n"
-          "|---|---|---|---|---|---|---|")
-        for c in cc.checks:
-            band = c.band.get("tolerance") if isinstance(c.band, dict) else c.band
-            units = c.details.get("units", "") if isinstance(c.details, dict) else ""
-            within = band is not None and c.error is not None and abs(c.error) <= band
-            reason = ("info only (not a pass/fail check)" if c.verdict == "info" else
-                      f"|error| {'≤' if within else '>'} tolerance")
-            a(f"| {c.name} | {units or '—'} | {_f(c.predicted)} | {_f(c.measured)} | "
-              f"{_f(c.error, 3)} | {_f(band, 3)} | {c.verdict}: {reason} |")
+        a(cc_markdown_table(cc.checks))
         a("")
-        a("The headline numbers above are each check's test statistic (often normalised by its band; "
-          "see its derivation below). The physical quantities behind each verdict, with their "
-          "statistical bands:\n")
+        a("Each row is the physical comparison the verdict rests on: the quantity in its units, "
+          "the prediction, the measurement and the band in the same units (how the band is "
+          "made is in parentheses); for a check over several settings, the binding one (on a "
+          "pass the worst-placed, on a failure the first failing). The per-check details below "
+          "give the band's derivation, the check's decisive statistic where it is a normalised "
+          "one (labelled as such) and the physical numbers of every setting:\n")
         for c in cc.checks:
             how = c.band.get("derivation", "") if isinstance(c.band, dict) else ""
             a(f"- **{c.name}**: {c.description}" + (f" Band: {how}" if how else ""))
+            st = (c.headline or {}).get("statistic") if isinstance(c.headline, dict) else None
+            if st:
+                a(f"  Decisive statistic (normalised, dimensionless): {_prose_md(st['name'])} "
+                  f"= {_f(st['value'], 3)}; pass iff ≤ {_f(st['tolerance'])}.")
             rows = c.details.get("rows") if isinstance(c.details, dict) else None
             if rows:
                 cols = [k for k in _PHYSICAL_COLUMNS.get(c.name, list(rows[0])[:6]) if k in rows[0]]

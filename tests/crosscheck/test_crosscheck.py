@@ -7,8 +7,12 @@ import numpy as np
 import pytest
 
 from grpo_theory.cli import main as cli_main
-from grpo_theory.crosscheck import (N_SIGMA, check_plateaus, check_refresh_threshold,
-                                    run_crosschecks)
+from grpo_theory.crosscheck import (
+    N_SIGMA,
+    check_plateaus,
+    check_refresh_threshold,
+    run_crosschecks,
+)
 
 
 @pytest.fixture(scope="module")
