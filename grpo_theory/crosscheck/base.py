@@ -261,10 +261,13 @@ class CrosscheckReport(Result):
     def exit_code(self) -> int:
         return 0 if self.passed else 1
 
-    def table(self) -> str:
-        """The cross-check table (one row per check: physical quantity, setting, predicted,
-        measured, band in the same units, verdict and its reason), then per check its
-        description, band derivation, decisive statistic and notes."""
+    def table(self, width: int = 100) -> str:
+        """The cross-checks for a terminal: a summary table (check, verdict, predicted and
+        measured values and band, in the quantity's physical units), then one block per check
+        with the quantity, setting, the reason for its verdict, how its band is derived, its
+        decisive statistic and its notes, wrapped to ``width`` columns."""
+        import textwrap
+
         from grpo_theory.theory.prose import to_plain
 
         def plain(s):
@@ -273,25 +276,40 @@ class CrosscheckReport(Result):
             except ValueError:          # not prose (an unbalanced dollar): as it is
                 return str(s)
 
-        rows = [TABLE_COLUMNS] + [tuple(str(x) for x in table_row(c, plain)) for c in self.checks]
-        n = len(TABLE_COLUMNS)
-        widths = [max(len(r[i]) for r in rows) for i in range(n - 1)]
+        def wrap(label, text):
+            return textwrap.fill(text, width, initial_indent=f"    {label}",
+                                 subsequent_indent=" " * (4 + len(label)))
+
+        cells = [table_row(c, plain) for c in self.checks]
+        head = ("check", "verdict", "predicted", "measured", "band")
+        rows = [head]
+        for c, (name, quantity, _setting, pred, meas, band, _verdict) in zip(self.checks, cells):
+            units = ((c.headline or {}).get("units") or "") if c.headline else ""
+            unit = f" {plain(units)}" if units and units not in ("dimensionless",) else ""
+            rows.append((str(name), c.verdict.upper(), f"{pred}{unit}", f"{meas}{unit}",
+                         str(band).split(" (")[0]))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
         lines = ["  ".join([s.ljust(w) for s, w in zip(r[:-1], widths)] + [r[-1]]).rstrip()
                  for r in rows]
-        lines.insert(1, "  ".join(["-" * w for w in widths] + ["-" * len(TABLE_COLUMNS[-1])]))
+        lines.insert(1, "  ".join(["-" * w for w in widths] + ["-" * len(head[-1])]))
         for c in self.checks:
             if c.verdict == "fail":
                 lines.append(f"FAIL {c.name}: {c.details.get('failure_reason') or plain(c.reason) or 'see its notes below'}")
         lines.append("")
-        for c in self.checks:
-            lines.append(f"[{c.name}] {c.description}")
-            lines.append(f"    band: {c.band.get('derivation', '')}")
+        for c, (name, quantity, setting, _p, _m, band, verdict) in zip(self.checks, cells):
+            lines.append(textwrap.fill(f"[{c.name}] {plain(c.description)}", width,
+                                       subsequent_indent="    "))
+            lines.append(wrap("quantity: ", f"{quantity}"))
+            if setting and setting != "—":
+                lines.append(wrap("setting:  ", setting))
+            lines.append(wrap("band:     ", f"{band}; {c.band.get('derivation', '')}".rstrip("; ")))
+            lines.append(wrap("verdict:  ", verdict))
             st = (c.headline or {}).get("statistic")
             if st:
-                lines.append(f"    statistic: {plain(st['name'])} = {fmt_value(st['value'])} "
-                             f"(pass iff ≤ {fmt_value(st['tolerance'])})")
+                lines.append(wrap("statistic: ", f"{plain(st['name'])} = {fmt_value(st['value'])} "
+                                  f"(pass iff ≤ {fmt_value(st['tolerance'])})"))
             for note in c.details.get("notes", []):
-                lines.append(f"    - {note}")
+                lines.append(wrap("- ", plain(note)))
         lines.append("")
         lines.append(f"mode: {'quick' if self.quick else 'full'}, seed {self.seed}; "
                      f"overall: {'PASSED' if self.passed else 'FAILED'}")

@@ -112,15 +112,19 @@ def _hand_made(verdict="fail"):
 def test_hand_made_check_renders_its_row_in_the_terminal_table():
     text = str(CrosscheckReport(checks=[_hand_made()]))
     header, _rule, row = text.splitlines()[:3]
-    for col in ("check", "quantity", "setting", "predicted", "measured", "band", "verdict: reason"):
+    for col in ("check", "verdict", "predicted", "measured", "band"):
         assert col in header
     assert "error" not in header                       # no normalised column
     assert row.startswith("reuse_fresh")
-    for part in ("stationary variance of the logit z [logits²]", "SGD η = 0.1, 200 runs",
-                 "0.0300", "0.0410", "0.0270 – 0.0350 (L2 ± 4 SE)",
-                 "FAIL: measured variance 0.041 is outside the band"):
+    for part in ("FAIL", "0.0300 logits²", "0.0410 logits²", "0.0270 – 0.0350"):
         assert part in row, (part, row)
-    assert "$" not in row and "\\eta" not in row       # prose rendered for the terminal
+    block = text[text.index("[reuse_fresh]"):]
+    for part in ("quantity: stationary variance of the logit z [logits²]",
+                 "setting:  SGD η = 0.1, 200 runs", "0.0270 – 0.0350 (L2 ± 4 SE)",
+                 "verdict:  FAIL: measured variance 0.041 is outside the band"):
+        assert part in block, (part, block)
+    assert "$" not in text and "\\eta" not in text     # prose rendered for the terminal
+    assert max(len(line) for line in text.splitlines()) <= 100
 
 
 def test_hand_made_check_renders_its_row_in_the_report_table():
