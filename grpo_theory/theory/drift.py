@@ -215,7 +215,7 @@ def advantage_sum_expr(normalization):
 def _kappa() -> Derived:
     expr = S.n_actions / (S.n_correct * (S.n_actions - S.n_correct))
     out = Derived("drift.geometric_factor", expr, (S.n_actions, S.n_correct), r"\kappa",
-                  r"Softmax metric factor $\kappa = \lVert \nabla_{\theta} z \rVert^{2}$: an update of all "
+                  r"Softmax metric factor $\kappa = \lVert\nabla_{\theta} z\rVert^{2}$: an update of all "
                   r"$K_{a}$ logits moves the success logit $z$ by $\kappa$ times the force computed in "
                   r"the one-logit picture ($K_{a}$ actions, $c$ of them correct).",
                   units="dimensionless", assumptions=r"symmetric rewards: the $c$ correct actions share "
@@ -230,7 +230,7 @@ def _kappa() -> Derived:
             grad2 = sum(sp.diff(zc, v) ** 2 for v in th)
             sym = {th[i]: (S.z if i < c_ else 0) for i in range(K_)}
             ok &= prove_zero(sp.simplify(grad2.subs(sym)) - expr.subs({S.n_actions: K_, S.n_correct: c_}))
-    out.check(r"$\lVert \nabla_{\theta} z \rVert^{2} = \frac{K_{a}}{c (K_{a} - c)}$ at the symmetric point, "
+    out.check(r"$\lVert\nabla_{\theta} z\rVert^{2} = \frac{K_{a}}{c (K_{a} - c)}$ at the symmetric point, "
               r"for all $K_{a} \le 6$ and $1 \le c < K_{a}$", "sympy", ok)
     return out
 
@@ -501,7 +501,7 @@ def _verify_correction(out, normalization, c1_expr):
                 res.append((exact - limf(pv, 1 - pv, ev) - c1(pv, 1 - pv, ev) / g) * g**2)
             ratios.append((res[2] / res[1], res[1] / res[0]))
     ok = all(abs(r - 1) < 0.1 for pair in ratios for r in pair)
-    out.check(r"the exact binomial sum minus $\mathcal{A}_{\infty} + \mathcal{A}^{(1)}/G$ is "
+    out.check(r"the exact binomial sum minus $(\mathcal{A}_{\infty} + \mathcal{A}^{(1)}/G)$ is "
               r"$O(1/G^{2})$: $G^{2}$ times the residual converges ($G = 100, 200, 400$; mpmath, "
               "40 digits)", "mpmath", ok,
               r"successive ratios of the $G^{2}$ residuals ($p = 0.3$ with $\epsilon = 0$, then "
@@ -529,9 +529,10 @@ def _log_weight() -> Derived:
               prove_zero(sp.expand_log(sp.log(pmf.rewrite(sp.gamma)), force=True)
                          - sp.expand_log(as_log_gamma, force=True)))
     score = sp.simplify(d_dz_old(sp.exp(expr)) / sp.exp(expr)).subs({Gr: S.G, nr: S.n})
-    out.check(r"$\frac{\partial}{\partial z_{\mathrm{old}}} \log w_{n} = "
-              r"n q_{\mathrm{old}} - (G - n) p_{\mathrm{old}} = n - G p_{\mathrm{old}}$ on the simplex",
-              "sympy", prove_zero(on_simplex(score) - (S.n - S.G * _PO)),
+    out.check(r"the derivative of $\log w_{n}$ in $z_{\mathrm{old}}$ is "
+              r"$n q_{\mathrm{old}} - (G - n) p_{\mathrm{old}}$, which is $n - G p_{\mathrm{old}}$ on the "
+              "simplex", "sympy", prove_zero(on_simplex(score) - (S.n - S.G * _PO)),
+              "the derivative before the substitution $q_{\\mathrm{old}} = 1 - p_{\\mathrm{old}}$: "
               f"${sp.latex(score, symbol_names=S.LATEX_NAMES)}$")
     return out
 
