@@ -88,6 +88,12 @@ def on_policy(expr):
     return sp.sympify(expr).subs({_PO: _P, _QO: _Q, S.z_old: S.z})
 
 
+def _sci(x) -> str:
+    """A small number for a detail, in math: ``3.2 \\times 10^{-5}``."""
+    m, e = f"{float(x):.2e}".split("e")
+    return f"${m} \\times 10^{{{int(e)}}}$" if float(x) != 0 else "$0$"
+
+
 def check_group_size(group_size):
     """``None``/``inf``/``"inf"`` -> ``None`` (the large-G limit); otherwise an integer >= 2."""
     if group_size is None or (isinstance(group_size, str) and group_size.lower() in {"inf", "infinity"}):
@@ -145,19 +151,21 @@ def _adv_std() -> Derived:
     a_c, a_w, s2 = _group_advantages("std")
     expr = _advantage_sum("std")
     out = Derived("drift.advantage_sum_std", expr, (S.n, S.G, S.eps), r"A_{+}(n)",
-                  "Advantage mass on the correct actions, (1/G) sum over correct samples of A_i, "
-                  "for std normalization (Bessel-corrected group std plus epsilon).",
-                  units="reward/std", assumptions="binary rewards; n correct out of G",
+                  r"Advantage mass on the correct actions, $A_{+}(n) = \frac{1}{G} \sum_{i\,\mathrm{correct}} A_{i}$, "
+                  r"for std normalization (Bessel-corrected group standard deviation plus $\epsilon$).",
+                  units="reward per group standard deviation",
+                  assumptions=r"binary rewards; $n$ correct out of $G$",
                   level="L1")
     expr = out.expr
-    out.check("Bessel std: s^2 = n (G - n) / (G (G - 1))", "sympy",
+    out.check(r"Bessel-corrected variance: $s^{2} = \frac{n (G - n)}{G (G - 1)}$", "sympy",
               prove_equal(s2, S.n * (S.G - S.n) / (S.G * (S.G - 1))))
     out.check("advantages sum to zero over the group", "sympy",
               prove_zero(S.n * a_c + (S.G - S.n) * a_w))
-    out.check("A_+(n) = (1/G) * (sum of the advantages of the n correct samples)", "sympy",
+    out.check(r"$A_{+}(n)$ is $\frac{1}{G}$ times the sum of the advantages of the $n$ correct samples",
+              "sympy",
               prove_zero((S.n * a_c / S.G - expr).subs(s2, S.n * (S.G - S.n) / (S.G * (S.G - 1))))
               and prove_equal(s2, S.n * (S.G - S.n) / (S.G * (S.G - 1))))
-    out.check("degenerate groups (n = 0 or G) carry no advantage for epsilon > 0", "sympy",
+    out.check(r"degenerate groups ($n = 0$ or $n = G$) carry no advantage for $\epsilon > 0$", "sympy",
               expr.subs(S.n, 0) == 0 and sp.simplify(expr.subs(S.n, S.G)) == 0)
     return out
 
@@ -168,12 +176,12 @@ def _adv_mean() -> Derived:
     expr = sp.factor(_advantage_sum("mean"))
     out = Derived("drift.advantage_sum_mean", expr, (S.n, S.G), r"A_{+}(n)",
                   "Advantage mass on the correct actions for mean-only normalization (Dr. GRPO).",
-                  units="reward", assumptions="binary rewards; n correct out of G", level="L1")
+                  units="reward", assumptions=r"binary rewards; $n$ correct out of $G$", level="L1")
     expr = out.expr
     out.check("advantages sum to zero over the group", "sympy",
               prove_zero(S.n * a_c + (S.G - S.n) * a_w))
-    out.check("A_+(n) = (1/G) * (sum of the advantages of the n correct samples)", "sympy",
-              prove_zero(S.n * a_c / S.G - expr))
+    out.check(r"$A_{+}(n)$ is $\frac{1}{G}$ times the sum of the advantages of the $n$ correct samples",
+              "sympy", prove_zero(S.n * a_c / S.G - expr))
     return out
 
 
@@ -207,10 +215,11 @@ def advantage_sum_expr(normalization):
 def _kappa() -> Derived:
     expr = S.n_actions / (S.n_correct * (S.n_actions - S.n_correct))
     out = Derived("drift.geometric_factor", expr, (S.n_actions, S.n_correct), r"\kappa",
-                  "Softmax metric factor |grad_theta z|^2: an update of all K logits moves the "
-                  "success logit z by kappa times the force computed in the one-logit picture.",
-                  units="dimensionless", assumptions="symmetric rewards: c correct actions share "
-                  "one logit, the K - c wrong ones another", level="L1")
+                  r"Softmax metric factor $\kappa = \lVert\nabla_{\theta} z\rVert^{2}$: an update of all "
+                  r"$K_{a}$ logits moves the success logit $z$ by $\kappa$ times the force computed in "
+                  r"the one-logit picture ($K_{a}$ actions, $c$ of them correct).",
+                  units="dimensionless", assumptions=r"symmetric rewards: the $c$ correct actions share "
+                  r"one logit, the $K_{a} - c$ wrong ones another", level="L1")
     expr = out.expr
     ok = True
     for K_ in range(2, 7):
@@ -221,7 +230,8 @@ def _kappa() -> Derived:
             grad2 = sum(sp.diff(zc, v) ** 2 for v in th)
             sym = {th[i]: (S.z if i < c_ else 0) for i in range(K_)}
             ok &= prove_zero(sp.simplify(grad2.subs(sym)) - expr.subs({S.n_actions: K_, S.n_correct: c_}))
-    out.check("|grad z|^2 = K/(c(K-c)) at the symmetric point, all K <= 6, 1 <= c < K", "sympy", ok)
+    out.check(r"$\lVert\nabla_{\theta} z\rVert^{2} = \frac{K_{a}}{c (K_{a} - c)}$ at the symmetric point, "
+              r"for all $K_{a} \le 6$ and $1 \le c < K_{a}$", "sympy", ok)
     return out
 
 
@@ -249,15 +259,16 @@ def _ratio_factor() -> Derived:
     R = sp.simplify(on_simplex(ratio / A_plus))
     R = _P * _Q / (_PO * _QO)
     out = Derived("drift.ratio_factor", R, (_P, _Q, _PO, _QO), r"R",
-                  "Factor by which the importance ratio rescales the policy-gradient force "
-                  "(inside the clip range); R = 1 on-policy and for the stale surrogate.",
+                  r"Factor $R = \frac{p q}{p_{\mathrm{old}} q_{\mathrm{old}}}$ by which the importance ratio "
+                  r"rescales the policy-gradient force (inside the clip range); $R = 1$ on-policy and "
+                  r"for the stale surrogate.",
                   units="dimensionless", assumptions="clip inactive (small steps)", level="L1")
     R = out.expr
-    out.check("stale surrogate: the per-group force in z equals A_+(n) exactly "
-              "(advantages sum to zero)", "sympy", prove_zero(on_simplex(stale - A_plus)))
-    out.check("ratio surrogate: the per-group force equals R * A_+(n) for every n", "sympy",
+    out.check(r"stale surrogate: the per-group force in $z$ equals $A_{+}(n)$ exactly "
+              "(the advantages sum to zero)", "sympy", prove_zero(on_simplex(stale - A_plus)))
+    out.check(r"ratio surrogate: the per-group force equals $R\,A_{+}(n)$ for every $n$", "sympy",
               prove_zero(on_simplex(ratio - R * A_plus)))
-    out.check("R = 1 on-policy", "sympy", on_policy(R) == 1)
+    out.check(r"$R = 1$ on-policy", "sympy", on_policy(R) == 1)
     return out
 
 
@@ -273,11 +284,13 @@ def _kl_exact() -> Derived:
         {sp.log(_P) - sp.log(_Q): sp.log(_P) - sp.log(_Q)}))
     expr = _P * _Q * (sp.log(_P / _Q) - sp.log(_PR / _QR))
     out = Derived("drift.kl_force_exact", expr, (_P, _Q, _PR, _QR), r"\Phi_{\mathrm{exact}}",
-                  "Gradient in z of the analytic KL(pi_theta || pi_ref): pq (z - z_ref). "
-                  "It acts on the current iterate only.", units="logits per unit beta",
+                  r"Gradient in $z$ of the analytic $\mathrm{KL}(\pi_{\theta} \,\|\, \pi_{\mathrm{ref}})$: "
+                  r"$p q\,(z - z_{\mathrm{ref}})$. It acts on the current iterate only.",
+                  units=r"logits per unit $\beta$",
                   assumptions="two-class symmetric policy", level="L1")
     expr = out.expr
-    out.check("Phi = d/dz KL(p || p_ref), with d/dz = pq(d/dp - d/dq)", "sympy",
+    out.check(r"$\Phi = \frac{d}{dz} \mathrm{KL}(p \,\|\, p_{\mathrm{ref}})$, with "
+              r"$\frac{d}{dz} = p q\,(\partial_{p} - \partial_{q})$", "sympy",
               prove_zero(on_simplex(sp.expand_log(d_dz(kl) - expr, force=True))))
     return out
 
@@ -292,19 +305,24 @@ def _kl_k3() -> Derived:
     per_w = dk3.subs({ell: sp.log(_Q), ell_r: sp.log(_QR)}) * g_w
     expr = sp.simplify(_PO * per_c + _QO * per_w)  # expectation over a ~ pi_old
     out = Derived("drift.kl_force_k3", expr, (_P, _Q, _PO, _QO, _PR, _QR), r"\Phi_{k3}",
-                  "Expected gradient in z of the per-sample k3 estimator exp(l_ref - l) - (l_ref - l) - 1 "
-                  "with samples from pi_old (TRL, verl low_var_kl).", units="logits per unit beta",
+                  r"Expected gradient in $z$ of the per-sample k3 estimator "
+                  r"$e^{\ell_{\mathrm{ref}} - \ell} - (\ell_{\mathrm{ref}} - \ell) - 1$, with "
+                  r"$\ell = \log \pi_{\theta}(a)$ and $\ell_{\mathrm{ref}} = \log \pi_{\mathrm{ref}}(a)$, "
+                  r"with samples from $\pi_{\mathrm{old}}$ (TRL, and verl's "
+                  r"$\texttt{low\_var\_kl}$).", units=r"logits per unit $\beta$",
                   assumptions="two-class symmetric policy", level="L1")
     expr = out.expr
     on = on_simplex(on_policy(expr))
-    out.check("on-policy the k3 force is p - p_ref (not pq (z - z_ref))", "sympy",
+    out.check(r"on-policy the k3 force is $p - p_{\mathrm{ref}}$ (not $p q\,(z - z_{\mathrm{ref}})$)", "sympy",
               prove_zero(on - (_P - _PR)))
     rev_kl = -(_PR * sp.log(_P) + _QR * sp.log(_Q))
-    out.check("on-policy it is the gradient of the reverse KL(pi_ref || pi_theta)", "sympy",
+    out.check(r"on-policy it is the gradient of the reverse "
+              r"$\mathrm{KL}(\pi_{\mathrm{ref}} \,\|\, \pi_{\theta})$", "sympy",
               prove_zero(on_simplex(d_dz(rev_kl)) - on))
     exact = get("drift.kl_force_exact").expr
     lin = sp.series(on_simplex(exact).subs(_P, _PR + S.h) - on.subs(_P, _PR + S.h), S.h, 0, 2).removeO()
-    out.check("k3 and exact forces agree to first order at p_ref, differ at second", "sympy",
+    out.check(r"the k3 and exact forces agree to first order at $p_{\mathrm{ref}}$ and differ at "
+              "second order", "sympy",
               prove_zero(lin) and not prove_zero(sp.series(
                   on_simplex(exact).subs(_P, _PR + S.h) - on.subs(_P, _PR + S.h), S.h, 0, 3).removeO()))
     return out
@@ -324,20 +342,24 @@ def _kl_k1_reward() -> Derived:
     gap = 1 - S.beta * (sp.log(_PO / _QO) - sp.log(_PR / _QR))     # r'_c - r'_w
     expr = get("drift.expected_advantage_mean").expr * (sp.log(_PO / _QO) - sp.log(_PR / _QR))
     out = Derived("drift.kl_force_k1_reward", expr, (_PO, _QO, _PR, _QR, S.G), r"\Phi_{k1}",
-                  "KL in the reward (verl use_kl_in_reward, k1 estimator, mean normalization): "
-                  "the shifted rewards make the expected force A_G(p_old) [1 - beta (z_old - z_ref)], "
-                  "so the KL force is A_G(p_old) (z_old - z_ref). It acts only through pi_old: "
-                  "the fresh stiffness is exactly 0 and the fixed point is z_ref + 1/beta.",
-                  units="logits per unit beta", assumptions="two-class symmetric policy; mean "
-                  "normalization; times the ratio factor R for the ratio surrogate", level="L1")
+                  r"KL in the reward (verl's $\texttt{use\_kl\_in\_reward}$, k1 estimator, mean "
+                  r"normalization): the shifted rewards make the expected force "
+                  r"$\mathcal{A}_{G}(p_{\mathrm{old}})\,[1 - \beta (z_{\mathrm{old}} - z_{\mathrm{ref}})]$, "
+                  r"so the KL force is $\mathcal{A}_{G}(p_{\mathrm{old}})\,(z_{\mathrm{old}} - z_{\mathrm{ref}})$. "
+                  r"It acts only through $\pi_{\mathrm{old}}$: the fresh stiffness $K_{f}$ is exactly $0$ "
+                  r"and the fixed point is $z^{*} = z_{\mathrm{ref}} + 1/\beta$.",
+                  units=r"logits per unit $\beta$", assumptions="two-class symmetric policy; mean "
+                  "normalization; times the ratio factor $R$ for the ratio surrogate", level="L1")
     expr = out.expr
-    out.check("per group, the stale force is A_+(n) (1 - beta (z_old - z_ref)) for every n", "sympy",
+    out.check(r"per group, the stale force is "
+              r"$A_{+}(n)\,[1 - \beta (z_{\mathrm{old}} - z_{\mathrm{ref}})]$ for every $n$", "sympy",
               prove_zero(sp.expand_log(on_simplex(per_group - A_plus * gap), force=True)))
-    out.check("per group, the force does not depend on the current iterate: "
-              "d/dz = 0 (K_fresh = 0)", "sympy", prove_zero(on_simplex(d_dz(per_group))))
+    out.check(r"per group, the force does not depend on the current iterate: its derivative in "
+              r"$z$ is $0$ ($K_{f} = 0$)", "sympy", prove_zero(on_simplex(d_dz(per_group))))
     A_G = get("drift.expected_advantage_mean").expr
-    out.check("expectation over n ~ Bin(G, p_old) of the per-group force is A_G - beta Phi_k1 "
-              "(this record's expression), G = 2..8", "sympy",
+    out.check(r"the expectation over $n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$ of the per-group force "
+              r"is $\mathcal{A}_{G} - \beta\,\Phi_{k1}$ (this record's expression), for "
+              r"$G = 2, \dots, 8$", "sympy",
               all(prove_zero(sp.expand_log(on_simplex(
                   sp.Sum(sp.binomial(g, n) * _PO**n * _QO**(g - n) * (A_plus * gap).subs(G, g),
                          (n, 0, g)).doit() - (A_G - S.beta * expr).subs(G, g)), force=True))
@@ -364,13 +386,15 @@ def _ea_std() -> Derived:
     expr = sp.Sum(_summand("std"), (S.n, 1, S.G - 1))
     out = Derived("drift.expected_advantage_std", expr, (_PO, _QO, S.G, S.eps),
                   r"\mathcal{A}_G(p_{\mathrm{old}})",
-                  "Exact expected advantage mass on the correct actions at finite G, std "
-                  "normalization: a binomial sum over the number of correct samples (degenerate "
-                  "groups n = 0, G contribute nothing).", units="reward/std",
-                  assumptions="n ~ Binomial(G, p_old)", level="L1")
+                  r"Exact expected advantage mass on the correct actions at finite $G$, std "
+                  r"normalization: a binomial sum over the number $n$ of correct samples (the degenerate "
+                  r"groups $n = 0$ and $n = G$ contribute nothing).",
+                  units="reward per group standard deviation",
+                  assumptions=r"$n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$", level="L1")
     expr = out.expr
     ok = all(prove_zero(expr.subs(S.G, g).doit() - _enumerate_outcomes("std", g)) for g in range(2, 7))
-    out.check("equals the brute-force expectation over all 2^G reward vectors, G = 2..6", "sympy", ok)
+    out.check(r"equals the brute-force expectation over all $2^{G}$ reward vectors, for "
+              r"$G = 2, \dots, 6$", "sympy", ok)
     return out
 
 
@@ -380,28 +404,31 @@ def _ea_mean() -> Derived:
     expr = (1 - 1 / S.G) * _PO * _QO
     out = Derived("drift.expected_advantage_mean", expr, (_PO, _QO, S.G),
                   r"\mathcal{A}_G(p_{\mathrm{old}})",
-                  "Exact expected advantage mass for mean-only normalization: (1 - 1/G) p q, "
-                  "closed form at every finite G.", units="reward",
-                  assumptions="n ~ Binomial(G, p_old)", level="L1")
+                  r"Exact expected advantage mass for mean-only normalization: "
+                  r"$\left(1 - \frac{1}{G}\right) p_{\mathrm{old}} q_{\mathrm{old}}$, "
+                  r"in closed form at every finite $G$.", units="reward",
+                  assumptions=r"$n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$", level="L1")
     expr = out.expr
     # factorial-moment identity n (G-n) C(G,n) = G (G-1) C(G-2, n-1) ...
     ident = sp.gammasimp(S.n * (S.G - S.n) * sp.binomial(S.G, S.n)
                          - S.G * (S.G - 1) * sp.binomial(S.G - 2, S.n - 1))
-    out.check("n (G-n) C(G,n) = G (G-1) C(G-2,n-1)", "sympy", ident == 0)
+    out.check(r"$n (G - n) \binom{G}{n} = G (G - 1) \binom{G - 2}{n - 1}$", "sympy", ident == 0)
     # ... and the binomial theorem sum_j C(M,j) p^j q^(M-j) = (p+q)^M = 1
     M, j = sp.Symbol("M", integer=True, nonnegative=True), sp.Symbol("j", integer=True, nonnegative=True)
     bt = sp.Sum(sp.binomial(M, j) * _PO**j * _QO ** (M - j), (j, 0, M)).doit()
     bt_val = [a for a in sp.Mul.make_args(bt) if not isinstance(a, sp.Piecewise)]
     pw = [a for a in sp.Mul.make_args(bt) if isinstance(a, sp.Piecewise)]
     closed = sp.Mul(*bt_val) * (pw[0].args[0][0] if pw else 1)
-    out.check("binomial theorem: sum_j C(M,j) p^j q^(M-j) = (p + q)^M", "sympy",
+    out.check(r"binomial theorem: $\sum_{j=0}^{M} \binom{M}{j} p^{j} q^{M - j} = (p + q)^{M}$", "sympy",
               prove_zero(sp.powsimp(sp.simplify(closed - (_PO + _QO) ** M), force=True)))
     # so the sum is G(G-1) p q (p+q)^(G-2) / G^2 = (1 - 1/G) p q on the simplex.
     explicit = all(prove_zero(on_simplex(sp.Sum(summand.subs(S.G, g), (S.n, 0, g)).doit()
                                          - expr.subs(S.G, g)))
                    for g in range(2, 13))
-    out.check("explicit binomial sums equal (1 - 1/G) p q for G = 2..12", "sympy", explicit)
-    out.check("equals the brute-force expectation over all 2^G reward vectors, G = 2..6", "sympy",
+    out.check(r"the explicit binomial sums equal $\left(1 - \frac{1}{G}\right) p q$ for "
+              r"$G = 2, \dots, 12$", "sympy", explicit)
+    out.check(r"equals the brute-force expectation over all $2^{G}$ reward vectors, for "
+              r"$G = 2, \dots, 6$", "sympy",
               all(prove_zero(on_simplex(expr.subs(S.G, g) - _enumerate_outcomes("mean", g)))
                   for g in range(2, 7)))
     return out
@@ -415,11 +442,15 @@ def _ea_std_limit() -> Derived:
     expr = _PO * _QO / (sp.sqrt(_PO * _QO) + S.eps)
     out = Derived("drift.expected_advantage_std_limit", expr, (_PO, _QO, S.eps),
                   r"\mathcal{A}_\infty(p_{\mathrm{old}})",
-                  "Large-G limit of the std-normalized advantage mass: sqrt(pq) for epsilon = 0.",
-                  units="reward/std", assumptions="G -> infinity (n/G -> p by the law of large numbers)",
+                  r"Large-$G$ limit of the std-normalized advantage mass: "
+                  r"$\frac{p q}{\sqrt{p q} + \epsilon}$, which is $\sqrt{p q}$ for $\epsilon = 0$ "
+                  r"(with $p = p_{\mathrm{old}}$, $q = q_{\mathrm{old}}$).",
+                  units="reward per group standard deviation",
+                  assumptions=r"$G \to \infty$ ($n/G \to p$ by the law of large numbers)",
                   level="L1")
     expr = out.expr
-    out.check("lim_{G->oo} A_+(u G) at u = n/G equals u(1-u)/(sqrt(u(1-u)) + eps)", "sympy",
+    out.check(r"$\lim_{G \to \infty} A_{+}(u G)$ at fixed $u = n/G$ equals "
+              r"$\frac{u (1 - u)}{\sqrt{u (1 - u)} + \epsilon}$", "sympy",
               prove_zero(lim - expr.subs({_PO: u, _QO: 1 - u})))
     return out
 
@@ -441,13 +472,16 @@ def _ea_std_corr() -> Derived:
     expr = c1
     out = Derived("drift.expected_advantage_std_correction", expr, (_PO, _QO, S.eps),
                   r"\mathcal{A}^{(1)}",
-                  "Leading 1/G correction: A_G = A_inf + A^(1)/G + O(1/G^2) (std normalization), "
-                  "from the delta method with the binomial variance p q / G.",
-                  units="reward/std", assumptions="p fixed in (0,1), G -> infinity (not uniform in p)",
+                  r"Leading $1/G$ correction: "
+                  r"$\mathcal{A}_{G} = \mathcal{A}_{\infty} + \mathcal{A}^{(1)}/G + O(1/G^{2})$ "
+                  r"(std normalization), from the second-order Taylor expansion of $A_{+}(n)$ about $n = G p$ "
+                  r"with the binomial variance $p q / G$ of $n/G$.",
+                  units="reward per group standard deviation",
+                  assumptions=r"$p$ fixed in $(0, 1)$, $G \to \infty$ (not uniform in $p$)",
                   level="L1")
     expr = out.expr
     ser0 = sp.simplify(on_simplex(ser.coeff(h, 0)) - on_simplex(get("drift.expected_advantage_std_limit").expr))
-    out.check("the O(1) term of the expansion is the large-G limit", "sympy", prove_zero(ser0))
+    out.check(r"the $O(1)$ term of the expansion is the large-$G$ limit", "sympy", prove_zero(ser0))
     # high precision: the residual of the exact binomial sum is O(1/G^2)
     _verify_correction(out, "std", expr)
     return out
@@ -467,9 +501,12 @@ def _verify_correction(out, normalization, c1_expr):
                 res.append((exact - limf(pv, 1 - pv, ev) - c1(pv, 1 - pv, ev) / g) * g**2)
             ratios.append((res[2] / res[1], res[1] / res[0]))
     ok = all(abs(r - 1) < 0.1 for pair in ratios for r in pair)
-    out.check("exact binomial sum - (limit + correction/G) = O(1/G^2): G^2 * residual converges "
-              "(G = 100, 200, 400; mpmath, 40 digits)", "mpmath", ok,
-              "successive ratios of G^2 residuals: " + ", ".join(f"{float(a):.3f}/{float(b):.3f}" for a, b in ratios))
+    out.check(r"the exact binomial sum minus $(\mathcal{A}_{\infty} + \mathcal{A}^{(1)}/G)$ is "
+              r"$O(1/G^{2})$: $G^{2}$ times the residual converges ($G = 100, 200, 400$; mpmath, "
+              "40 digits)", "mpmath", ok,
+              r"successive ratios of the $G^{2}$ residuals ($p = 0.3$ with $\epsilon = 0$, then "
+              r"$p = 0.55$ with $\epsilon = 10^{-2}$): "
+              + "; ".join(f"${float(a):.3f}$ and ${float(b):.3f}$" for a, b in ratios))
 
 
 @derivation("drift.binomial_log_weight")
@@ -481,17 +518,22 @@ def _log_weight() -> Derived:
     expr = (sp.loggamma(Gr + 1) - sp.loggamma(nr + 1) - sp.loggamma(Gr - nr + 1)
             + nr * sp.log(_PO) + (Gr - nr) * sp.log(_QO))
     out = Derived("drift.binomial_log_weight", expr, (nr, Gr, _PO, _QO), r"\log w_n",
-                  "Logarithm of the binomial weight of n correct samples (the numerically safe form "
-                  "of the weights in the finite-G sums: no overflow of C(G, n) at large G).",
+                  r"Logarithm of the binomial weight of $n$ correct samples (the numerically safe form "
+                  r"of the weights in the finite-$G$ sums: no overflow of $\binom{G}{n}$ at large $G$).",
                   units="dimensionless", level="L1")
     expr = out.expr
     as_log_gamma = expr.replace(sp.loggamma, lambda arg: sp.log(sp.gamma(arg))).subs({Gr: S.G, nr: S.n})
-    out.check("log w_n = log(C(G, n) p^n q^(G-n)) (loggamma = log gamma: all arguments >= 1)", "sympy",
+    out.check(r"$\log w_{n} = \log\left(\binom{G}{n} p_{\mathrm{old}}^{n} q_{\mathrm{old}}^{G - n}\right)$ "
+              r"(sympy's $\operatorname{loggamma}$ equals $\log \Gamma$ here: all its arguments are at least 1)",
+              "sympy",
               prove_zero(sp.expand_log(sp.log(pmf.rewrite(sp.gamma)), force=True)
                          - sp.expand_log(as_log_gamma, force=True)))
     score = sp.simplify(d_dz_old(sp.exp(expr)) / sp.exp(expr)).subs({Gr: S.G, nr: S.n})
-    out.check("d/dz_old log w_n = n q - (G - n) p = n - G p on the simplex", "sympy",
-              prove_zero(on_simplex(score) - (S.n - S.G * _PO)), sp.sstr(score))
+    out.check(r"the derivative of $\log w_{n}$ in $z_{\mathrm{old}}$ is "
+              r"$n q_{\mathrm{old}} - (G - n) p_{\mathrm{old}}$, which is $n - G p_{\mathrm{old}}$ on the "
+              "simplex", "sympy", prove_zero(on_simplex(score) - (S.n - S.G * _PO)),
+              "the derivative before the substitution $q_{\\mathrm{old}} = 1 - p_{\\mathrm{old}}$: "
+              f"${sp.latex(score, symbol_names=S.LATEX_NAMES)}$")
     return out
 
 
@@ -501,11 +543,11 @@ def _degenerate() -> Derived:
     expr = pmf.subs(S.n, 0) + pmf.subs(S.n, S.G)
     expr = sp.simplify(expr)
     out = Derived("drift.degenerate_probability", expr, (_P, _Q, S.G), r"P_{\mathrm{deg}}",
-                  "Probability that a group is degenerate (all rewards equal: zero variance, "
-                  "zero advantage): p^G + (1 - p)^G.", units="probability",
+                  r"Probability that a group is degenerate (all rewards equal: zero variance, "
+                  r"zero advantage): $p^{G} + (1 - p)^{G}$.", units="probability",
                   assumptions="binary rewards, homogeneous prompt difficulty", level="L1")
     expr = out.expr
-    out.check("P(n = 0) + P(n = G) = p^G + q^G", "sympy", prove_equal(expr, _P**S.G + _Q**S.G))
+    out.check(r"$P(n = 0) + P(n = G) = p^{G} + q^{G}$", "sympy", prove_equal(expr, _P**S.G + _Q**S.G))
     return out
 
 
@@ -576,6 +618,12 @@ def _objective_gradient(normalization, kl, surrogate, g):
     return S.kappa * d_dz(total)
 
 
+#: the variants in words, for the descriptions of the drift records
+_NORM_WORDS = {"std": "std normalization", "mean": "mean-only normalization"}
+_KL_WORDS = {"none": "no KL penalty", "exact": "exact KL penalty", "k3": "k3 KL estimator",
+             "k1_reward": "KL in the reward (k1 estimator)"}
+
+
 def _register_drift_variants():
     for norm in NORMALIZATIONS:
         for kl in KL_KINDS:
@@ -590,39 +638,41 @@ def _register_drift_variants():
                         args = (_P, _Q, _PO, _QO, _PR, _QR, S.kappa, S.beta, S.G, S.eps)
                         out = Derived(
                             name, expr, args, r"F(z, z_{\mathrm{old}})",
-                            f"Expected logit update per unit learning rate: normalization {norm}, "
-                            f"KL {kl}, surrogate {sur}, "
-                            f"{'exact finite G' if finite else 'large-G limit'}.",
+                            f"Expected logit update per unit learning rate: {_NORM_WORDS[norm]}, "
+                            f"{_KL_WORDS[kl]}, {sur} surrogate, "
+                            f"{'exact at finite $G$' if finite else 'large-$G$ limit'}.",
                             units="logits per step per unit learning rate",
                             assumptions="mean field (expectation over the group); clip inactive; "
-                                        "q = 1 - p", level="L1")
+                                        "$q = 1 - p$", level="L1")
                         expr = out.expr
                         if finite:
                             ok = all(prove_zero(on_simplex(
                                 sp.expand_log(expr.subs(S.G, g).doit()
                                               - _objective_gradient(norm, kl, sur, g), force=True)))
                                 for g in (2, 3, 4))
-                            out.check("equals kappa d/dz of the expected GRPO objective built from "
-                                      "its definition (all 2^G reward vectors, advantages, "
-                                      "surrogate, KL) for G = 2, 3, 4", "sympy", ok)
+                            out.check(r"equals $\kappa \frac{d}{dz}$ of the expected GRPO objective "
+                                      r"built from its definition (all $2^{G}$ reward vectors, "
+                                      r"advantages, surrogate, KL) for $G = 2, 3, 4$", "sympy", ok)
                         elif kl == "k1_reward":
                             # the KL term is a reward shift inside the advantage: the limit is
                             # taken of the finite-G drift, proven from the objective's definition
                             F_G = get(name[:-len("inf")] + "G").expr
-                            out.check("equals the G -> oo limit of the finite-G drift (proven in "
-                                      "its record equal to kappa d/dz of the expected objective "
-                                      "with the KL-shifted rewards)", "sympy",
+                            out.check(r"equals the $G \to \infty$ limit of the finite-$G$ drift "
+                                      r"(proven in its record equal to $\kappa \frac{d}{dz}$ of the "
+                                      r"expected objective with the KL-shifted rewards)", "sympy",
                                       prove_zero(sp.expand_log(
                                           expr - sp.limit(F_G, S.G, sp.oo), force=True)))
                         else:
                             A = (sp.limit(get("drift.expected_advantage_mean").expr, S.G, sp.oo)
                                  if norm == "mean" else get("drift.expected_advantage_std_limit").expr)
                             R = get("drift.ratio_factor").expr if sur == "ratio" else 1
-                            out.check("equals kappa (R A_inf - beta Phi) with A_inf the G -> oo limit "
-                                      "of the expected advantage (proven in its record)", "sympy",
+                            out.check(r"equals $\kappa\,(R\,\mathcal{A}_{\infty} - \beta\,\Phi)$ "
+                                      r"with $\mathcal{A}_{\infty}$ the $G \to \infty$ limit of the "
+                                      r"expected advantage (proven in its record)", "sympy",
                                       prove_zero(expr - S.kappa * (R * A - S.beta * kl_force_expr(kl))))
                         on = on_policy(expr)
-                        out.check("on-policy, ratio and stale surrogates give the same drift", "sympy",
+                        out.check("on-policy, the ratio and stale surrogates give the same drift",
+                                  "sympy",
                                   prove_zero(on - on_policy(drift_expr(norm, kl, "stale", finite))))
                         return out
 
@@ -831,10 +881,13 @@ def _noise_coeff() -> Derived:
     phi_inf = sp.limit(phi, S.G, sp.oo)
     expr = sp.simplify(sp.diff(phi_inf, u).subs(u, _P) ** 2 * _P * (1 - _P))
     out = Derived("drift.update_variance_coefficient", expr, (_P, S.kappa, S.eps),
-                  r"\sigma^2_1", "Leading coefficient of the per-group gradient-noise variance of "
-                  "the logit update: Var = sigma_1^2 / (B G) + O(1/G^2) (std normalization, exact KL; "
-                  "B prompts per step).", units="logits^2 per unit lr^2",
-                  assumptions="delta method: Var f(n/G) = f'(p)^2 p q / G", level="L1")
+                  r"\sigma^2_1", r"Leading coefficient of the per-group gradient-noise variance of "
+                  r"the logit update: $\operatorname{Var} = \frac{\sigma_1^{2}}{B G} + O(1/G^{2})$ "
+                  r"(std normalization, exact KL; $B$ prompts per step).",
+                  units="logits$^2$ per unit learning rate$^2$",
+                  assumptions=r"first-order Taylor expansion in $n/G$: "
+                              r"$\operatorname{Var} f(n/G) = f'(p)^{2}\, p q / G$",
+                  level="L1")
     expr = out.expr
     f = sp.lambdify((S.n, S.G, _P, _PR, S.kappa, S.beta, S.eps), _per_group_update("std", "exact"), "mpmath")
     cf = sp.lambdify((_P, S.kappa, S.eps), expr, "mpmath")
@@ -851,9 +904,11 @@ def _noise_coeff() -> Derived:
             # G Var / sigma_1^2 = 1 + c/G + O(1/G^2): Richardson removes the c/G term
             extrapolated += [2 * vals[1] - vals[0], 2 * vals[2] - vals[1]]
     errs = [abs(e - 1) for e in extrapolated]
-    out.check("G * exact binomial variance / sigma_1^2 = 1 + O(1/G): its Richardson extrapolation "
-              "(G = 400, 800, 1600; p = 0.3, 0.6; mpmath 30 digits) is 1 within 2e-4", "numeric",
-              max(errs) < 2e-4, "extrapolated - 1: " + ", ".join(mpmath.nstr(e, 3) for e in errs))
+    out.check(r"$G$ times the exact binomial variance over $\sigma_1^{2}$ is $1 + O(1/G)$: its "
+              r"Richardson extrapolation ($G = 400, 800, 1600$; $p = 0.3, 0.6$; mpmath, 30 digits) is 1 "
+              r"within $2 \times 10^{-4}$", "numeric",
+              max(errs) < 2e-4, "distance of the extrapolated values from 1: "
+              + ", ".join(_sci(e) for e in errs))
     return out
 
 
@@ -868,15 +923,16 @@ def _noise_rare() -> Derived:
     expr = sp.simplify(lead.coeff(qq, 1) * u**2)
     out = Derived("drift.update_variance_rare_failure", expr, (S.G, S.kappa, S.eps),
                   r"\lim_{q \to 0} \frac{\operatorname{Var}}{q}",
-                  "Rare-failure limit of the per-group update variance (std normalization, exact or no "
-                  "KL): Var = coefficient * (1 - p) + O((1 - p)^2). At eps = 0 it is kappa^2 (1 - 1/G)^2, "
-                  "independent of G: the single failing sample carries an advantage of order sqrt(G) "
-                  "and occurs with probability G q, so the 1/G law needs G (1 - p) >> 1.",
-                  units="logits^2 per unit lr^2 per unit failure probability",
-                  assumptions="fixed G, p -> 1", level="L1")
+                  r"Rare-failure limit of the per-group update variance (std normalization, exact or no "
+                  r"KL): the variance is this coefficient times $1 - p$, plus $O((1 - p)^{2})$. At "
+                  r"$\epsilon = 0$ it is $\kappa^{2} (1 - 1/G)^{2}$, independent of $G$: the single failing "
+                  r"sample carries an advantage of order $\sqrt{G}$ and occurs with probability $G q$, so "
+                  r"the $1/G$ law needs $G (1 - p) \gg 1$.",
+                  units="logits$^2$ per unit learning rate$^2$ per unit failure probability",
+                  assumptions=r"fixed $G$, $p \to 1$", level="L1")
     expr = out.expr
-    out.check("the one-failure weight is G q + O(q^2)", "sympy", prove_zero(lead - G * qq))
-    out.check("at eps = 0 the coefficient is kappa^2 (1 - 1/G)^2", "sympy",
+    out.check(r"the one-failure weight is $G q + O(q^{2})$", "sympy", prove_zero(lead - G * qq))
+    out.check(r"at $\epsilon = 0$ the coefficient is $\kappa^{2} (1 - 1/G)^{2}$", "sympy",
               prove_zero(expr.subs(S.eps, 0) - S.kappa**2 * (1 - 1 / G) ** 2))
     f = sp.lambdify((S.n, S.G, S.kappa, S.eps), S.kappa * advantage_sum_expr("std"), "mpmath")
     cf = sp.lambdify((S.G, S.kappa, S.eps), expr, "mpmath")
@@ -891,9 +947,10 @@ def _noise_rare() -> Derived:
                 var = mpmath.fsum(a_ * (b_ - m1) ** 2 for a_, b_ in zip(w, x))
                 ratios.append(var / (cf(g, 2, 0) * qv))
     errs = [abs(r - 1) for r in ratios]
-    out.check("exact binomial variance / (coefficient q) -> 1 with error O(q) (G = 8, 64; "
-              "q = 1e-8, 1e-10; mpmath 40 digits)", "mpmath",
-              all(e < 1e-5 for e in errs), ", ".join(mpmath.nstr(e, 3) for e in errs))
+    out.check(r"the exact binomial variance divided by the coefficient times $q$ tends to 1 with "
+              r"error $O(q)$ ($G = 8, 64$; $q = 10^{-8}, 10^{-10}$; mpmath, 40 digits)", "mpmath",
+              all(e < 1e-5 for e in errs), "distance of the ratios from 1: "
+              + ", ".join(_sci(e) for e in errs))
     return out
 
 
