@@ -469,7 +469,11 @@ def _ea_std_corr() -> Derived:
     ser = sp.series(approx.subs(S.G, 1 / h), h, 0, 2).removeO()
     c1 = sp.simplify(ser.coeff(h, 1))
     c1 = sp.simplify(c1.subs(1 - _PO, _QO))
-    expr = c1
+    # shown in the readable form written with the large-G group std s = sqrt(p q), proven
+    # equal to the derived coefficient c1 below (on the simplex q = 1 - p)
+    sd = sp.sqrt(_PO * _QO)
+    expr = -sd * (sd * (1 + 4 * _PO * _QO) + S.eps * (3 + 4 * _PO * _QO + 8 * S.eps * sd)) \
+        / (8 * (sd + S.eps) ** 3)
     out = Derived("drift.expected_advantage_std_correction", expr, (_PO, _QO, S.eps),
                   r"\mathcal{A}^{(1)}",
                   r"Leading $1/G$ correction: "
@@ -480,6 +484,9 @@ def _ea_std_corr() -> Derived:
                   assumptions=r"$p$ fixed in $(0, 1)$, $G \to \infty$ (not uniform in $p$)",
                   level="L1")
     expr = out.expr
+    out.check(r"the form shown equals the coefficient of $h = 1/G$ in the expansion (on the "
+              r"simplex $q = 1 - p$)", "sympy", prove_equal(on_simplex(expr), on_simplex(c1)),
+              rf"the coefficient as derived: ${sp.latex(c1, symbol_names=S.LATEX_NAMES)}$")
     ser0 = sp.simplify(on_simplex(ser.coeff(h, 0)) - on_simplex(get("drift.expected_advantage_std_limit").expr))
     out.check(r"the $O(1)$ term of the expansion is the large-$G$ limit", "sympy", prove_zero(ser0))
     # high precision: the residual of the exact binomial sum is O(1/G^2)
