@@ -173,10 +173,11 @@ def _rationalized(root):
 
 
 def _critical(name, var, args, lhs, description, units, sample, upper=None,
-              rationalize=True) -> Derived:
+              rationalize=True, display=None) -> Derived:
     """Critical damping gamma^2 = 4 m k of the continuous model (all stiffness stale) solved for
     ``var``; the physical root is the one in range with gamma > 0 at the ``sample`` point,
-    written in the rationalised form that is exact and finite at zero lag."""
+    written in the rationalised form that is exact and finite at zero lag.  ``display``, when
+    given, is the form shown (factored by hand); it is proven equal to the derived one."""
     g, mm, kk = damping_expr().subs(S.K_stale, S.K), mass_expr(), spring_expr()
     disc = g**2 - 4 * mm * kk
     chosen = None
@@ -186,10 +187,13 @@ def _critical(name, var, args, lhs, description, units, sample, upper=None,
         if in_range and g.subs({**sample, var: val}) > 0:
             chosen = sp.simplify(sol)
     form = sp.factor_terms(sp.cancel(_rationalized(chosen))) if rationalize else chosen
-    out = Derived(name, form, args, lhs, description,
+    out = Derived(name, form if display is None else display, args, lhs, description,
                   units=units, assumptions=r"$K_{s} = K$; root with $\gamma > 0$", level="L3",
                   references=_PAPER)
     expr = out.expr
+    if display is not None:
+        out.check(r"the displayed form equals the derived root", "sympy", prove_equal(expr, form),
+                  f"derived form ${_tex(form)}$")
     out.check(r"$\zeta = 1$ at the root for $" + _tex(var) + "$", "sympy",
               prove_zero(sp.expand(disc.subs(var, expr))))
     out.check(r"equals the quadratic-formula root of $\gamma^{2} = 4 m \kappa_{s}$", "sympy",
@@ -202,8 +206,15 @@ def _critical(name, var, args, lhs, description, units, sample, upper=None,
                   r"so its value there is the limit $\ell \to 0$ (the quadratic-formula root is "
                   r"$0/0$)", "sympy",
                   den0.is_nonzero is True and not (den0.free_symbols & {S.ell}),
-                  rf"denominator at $\ell = 0$: ${_tex(den0)}$; value ${_tex(expr.subs(S.ell, 0))}$")
+                  rf"denominator at $\ell = 0$: ${_tex(den0)}$; value ${_tex(sp.factor(expr.subs(S.ell, 0)))}$")
     return out
+
+
+def _critical_product():
+    r"""The critical :math:`\eta K` at momentum :math:`\mu` and lag :math:`\ell`, factored by hand
+    (the damping, mass and spring depend on :math:`\eta` and :math:`K` only through their product)."""
+    mu, ell = S.mu, S.ell
+    return (1 - mu)**2 / (1 + mu + ell * (1 - mu) + sp.sqrt((1 + mu) * (1 + mu + 2 * ell * (1 - mu))))
 
 
 @derivation("oscillator.critical_momentum")
@@ -211,7 +222,9 @@ def _critical_momentum() -> Derived:
     return _critical("oscillator.critical_momentum", S.mu, (S.eta, S.K, S.ell), r"\mu_c",
                      r"Momentum at critical damping ($\zeta = 1$) of the continuous model, all "
                      r"stiffness stale; $\mu > \mu_{c}$ is oscillatory.", "dimensionless",
-                     {S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1}, upper=1, rationalize=False)
+                     {S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1}, upper=1, rationalize=False,
+                     display=1 + S.eta * S.K * (1 - S.ell)
+                     - sp.sqrt(S.eta * S.K * (4 + S.eta * S.K * (1 - 2 * S.ell))))
 
 
 @derivation("oscillator.critical_learning_rate")
@@ -219,14 +232,15 @@ def _critical_learning_rate() -> Derived:
     return _critical("oscillator.critical_learning_rate", S.eta, (S.mu, S.K, S.ell), r"\eta_c",
                      r"Learning rate at critical damping of the continuous model (all stiffness "
                      r"stale); $\eta > \eta_{c}$ is oscillatory.", "per step",
-                     {S.mu: sp.Rational(1, 2), S.K: 1, S.ell: 1})
+                     {S.mu: sp.Rational(1, 2), S.K: 1, S.ell: 1}, display=_critical_product() / S.K)
 
 
 @derivation("oscillator.critical_stiffness")
 def _critical_stiffness() -> Derived:
     return _critical("oscillator.critical_stiffness", S.K, (S.mu, S.eta, S.ell), r"K_c",
                      "Stiffness at critical damping of the continuous model (all stiffness stale).",
-                     "per unit learning rate", {S.mu: sp.Rational(1, 2), S.eta: 1, S.ell: 1})
+                     "per unit learning rate", {S.mu: sp.Rational(1, 2), S.eta: 1, S.ell: 1},
+                     display=_critical_product() / S.eta)
 
 
 @derivation("oscillator.published_threshold")
@@ -326,12 +340,20 @@ def _traj_over_modes() -> Derived:
     t, m, g, k, x0, v0 = S.t, S.m, S.gamma, S.spring, S.x0, S.v0
     w = sp.sqrt(g**2 - 4 * m * k) / (2 * m)
     r1, r2 = -g / (2 * m) + w, -g / (2 * m) - w
-    expr = (v0 - r2 * x0) / (r1 - r2) * sp.exp(r1 * t) + (r1 * x0 - v0) / (r1 - r2) * sp.exp(r2 * t)
-    out = Derived("oscillator.trajectory_overdamped_modes", expr, _ARGS_TRAJ, "x(t)",
+    derived = (v0 - r2 * x0) / (r1 - r2) * sp.exp(r1 * t) + (r1 * x0 - v0) / (r1 - r2) * sp.exp(r2 * t)
+    # displayed with D = 2 m w: the modes e^{-(gamma -+ D) t/2m} with weights (2 m v0 + (gamma +- D) x0)/2D
+    D = 2 * m * w
+    display = ((2 * m * v0 + (g + D) * x0) * sp.exp(-(g - D) * t / (2 * m))
+               - (2 * m * v0 + (g - D) * x0) * sp.exp(-(g + D) * t / (2 * m))) / (2 * D)
+    out = Derived("oscillator.trajectory_overdamped_modes", display, _ARGS_TRAJ, "x(t)",
                   r"Overdamped trajectory as a sum of its two decaying modes (the form used for "
                   r"numerics at large $t$: no overflow of $\cosh$).", units="logits",
                   assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3")
     expr = out.expr
+    out.check(r"the displayed form equals the derived sum of modes "
+              r"$\frac{v_{0} - r_{2} x_{0}}{r_{1} - r_{2}} e^{r_{1} t} + \frac{r_{1} x_{0} - v_{0}}{r_{1} - r_{2}} "
+              r"e^{r_{2} t}$, $r_{1,2} = \frac{-\gamma \pm \sqrt{\gamma^{2} - 4 m \kappa_{s}}}{2m}$",
+              "sympy", prove_equal(expr, derived))
     out.check(r"identical to the $\cosh$/$\sinh$ form", "sympy",
               prove_zero((expr - _overdamped_expr()).rewrite(sp.exp)))
     return out
@@ -467,11 +489,16 @@ def _slow_root() -> Derived:
 @derivation("oscillator.decay_time")
 def _decay_time() -> Derived:
     slow = get("oscillator.slow_root").expr
-    out = Derived("oscillator.decay_time", -1 / slow, (S.m, S.gamma, S.spring), r"\tau_{\mathrm{slow}}",
+    # displayed rationalised: 2m/(gamma - D) = (gamma + D)/(2 k), finite as m -> 0
+    display = (S.gamma + sp.sqrt(S.gamma**2 - 4 * S.m * S.spring)) / (2 * S.spring)
+    out = Derived("oscillator.decay_time", display, (S.m, S.gamma, S.spring), r"\tau_{\mathrm{slow}}",
                   r"Late-time decay time of the overdamped oscillator, $-1/s_{\mathrm{slow}}$ (the "
                   r"time scale with which a fitted curve approaches its plateau).", units="steps",
                   assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3", references=_PAPER)
     expr = out.expr
+    out.check(r"the displayed form equals $-1/s_{\mathrm{slow}}$ (multiply by "
+              r"$\gamma + \sqrt{\gamma^{2} - 4 m \kappa_{s}}$ above and below)", "sympy",
+              prove_equal(expr, -1 / slow))
     out.check(r"$e^{-t/\tau_{\mathrm{slow}}}$ solves $m \ddot{x} + \gamma \dot{x} + \kappa_{s} x = 0$",
               "sympy",
               prove_zero(sp.expand(S.m / expr**2 - S.gamma / expr + S.spring)))
@@ -523,6 +550,66 @@ def _envelope() -> Derived:
     return out
 
 
+def _overshoot_readable():
+    r"""The overshoot as displayed: at the first extremum :math:`x(t_1) e^{\gamma t_1/2m}` has
+    modulus :math:`\sqrt{x_0^2 + v_0(m v_0 + \gamma x_0)/\kappa_s}` and the sign of :math:`v_0`
+    (of :math:`-x_0` from rest), and :math:`W t_1 = \pi/2 - \arctan\frac{\gamma v_0 +
+    2\kappa_s x_0}{v_0 D}` with :math:`D = \sqrt{4 m\kappa_s - \gamma^2}` (:math:`\pi` from rest)."""
+    m, g, k, x0, v0 = S.m, S.gamma, S.spring, S.x0, S.v0
+    D = sp.sqrt(4 * m * k - g**2)
+    theta = sp.pi / 2 - sp.atan((g * v0 + 2 * k * x0) / (v0 * D))
+    moving = -sp.sign(v0) * sp.sqrt(x0**2 + v0 * (m * v0 + g * x0) / k) * sp.exp(-g * theta / D) / x0
+    return sp.Piecewise((sp.exp(-sp.pi * g / D), sp.Eq(v0, 0)), (moving, True))
+
+
+def _denest(e):
+    """simplify, then factor inside the square roots: sqrt((V^2 + b^2)^2) -> V^2 + b^2."""
+    return sp.simplify(sp.factor(sp.simplify(e), deep=True))
+
+
+def _check_overshoot_form(out: Derived, expr, derived) -> None:
+    """Prove the displayed overshoot equal to the derived one, -x(t_1)/x0 with
+    t_1 = (pi - (atan2(A, B) mod pi))/W, case by case: the spring written through
+    D = sqrt(4 m k - gamma^2) > 0, x0 through B (so that the signs of A = v0 and B are
+    those of positive symbols and sympy evaluates atan2), the remaining ``mod pi`` evaluated
+    from the range of its argument (sympy's function_range), and
+    atan(b/V) = pi/2 - atan(V/b) for V, b > 0 (proven here from its derivative)."""
+    m, g, k, x0, v0 = S.m, S.gamma, S.spring, S.x0, S.v0
+    Dp, V, b, c, X = (sp.Symbol(n, positive=True) for n in ("D", "V", "b", "c", "X"))
+    k_of_D = (Dp**2 + g**2) / (4 * m)
+    lemma = prove_zero(sp.diff(sp.atan(c) + sp.atan(1 / c), c)) and 2 * sp.atan(1) == sp.pi / 2
+    out.check(r"$\arctan c + \arctan(1/c) = \pi/2$ for $c > 0$ (zero derivative, value at $c = 1$)",
+              "sympy", lemma)
+
+    def mod_pi(e):
+        def value(u, q):
+            rng = sp.calculus.util.function_range(u.subs(V, c * b), c, sp.Interval.open(0, sp.oo))
+            for n in (0, 1, -1):
+                if rng.is_subset(sp.Interval.Ropen(-n * sp.pi, (1 - n) * sp.pi)):
+                    return u + n * sp.pi
+            raise ValueError(f"range {rng} of {u} is not within one period")
+        return e.replace(lambda a: isinstance(a, sp.Mod) and a.args[1] == sp.pi,
+                         lambda a: value(*a.args))
+
+    reciprocal = {sp.atan(b / V): sp.pi / 2 - sp.atan(V / b)}   # the lemma, for V, b > 0
+    same = []
+    for sv in (V, -V):
+        for sb in (b, -b):
+            sub = {x0: -(sb * Dp + g * sv) / (2 * k_of_D), v0: sv}
+            lhs = expr.subs(k, k_of_D).subs(sub).subs(reciprocal)
+            rhs = mod_pi(derived.subs(k, k_of_D).subs(sub)).subs(reciprocal)
+            same.append(not rhs.has(sp.Mod) and prove_equal(lhs, rhs, simplifier=_denest))
+    for sx in (X, -X):
+        sub = {x0: sx, v0: 0}
+        same.append(prove_equal(expr.subs(k, k_of_D).subs(sub), derived.subs(k, k_of_D).subs(sub)))
+    out.check(r"the displayed form equals the derived $-x(t_{1})/x_{0}$ with "
+              r"$t_{1} = (\pi - (\operatorname{atan2}(A, B) \bmod \pi))/W$: proven in each of the "
+              r"four sign cases of $v_{0} \ne 0$ and $B$, and from rest for $x_{0}$ of either sign "
+              r"(the spring written as $\kappa_{s} = (D^{2} + \gamma^{2})/(4m)$ with $D > 0$; "
+              r"the remainder modulo $\pi$ from the range of its argument)", "sympy", all(same),
+              f"derived form ${_tex(derived)}$")
+
+
 @derivation("oscillator.overshoot")
 def _overshoot() -> Derived:
     rate, W = _underdamped_rates()
@@ -532,7 +619,8 @@ def _overshoot() -> Derived:
     B = sp.simplify(xdot.coeff(sp.sin(W * S.t)))
     phase = sp.atan2(A, B)                   # A cos + B sin = R sin(W t + phase)
     t1 = (sp.pi - sp.Mod(phase, sp.pi)) / W  # first t > 0 with x'(t) = 0
-    out = Derived("oscillator.overshoot", sp.simplify(-x.subs(S.t, t1) / S.x0), (S.m, S.gamma, S.spring, S.x0, S.v0),
+    derived = sp.simplify(-x.subs(S.t, t1) / S.x0)
+    out = Derived("oscillator.overshoot", _overshoot_readable(), (S.m, S.gamma, S.spring, S.x0, S.v0),
                   r"\mathrm{OS}",
                   r"Overshoot of the underdamped oscillator: $-x(t_{1})/x_{0}$ at the first "
                   r"extremum $t_{1} > 0$, with a free initial slope $v_{0}$ (the fitted "
@@ -541,6 +629,7 @@ def _overshoot() -> Derived:
                   assumptions=r"$\gamma^{2} < 4 m \kappa_{s}$, $x_{0} \ne 0$", level="L3",
                   references=_PAPER)
     expr = out.expr
+    _check_overshoot_form(out, expr, derived)
     out.check(r"$\dot{x}(t) e^{\gamma t/(2m)} = A \cos(W t) + B \sin(W t)$ (no other terms), "
               r"$W = \sqrt{4 m \kappa_{s} - \gamma^{2}}/(2m)$", "sympy",
               prove_zero(xdot - A * sp.cos(W * S.t) - B * sp.sin(W * S.t)))
