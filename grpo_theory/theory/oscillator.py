@@ -578,7 +578,7 @@ def _check_overshoot_form(out: Derived, expr, derived) -> None:
     Dp, V, b, c, X = (sp.Symbol(n, positive=True) for n in ("D", "V", "b", "c", "X"))
     k_of_D = (Dp**2 + g**2) / (4 * m)
     lemma = prove_zero(sp.diff(sp.atan(c) + sp.atan(1 / c), c)) and 2 * sp.atan(1) == sp.pi / 2
-    out.check(r"$\arctan c + \arctan(1/c) = \pi/2$ for $c > 0$ (zero derivative, value at $c = 1$)",
+    out.check(r"$\operatorname{arctan} c + \operatorname{arctan}(1/c) = \pi/2$ for $c > 0$ (zero derivative, value at $c = 1$)",
               "sympy", lemma)
 
     def mod_pi(e):
@@ -629,10 +629,10 @@ def _overshoot() -> Derived:
                   assumptions=r"$\gamma^{2} < 4 m \kappa_{s}$, $x_{0} \ne 0$", level="L3",
                   references=_PAPER)
     expr = out.expr
-    _check_overshoot_form(out, expr, derived)
     out.check(r"$\dot{x}(t) e^{\gamma t/(2m)} = A \cos(W t) + B \sin(W t)$ (no other terms), "
               r"$W = \sqrt{4 m \kappa_{s} - \gamma^{2}}/(2m)$", "sympy",
               prove_zero(xdot - A * sp.cos(W * S.t) - B * sp.sin(W * S.t)))
+    _check_overshoot_form(out, expr, derived)
     at_rest = sp.exp(-rate * sp.pi / W)
     rest = x.subs(S.v0, 0)
     out.check(r"from rest ($v_{0} = 0$) the first extremum is at $t = \pi/W$ and the overshoot is "
