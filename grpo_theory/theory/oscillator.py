@@ -1,4 +1,4 @@
-r"""Level L3: the reduced-order continuous model  :math:`m\ddot x + \gamma\dot x + k x = \xi(t)`.
+r"""Level L3: the reduced-order continuous model  :math:`m\ddot x + \gamma\dot x + \kappa_s x = \xi(t)`.
 
 Derivation (each step verified by sympy, see :func:`continuum_limit`):
 
@@ -12,8 +12,9 @@ ago — is
 With :math:`x_t = e^{st}` its characteristic function is
 :math:`\chi(s) = e^{s} - (1+\mu) + \mu e^{-s} + \eta K_f + \eta K_s e^{-s\ell}`.
 Expanding to second order in :math:`s` and keeping the lag to first order gives
-:math:`m s^2 + \gamma s + k` with :math:`m = (1+\mu)/2`,
-:math:`\gamma = 1-\mu-\eta K_s\ell`, :math:`k = \eta K`.  Momentum supplies
+:math:`m s^2 + \gamma s + \kappa_s` with :math:`m = (1+\mu)/2`,
+:math:`\gamma = 1-\mu-\eta K_s\ell`, :math:`\kappa_s = \eta K` (the spring constant;
+:math:`k` is the refresh interval).  Momentum supplies
 inertia, lag erodes damping.  Time is in optimizer steps, :math:`x = z - z^*`
 in logits.
 """
@@ -174,7 +175,7 @@ def _rationalized(root):
 
 def _critical(name, var, args, lhs, description, units, sample, upper=None,
               rationalize=True, display=None) -> Derived:
-    """Critical damping gamma^2 = 4 m k of the continuous model (all stiffness stale) solved for
+    """Critical damping gamma^2 = 4 m kappa_s of the continuous model (all stiffness stale) solved for
     ``var``; the physical root is the one in range with gamma > 0 at the ``sample`` point,
     written in the rationalised form that is exact and finite at zero lag.  ``display``, when
     given, is the form shown (factored by hand); it is proven equal to the derived one."""
@@ -384,7 +385,7 @@ def _traj_under() -> Derived:
 def _traj_critical() -> Derived:
     m, g, k = S.m, S.gamma, S.spring
     over = _overdamped_expr()
-    # exact limit gamma^2 - 4 m k -> 0+: substitute k = (gamma^2 - (2 m w)^2)/(4 m), let w -> 0
+    # exact limit gamma^2 - 4 m kappa_s -> 0+: put kappa_s = (gamma^2 - (2 m w)^2)/(4 m), w -> 0
     w = sp.Symbol("w", positive=True)
     in_w = sp.simplify(over.subs(k, (g**2 - 4 * m**2 * w**2) / (4 * m)))
     expr = sp.simplify(sp.limit(in_w, w, 0, "+"))
@@ -570,7 +571,7 @@ def _denest(e):
 def _check_overshoot_form(out: Derived, expr, derived) -> None:
     """Prove the displayed overshoot equal to the derived one, -x(t_1)/x0 with
     t_1 = (pi - (atan2(A, B) mod pi))/W, case by case: the spring written through
-    D = sqrt(4 m k - gamma^2) > 0, x0 through B (so that the signs of A = v0 and B are
+    D = sqrt(4 m kappa_s - gamma^2) > 0, x0 through B (so that the signs of A = v0 and B are
     those of positive symbols and sympy evaluates atan2), the remaining ``mod pi`` evaluated
     from the range of its argument (sympy's function_range), and
     atan(b/V) = pi/2 - atan(V/b) for V, b > 0 (proven here from its derivative)."""
@@ -688,7 +689,7 @@ def _scaling() -> Derived:
 
 @dataclass(frozen=True)
 class Oscillator:
-    r"""Coefficients of :math:`m\ddot x + \gamma\dot x + k x = 0` (time in steps, x in logits)."""
+    r"""Coefficients of :math:`m\ddot x + \gamma\dot x + \kappa_s x = 0` (time in steps, x in logits)."""
 
     mass: float
     damping: float
@@ -704,7 +705,7 @@ class Oscillator:
 
     @property
     def time_scale(self) -> float:
-        """tau = gamma/k of the massless limit (steps)."""
+        """tau = gamma/kappa_s of the massless limit (steps)."""
         return self.damping / self.spring
 
     def trajectory(self, t, x0, v0=0.0):
@@ -734,7 +735,7 @@ def coefficients(learning_rate, momentum, lag, stiffness, *, fresh_fraction=0.0)
 
 
 def damping_ratio(mass, damping, spring):
-    """zeta = gamma / (2 sqrt(m k)), lambdified from ``oscillator.damping_ratio``."""
+    """zeta = gamma / (2 sqrt(m kappa_s)), lambdified from ``oscillator.damping_ratio``."""
     return get("oscillator.damping_ratio").numeric(mass, damping, spring)
 
 
@@ -756,10 +757,10 @@ def _check_traj_args(mass, damping, spring):
 
 
 def trajectory(t, mass, damping, spring, x0, v0=0.0):
-    r"""Closed-form :math:`x(t)` of :math:`m\ddot x+\gamma\dot x+kx=0`, :math:`x(0)=x_0`, :math:`\dot x(0)=v_0`.
+    r"""Closed-form :math:`x(t)` of :math:`m\ddot x+\gamma\dot x+\kappa_s x=0`, :math:`x(0)=x_0`, :math:`\dot x(0)=v_0`.
 
     Vectorised over ``t`` (steps).  Each regime is lambdified from its sympy
-    derivation; exactly at :math:`\gamma^2 = 4mk` the critical branch (derived
+    derivation; exactly at :math:`\gamma^2 = 4m\kappa_s` the critical branch (derived
     as the exact limit) is used, so the function is valid there too.
     """
     m, g, k = _check_traj_args(mass, damping, spring)
