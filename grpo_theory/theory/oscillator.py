@@ -352,8 +352,8 @@ def _traj_over_modes() -> Derived:
                   assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3")
     expr = out.expr
     out.check(r"the displayed form equals the derived sum of modes "
-              r"$\frac{v_{0} - r_{2} x_{0}}{r_{1} - r_{2}} e^{r_{1} t} + \frac{r_{1} x_{0} - v_{0}}{r_{1} - r_{2}} "
-              r"e^{r_{2} t}$, $r_{1,2} = \frac{-\gamma \pm \sqrt{\gamma^{2} - 4 m \kappa_{s}}}{2m}$",
+              r"$((v_{0} - r_{2} x_{0}) e^{r_{1} t} + (r_{1} x_{0} - v_{0}) e^{r_{2} t})/(r_{1} - r_{2})$ "
+              r"with $r_{1,2} = (-\gamma \pm \sqrt{\gamma^{2} - 4 m \kappa_{s}})/(2m)$",
               "sympy", prove_equal(expr, derived))
     out.check(r"identical to the $\cosh$/$\sinh$ form", "sympy",
               prove_zero((expr - _overdamped_expr()).rewrite(sp.exp)))
