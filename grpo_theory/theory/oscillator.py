@@ -1,4 +1,4 @@
-r"""Level L3: the reduced-order continuous model  :math:`m\ddot x + \gamma\dot x + k x = \xi(t)`.
+r"""Level L3: the reduced-order continuous model  :math:`m\ddot x + \gamma\dot x + \kappa_s x = \xi(t)`.
 
 Derivation (each step verified by sympy, see :func:`continuum_limit`):
 
@@ -12,8 +12,9 @@ ago — is
 With :math:`x_t = e^{st}` its characteristic function is
 :math:`\chi(s) = e^{s} - (1+\mu) + \mu e^{-s} + \eta K_f + \eta K_s e^{-s\ell}`.
 Expanding to second order in :math:`s` and keeping the lag to first order gives
-:math:`m s^2 + \gamma s + k` with :math:`m = (1+\mu)/2`,
-:math:`\gamma = 1-\mu-\eta K_s\ell`, :math:`k = \eta K`.  Momentum supplies
+:math:`m s^2 + \gamma s + \kappa_s` with :math:`m = (1+\mu)/2`,
+:math:`\gamma = 1-\mu-\eta K_s\ell`, :math:`\kappa_s = \eta K` (the spring constant;
+:math:`k` is the refresh interval).  Momentum supplies
 inertia, lag erodes damping.  Time is in optimizer steps, :math:`x = z - z^*`
 in logits.
 """
@@ -47,6 +48,11 @@ __all__ = [
 _PAPER = ("predictable_grpo",)
 
 
+def _tex(expr) -> str:
+    """LaTeX of a sympy expression with the project's notation (for the texts of checks)."""
+    return sp.latex(expr, symbol_names=S.LATEX_NAMES)
+
+
 # ----------------------------------------------------------------------------------
 # Symbolic derivations
 # ----------------------------------------------------------------------------------
@@ -76,15 +82,17 @@ def _mass() -> Derived:
     mass, damping, spring, lag2, series = _continuum()
     out = Derived(
         "oscillator.mass", mass, (S.mu,), "m",
-        "Inertia of the reduced model: the s^2 coefficient of the discrete characteristic "
-        "function at first order in the lag.", units="steps^2 (dimensionless per step^2)",
-        assumptions="linearisation at a fixed point; heavy-ball momentum mu in [0,1); lag to first order",
+        r"Inertia of the reduced model: the $s^{2}$ coefficient of the discrete characteristic "
+        r"function $\chi(s)$ at first order in the lag.",
+        units=r"steps$^{2}$ (dimensionless per step$^{2}$)",
+        assumptions=r"linearisation at a fixed point; heavy-ball momentum $\mu \in [0, 1)$; "
+                    "lag to first order",
         level="L3", references=_PAPER)
     mass = out.expr
-    out.check("m is the s^2 coefficient of chi(s) up to a term second order in the lag",
+    out.check(r"$m$ is the $s^{2}$ coefficient of $\chi(s)$ up to a term second order in the lag",
               "sympy", prove_zero(sp.expand(series).coeff(S.s, 2) - mass - lag2),
-              f"dropped term {sp.sstr(lag2)}")
-    out.check("m = (1+mu)/2 > 0 for mu >= 0", "sympy", prove_equal(mass, (1 + S.mu) / 2))
+              f"dropped term ${_tex(lag2)}$")
+    out.check(r"$m = \frac{1 + \mu}{2} > 0$ for $\mu \ge 0$", "sympy", prove_equal(mass, (1 + S.mu) / 2))
     return out
 
 
@@ -93,14 +101,14 @@ def _damping() -> Derived:
     mass, damping, spring, lag2, series = _continuum()
     out = Derived(
         "oscillator.damping", damping, (S.mu, S.eta, S.K_stale, S.ell), r"\gamma",
-        "Damping of the reduced model: the s coefficient of the discrete characteristic "
-        "function. Off-policy lag ell acting on the stale stiffness K_s erodes it.",
-        units="per step", assumptions="first order in the lag ell (steps)",
+        r"Damping of the reduced model: the $s$ coefficient of the discrete characteristic "
+        r"function $\chi(s)$. Off-policy lag $\ell$ acting on the stale stiffness $K_{s}$ erodes it.",
+        units="per step", assumptions=r"first order in the lag $\ell$ (steps)",
         level="L3", references=_PAPER)
     damping = out.expr
-    out.check("gamma is the s^1 coefficient of chi(s)", "sympy",
+    out.check(r"$\gamma$ is the $s^{1}$ coefficient of $\chi(s)$", "sympy",
               prove_zero(sp.expand(series).coeff(S.s, 1) - damping))
-    out.check("d gamma / d ell = -eta K_s (lag erodes damping)", "sympy",
+    out.check(r"$\partial\gamma/\partial\ell = -\eta K_{s}$ (lag erodes damping)", "sympy",
               prove_equal(sp.diff(damping, S.ell), -S.eta * S.K_stale))
     return out
 
@@ -110,11 +118,11 @@ def _spring() -> Derived:
     mass, damping, spring, lag2, series = _continuum()
     expr = spring.subs(S.K_fresh, S.K - S.K_stale)
     out = Derived(
-        "oscillator.spring", sp.simplify(expr), (S.eta, S.K), "k",
-        "Spring constant of the reduced model: learning rate times total stiffness.",
-        units="per step^2", assumptions="K = K_f + K_s", level="L3", references=_PAPER)
+        "oscillator.spring", sp.simplify(expr), (S.eta, S.K), r"\kappa_{s}",
+        r"Spring constant $\kappa_{s}$ of the reduced model: learning rate times total stiffness.",
+        units=r"per step$^{2}$", assumptions=r"$K = K_{f} + K_{s}$", level="L3", references=_PAPER)
     expr = out.expr
-    out.check("k = chi(0) = eta (K_f + K_s)", "sympy",
+    out.check(r"$\kappa_{s} = \chi(0) = \eta (K_{f} + K_{s})$", "sympy",
               prove_zero(series.subs(S.s, 0) - expr.subs(S.K, S.K_fresh + S.K_stale)))
     return out
 
@@ -136,16 +144,18 @@ def _damping_ratio() -> Derived:
     expr = S.gamma / (2 * sp.sqrt(S.m * S.spring))
     out = Derived(
         "oscillator.damping_ratio", expr, (S.m, S.gamma, S.spring), r"\zeta",
-        "Damping ratio: zeta < 1 oscillatory, = 1 critical, > 1 overdamped.",
+        r"Damping ratio: $\zeta < 1$ oscillatory, $\zeta = 1$ critical, $\zeta > 1$ overdamped.",
         units="dimensionless", level="L3", references=_PAPER)
     expr = out.expr
     # zeta = 1 exactly where the characteristic roots of m s^2 + gamma s + k coincide
     s_plus, s_minus = sp.solve(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
     disc = sp.discriminant(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
-    out.check("the discriminant gamma^2 - 4 m k equals 4 m k (zeta^2 - 1)", "sympy",
+    out.check(r"the discriminant $\gamma^{2} - 4 m \kappa_{s}$ equals "
+              r"$4 m \kappa_{s} (\zeta^{2} - 1)$", "sympy",
               prove_zero(disc - 4 * S.m * S.spring * (expr**2 - 1)))
-    out.check("the squared gap of the characteristic roots is 4 k (zeta^2 - 1)/m: they coincide "
-              "exactly at zeta = 1 (real for zeta > 1, complex for zeta < 1)", "sympy",
+    out.check(r"the squared gap of the characteristic roots is $4 \kappa_{s} (\zeta^{2} - 1)/m$: "
+              r"they coincide exactly at $\zeta = 1$ (real for $\zeta > 1$, complex for $\zeta < 1$)",
+              "sympy",
               prove_zero(sp.expand((s_plus - s_minus)**2) - 4 * S.spring * (expr**2 - 1) / S.m))
     return out
 
@@ -164,10 +174,11 @@ def _rationalized(root):
 
 
 def _critical(name, var, args, lhs, description, units, sample, upper=None,
-              rationalize=True) -> Derived:
-    """Critical damping gamma^2 = 4 m k of the continuous model (all stiffness stale) solved for
+              rationalize=True, display=None) -> Derived:
+    """Critical damping gamma^2 = 4 m kappa_s of the continuous model (all stiffness stale) solved for
     ``var``; the physical root is the one in range with gamma > 0 at the ``sample`` point,
-    written in the rationalised form that is exact and finite at zero lag."""
+    written in the rationalised form that is exact and finite at zero lag.  ``display``, when
+    given, is the form shown (factored by hand); it is proven equal to the derived one."""
     g, mm, kk = damping_expr().subs(S.K_stale, S.K), mass_expr(), spring_expr()
     disc = g**2 - 4 * mm * kk
     chosen = None
@@ -177,45 +188,60 @@ def _critical(name, var, args, lhs, description, units, sample, upper=None,
         if in_range and g.subs({**sample, var: val}) > 0:
             chosen = sp.simplify(sol)
     form = sp.factor_terms(sp.cancel(_rationalized(chosen))) if rationalize else chosen
-    out = Derived(name, form, args, lhs, description,
-                  units=units, assumptions="K_s = K; root with gamma > 0", level="L3",
+    out = Derived(name, form if display is None else display, args, lhs, description,
+                  units=units, assumptions=r"$K_{s} = K$; root with $\gamma > 0$", level="L3",
                   references=_PAPER)
     expr = out.expr
-    out.check(f"zeta = 1 at the root for {var}", "sympy", prove_zero(sp.expand(disc.subs(var, expr))))
-    out.check("equals the quadratic-formula root of gamma^2 = 4 m k", "sympy",
+    if display is not None:
+        out.check(r"the displayed form equals the derived root", "sympy", prove_equal(expr, form),
+                  f"derived form ${_tex(form)}$")
+    out.check(r"$\zeta = 1$ at the root for $" + _tex(var) + "$", "sympy",
+              prove_zero(sp.expand(disc.subs(var, expr))))
+    out.check(r"equals the quadratic-formula root of $\gamma^{2} = 4 m \kappa_{s}$", "sympy",
               prove_zero(expr - chosen))
     if rationalize:
         den0 = sp.factor(sp.simplify(sp.fraction(sp.together(expr))[1].subs(S.ell, 0)
                                      .subs(S.mu, sp.Symbol("mu", positive=True))))
-        out.check("finite at zero lag: the rationalised root equals the quadratic-formula root for "
-                  "ell != 0 and its denominator at ell = 0 has no root for mu >= 0, so its value "
-                  "there is the limit ell -> 0 (the quadratic-formula root is 0/0)", "sympy",
+        out.check(r"finite at zero lag: the rationalised root equals the quadratic-formula root "
+                  r"for $\ell \ne 0$ and its denominator at $\ell = 0$ has no root for $\mu \ge 0$, "
+                  r"so its value there is the limit $\ell \to 0$ (the quadratic-formula root is "
+                  r"$0/0$)", "sympy",
                   den0.is_nonzero is True and not (den0.free_symbols & {S.ell}),
-                  f"denominator at ell = 0: {sp.sstr(den0)}; value {sp.sstr(expr.subs(S.ell, 0))}")
+                  rf"denominator at $\ell = 0$: ${_tex(den0)}$; value ${_tex(sp.factor(expr.subs(S.ell, 0)))}$")
     return out
+
+
+def _critical_product():
+    r"""The critical :math:`\eta K` at momentum :math:`\mu` and lag :math:`\ell`, factored by hand
+    (the damping, mass and spring depend on :math:`\eta` and :math:`K` only through their product)."""
+    mu, ell = S.mu, S.ell
+    return (1 - mu)**2 / (1 + mu + ell * (1 - mu) + sp.sqrt((1 + mu) * (1 + mu + 2 * ell * (1 - mu))))
 
 
 @derivation("oscillator.critical_momentum")
 def _critical_momentum() -> Derived:
     return _critical("oscillator.critical_momentum", S.mu, (S.eta, S.K, S.ell), r"\mu_c",
-                     "Momentum at critical damping (zeta = 1) of the continuous model, all stiffness "
-                     "stale; mu > mu_c is oscillatory.", "dimensionless",
-                     {S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1}, upper=1, rationalize=False)
+                     r"Momentum at critical damping ($\zeta = 1$) of the continuous model, all "
+                     r"stiffness stale; $\mu > \mu_{c}$ is oscillatory.", "dimensionless",
+                     {S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1}, upper=1, rationalize=False,
+                     display=1 + S.eta * S.K * (1 - S.ell)
+                     - sp.sqrt(S.eta * S.K * (4 + S.eta * S.K * (1 - 2 * S.ell))))
 
 
 @derivation("oscillator.critical_learning_rate")
 def _critical_learning_rate() -> Derived:
     return _critical("oscillator.critical_learning_rate", S.eta, (S.mu, S.K, S.ell), r"\eta_c",
-                     "Learning rate at critical damping of the continuous model (all stiffness "
-                     "stale); eta > eta_c is oscillatory.", "per step",
-                     {S.mu: sp.Rational(1, 2), S.K: 1, S.ell: 1})
+                     r"Learning rate at critical damping of the continuous model (all stiffness "
+                     r"stale); $\eta > \eta_{c}$ is oscillatory.", "per step",
+                     {S.mu: sp.Rational(1, 2), S.K: 1, S.ell: 1}, display=_critical_product() / S.K)
 
 
 @derivation("oscillator.critical_stiffness")
 def _critical_stiffness() -> Derived:
     return _critical("oscillator.critical_stiffness", S.K, (S.mu, S.eta, S.ell), r"K_c",
                      "Stiffness at critical damping of the continuous model (all stiffness stale).",
-                     "per unit learning rate", {S.mu: sp.Rational(1, 2), S.eta: 1, S.ell: 1})
+                     "per unit learning rate", {S.mu: sp.Rational(1, 2), S.eta: 1, S.ell: 1},
+                     display=_critical_product() / S.eta)
 
 
 @derivation("oscillator.published_threshold")
@@ -225,13 +251,14 @@ def _published_threshold() -> Derived:
     (ell_max,) = sp.solve(sp.Eq(g, 0), S.ell)
     out = Derived(
         "oscillator.published_threshold", ell_max, (S.mu, S.eta, S.K), r"\ell_{\max}",
-        "Largest lag with positive damping in the first-order continuous model. With the lag "
-        "identified with the refresh interval this is the published threshold "
-        "K eta K_ref < 1 - mu.", units="steps", assumptions="K_s = K; first order in the lag",
+        r"Largest lag with positive damping in the first-order continuous model. With the lag "
+        r"identified with the refresh interval $k$ this is the published threshold "
+        r"$\eta K k < 1 - \mu$.", units="steps",
+        assumptions=r"$K_{s} = K$; first order in the lag",
         level="L3", references=_PAPER)
     ell_max = out.expr
-    out.check("gamma(ell_max) = 0", "sympy", prove_zero(g.subs(S.ell, ell_max)))
-    out.check("ell < ell_max  <=>  eta K ell < 1 - mu (the published form)", "sympy",
+    out.check(r"$\gamma(\ell_{\max}) = 0$", "sympy", prove_zero(g.subs(S.ell, ell_max)))
+    out.check(r"$\ell < \ell_{\max} \iff \eta K \ell < 1 - \mu$ (the published form)", "sympy",
               prove_equal(ell_max * S.eta * S.K, 1 - S.mu))
     return out
 
@@ -266,9 +293,10 @@ def _underdamped_expr():
 def _verify_solution(out: Derived, expr, regime_name: str, spring=S.spring) -> None:
     t = S.t
     ode = S.m * sp.diff(expr, t, 2) + S.gamma * sp.diff(expr, t) + spring * expr
-    out.check(f"{regime_name}: satisfies m x'' + gamma x' + k x = 0", "sympy", prove_zero(ode))
-    out.check(f"{regime_name}: x(0) = x0", "sympy", prove_zero(expr.subs(t, 0) - S.x0))
-    out.check(f"{regime_name}: x'(0) = v0", "sympy",
+    out.check(regime_name + r": satisfies $m \ddot{x} + \gamma \dot{x} + \kappa_{s} x = 0$", "sympy",
+              prove_zero(ode))
+    out.check(regime_name + r": $x(0) = x_{0}$", "sympy", prove_zero(expr.subs(t, 0) - S.x0))
+    out.check(regime_name + r": $\dot{x}(0) = v_{0}$", "sympy",
               prove_zero(sp.diff(expr, t).subs(t, 0) - S.v0))
 
 
@@ -283,7 +311,9 @@ def _mpmath_check(out: Derived, expr, params: dict, times, digits=25) -> None:
         for tt in times:
             ref = sol(mpmath.mpf(tt))[0]
             errors.append(abs(closed(mpmath.mpf(tt)) - ref) / max(abs(ref), mpmath.mpf(10) ** -30))
-    record_numeric(out, f"closed form vs mpmath.odefun at t = {list(times)}", errors, digits=digits)
+    at = ", ".join(_tex(sp.sympify(tt)) for tt in times)
+    record_numeric(out, f"closed form against the Taylor ODE solver of mpmath (odefun, 40 digits) "
+                   f"at $t = {at}$", errors, digits=digits)
 
 
 _ARGS_TRAJ = (S.t, S.m, S.gamma, S.spring, S.x0, S.v0)
@@ -293,12 +323,12 @@ _ARGS_TRAJ = (S.t, S.m, S.gamma, S.spring, S.x0, S.v0)
 def _traj_over() -> Derived:
     expr = _overdamped_expr()
     out = Derived("oscillator.trajectory_overdamped", expr, _ARGS_TRAJ, "x(t)",
-                  "Closed-form deviation, overdamped regime (gamma^2 > 4 m k).", units="logits",
-                  assumptions="gamma^2 > 4 m k", level="L3")
+                  r"Closed-form deviation, overdamped regime ($\gamma^{2} > 4 m \kappa_{s}$).",
+                  units="logits", assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3")
     expr = out.expr
     # Independent route: sympy's dsolve with the initial conditions.
     sol = sp.dsolve(_ode(), S.x(S.t), ics={S.x(0): S.x0, S.x(S.t).diff(S.t).subs(S.t, 0): S.v0})
-    out.check("equals sympy.dsolve's solution with the same initial conditions", "sympy",
+    out.check("equals the solution of sympy's dsolve with the same initial conditions", "sympy",
               prove_zero(sp.simplify((sol.rhs - expr).rewrite(sp.exp))))
     _verify_solution(out, expr, "overdamped")
     _mpmath_check(out, expr, {S.m: 1, S.gamma: 3, S.spring: 1, S.x0: 1, S.v0: -sp.Rational(1, 2)},
@@ -311,13 +341,21 @@ def _traj_over_modes() -> Derived:
     t, m, g, k, x0, v0 = S.t, S.m, S.gamma, S.spring, S.x0, S.v0
     w = sp.sqrt(g**2 - 4 * m * k) / (2 * m)
     r1, r2 = -g / (2 * m) + w, -g / (2 * m) - w
-    expr = (v0 - r2 * x0) / (r1 - r2) * sp.exp(r1 * t) + (r1 * x0 - v0) / (r1 - r2) * sp.exp(r2 * t)
-    out = Derived("oscillator.trajectory_overdamped_modes", expr, _ARGS_TRAJ, "x(t)",
-                  "Overdamped trajectory as a sum of its two decaying modes (the form used for "
-                  "numerics at large t: no cosh overflow).", units="logits",
-                  assumptions="gamma^2 > 4 m k", level="L3")
+    derived = (v0 - r2 * x0) / (r1 - r2) * sp.exp(r1 * t) + (r1 * x0 - v0) / (r1 - r2) * sp.exp(r2 * t)
+    # displayed with D = 2 m w: the modes e^{-(gamma -+ D) t/2m} with weights (2 m v0 + (gamma +- D) x0)/2D
+    D = 2 * m * w
+    display = ((2 * m * v0 + (g + D) * x0) * sp.exp(-(g - D) * t / (2 * m))
+               - (2 * m * v0 + (g - D) * x0) * sp.exp(-(g + D) * t / (2 * m))) / (2 * D)
+    out = Derived("oscillator.trajectory_overdamped_modes", display, _ARGS_TRAJ, "x(t)",
+                  r"Overdamped trajectory as a sum of its two decaying modes (the form used for "
+                  r"numerics at large $t$: no overflow of $\cosh$).", units="logits",
+                  assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3")
     expr = out.expr
-    out.check("identical to the cosh/sinh form", "sympy",
+    out.check(r"the displayed form equals the derived sum of modes "
+              r"$((v_{0} - r_{2} x_{0}) e^{r_{1} t} + (r_{1} x_{0} - v_{0}) e^{r_{2} t})/(r_{1} - r_{2})$ "
+              r"with $r_{1,2} = (-\gamma \pm \sqrt{\gamma^{2} - 4 m \kappa_{s}})/(2m)$",
+              "sympy", prove_equal(expr, derived))
+    out.check(r"identical to the $\cosh$/$\sinh$ form", "sympy",
               prove_zero((expr - _overdamped_expr()).rewrite(sp.exp)))
     return out
 
@@ -326,15 +364,16 @@ def _traj_over_modes() -> Derived:
 def _traj_under() -> Derived:
     expr = _underdamped_expr()
     out = Derived("oscillator.trajectory_underdamped", expr, _ARGS_TRAJ, "x(t)",
-                  "Closed-form deviation, underdamped (oscillatory) regime (gamma^2 < 4 m k).",
-                  units="logits", assumptions="gamma^2 < 4 m k", level="L3")
+                  r"Closed-form deviation, underdamped (oscillatory) regime "
+                  r"($\gamma^{2} < 4 m \kappa_{s}$).",
+                  units="logits", assumptions=r"$\gamma^{2} < 4 m \kappa_{s}$", level="L3")
     expr = out.expr
     over = _overdamped_expr()
     W = sp.Symbol("W", positive=True)
     # the underdamped form is the overdamped one continued to imaginary w = i W
     cont = over.subs(sp.sqrt(S.gamma**2 - 4 * S.m * S.spring), sp.I * 2 * S.m * W)
     target = expr.subs(sp.sqrt(4 * S.m * S.spring - S.gamma**2), 2 * S.m * W)
-    out.check("analytic continuation w -> iW of the overdamped form", "sympy",
+    out.check(r"analytic continuation $w \to i W$ of the overdamped form", "sympy",
               prove_zero((cont - target).rewrite(sp.exp)))
     _verify_solution(out, expr, "underdamped")
     _mpmath_check(out, expr, {S.m: 1, S.gamma: sp.Rational(1, 5), S.spring: 2, S.x0: 1, S.v0: 1},
@@ -346,20 +385,20 @@ def _traj_under() -> Derived:
 def _traj_critical() -> Derived:
     m, g, k = S.m, S.gamma, S.spring
     over = _overdamped_expr()
-    # exact limit gamma^2 - 4 m k -> 0+: substitute k = (gamma^2 - (2 m w)^2)/(4 m), let w -> 0
+    # exact limit gamma^2 - 4 m kappa_s -> 0+: put kappa_s = (gamma^2 - (2 m w)^2)/(4 m), w -> 0
     w = sp.Symbol("w", positive=True)
     in_w = sp.simplify(over.subs(k, (g**2 - 4 * m**2 * w**2) / (4 * m)))
     expr = sp.simplify(sp.limit(in_w, w, 0, "+"))
     out = Derived("oscillator.trajectory_critical", expr, _ARGS_TRAJ[:2] + (S.gamma, S.x0, S.v0),
-                  "x(t)", "Closed-form deviation at critical damping, obtained as the exact limit "
-                  "of the overdamped solution (k = gamma^2/(4m)).", units="logits",
-                  assumptions="gamma^2 = 4 m k", level="L3")
+                  "x(t)", r"Closed-form deviation at critical damping, obtained as the exact limit "
+                  r"of the overdamped solution ($\kappa_{s} = \gamma^{2}/(4 m)$).", units="logits",
+                  assumptions=r"$\gamma^{2} = 4 m \kappa_{s}$", level="L3")
     expr = out.expr
     w_u = sp.Symbol("w", positive=True)
     under = _underdamped_expr().subs(k, (g**2 + 4 * m**2 * w_u**2) / (4 * m))
-    out.check("the underdamped limit W -> 0+ gives the same function", "sympy",
+    out.check(r"the underdamped limit $W \to 0^{+}$ gives the same function", "sympy",
               prove_zero(sp.limit(sp.simplify(under), w_u, 0, "+") - expr))
-    _verify_solution(out, expr, "critical (k = gamma^2/(4 m))", spring=g**2 / (4 * m))
+    _verify_solution(out, expr, r"critical ($\kappa_{s} = \gamma^{2}/(4 m)$)", spring=g**2 / (4 * m))
     _mpmath_check(out, expr, {S.m: 1, S.gamma: 2, S.spring: 1, S.x0: 1, S.v0: 2},
                   (sp.Rational(1, 2), 2, 9))
     return out
@@ -374,15 +413,16 @@ def _overdamped_limit() -> Derived:
     lim = sp.limit(over.subs({g: gp, t: tp}), m, 0, "+").subs(tp, t)
     expr = S.x0 * sp.exp(-t * S.spring / S.gamma)
     out = Derived("oscillator.overdamped_limit", expr, (S.t, S.gamma, S.spring, S.x0), "x(t)",
-                  "Massless limit m -> 0 of the overdamped trajectory: a single exponential with "
-                  "tau = gamma/k, whatever the initial velocity (the empirical saturation law).",
-                  units="logits", assumptions="gamma > 0, t > 0, m -> 0+", level="L3",
+                  r"Massless limit $m \to 0$ of the overdamped trajectory: a single exponential "
+                  r"with $\tau = \gamma/\kappa_{s}$, whatever the initial velocity (the empirical "
+                  r"saturation law).",
+                  units="logits", assumptions=r"$\gamma > 0$, $t > 0$, $m \to 0^{+}$", level="L3",
                   references=_PAPER)
     expr = out.expr
-    out.check("lim_{m->0+} x(t) = x0 exp(-k t/gamma) for t > 0, any v0", "sympy",
-              prove_zero(lim - expr.subs(g, gp)), f"limit = {sp.sstr(lim)}")
+    out.check(r"$\lim_{m \to 0^{+}} x(t) = x_{0} e^{-\kappa_{s} t/\gamma}$ for $t > 0$, any $v_{0}$",
+              "sympy", prove_zero(lim - expr.subs(g, gp)), f"limit ${_tex(lim)}$")
     slow_root = (-gp + sp.sqrt(gp**2 - 4 * m * k)) / (2 * m)
-    out.check("the slow characteristic root tends to -k/gamma = -1/tau", "sympy",
+    out.check(r"the slow characteristic root tends to $-\kappa_{s}/\gamma = -1/\tau$", "sympy",
               prove_zero(sp.limit(slow_root, m, 0, "+") + k / gp))
     return out
 
@@ -394,15 +434,16 @@ def _single_exponential() -> Derived:
     expr = S.R_inf + (S.R_0 - S.R_inf) * (x_lim / S.x0).subs(S.spring / S.gamma, 1 / S.tau)
     expr = expr.subs(S.spring, S.gamma / S.tau)
     out = Derived("oscillator.single_exponential", expr, (S.t, S.R_inf, S.R_0, S.tau),
-                  "R(t)", "The empirical saturation law: plateau R_inf (the stable fixed point), "
-                  "initial reward R_0, time scale tau = gamma/k (inverse stiffness).",
-                  units="reward", assumptions="overdamped (m -> 0) and linear in reward",
+                  "R(t)", r"The empirical saturation law: plateau $R_{\infty}$ (the stable fixed "
+                  r"point), initial reward $R_{0}$, time scale $\tau = \gamma/\kappa_{s}$ (inverse "
+                  r"stiffness).",
+                  units="reward", assumptions=r"overdamped ($m \to 0$) and linear in reward",
                   level="L3", references=_PAPER)
     expr = out.expr
-    out.check("R(0) = R_0 and R(t) -> R_inf", "sympy",
+    out.check(r"$R(0) = R_{0}$ and $R(t) \to R_{\infty}$", "sympy",
               prove_zero(out.expr.subs(S.t, 0) - S.R_0)
               and prove_zero(sp.limit(out.expr, S.t, sp.oo) - S.R_inf))
-    out.check("R satisfies tau R' = R_inf - R", "sympy",
+    out.check(r"$R$ satisfies $\tau \dot{R} = R_{\infty} - R$", "sympy",
               prove_zero(S.tau * sp.diff(out.expr, S.t) - (S.R_inf - out.expr)))
     return out
 
@@ -412,15 +453,16 @@ def _slow_start() -> Derived:
     over = _overdamped_expr()
     x2 = sp.simplify(sp.diff(over, S.t, 2).subs(S.t, 0))
     out = Derived("oscillator.initial_curvature", x2, (S.m, S.gamma, S.spring, S.x0, S.v0),
-                  r"\ddot x(0)", "Initial acceleration. With v0 = 0 (training starts at rest) the "
-                  "slope is zero and the curve starts slowly (inertia), unlike the single "
-                  "exponential whose initial slope is -x0/tau.", units="logits/step^2",
+                  r"\ddot x(0)", r"Initial acceleration. With $v_{0} = 0$ (training starts at rest) "
+                  r"the slope is zero and the curve starts slowly (inertia), unlike the single "
+                  r"exponential whose initial slope is $-x_{0}/\tau$.", units=r"logits per step$^{2}$",
                   level="L3", references=_PAPER)
     x2 = out.expr
-    out.check("x''(0) = -(gamma v0 + k x0)/m", "sympy",
+    out.check(r"$\ddot{x}(0) = -(\gamma v_{0} + \kappa_{s} x_{0})/m$", "sympy",
               prove_equal(x2, -(S.gamma * S.v0 + S.spring * S.x0) / S.m))
-    out.check("slow start from rest (v0 = 0): x(t) = x0 + x''(0) t^2/2 + O(t^3) in every regime, "
-              "a quadratic departure (the single exponential departs linearly, -x0 t/tau)", "sympy",
+    out.check(r"slow start from rest ($v_{0} = 0$): $x(t) = x_{0} + \ddot{x}(0) t^{2}/2 + O(t^{3})$ "
+              r"in every regime, a quadratic departure (the single exponential departs linearly, "
+              r"$-x_{0} t/\tau$)", "sympy",
               all(prove_zero(sp.series(e.subs(S.v0, 0), S.t, 0, 3).removeO()
                              - S.x0 - x2.subs(S.v0, 0) * S.t**2 / 2)
                   for e in (over, _underdamped_expr())))
@@ -433,14 +475,14 @@ def _slow_root() -> Derived:
     roots = sp.solve(m * S.s**2 + g * S.s + k, S.s)
     chosen = [r for r in roots if r.subs({m: 1, g: 3, k: 1}) > -1][0]   # the root nearer 0
     out = Derived("oscillator.slow_root", chosen, (S.m, S.gamma, S.spring), r"s_{\mathrm{slow}}",
-                  "Slow characteristic root of m s^2 + gamma s + k (overdamped: real, the late-time "
-                  "rate; underdamped: its real part is -gamma/(2m)).", units="per step",
-                  assumptions="gamma > 0", level="L3", references=_PAPER)
+                  r"Slow characteristic root of $m s^{2} + \gamma s + \kappa_{s}$ (overdamped: real, "
+                  r"the late-time rate; underdamped: its real part is $-\gamma/(2m)$).",
+                  units="per step", assumptions=r"$\gamma > 0$", level="L3", references=_PAPER)
     expr = out.expr
-    out.check("m s^2 + gamma s + k = 0 at s_slow", "sympy",
+    out.check(r"$m s^{2} + \gamma s + \kappa_{s} = 0$ at $s = s_{\mathrm{slow}}$", "sympy",
               prove_zero(sp.expand(m * expr**2 + g * expr + k)))
     gp = sp.Symbol("gamma", positive=True)
-    out.check("massless limit: s_slow -> -k/gamma = -1/tau", "sympy",
+    out.check(r"massless limit: $s_{\mathrm{slow}} \to -\kappa_{s}/\gamma = -1/\tau$", "sympy",
               prove_zero(sp.limit(expr.subs(g, gp), m, 0, "+") + k / gp))
     return out
 
@@ -448,15 +490,22 @@ def _slow_root() -> Derived:
 @derivation("oscillator.decay_time")
 def _decay_time() -> Derived:
     slow = get("oscillator.slow_root").expr
-    out = Derived("oscillator.decay_time", -1 / slow, (S.m, S.gamma, S.spring), r"\tau_{\mathrm{slow}}",
-                  "Late-time decay time of the overdamped oscillator, -1/s_slow (the time scale a "
-                  "fitted curve approaches its plateau with).", units="steps",
-                  assumptions="gamma^2 > 4 m k", level="L3", references=_PAPER)
+    # displayed rationalised: 2m/(gamma - D) = (gamma + D)/(2 k), finite as m -> 0
+    display = (S.gamma + sp.sqrt(S.gamma**2 - 4 * S.m * S.spring)) / (2 * S.spring)
+    out = Derived("oscillator.decay_time", display, (S.m, S.gamma, S.spring), r"\tau_{\mathrm{slow}}",
+                  r"Late-time decay time of the overdamped oscillator, $-1/s_{\mathrm{slow}}$ (the "
+                  r"time scale with which a fitted curve approaches its plateau).", units="steps",
+                  assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3", references=_PAPER)
     expr = out.expr
-    out.check("exp(-t/tau_slow) solves m x'' + gamma x' + k x = 0", "sympy",
+    out.check(r"the displayed form equals $-1/s_{\mathrm{slow}}$ (multiply by "
+              r"$\gamma + \sqrt{\gamma^{2} - 4 m \kappa_{s}}$ above and below)", "sympy",
+              prove_equal(expr, -1 / slow))
+    out.check(r"$e^{-t/\tau_{\mathrm{slow}}}$ solves $m \ddot{x} + \gamma \dot{x} + \kappa_{s} x = 0$",
+              "sympy",
               prove_zero(sp.expand(S.m / expr**2 - S.gamma / expr + S.spring)))
     gp = sp.Symbol("gamma", positive=True)
-    out.check("massless limit: tau_slow -> gamma/k (the single exponential's tau)", "sympy",
+    out.check(r"massless limit: $\tau_{\mathrm{slow}} \to \gamma/\kappa_{s}$ (the single "
+              r"exponential's $\tau$)", "sympy",
               prove_zero(sp.limit(expr.subs(S.gamma, gp), S.m, 0, "+") - gp / S.spring))
     return out
 
@@ -474,12 +523,13 @@ def _underdamped_rates():
 def _period() -> Derived:
     rate, W = _underdamped_rates()
     out = Derived("oscillator.period", 2 * sp.pi / W, (S.m, S.gamma, S.spring), "T",
-                  "Period of the underdamped oscillation (2 pi over the angular frequency).",
-                  units="steps", assumptions="gamma^2 < 4 m k", level="L3", references=_PAPER)
+                  r"Period of the underdamped oscillation ($2\pi$ over the angular frequency).",
+                  units="steps", assumptions=r"$\gamma^{2} < 4 m \kappa_{s}$", level="L3",
+                  references=_PAPER)
     expr = out.expr
     x = get("oscillator.trajectory_underdamped").expr
     shifted = (x * sp.exp(rate * S.t)).subs(S.t, S.t + expr)
-    out.check("x(t) e^{gamma t/2m} is periodic with period T", "sympy",
+    out.check(r"$x(t) e^{\gamma t/(2m)}$ is periodic with period $T$", "sympy",
               prove_zero(sp.expand_trig(sp.expand(shifted - x * sp.exp(rate * S.t)))))
     return out
 
@@ -488,15 +538,77 @@ def _period() -> Derived:
 def _envelope() -> Derived:
     rate, W = _underdamped_rates()
     out = Derived("oscillator.envelope_decay_time", 1 / rate, (S.m, S.gamma), r"\tau_{\mathrm{env}}",
-                  "Decay time of the underdamped envelope, 2m/gamma.", units="steps",
-                  assumptions="gamma^2 < 4 m k, gamma > 0", level="L3", references=_PAPER)
+                  r"Decay time of the underdamped envelope, $2m/\gamma$.", units="steps",
+                  assumptions=r"$\gamma^{2} < 4 m \kappa_{s}$, $\gamma > 0$", level="L3",
+                  references=_PAPER)
     expr = out.expr
     x = get("oscillator.trajectory_underdamped").expr
-    out.check("x(t) e^{t/tau_env} is a pure oscillation (no exponential left)", "sympy",
+    out.check(r"$x(t) e^{t/\tau_{\mathrm{env}}}$ is a pure oscillation (no exponential left)", "sympy",
               not (sp.simplify(x * sp.exp(S.t / expr))).has(sp.exp))
-    out.check("tau_env = -1/Re(s) for both complex roots of m s^2 + gamma s + k", "sympy",
+    out.check(r"$\tau_{\mathrm{env}} = -1/\operatorname{Re}(s)$ for both complex roots of "
+              r"$m s^{2} + \gamma s + \kappa_{s}$", "sympy",
               prove_zero(-S.gamma / (2 * S.m) + 1 / expr))
     return out
+
+
+def _overshoot_readable():
+    r"""The overshoot as displayed: at the first extremum :math:`x(t_1) e^{\gamma t_1/2m}` has
+    modulus :math:`\sqrt{x_0^2 + v_0(m v_0 + \gamma x_0)/\kappa_s}` and the sign of :math:`v_0`
+    (of :math:`-x_0` from rest), and :math:`W t_1 = \pi/2 - \arctan\frac{\gamma v_0 +
+    2\kappa_s x_0}{v_0 D}` with :math:`D = \sqrt{4 m\kappa_s - \gamma^2}` (:math:`\pi` from rest)."""
+    m, g, k, x0, v0 = S.m, S.gamma, S.spring, S.x0, S.v0
+    D = sp.sqrt(4 * m * k - g**2)
+    theta = sp.pi / 2 - sp.atan((g * v0 + 2 * k * x0) / (v0 * D))
+    moving = -sp.sign(v0) * sp.sqrt(x0**2 + v0 * (m * v0 + g * x0) / k) * sp.exp(-g * theta / D) / x0
+    return sp.Piecewise((sp.exp(-sp.pi * g / D), sp.Eq(v0, 0)), (moving, True))
+
+
+def _denest(e):
+    """simplify, then factor inside the square roots: sqrt((V^2 + b^2)^2) -> V^2 + b^2."""
+    return sp.simplify(sp.factor(sp.simplify(e), deep=True))
+
+
+def _check_overshoot_form(out: Derived, expr, derived) -> None:
+    """Prove the displayed overshoot equal to the derived one, -x(t_1)/x0 with
+    t_1 = (pi - (atan2(A, B) mod pi))/W, case by case: the spring written through
+    D = sqrt(4 m kappa_s - gamma^2) > 0, x0 through B (so that the signs of A = v0 and B are
+    those of positive symbols and sympy evaluates atan2), the remaining ``mod pi`` evaluated
+    from the range of its argument (sympy's function_range), and
+    atan(b/V) = pi/2 - atan(V/b) for V, b > 0 (proven here from its derivative)."""
+    m, g, k, x0, v0 = S.m, S.gamma, S.spring, S.x0, S.v0
+    Dp, V, b, c, X = (sp.Symbol(n, positive=True) for n in ("D", "V", "b", "c", "X"))
+    k_of_D = (Dp**2 + g**2) / (4 * m)
+    lemma = prove_zero(sp.diff(sp.atan(c) + sp.atan(1 / c), c)) and 2 * sp.atan(1) == sp.pi / 2
+    out.check(r"$\operatorname{arctan} c + \operatorname{arctan}(1/c) = \pi/2$ for $c > 0$ (zero derivative, value at $c = 1$)",
+              "sympy", lemma)
+
+    def mod_pi(e):
+        def value(u, q):
+            rng = sp.calculus.util.function_range(u.subs(V, c * b), c, sp.Interval.open(0, sp.oo))
+            for n in (0, 1, -1):
+                if rng.is_subset(sp.Interval.Ropen(-n * sp.pi, (1 - n) * sp.pi)):
+                    return u + n * sp.pi
+            raise ValueError(f"range {rng} of {u} is not within one period")
+        return e.replace(lambda a: isinstance(a, sp.Mod) and a.args[1] == sp.pi,
+                         lambda a: value(*a.args))
+
+    reciprocal = {sp.atan(b / V): sp.pi / 2 - sp.atan(V / b)}   # the lemma, for V, b > 0
+    same = []
+    for sv in (V, -V):
+        for sb in (b, -b):
+            sub = {x0: -(sb * Dp + g * sv) / (2 * k_of_D), v0: sv}
+            lhs = expr.subs(k, k_of_D).subs(sub).subs(reciprocal)
+            rhs = mod_pi(derived.subs(k, k_of_D).subs(sub)).subs(reciprocal)
+            same.append(not rhs.has(sp.Mod) and prove_equal(lhs, rhs, simplifier=_denest))
+    for sx in (X, -X):
+        sub = {x0: sx, v0: 0}
+        same.append(prove_equal(expr.subs(k, k_of_D).subs(sub), derived.subs(k, k_of_D).subs(sub)))
+    out.check(r"the displayed form equals the derived $-x(t_{1})/x_{0}$ with "
+              r"$t_{1} = (\pi - (\operatorname{atan2}(A, B) \bmod \pi))/W$: proven in each of the "
+              r"four sign cases of $v_{0} \ne 0$ and $B$, and from rest for $x_{0}$ of either sign "
+              r"(the spring written as $\kappa_{s} = (D^{2} + \gamma^{2})/(4m)$ with $D > 0$; "
+              r"the remainder modulo $\pi$ from the range of its argument)", "sympy", all(same),
+              f"derived form ${_tex(derived)}$")
 
 
 @derivation("oscillator.overshoot")
@@ -508,19 +620,24 @@ def _overshoot() -> Derived:
     B = sp.simplify(xdot.coeff(sp.sin(W * S.t)))
     phase = sp.atan2(A, B)                   # A cos + B sin = R sin(W t + phase)
     t1 = (sp.pi - sp.Mod(phase, sp.pi)) / W  # first t > 0 with x'(t) = 0
-    out = Derived("oscillator.overshoot", sp.simplify(-x.subs(S.t, t1) / S.x0), (S.m, S.gamma, S.spring, S.x0, S.v0),
+    derived = sp.simplify(-x.subs(S.t, t1) / S.x0)
+    out = Derived("oscillator.overshoot", _overshoot_readable(), (S.m, S.gamma, S.spring, S.x0, S.v0),
                   r"\mathrm{OS}",
-                  "Overshoot of the underdamped oscillator: -x(t_1)/x0 at the first extremum t_1 > 0, "
-                  "with a free initial slope v0 (the fitted oscillator's); positive when the "
-                  "deviation crosses the fixed point.", units="fraction of the initial deviation",
-                  assumptions="gamma^2 < 4 m k, x0 != 0", level="L3", references=_PAPER)
+                  r"Overshoot of the underdamped oscillator: $-x(t_{1})/x_{0}$ at the first "
+                  r"extremum $t_{1} > 0$, with a free initial slope $v_{0}$ (the fitted "
+                  r"oscillator's); positive when the deviation crosses the fixed point.",
+                  units="fraction of the initial deviation",
+                  assumptions=r"$\gamma^{2} < 4 m \kappa_{s}$, $x_{0} \ne 0$", level="L3",
+                  references=_PAPER)
     expr = out.expr
-    out.check("x'(t) e^{gamma t/2m} = A cos(W t) + B sin(W t) (no other terms)", "sympy",
+    out.check(r"$\dot{x}(t) e^{\gamma t/(2m)} = A \cos(W t) + B \sin(W t)$ (no other terms), "
+              r"$W = \sqrt{4 m \kappa_{s} - \gamma^{2}}/(2m)$", "sympy",
               prove_zero(xdot - A * sp.cos(W * S.t) - B * sp.sin(W * S.t)))
+    _check_overshoot_form(out, expr, derived)
     at_rest = sp.exp(-rate * sp.pi / W)
     rest = x.subs(S.v0, 0)
-    out.check("from rest (v0 = 0) the first extremum is at t = pi/W and the overshoot is "
-              "exp(-gamma pi/(2 m W)), the at-rest formula", "sympy",
+    out.check(r"from rest ($v_{0} = 0$) the first extremum is at $t = \pi/W$ and the overshoot is "
+              r"$e^{-\gamma\pi/(2 m W)}$, the at-rest formula", "sympy",
               prove_zero(sp.diff(rest, S.t).subs(S.t, sp.pi / W))
               and prove_zero(-rest.subs(S.t, sp.pi / W) / S.x0 - at_rest))
     import mpmath
@@ -539,8 +656,9 @@ def _overshoot() -> Derived:
             t_root = mpmath.findroot(d, t_first)
             ref = -traj(t_root, mv, gv, kv, 1, v0)
             errors.append(abs(f(mv, gv, kv, 1, v0) - ref) / abs(ref))
-    record_numeric(out, "equals -x(t_1) at the first root t_1 > 0 of x'(t) found by mpmath (4 "
-                   "cases: v0 of both signs and v0 = 0)", errors, digits=25)
+    record_numeric(out, r"equals $-x(t_{1})/x_{0}$ at the first root $t_{1} > 0$ of $\dot{x}(t)$ "
+                   r"found by mpmath (4 cases: $v_{0}$ of both signs and $v_{0} = 0$)", errors,
+                   digits=25)
     return out
 
 
@@ -551,14 +669,16 @@ def _scaling() -> Derived:
     exponent = sp.simplify(sp.diff(sp.log(tau_N), S.N) * S.N)
     exponent = sp.simplify(exponent.subs(S.c_K * S.N**S.alpha, S.K))
     out = Derived("oscillator.scaling_exponent", exponent, (S.alpha, S.mu, S.eta, S.K, S.ell),
-                  r"\frac{d\log\tau}{d\log N}", "Model-size exponent of the saturation time "
-                  "tau = gamma/k when the stiffness scales as K = c N^alpha.", units="dimensionless",
-                  assumptions="K = c_K N^alpha; first-order lag model", level="L3",
+                  r"\frac{d\log\tau}{d\log N}", r"Model-size exponent of the saturation time "
+                  r"$\tau = \gamma/\kappa_{s}$ when the stiffness scales as $K = c_{K} N^{\alpha}$.",
+                  units="dimensionless",
+                  assumptions=r"$K = c_{K} N^{\alpha}$; first-order lag model", level="L3",
                   references=_PAPER)
     exponent = out.expr
-    out.check("with no lag the exponent is exactly -alpha (tau ~ N^-alpha)", "sympy",
+    out.check(r"with no lag the exponent is exactly $-\alpha$ ($\tau \propto N^{-\alpha}$)", "sympy",
               prove_zero(exponent.subs(S.ell, 0) + S.alpha))
-    out.check("with lag: exponent = -alpha (1 - mu)/gamma, steeper than -alpha", "sympy",
+    out.check(r"with lag the exponent is $-\alpha (1 - \mu)/\gamma$, steeper than $-\alpha$",
+              "sympy",
               prove_zero(exponent + S.alpha * (1 - S.mu) / damping_expr().subs(S.K_stale, S.K)))
     return out
 
@@ -569,7 +689,7 @@ def _scaling() -> Derived:
 
 @dataclass(frozen=True)
 class Oscillator:
-    r"""Coefficients of :math:`m\ddot x + \gamma\dot x + k x = 0` (time in steps, x in logits)."""
+    r"""Coefficients of :math:`m\ddot x + \gamma\dot x + \kappa_s x = 0` (time in steps, x in logits)."""
 
     mass: float
     damping: float
@@ -585,7 +705,7 @@ class Oscillator:
 
     @property
     def time_scale(self) -> float:
-        """tau = gamma/k of the massless limit (steps)."""
+        """tau = gamma/kappa_s of the massless limit (steps)."""
         return self.damping / self.spring
 
     def trajectory(self, t, x0, v0=0.0):
@@ -615,7 +735,7 @@ def coefficients(learning_rate, momentum, lag, stiffness, *, fresh_fraction=0.0)
 
 
 def damping_ratio(mass, damping, spring):
-    """zeta = gamma / (2 sqrt(m k)), lambdified from ``oscillator.damping_ratio``."""
+    """zeta = gamma / (2 sqrt(m kappa_s)), lambdified from ``oscillator.damping_ratio``."""
     return get("oscillator.damping_ratio").numeric(mass, damping, spring)
 
 
@@ -637,10 +757,10 @@ def _check_traj_args(mass, damping, spring):
 
 
 def trajectory(t, mass, damping, spring, x0, v0=0.0):
-    r"""Closed-form :math:`x(t)` of :math:`m\ddot x+\gamma\dot x+kx=0`, :math:`x(0)=x_0`, :math:`\dot x(0)=v_0`.
+    r"""Closed-form :math:`x(t)` of :math:`m\ddot x+\gamma\dot x+\kappa_s x=0`, :math:`x(0)=x_0`, :math:`\dot x(0)=v_0`.
 
     Vectorised over ``t`` (steps).  Each regime is lambdified from its sympy
-    derivation; exactly at :math:`\gamma^2 = 4mk` the critical branch (derived
+    derivation; exactly at :math:`\gamma^2 = 4m\kappa_s` the critical branch (derived
     as the exact limit) is used, so the function is valid there too.
     """
     m, g, k = _check_traj_args(mass, damping, spring)
