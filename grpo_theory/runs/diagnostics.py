@@ -402,8 +402,11 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
             from grpo_theory.theory.derived import get
 
             om, x0 = fit.params["omega0"], fit.params["initial"] - fit.params["plateau"]
-            rel = float(get("oscillator.overshoot").numeric(1.0, 2 * zeta * om, om * om, x0,
-                                                            fit.params["slope0"]))
+            with np.errstate(divide="ignore", invalid="ignore"):  # numpy evaluates both cases
+                rel = float(get("oscillator.overshoot").numeric(1.0, 2 * zeta * om, om * om, x0,
+                                                                fit.params["slope0"]))
+            if not np.isfinite(rel):
+                raise ValueError(f"overshoot of the fitted oscillator is not finite ({rel})")
             overshoot = abs(x0) * max(rel, 0.0)
     except (ParameterError, ValueError) as exc:
         regime = f"fit failed: {exc}"
