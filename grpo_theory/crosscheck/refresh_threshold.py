@@ -135,7 +135,10 @@ def _one_setting(label, variant, prompts, mu, aK, factors, R, seed_seq, stiffnes
     nk = {n: variant[n] for n in ("normalization", "kl", "group_size", "kl_coef", "p_ref",
                                   "adv_eps")}
     nk["prompts"] = prompts
-    noise = lambda xs: float(update_variance(expit(fp.z + xs), **nk))
+
+    def noise(xs):
+        return float(update_variance(expit(fp.z + xs), **nk))
+
     rows = []
     for k, ss in zip(ks, seed_seq.spawn(len(ks))):
         # antithetic pair: runs from z* + x0 and z* - x0 with the same seed; the odd part

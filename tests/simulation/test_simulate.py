@@ -65,7 +65,7 @@ def ref_loss(theta, theta_old, theta_ref, offsets, actions, rewards, *, G, norma
                 x = lp_ref[a] - lp[a]
                 loss += beta * (math.exp(x) - x - 1) / G
         if kl == "exact":
-            loss += beta * sum(math.exp(l) * (l - lr) for l, lr in zip(lp, lp_ref))
+            loss += beta * sum(math.exp(lg) * (lg - lr) for lg, lr in zip(lp, lp_ref))
         total += loss
     return total / len(actions)
 
@@ -102,7 +102,7 @@ def ref_grad(theta, theta_old, theta_ref, offsets, actions, rewards, *, G, norma
             for k in range(Kn):
                 g[k] += coef * grad_logp[k] / len(actions)
         if kl == "exact":
-            kl_val = sum(p * (l - lr) for p, l, lr in zip(pi, lp, lp_ref))
+            kl_val = sum(p * (lg - lr) for p, lg, lr in zip(pi, lp, lp_ref))
             for k in range(Kn):
                 g[k] += beta * pi[k] * (lp[k] - lp_ref[k] - kl_val) / len(actions)
     return g

@@ -142,7 +142,7 @@ def iter_jsonl(path, text: str, warnings: list):
     note in ``warnings``; any other broken line raises :class:`LogFormatError`.
     """
     lines = text.split("\n")
-    nonblank = [i for i, l in enumerate(lines) if l.strip()]
+    nonblank = [i for i, line in enumerate(lines) if line.strip()]
     last = nonblank[-1] if nonblank else -1
     for i, line in enumerate(lines):
         if not line.strip():
