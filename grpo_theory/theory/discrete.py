@@ -66,7 +66,23 @@ __all__ = [
 ]
 
 _PAPER = ("predictable_grpo",)
-_STALE = "stale surrogate (K_f = 0, all stiffness acts through the sampling policy)"
+_STALE = r"stale surrogate ($K_{f} = 0$, all stiffness acts through the sampling policy)"
+_ETA_K = r"dimensionless (in $\eta K$)"
+
+
+def _tex(expr) -> str:
+    """LaTeX of a sympy expression with the project's notation (for the texts of checks)."""
+    return sp.latex(expr, symbol_names=S.LATEX_NAMES)
+
+
+def _sci(x) -> str:
+    """A small number for a detail, in math: ``3.2 \\times 10^{-5}``."""
+    x = float(x)
+    if x == 0 or not math.isfinite(x):
+        return f"${x:g}$".replace("inf", "\\infty")
+    m, e = f"{x:.2e}".split("e")
+    return f"${m} \\times 10^{{{int(e)}}}$" if abs(int(e)) > 2 else f"${x:.3g}$"
+
 
 _i = sp.Symbol("i", integer=True, nonnegative=True)
 _j = sp.Symbol("j", integer=True, positive=True)
@@ -118,6 +134,20 @@ _EMBED = sp.Matrix([[1, 0], [0, 1], [1, 0]])      # window start: x_s <- x
 _PROJECT = sp.Matrix([[1, 0, 0], [0, 1, 0]])
 
 
+def _stiffness_sum(k=S.k_ref):
+    """(1 - mu)^2 S2 = k(1 - mu) - mu(1 - mu^k): the a-coefficient of the window map, one fraction."""
+    mu = S.mu
+    return k * (1 - mu) - mu * (1 - mu**k)
+
+
+def _readable_window():
+    """The displayed monodromy: the closed form with S1 and S2 written out, each entry one fraction."""
+    mu, a, k = S.mu, S.a, S.k_ref
+    q = mu**k
+    return sp.ImmutableMatrix([[1 - a * _stiffness_sum() / (1 - mu)**2, mu * (1 - q) / (1 - mu)],
+                               [-a * (1 - q) / (1 - mu), q]])
+
+
 @derivation("discrete.refresh_monodromy")
 def _refresh_monodromy() -> Derived:
     mu, a, k = S.mu, S.a, S.k_ref
@@ -127,36 +157,40 @@ def _refresh_monodromy() -> Derived:
     xk = x0 + _drop_mu_one(sp.summation(sp.expand(vj), (_j, 1, k)))
     vk = vj.subs(_j, k)
     derived = sp.Matrix([[sp.diff(xk, x0), sp.diff(xk, v0)], [sp.diff(vk, x0), sp.diff(vk, v0)]])
-    closed = _closed_form_window()
-    expr = sp.ImmutableMatrix(closed.applyfunc(sp.factor_terms))
     out = Derived(
-        "discrete.refresh_monodromy", expr, (S.a, S.mu, S.k_ref), "M",
-        "One-refresh-window monodromy matrix of the deviation (x, v), stale surrogate: "
-        "(x, v) at the next window start = M (x, v) at this one.", units="dimensionless",
-        assumptions=_STALE + "; a = eta K; mu in [0,1); k_ref >= 1 steps per window",
+        "discrete.refresh_monodromy", _readable_window(), (S.a, S.mu, S.k_ref), "M",
+        r"One-refresh-window monodromy matrix of the deviation $(x, v)$, stale surrogate: "
+        r"$(x, v)$ at the next window start is $M (x, v)$ at this one. With the geometric sums "
+        r"$S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ and $S_2 = (k - S_1)/(1 - \mu)$ it reads "
+        r"$M = \begin{pmatrix} 1 - a S_2 & S_1 \\ -a (1 - \mu^{k})/(1 - \mu) & \mu^{k} "
+        r"\end{pmatrix}$.", units="dimensionless",
+        assumptions=_STALE + r"; $a = \eta K$; $\mu \in [0, 1)$; $k \ge 1$ steps per window",
         level="L2", references=_PAPER)
     expr = out.expr
     closed = sp.Matrix(expr)
-    out.check("the summed geometric series equal the closed form (S1, S2 with q = mu^k)", "sympy",
-              all(prove_zero(sp.simplify(derived[r, c] - closed[r, c])) for r in range(2)
-                  for c in range(2)))
+    out.check(r"the summed geometric series equal the displayed closed form (entry by entry)",
+              "sympy", all(prove_zero(sp.simplify(derived[r, c] - closed[r, c])) for r in range(2)
+                           for c in range(2)))
+    out.check(r"the displayed form equals the closed form with $S_1$, $S_2$ and $\mu^{k}$", "sympy",
+              all(prove_zero(e) for e in (closed - _closed_form_window())))
     # Independent proof by induction on k: C(0) = I and step * C(j) = C(j+1).
     C = _step_power_closed_form
-    out.check("induction base: the closed-form step power at j = 0 is the identity", "sympy",
+    out.check(r"induction base: the closed-form $j$-th power $C(j)$ of the step on "
+              r"$(x, v, x_{s})$ is the identity at $j = 0$", "sympy",
               C(sp.Integer(0)) == sp.eye(3))
     diff = (_stale_step() * C(_j) - C(_j + 1)).applyfunc(
         lambda e: sp.simplify(sp.expand_power_exp(sp.expand(e))))
-    out.check("induction step: step o C(j) = C(j+1) for symbolic j", "sympy",
-              all(prove_zero(e) for e in diff))
-    out.check("M(k) = P C(k) E (window start x_s <- x)", "sympy",
-              prove_zero(sp.simplify(_PROJECT * C(k) * _EMBED - closed).norm()))
+    out.check(r"induction step: one more step applied to $C(j)$ gives $C(j+1)$, for symbolic $j$",
+              "sympy", all(prove_zero(e) for e in diff))
+    out.check(r"$M(k) = P\,C(k)\,E$ with $E$ setting $x_{s} \leftarrow x$ at the window start",
+              "sympy", prove_zero(sp.simplify(_PROJECT * C(k) * _EMBED - closed).norm()))
     ok = True
     for kk in range(1, 7):
         explicit = _PROJECT * _stale_step()**kk * _EMBED
         ok &= all(prove_zero(sp.cancel(e)) for e in (explicit - closed.subs(k, kk)))
-    out.check("equals the explicit k-fold matrix product for k = 1..6", "sympy", ok)
+    out.check(r"equals the explicit $k$-fold matrix product for $k = 1, \dots, 6$", "sympy", ok)
     hb = sp.Matrix([[1 - a, mu], [-a, mu]])
-    out.check("k = 1 is the on-policy heavy-ball map", "sympy",
+    out.check(r"$k = 1$ is the on-policy heavy-ball map", "sympy",
               all(prove_zero(sp.cancel(e)) for e in (closed.subs(k, 1) - hb)))
     return out
 
@@ -168,31 +202,42 @@ def _trace_det():
 
 @derivation("discrete.refresh_trace")
 def _refresh_trace() -> Derived:
-    tr, det = _trace_det()
-    out = Derived("discrete.refresh_trace", tr, (S.a, S.mu, S.k_ref), r"\operatorname{tr} M",
-                  "Trace of the refresh monodromy (stale surrogate).", units="dimensionless",
-                  assumptions=_STALE, level="L2")
+    derived, _ = _trace_det()
+    mu, q = S.mu, S.mu**S.k_ref
+    display = 1 + q - S.a * _stiffness_sum() / (1 - mu)**2
+    out = Derived("discrete.refresh_trace", display, (S.a, S.mu, S.k_ref), r"\operatorname{tr} M",
+                  r"Trace of the refresh monodromy (stale surrogate): $1 + \mu^{k} - a S_2$ with "
+                  r"$S_2 = (k - S_1)/(1 - \mu)$, $S_1 = \mu (1 - \mu^{k})/(1 - \mu)$.",
+                  units="dimensionless", assumptions=_STALE, level="L2")
     tr = out.expr
     q, S1, S2 = _geometric_sums()
-    out.check("tr M = 1 + q - a S2 (affine in a)", "sympy",
+    out.check(r"the displayed form equals the trace of the monodromy matrix", "sympy",
+              prove_equal(tr, derived), f"derived form ${_tex(derived)}$")
+    out.check(r"$\operatorname{tr} M = 1 + \mu^{k} - a S_2$ (affine in $a$)", "sympy",
               prove_equal(tr, 1 + q - S.a * S2) and sp.diff(tr, S.a, 2) == 0)
     return out
 
 
 @derivation("discrete.refresh_determinant")
 def _refresh_det() -> Derived:
-    tr, det = _trace_det()
-    out = Derived("discrete.refresh_determinant", det, (S.a, S.mu, S.k_ref), r"\det M",
-                  "Determinant of the refresh monodromy (stale surrogate).", units="dimensionless",
-                  assumptions=_STALE, level="L2")
+    _, derived = _trace_det()
+    mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
+    display = q + S.a * (mu * (1 - q) - k * q * (1 - mu)) / (1 - mu)**2
+    out = Derived("discrete.refresh_determinant", display, (S.a, S.mu, S.k_ref), r"\det M",
+                  r"Determinant of the refresh monodromy (stale surrogate): "
+                  r"$\mu^{k} + a (S_1 - k \mu^{k})/(1 - \mu)$ with $S_1 = \mu (1 - \mu^{k})/(1 - \mu)$.",
+                  units="dimensionless", assumptions=_STALE, level="L2")
     det = out.expr
     q, S1, S2 = _geometric_sums()
-    out.check("det M = q + a (S1 - k q)/(1 - mu) (affine in a)", "sympy",
+    out.check(r"the displayed form equals the determinant of the monodromy matrix", "sympy",
+              prove_equal(det, derived), f"derived form ${_tex(derived)}$")
+    out.check(r"$\det M = \mu^{k} + a (S_1 - k \mu^{k})/(1 - \mu)$ (affine in $a$)", "sympy",
               prove_equal(det, q + S.a * (S1 - S.k_ref * q) / (1 - S.mu))
               and prove_zero(sp.diff(det, S.a, 2)))
     # S1 - k q = sum_{j=1}^{k} (mu^j - mu^k) >= 0: det grows with a, det >= q > -1
     diff = _drop_mu_one(sp.summation(S.mu**_j - S.mu**S.k_ref, (_j, 1, S.k_ref)))
-    out.check("S1 - k q = sum_{j=1}^k (mu^j - mu^k) >= 0, so det >= q >= 0 > -1", "sympy",
+    out.check(r"$S_1 - k \mu^{k} = \sum_{j=1}^{k} (\mu^{j} - \mu^{k}) \ge 0$, so "
+              r"$\det M \ge \mu^{k} \ge 0 > -1$", "sympy",
               prove_equal(diff, S1 - S.k_ref * q))
     return out
 
@@ -201,20 +246,27 @@ def _refresh_det() -> Derived:
 def _refresh_charpoly() -> Derived:
     tr = get("discrete.refresh_trace").expr
     det = get("discrete.refresh_determinant").expr
-    expr = S.lam**2 - tr * S.lam + det
-    out = Derived("discrete.refresh_characteristic_polynomial", expr,
+    lam, mu, k, q = S.lam, S.mu, S.k_ref, S.mu**S.k_ref
+    # grouped in a: its value (lam - 1)(lam - mu^k) at a = 0 plus the term linear in a
+    display = ((lam - 1) * (lam - q)
+               + S.a * (k * (1 - mu) * (lam - q) - mu * (1 - q) * (lam - 1)) / (1 - mu)**2)
+    out = Derived("discrete.refresh_characteristic_polynomial", display,
                   (S.lam, S.a, S.mu, S.k_ref), r"P(\lambda)",
-                  "Characteristic polynomial of the refresh monodromy (stale surrogate).",
+                  r"Characteristic polynomial $\lambda^{2} - \operatorname{tr} M\,\lambda + \det M$ "
+                  r"of the refresh monodromy (stale surrogate), grouped in $a$: its value "
+                  r"$(\lambda - 1)(\lambda - \mu^{k})$ at $a = 0$ plus the term linear in $a$.",
                   units="dimensionless", assumptions=_STALE, level="L2")
     expr = out.expr
     M = get("discrete.refresh_monodromy").expr
-    out.check("P(lambda) = det(lambda I - M)", "sympy",
+    out.check(r"the displayed form equals $\lambda^{2} - \operatorname{tr} M\,\lambda + \det M$",
+              "sympy", prove_equal(expr, lam**2 - tr * lam + det))
+    out.check(r"$P(\lambda) = \det(\lambda I - M)$", "sympy",
               prove_zero(sp.simplify((S.lam * sp.eye(2) - M).det() - expr)))
-    q = S.mu**S.k_ref
     jury1 = sp.simplify(expr.subs(S.lam, 1))
-    out.check("Jury P(1) = 1 - tr + det = a k (1 - q)/(1 - mu) > 0: no eigenvalue at +1",
-              "sympy", prove_equal(jury1, S.a * S.k_ref * (1 - q) / (1 - S.mu)),
-              f"P(1) = {sp.sstr(sp.factor(jury1))}")
+    out.check(r"Jury: $P(1) = 1 - \operatorname{tr} M + \det M = a k (1 - \mu^{k})/(1 - \mu) > 0$, "
+              r"so no eigenvalue at $+1$", "sympy",
+              prove_equal(jury1, S.a * S.k_ref * (1 - q) / (1 - S.mu)),
+              f"$P(1) = {_tex(sp.factor(jury1))}$")
     return out
 
 
