@@ -274,54 +274,71 @@ def _refresh_charpoly() -> Derived:
 def _refresh_flip() -> Derived:
     P = get("discrete.refresh_characteristic_polynomial").expr
     jury = sp.expand(P.subs(S.lam, -1))            # 1 + tr + det, affine in a
-    (a_flip,) = sp.solve(jury, S.a)
-    a_flip = sp.factor_terms(sp.simplify(a_flip))
-    out = Derived("discrete.refresh_flip_threshold", a_flip, (S.mu, S.k_ref), r"(\eta K)_{\mathrm{flip}}",
-                  "Exact learning-rate threshold (in eta K) where a real eigenvalue of the "
-                  "refresh monodromy crosses -1 (period-doubling 'flip').",
-                  units="dimensionless (eta K)", assumptions=_STALE, level="L2", references=_PAPER)
+    (solved,) = sp.solve(jury, S.a)
+    solved = sp.factor_terms(sp.simplify(solved))
+    mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
+    display = 2 * (1 - mu)**2 * (1 + q) / (k * (1 - mu) * (1 + q) - 2 * mu * (1 - q))
+    out = Derived("discrete.refresh_flip_threshold", display, (S.mu, S.k_ref),
+                  r"(\eta K)_{\mathrm{flip}}",
+                  r"Exact learning-rate threshold (in $\eta K$) where a real eigenvalue of the "
+                  r"refresh monodromy crosses $-1$ (period doubling, the flip boundary). With "
+                  r"$S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ it is "
+                  r"$2 (1 - \mu)(1 + \mu^{k})/(k (1 + \mu^{k}) - 2 S_1)$.",
+                  units=_ETA_K, assumptions=_STALE, level="L2", references=_PAPER)
     a_flip = out.expr
-    out.check("P(-1) = 1 + tr + det vanishes at a_flip", "sympy", prove_zero(jury.subs(S.a, a_flip)))
+    out.check(r"the displayed form equals the root of $P(-1)$ solved by sympy", "sympy",
+              prove_equal(a_flip, solved), f"solved form ${_tex(solved)}$")
+    out.check(r"$P(-1) = 1 + \operatorname{tr} M + \det M$ vanishes at $a_{\mathrm{flip}}$", "sympy",
+              prove_zero(jury.subs(S.a, a_flip)))
     q, S1, _ = _geometric_sums()
     slope = sp.diff(jury, S.a)
     pairs = _drop_mu_one(sp.summation((1 - S.mu**_i) * (1 - S.mu**(S.k_ref - _i)), (_i, 0, S.k_ref)))
-    out.check("1 + tr + det is affine and decreasing in a: slope -(k(1+q) - 2 S1)/(1-mu) with "
-              "k(1+q) - 2 S1 = sum_{j=0}^k (1-mu^j)(1-mu^{k-j}) + (1 - mu^k) > 0 (each term >= 0 "
-              "and 1 - mu^k > 0 for mu in [0,1))", "sympy",
+    out.check(r"$1 + \operatorname{tr} M + \det M$ is affine and decreasing in $a$: its slope is "
+              r"$-(k (1 + \mu^{k}) - 2 S_1)/(1 - \mu)$ with $k (1 + \mu^{k}) - 2 S_1 = "
+              r"\sum_{j=0}^{k} (1 - \mu^{j})(1 - \mu^{k-j}) + (1 - \mu^{k}) > 0$ (each term "
+              r"$\ge 0$, and $1 - \mu^{k} > 0$ for $\mu \in [0, 1)$)", "sympy",
               sp.diff(jury, S.a, 2) == 0
               and prove_zero(slope + (S.k_ref * (1 + q) - 2 * S1) / (1 - S.mu))
               and prove_zero(pairs + 1 - q - (S.k_ref * (1 + q) - 2 * S1)))
-    out.check("mu = 0: a_flip = 2/k, i.e. stable iff eta K k < 2", "sympy",
+    out.check(r"$\mu = 0$: $a_{\mathrm{flip}} = 2/k$, i.e. stable iff $\eta K k < 2$", "sympy",
               prove_equal(a_flip.subs(S.mu, 0), 2 / S.k_ref))
-    out.check("k = 1: a_flip = 2(1 + mu) (on-policy heavy ball)", "sympy",
+    out.check(r"$k = 1$: $a_{\mathrm{flip}} = 2 (1 + \mu)$ (on-policy heavy ball)", "sympy",
               prove_equal(a_flip.subs(S.k_ref, 1), 2 * (1 + S.mu)))
     kk = sp.Symbol("kappa_k", positive=True)
     q0 = sp.limit(sp.simplify(a_flip * S.k_ref).subs(S.mu**S.k_ref, 0).subs(S.k_ref, kk), kk, sp.oo)
-    out.check("k -> oo: k a_flip -> 2(1 - mu) (factor 2 above the published 1 - mu)", "sympy",
-              prove_equal(q0, 2 * (1 - S.mu)), f"limit = {sp.sstr(q0)} (mu^k -> 0)")
+    out.check(r"$k \to \infty$: $k a_{\mathrm{flip}} \to 2 (1 - \mu)$ (a factor 2 above the "
+              r"published $1 - \mu$)", "sympy",
+              prove_equal(q0, 2 * (1 - S.mu)), rf"limit ${_tex(q0)}$ (with $\mu^{{k}} \to 0$)")
     return out
 
 
 @derivation("discrete.refresh_complex_threshold")
 def _refresh_complex() -> Derived:
     det = get("discrete.refresh_determinant").expr
-    (a_cx,) = sp.solve(sp.Eq(det, 1), S.a)
-    a_cx = sp.factor_terms(sp.simplify(a_cx))
-    out = Derived("discrete.refresh_complex_threshold", a_cx, (S.mu, S.k_ref),
+    (solved,) = sp.solve(sp.Eq(det, 1), S.a)
+    solved = sp.factor_terms(sp.simplify(solved))
+    mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
+    display = (1 - mu)**2 * (1 - q) / (mu * (1 - q) - k * q * (1 - mu))
+    out = Derived("discrete.refresh_complex_threshold", display, (S.mu, S.k_ref),
                   r"(\eta K)_{\mathrm{complex}}",
-                  "Exact learning-rate threshold (in eta K) where a complex pair of eigenvalues "
-                  "of the refresh monodromy reaches the unit circle (det M = 1). Infinite for "
-                  "mu = 0 or k = 1 (det M = q < 1 there).", units="dimensionless (eta K)",
-                  assumptions=_STALE + "; k >= 2 and mu > 0", level="L2", references=_PAPER)
+                  r"Exact learning-rate threshold (in $\eta K$) where a complex pair of eigenvalues "
+                  r"of the refresh monodromy reaches the unit circle ($\det M = 1$). With "
+                  r"$S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ it is $(1 - \mu)(1 - \mu^{k})/(S_1 - k \mu^{k})$. "
+                  r"Infinite for $\mu = 0$ or $k = 1$ ($\det M = \mu^{k} < 1$ there).", units=_ETA_K,
+                  assumptions=_STALE + r"; $k \ge 2$ and $\mu > 0$", level="L2", references=_PAPER)
     a_cx = out.expr
-    out.check("det M = 1 at a_complex", "sympy", prove_zero(sp.simplify(det.subs(S.a, a_cx) - 1)))
-    out.check("mu = 0 or k = 1: det M does not depend on a (no complex boundary)", "sympy",
+    out.check(r"the displayed form equals the root of $\det M = 1$ solved by sympy", "sympy",
+              prove_equal(a_cx, solved), f"solved form ${_tex(solved)}$")
+    out.check(r"$\det M = 1$ at $a_{\mathrm{complex}}$", "sympy",
+              prove_zero(sp.simplify(det.subs(S.a, a_cx) - 1)))
+    out.check(r"$\mu = 0$ or $k = 1$: $\det M$ does not depend on $a$ (no complex boundary)", "sympy",
               prove_zero(sp.diff(det, S.a).subs(S.mu, 0))
               and prove_zero(sp.diff(det, S.a).subs(S.k_ref, 1)))
     kk = sp.Symbol("kappa_k", positive=True)
     lim = sp.limit(a_cx.subs(S.mu**S.k_ref, 0).subs(S.k_ref, kk), kk, sp.oo)
-    out.check("k -> oo: a_complex -> (1 - mu)^2/mu (a constant: the flip boundary ~ 2(1-mu)/k "
-              "binds for large k)", "sympy", prove_equal(lim, (1 - S.mu)**2 / S.mu))
+    out.check(r"$k \to \infty$: $a_{\mathrm{complex}} \to (1 - \mu)^{2}/\mu$ (a constant: the flip "
+              r"boundary, about $2 (1 - \mu)/k$, binds for large $k$)", "sympy",
+              prove_equal(lim, (1 - S.mu)**2 / S.mu))
     # at the boundary the pair is complex: tr^2 < 4 det = 4 -> |tr| < 2 (numeric spot grid)
     tr = get("discrete.refresh_trace").expr
     f_tr = sp.lambdify((S.a, S.mu, S.k_ref), tr)
@@ -333,8 +350,9 @@ def _refresh_complex() -> Derived:
         ac = f_a(m, kv)
         if ac < f_flip(m, kv):  # where it binds, the boundary pair is genuinely complex
             worst = max(worst, abs(f_tr(ac, m, kv)) - 2)
-    out.check("where it binds (a_complex < a_flip) the boundary eigenvalues are a complex pair "
-              "(|tr| < 2)", "numeric", worst < 0, f"{len(pts)} (mu, k) points, max |tr|-2 = {worst:.3g}")
+    out.check(r"where it binds ($a_{\mathrm{complex}} < a_{\mathrm{flip}}$) the boundary eigenvalues "
+              r"are a complex pair ($|\operatorname{tr} M| < 2$)", "numeric", worst < 0,
+              rf"{len(pts)} points $(\mu, k)$; largest $|\operatorname{{tr}} M| - 2$: {_sci(worst)}")
     return out
 
 
@@ -347,34 +365,75 @@ def _refresh_critical() -> Derived:
     # generic quadratic c2 a^2 + c1 a + c0 (c2 = S2^2 > 0): the smaller root has the minus sign
     g2, g1, g0 = sp.symbols("g2 g1 g0")
     generic_root = (-g1 - sp.sqrt(g1**2 - 4 * g2 * g0)) / (2 * g2)
-    chosen = generic_root.subs({g2: sp.factor(c2), g1: sp.factor(c1), g0: sp.factor(c0)})
-    out = Derived("discrete.refresh_critical_damping", chosen, (S.mu, S.k_ref),
+    G2, G1, G0 = sp.factor(c2), sp.factor(c1), sp.factor(c0)
+    derived = generic_root.subs({g2: G2, g1: G1, g0: G0})
+    # Displayed: the discriminant G1^2 - 4 G2 G0 is R^2 P^2 Q^2 with R = 4(1 - mu^k)/(1 - mu)^2,
+    # P = sqrt(k(1 - mu)), Q = sqrt(mu(1 - mu^k)), and the root collapses to
+    # (1 - mu)^2 (1 - mu^k)/(P + Q)^2 = (1 - mu)(1 - mu^k)/(sqrt(k) + sqrt(S1))^2.
+    mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
+    P, Q = sp.symbols("P Q", positive=True)
+    R = 4 * (1 - q) / (1 - mu)**2
+    in_pq = (1 - mu)**2 * (1 - q) / (P + Q)**2
+    pq = {P: sp.sqrt(k * (1 - mu)), Q: sp.sqrt(mu * (1 - q))}
+    out = Derived("discrete.refresh_critical_damping", in_pq.subs(pq), (S.mu, S.k_ref),
                   r"(\eta K)_{c}",
-                  "Exact discrete critical damping: the smaller root in a = eta K of "
-                  "tr(M)^2 - 4 det(M) = 0, where the monodromy eigenvalues turn from real to "
-                  "complex.", units="dimensionless (eta K)", assumptions=_STALE, level="L2",
-                  references=_PAPER)
+                  r"Exact discrete critical damping: the smaller root in $a = \eta K$ of "
+                  r"$\operatorname{tr}(M)^{2} - 4 \det M = 0$, where the monodromy eigenvalues turn "
+                  r"from real to complex. With $S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ it is "
+                  r"$(1 - \mu)(1 - \mu^{k})/(\sqrt{k} + \sqrt{S_1})^{2}$; at $k = 1$ it is the "
+                  r"heavy-ball value $(1 - \sqrt{\mu})^{2}$.", units=_ETA_K, assumptions=_STALE,
+                  level="L2", references=_PAPER)
     chosen = out.expr
-    out.check("tr^2 - 4 det is quadratic in a, leading coefficient S2^2 > 0", "sympy",
+    out.check(r"$\operatorname{tr}^{2} - 4 \det$ is quadratic in $a$ with leading coefficient "
+              r"$S_2^{2} > 0$", "sympy",
               sp.degree(disc, S.a) == 2
               and prove_equal(c2, get("discrete.refresh_trace").expr.diff(S.a)**2))
-    out.check("the quadratic-formula root solves g2 a^2 + g1 a + g0 = 0 (generic coefficients)",
-              "sympy", prove_zero(sp.expand(g2 * generic_root**2 + g1 * generic_root + g0)))
-    out.check("mu = 0: double root a_c = 1/k (eigenvalues 1 - a k and 0 stay real)", "sympy",
-              prove_equal(chosen.subs(S.mu, 0), 1 / S.k_ref))
+    out.check(r"with $\operatorname{tr}^{2} - 4 \det = g_2 a^{2} + g_1 a + g_0$, the "
+              r"quadratic-formula root $(-g_1 - \sqrt{g_1^{2} - 4 g_2 g_0})/(2 g_2)$ solves it for "
+              r"generic coefficients (the minus sign gives the smaller root since $g_2 > 0$)", "sympy",
+              prove_zero(sp.expand(g2 * generic_root**2 + g1 * generic_root + g0)))
+    out.check(r"the discriminant in $a$ is a square times $P^{2} Q^{2}$: "
+              r"$g_1^{2} - 4 g_2 g_0 = R^{2} P^{2} Q^{2}$ with $R = 4 (1 - \mu^{k})/(1 - \mu)^{2} \ge 0$, "
+              r"$P = \sqrt{k (1 - \mu)}$ and $Q = \sqrt{\mu (1 - \mu^{k})}$, so its square root is "
+              r"$R P Q$", "sympy",
+              prove_zero(G1**2 - 4 * G2 * G0 - R**2 * pq[P]**2 * pq[Q]**2))
+
+    def eliminate(e):      # k = P^2/(1 - mu), mu^k = 1 - Q^2/mu: rational in P, Q, mu
+        e = sp.powsimp(sp.expand_power_exp(e)).subs(q, 1 - Q**2 / mu)
+        return e.subs(k, P**2 / (1 - mu))
+
+    identity = eliminate((-G1 - R * P * Q) / (2 * G2) - in_pq)
+    out.check(r"the displayed form equals the derived quadratic-formula root: "
+              r"$(-g_1 - R P Q)/(2 g_2) = (1 - \mu)^{2} (1 - \mu^{k})/(P + Q)^{2}$ is a rational "
+              r"identity in $P$, $Q$, $\mu$ once $k = P^{2}/(1 - \mu)$ and "
+              r"$\mu^{k} = 1 - Q^{2}/\mu$ are eliminated ($\mu > 0$; $\mu = 0$ below), and the "
+              r"displayed expression is that right-hand side at $P = \sqrt{k (1 - \mu)}$, "
+              r"$Q = \sqrt{\mu (1 - \mu^{k})}$", "sympy",
+              identity.free_symbols <= {P, Q, mu} and prove_zero(sp.cancel(sp.together(identity)))
+              and prove_zero(chosen - in_pq.subs(pq)),
+              f"derived form ${_tex(derived)}$")
+    out.check(r"$\mu = 0$: double root $a_{c} = 1/k$ (the eigenvalues $1 - a k$ and $0$ stay real)",
+              "sympy", prove_equal(chosen.subs(S.mu, 0), 1 / S.k_ref))
+    out.check(r"$k = 1$: $a_{c} = (1 - \sqrt{\mu})^{2}$, the critical damping of on-policy heavy "
+              r"ball", "sympy", prove_equal(chosen.subs(S.k_ref, 1), (1 - sp.sqrt(S.mu))**2))
     import mpmath
 
     f_c = sp.lambdify((S.mu, S.k_ref), chosen, modules="mpmath")
+    f_derived = sp.lambdify((S.mu, S.k_ref), derived, modules="mpmath")
     f_terms = sp.lambdify((S.a, S.mu, S.k_ref), [disc, c2 * S.a**2, c1 * S.a, c0], modules="mpmath")
-    errors = []
+    errors, agree = [], []
     with mpmath.workdps(50):
         for m in ("0.3", "0.5", "0.9", "0.99"):
             for kv in (1, 2, 3, 7, 40):
                 ac = f_c(mpmath.mpf(m), kv)
                 total, *terms = f_terms(ac, mpmath.mpf(m), kv)
                 errors.append(abs(total) / max(abs(t_) for t_ in terms))
-    record_numeric(out, "tr^2 - 4 det = 0 at a_c, relative to its terms (20 (mu, k) points, "
-                   "50-digit mpmath)", errors, digits=30)
+                ad = f_derived(mpmath.mpf(m), kv)
+                agree.append(abs(ac - ad) / abs(ad))
+    record_numeric(out, r"$\operatorname{tr}^{2} - 4 \det = 0$ at $a_{c}$, relative to its terms "
+                   r"(20 points $(\mu, k)$, 50-digit mpmath)", errors, digits=30)
+    record_numeric(out, r"cross-check: the displayed form and the derived quadratic-formula root "
+                   r"agree at the same 20 points (50-digit mpmath)", agree, digits=30)
     return out
 
 
