@@ -446,17 +446,18 @@ def _published_lr() -> Derived:
     expr = sp.simplify(eta_max * S.K)
     out = Derived("discrete.published_threshold_learning_rate", expr, (S.mu, S.k_ref),
                   r"(\eta K)_{\mathrm{pub}}",
-                  "The published first-order threshold eta K k < 1 - mu written as a threshold "
-                  "in eta K (continuous model with the lag identified with k).",
-                  units="dimensionless (eta K)", assumptions="first order in the lag, lag = k",
+                  r"The published first-order threshold $\eta K k < 1 - \mu$ written as a "
+                  r"threshold in $\eta K$ (continuous model with the lag identified with $k$).",
+                  units=_ETA_K, assumptions=r"first order in the lag; lag $\ell = k$",
                   level="L3", references=_PAPER)
     expr = out.expr
-    out.check("eta K k = 1 - mu at the threshold (the published form, quoted)", "sympy",
+    out.check(r"$\eta K k = 1 - \mu$ at the threshold (the published form, quoted)", "sympy",
               prove_zero(expr * S.k_ref - (1 - S.mu)))
     exact = get("discrete.refresh_flip_threshold").expr
     ratio = sp.simplify(exact.subs(S.mu, 0) / expr.subs(S.mu, 0))
-    out.check("DISAGREEMENT recorded: at mu = 0 the exact threshold (2/k) is twice the published "
-              "(1/k)", "sympy", prove_equal(ratio, 2), f"exact/published = {ratio}")
+    out.check(r"DISAGREEMENT recorded: at $\mu = 0$ the exact threshold ($2/k$) is twice the "
+              r"published one ($1/k$)", "sympy", prove_equal(ratio, 2),
+              f"exact over published: ${_tex(ratio)}$")
     return out
 
 
@@ -467,18 +468,18 @@ def _mean_lag_lr() -> Derived:
     expr = sp.simplify(eta_max * S.K)
     out = Derived("discrete.mean_lag_threshold_learning_rate", expr, (S.mu, S.k_ref),
                   r"(\eta K)_{\bar\ell}",
-                  "First-order continuous threshold with the mean lag (k-1)/2 of a refresh "
-                  "window instead of k (gamma = 0). Infinite at k = 1.",
-                  units="dimensionless (eta K)", assumptions="first order in the lag, lag = (k-1)/2",
+                  r"First-order continuous threshold ($\gamma = 0$) with the mean lag $(k - 1)/2$ "
+                  r"of a refresh window instead of $k$. Infinite at $k = 1$.",
+                  units=_ETA_K, assumptions=r"first order in the lag; lag $\ell = (k - 1)/2$",
                   level="L3")
     expr = out.expr
-    out.check("gamma(mean lag) = 0 at the threshold", "sympy",
+    out.check(r"$\gamma = 0$ at the threshold, with the mean lag", "sympy",
               prove_zero(g.subs(S.eta, expr / S.K)))
     exact = get("discrete.refresh_flip_threshold").expr
     kk = sp.Symbol("kappa_k", positive=True)
     r = sp.limit((exact / expr).subs(S.mu**S.k_ref, 0).subs(S.k_ref, kk), kk, sp.oo)
-    out.check("k -> oo: exact flip threshold / mean-lag threshold -> 1 (asymptotically exact)",
-              "sympy", prove_equal(r, 1))
+    out.check(r"$k \to \infty$: the exact flip threshold over the mean-lag threshold tends to $1$ "
+              r"(asymptotically exact)", "sympy", prove_equal(r, 1))
     return out
 
 
@@ -491,16 +492,18 @@ def _slow_eigenvalue() -> Derived:
     lam = 1 + c1 * S.a + c2 * S.a**2
     ser = sp.expand(sp.series(P.subs(S.lam, lam), S.a, 0, 3).removeO())
     (c1v,) = sp.solve(ser.coeff(S.a, 1), c1)
-    expr = 1 + sp.simplify(c1v) * S.a
-    out = Derived("discrete.refresh_slow_eigenvalue", expr, (S.a, S.mu, S.k_ref),
-                  r"\lambda_{\mathrm{slow}}",
-                  "Slow eigenvalue of the refresh monodromy to first order in a = eta K: one "
-                  "window of k steps, each contracting by a/(1-mu) (the L3 root -k/gamma).",
-                  units="per window", assumptions=_STALE + "; O(a^2) dropped", level="L2",
+    out = Derived("discrete.refresh_slow_eigenvalue", 1 - S.a * S.k_ref / (1 - S.mu),
+                  (S.a, S.mu, S.k_ref), r"\lambda_{\mathrm{slow}}",
+                  r"Slow eigenvalue of the refresh monodromy to first order in $a = \eta K$: one "
+                  r"window of $k$ steps, each contracting by $a/(1 - \mu)$ (the L3 root "
+                  r"$-\kappa_{s}/\gamma$ per step).",
+                  units="per window", assumptions=_STALE + r"; $O(a^{2})$ dropped", level="L2",
                   references=_PAPER)
     expr = out.expr
-    out.check("P(1 + c1 a + O(a^2)) = O(a^2) gives c1 = -k/(1-mu)", "sympy",
-              prove_equal(c1v, -S.k_ref / (1 - S.mu)) and prove_zero(ser.coeff(S.a, 0)))
+    out.check(r"$P(1 + c_1 a + O(a^{2})) = O(a^{2})$ gives $c_1 = -k/(1 - \mu)$, the displayed "
+              r"coefficient", "sympy",
+              prove_equal(c1v, -S.k_ref / (1 - S.mu)) and prove_zero(ser.coeff(S.a, 0))
+              and prove_equal(expr, 1 + c1v * S.a))
     # L3 at zero lag: slow root of m s^2 + gamma s + k to first order in a = eta K
     m = get("oscillator.mass").expr
     g = get("oscillator.damping").expr.subs(S.ell, 0)
@@ -510,15 +513,16 @@ def _slow_eigenvalue() -> Derived:
     s1 = sp.simplify(sp.series(slow.subs(S.mu, 1 - r), S.a, 0, 2).removeO())
     per_window = sp.series(sp.exp(S.k_ref * s1), S.a, 0, 2).removeO().subs(r, 1 - S.mu)
     s1 = s1.subs(r, 1 - S.mu)
-    out.check("agrees with the L3 model to first order: exp(k s_slow) = 1 - a k/(1-mu) + O(a^2), "
-              "s_slow = -k_spring/gamma", "sympy", prove_zero(sp.expand(per_window - expr)),
-              f"L3 slow root {sp.sstr(s1)}")
+    out.check(r"agrees with the L3 model to first order: $e^{k s_{\mathrm{slow}}} = 1 - a k/(1 - \mu) "
+              r"+ O(a^{2})$ with $s_{\mathrm{slow}} = -\kappa_{s}/\gamma$", "sympy",
+              prove_zero(sp.expand(per_window - expr)), f"L3 slow root ${_tex(s1)}$")
     # same for the delay model: slow root per step is independent of d at first order
     Pd = _delay_poly_expr(S.d).subs({S.K_fresh: 0, S.K_stale: S.K, S.eta: S.a / S.K})
     for dv in (1, 2, 5):
         serd = sp.expand(sp.series(Pd.subs(S.d, dv).subs(S.lam, 1 + c1 * S.a), S.a, 0, 2).removeO())
         (cd,) = sp.solve(serd.coeff(S.a, 1), c1)
-        out.check(f"delay d = {dv}: slow root per step 1 - a/(1-mu) + O(a^2), as L3", "sympy",
+        out.check(rf"delay $d = {dv}$: slow root per step $1 - a/(1 - \mu) + O(a^{{2}})$, as in L3",
+                  "sympy",
                   prove_equal(cd, -1 / (1 - S.mu)))
     return out
 
@@ -554,23 +558,24 @@ def _effective_lag() -> Derived:
     (ell_eff,) = sp.solve(sp.Eq(w2, c2v), S.ell)
     expr = sp.factor(sp.simplify(ell_eff))
     out = Derived("discrete.refresh_effective_lag", expr, (S.k_ref,), r"\ell_{\mathrm{eff}}",
-                  "Effective lag of the L3 model for a refresh interval k: the lag whose L3 slow "
-                  "root reproduces the exact slow eigenvalue of the monodromy to second order in "
-                  "eta K. It is the mean lag (k-1)/2 of a window, whatever mu.", units="steps",
-                  assumptions=_STALE + "; matching to O((eta K)^2)", level="L2",
-                  references=_PAPER)
+                  r"Effective lag of the L3 model for a refresh interval $k$: the lag whose L3 "
+                  r"slow root reproduces the exact slow eigenvalue of the monodromy to second order "
+                  r"in $\eta K$. It is the mean lag $(k - 1)/2$ of a window, whatever $\mu$.",
+                  units="steps", assumptions=_STALE + r"; matching to $O((\eta K)^{2})$",
+                  level="L2", references=_PAPER)
     expr = out.expr
     w1e, w2e = _l3_window_factor_series(expr)
-    out.check("first order: exp(k s_slow) and the exact slow eigenvalue agree for every lag "
-              "(coefficient -k/(1-mu))", "sympy", prove_zero(w1e - c1v),
-              f"exact lambda_slow = 1 + ({sp.sstr(c1v)}) a + ({sp.sstr(c2v)}) a^2")
-    out.check("second order: with this lag the L3 window factor equals the exact slow "
-              "eigenvalue to O(a^2)", "sympy", prove_zero(w2e - c2v))
+    out.check(r"first order: $e^{k s_{\mathrm{slow}}}$ and the exact slow eigenvalue agree for "
+              r"every lag (coefficient $-k/(1 - \mu)$)", "sympy", prove_zero(w1e - c1v),
+              rf"exact $\lambda_{{\mathrm{{slow}}}} = 1 + \left({_tex(c1v)}\right) a "
+              rf"+ \left({_tex(sp.factor(c2v))}\right) a^{{2}} + O(a^{{3}})$")
+    out.check(r"second order: with this lag the L3 window factor equals the exact slow "
+              r"eigenvalue up to $O(a^{3})$", "sympy", prove_zero(w2e - c2v))
     w1z, w2z = _l3_window_factor_series(0)
-    out.check("with lag 0 (the cross-checks' old convention) the O(a^2) term is off by "
-              "+k(k-1)/(2(1-mu)^2), unless k = 1", "sympy",
+    out.check(r"with lag $0$ (the cross-checks' old convention) the $a^{2}$ term is off by "
+              r"$+k (k - 1)/(2 (1 - \mu)^{2})$, unless $k = 1$", "sympy",
               prove_zero(sp.factor(w2z - c2v) - S.k_ref * (S.k_ref - 1) / (2 * (1 - S.mu)**2)))
-    out.check("k = 1 (on-policy): effective lag 0", "sympy", prove_zero(expr.subs(S.k_ref, 1)))
+    out.check(r"$k = 1$ (on-policy): effective lag $0$", "sympy", prove_zero(expr.subs(S.k_ref, 1)))
     return out
 
 
@@ -580,14 +585,15 @@ def _continuous_threshold() -> Derived:
     (eta_max,) = sp.solve(sp.Eq(g, 0), S.eta)
     out = Derived("discrete.continuous_threshold_learning_rate", sp.simplify(eta_max),
                   (S.mu, S.K_stale, S.ell), r"\eta_{\max}^{L3}",
-                  "Largest learning rate with positive L3 damping gamma = 1 - mu - eta K_s ell: the "
-                  "continuous (second-order modified equation) stability threshold, with the "
-                  "effective lag ell and the stale stiffness K_s.", units="per step",
-                  assumptions="K_s > 0, ell > 0; L3 approximation", level="L3",
+                  r"Largest learning rate with positive L3 damping $\gamma = 1 - \mu - \eta K_{s} "
+                  r"\ell$: the continuous (second-order modified equation) stability threshold, "
+                  r"with the effective lag $\ell$ and the stale stiffness $K_{s}$.", units="per step",
+                  assumptions=r"$K_{s} > 0$, $\ell > 0$; L3 approximation", level="L3",
                   references=_PAPER)
     expr = out.expr
-    out.check("gamma vanishes at eta_max", "sympy", prove_zero(g.subs(S.eta, expr)))
-    out.check("gamma decreases in eta (so eta < eta_max <=> gamma > 0 for K_s ell > 0)", "sympy",
+    out.check(r"$\gamma$ vanishes at $\eta_{\max}$", "sympy", prove_zero(g.subs(S.eta, expr)))
+    out.check(r"$\gamma$ decreases in $\eta$ (so $\eta < \eta_{\max} \iff \gamma > 0$ for "
+              r"$K_{s} \ell > 0$)", "sympy",
               prove_equal(sp.diff(g, S.eta), -S.K_stale * S.ell))
     return out
 
@@ -598,14 +604,19 @@ def _mean_lag_k_max() -> Derived:
     lag = get("discrete.refresh_effective_lag").expr           # (k - 1)/2
     kk = sp.Symbol("kappa_k", positive=True)
     (k_edge,) = sp.solve(sp.Eq(lag.subs(S.k_ref, kk), bound), kk)
-    out = Derived("discrete.mean_lag_max_refresh_interval", sp.ceiling(k_edge) - 1,
+    display = sp.ceiling(2 * ((1 - S.mu) / (S.eta * S.K)))
+    out = Derived("discrete.mean_lag_max_refresh_interval", display,
                   (S.mu, S.eta, S.K), r"k_{\max}^{\bar\ell}",
-                  "Largest integer refresh interval with positive L3 damping at the effective lag "
-                  "(k-1)/2, all stiffness stale: the largest k with (k-1)/2 < (1-mu)/(eta K).",
+                  r"Largest integer refresh interval with positive L3 damping at the effective lag "
+                  r"$(k - 1)/2$, all stiffness stale: the largest $k$ with "
+                  r"$(k - 1)/2 < (1 - \mu)/(\eta K)$.",
                   units="steps", assumptions="L3 approximation; all stiffness stale", level="L3")
     expr = out.expr
-    out.check("the edge k with (k-1)/2 = (1-mu)/(eta K) is 2(1-mu)/(eta K) + 1", "sympy",
-              prove_zero(k_edge - 2 * bound - 1))
+    out.check(r"the edge $k$ with $(k - 1)/2 = (1 - \mu)/(\eta K)$ is $2 (1 - \mu)/(\eta K) + 1$",
+              "sympy", prove_zero(k_edge - 2 * bound - 1))
+    out.check(r"the displayed form is the largest integer strictly below the edge: "
+              r"$\lceil 2 (1 - \mu)/(\eta K) + 1 \rceil - 1 = \lceil 2 (1 - \mu)/(\eta K) \rceil$",
+              "sympy", prove_zero(sp.ceiling(k_edge) - 1 - expr))
     ok = True
     for mv, av in ((0, sp.Rational(1, 100)), (sp.Rational(1, 2), sp.Rational(3, 100)),
                    (sp.Rational(9, 10), sp.Rational(7, 1000)), (sp.Rational(1, 2), sp.Rational(1, 7))):
@@ -613,8 +624,9 @@ def _mean_lag_k_max() -> Derived:
         g = get("oscillator.damping").expr.subs({S.mu: mv, S.eta: av, S.K_stale: 1})
         ok &= (kv.is_integer and g.subs(S.ell, lag.subs(S.k_ref, kv)) > 0
                and g.subs(S.ell, lag.subs(S.k_ref, kv + 1)) <= 0)
-    out.check("k_max is an integer with damping > 0 at k_max and <= 0 at k_max + 1 (4 exact "
-              "rational points, including the equality case (1-mu)/(eta K) integer)", "numeric", ok)
+    out.check(r"$k_{\max}$ is an integer with damping $> 0$ at $k_{\max}$ and $\le 0$ at "
+              r"$k_{\max} + 1$ (4 exact rational points, including the equality case where "
+              r"$(1 - \mu)/(\eta K)$ is an integer)", "numeric", ok)
     return out
 
 
@@ -632,17 +644,19 @@ def _general_step():
 def _refresh_step() -> Derived:
     expr = sp.ImmutableMatrix(_general_step())
     out = Derived("discrete.refresh_step_matrix", expr, (S.mu, S.eta, S.K_fresh, S.K_stale), "A",
-                  "Per-step linear map of (x, v, x_s) inside a refresh window, K_f on the current "
-                  "iterate and K_s through the frozen sampling policy x_s; the window monodromy "
-                  "is P A^k E with E: x_s <- x at the window start.", units="dimensionless",
-                  assumptions="mu in [0,1); K = K_f + K_s", level="L2")
+                  r"Per-step linear map of $(x, v, x_{s})$ inside a refresh window, $K_{f}$ on the "
+                  r"current iterate and $K_{s}$ through the frozen sampling policy $x_{s}$; the "
+                  r"window monodromy is $P A^{k} E$ with $E$ setting $x_{s} \leftarrow x$ at the "
+                  r"window start.", units="dimensionless",
+                  assumptions=r"$\mu \in [0, 1)$; $K = K_{f} + K_{s}$", level="L2")
     expr = out.expr
     A = sp.Matrix(expr)
     # v' = mu v - eta (K_f x + K_s x_s), x' = x + v'
     xs, vs, xss = sp.symbols("x v x_s")
     y = A * sp.Matrix([xs, vs, xss])
     vnew = S.mu * vs - S.eta * (S.K_fresh * xs + S.K_stale * xss)
-    out.check("A encodes v' = mu v - eta (K_f x + K_s x_s), x' = x + v', x_s' = x_s", "sympy",
+    out.check(r"$A$ encodes $v' = \mu v - \eta (K_{f} x + K_{s} x_{s})$, $x' = x + v'$, "
+              r"$x_{s}' = x_{s}$", "sympy",
               prove_zero(y[1] - vnew) and prove_zero(y[0] - xs - vnew) and y[2] == xss)
     stale = sp.ImmutableMatrix(get("discrete.refresh_monodromy").expr)
     ok = True
@@ -650,12 +664,13 @@ def _refresh_step() -> Derived:
         Mk = _PROJECT * A**kk * _EMBED
         ok &= all(prove_zero(sp.cancel(e)) for e in
                   (Mk.subs({S.K_fresh: 0, S.K_stale: S.a / S.eta}) - stale.subs(S.k_ref, kk)))
-    out.check("K_f = 0: P A^k E equals the closed-form stale monodromy (k = 1, 2, 3)", "sympy", ok)
+    out.check(r"$K_{f} = 0$: $P A^{k} E$ equals the closed-form stale monodromy ($k = 1, 2, 3$)",
+              "sympy", ok)
     hb = sp.Matrix([[1 - S.eta * S.K_fresh, S.mu], [-S.eta * S.K_fresh, S.mu]])
     ok = all(prove_zero(sp.expand(e)) for e in
              ((_PROJECT * A**3 * _EMBED).subs(S.K_stale, 0) - hb**3))
-    out.check("K_s = 0 (fully fresh): the monodromy is the heavy-ball map to the k-th power (k=3)",
-              "sympy", ok)
+    out.check(r"$K_{s} = 0$ (fully fresh): the monodromy is the heavy-ball map to the $k$-th power "
+              r"($k = 3$)", "sympy", ok)
     return out
 
 
@@ -684,23 +699,26 @@ def _delay_charpoly() -> Derived:
     expr = _delay_poly_expr(S.d)
     out = Derived("discrete.delay_characteristic_polynomial", expr,
                   (S.lam, S.mu, S.eta, S.K_fresh, S.K_stale, S.d), r"P_d(\lambda)",
-                  "Characteristic polynomial of the heavy-ball update with constant staleness d "
-                  "(delay lag model). For d = 0 it is lambda^{-1} times the quadratic "
-                  "lambda^2 - (1 + mu - eta K) lambda + mu; for d = 1 the lambda^{d-1} term merges "
-                  "with the constant.", units="dimensionless",
-                  assumptions="x_t = lambda^t in the linear recurrence", level="L2")
+                  r"Characteristic polynomial of the heavy-ball update with constant staleness "
+                  r"$d$ (delay lag model). For $d = 0$ it is $\lambda^{-1}$ times the quadratic "
+                  r"$\lambda^{2} - (1 + \mu - \eta K) \lambda + \mu$; for $d = 1$ the "
+                  r"$\lambda^{d-1}$ term merges with the constant.", units="dimensionless",
+                  assumptions=r"$x_{t} = \lambda^{t}$ in the linear recurrence", level="L2")
     expr = out.expr
     lam, mu, eta, Kf, Ks = S.lam, S.mu, S.eta, S.K_fresh, S.K_stale
     # hand derivation from the recurrence: substitute x_t = lambda^t
     tt = sp.Symbol("t_", integer=True)
     rec = (lam**(tt + 1) - (1 + mu) * lam**tt + mu * lam**(tt - 1)
            + eta * (Kf * lam**tt + Ks * lam**(tt - S.d)))
-    out.check("lambda^{d-t} times the recurrence with x_t = lambda^t is P_d(lambda)", "sympy",
+    out.check(r"$\lambda^{d-t}$ times the recurrence with $x_{t} = \lambda^{t}$ is $P_d(\lambda)$",
+              "sympy",
               prove_zero(sp.expand(sp.powsimp(sp.expand(rec * lam**(S.d - tt)))) - sp.expand(expr)))
     q0 = sp.expand(lam * expr.subs(S.d, 0))
-    out.check("d = 0: lambda P_0 = lambda^2 - (1 + mu - eta K) lambda + mu (K = K_f + K_s)", "sympy",
+    out.check(r"$d = 0$: $\lambda P_0 = \lambda^{2} - (1 + \mu - \eta K) \lambda + \mu$ "
+              r"($K = K_{f} + K_{s}$)", "sympy",
               prove_zero(q0 - (lam**2 - (1 + mu - eta * (Kf + Ks)) * lam + mu)))
-    out.check("d = 1: P_1 = lambda^2 - (1 + mu - eta K_f) lambda + (mu + eta K_s)", "sympy",
+    out.check(r"$d = 1$: $P_1 = \lambda^{2} - (1 + \mu - \eta K_{f}) \lambda + (\mu + \eta K_{s})$",
+              "sympy",
               prove_zero(sp.expand(expr.subs(S.d, 1))
                          - (lam**2 - (1 + mu - eta * Kf) * lam + mu + eta * Ks)))
     ok = True
@@ -708,7 +726,8 @@ def _delay_charpoly() -> Derived:
         cp = _delay_companion(dv).charpoly(lam).as_expr()
         target = q0 if dv == 0 else sp.expand(expr.subs(S.d, dv))
         ok &= prove_zero(sp.expand(cp - target))
-    out.check("equals the charpoly of the recurrence's companion matrix, d = 0..5", "sympy", ok)
+    out.check(r"equals the characteristic polynomial of the recurrence's companion matrix, "
+              r"$d = 0, \dots, 5$", "sympy", ok)
     return out
 
 
@@ -719,6 +738,18 @@ def _cubic_schur_cohn(poly):
     _, c2, c1, c0 = p.all_coeffs()
     return (sp.expand(poly.subs(lam, 1)), sp.expand(-poly.subs(lam, -1)),
             sp.expand(1 - c0**2 - (c1 - c0 * c2)), sp.expand(1 - c0**2 + (c1 - c0 * c2)))
+
+
+def _delay_displayed_boundaries():
+    """Boundaries shown by hand in a readable form, ``{d: {"flip" or "complex": expr}}``; each is
+    proven equal to sympy's root.  d = 2, complex: the root (sqrt((1-mu)^2 + 4) - 1 - mu)/2 with
+    its numerator rationalised (no cancellation as mu -> 1)."""
+    mu = S.mu
+    return {2: {"complex": 2 * ((1 - mu) / (1 + mu + sp.sqrt((1 - mu)**2 + 4)))}}
+
+
+def _boundary_words(what, e):
+    return f"{what}: ${_tex(e)}$" if e != sp.oo else f"{what}: none"
 
 
 def _register_delay_threshold(dv: int):
@@ -742,48 +773,62 @@ def _register_delay_threshold(dv: int):
         else:
             p1, m1, sc_minus, sc_plus = _cubic_schur_cohn(P)
             flip_cond, cx_cond = m1, sc_minus
-            conds = {"P(1)": p1, "1 - c0^2 + (c1 - c0 c2)": sc_plus}
+            conds = {"P(1)": p1, r"1 - c_0^{2} + (c_1 - c_0 c_2)": sc_plus}
         sols = [r for r in sp.solve(flip_cond, a) if r.subs(mu, sp.Rational(1, 2)).is_positive]
         flip = sp.simplify(sols[0]) if sols else sp.oo
         sols = [r for r in sp.solve(cx_cond, a) if r.subs(mu, sp.Rational(1, 2)).is_positive]
         complex_ = sp.simplify(sols[0]) if sols else sp.oo
+        solved = {"flip": flip, "complex": complex_}
+        shown = _delay_displayed_boundaries().get(dv, {})
+        flip = shown.get("flip", flip)
+        complex_ = shown.get("complex", complex_)
         expr = sp.Min(flip, complex_) if (flip != sp.oo and complex_ != sp.oo) else (
             flip if complex_ == sp.oo else complex_)
         binding = "flip" if complex_ == sp.oo else ("complex" if flip == sp.oo else None)
         out = Derived(name, expr, (S.mu,), rf"(\eta K)_{{d={dv}}}",
-                      f"Exact stability threshold in eta K for constant delay d = {dv}, stale "
-                      f"surrogate (Schur–Cohn). flip boundary: {sp.sstr(flip)}; complex boundary: "
-                      f"{sp.sstr(complex_)}.", units="dimensionless (eta K)",
-                      assumptions=_STALE + f"; delay d = {dv}", level="L2", references=_PAPER)
+                      rf"Exact stability threshold in $\eta K$ for constant delay $d = {dv}$, stale "
+                      rf"surrogate (Schur–Cohn), the smaller of two boundaries. "
+                      rf"{_boundary_words(r'Flip boundary (a real root at $-1$)', flip)}; "
+                      rf"{_boundary_words('complex boundary (a complex pair on the unit circle)', complex_)}.",
+                      units=_ETA_K,
+                      assumptions=_STALE + rf"; delay $d = {dv}$", level="L2", references=_PAPER)
         expr = out.expr
-        out.check("P(1) = a > 0: no eigenvalue at +1", "sympy", prove_equal(p1, a))
+        for kind, form in shown.items():
+            out.check(rf"the displayed {kind} boundary equals the root of its Schur–Cohn condition "
+                      r"solved by sympy", "sympy", prove_equal(form, solved[kind]),
+                      f"solved form ${_tex(solved[kind])}$")
+        out.check(r"$P(1) = a > 0$: no eigenvalue at $+1$", "sympy", prove_equal(p1, a))
         for label, c in conds.items():
             if label != "P(1)":
                 # the other branch of |.|: positive on [0, threshold]
                 ok = prove_zero(sp.diff(c, a, 3)) and all(
                     c.subs({mu: mv, a: expr.subs(mu, mv) * f}) > 0
                     for mv in (0, sp.Rational(1, 2), sp.Rational(9, 10)) for f in (0, sp.Rational(1, 2), 1))
-                out.check(f"the condition {label} > 0 holds at 9 sample points below the threshold "
-                          "(mu in {0, 1/2, 9/10}, a/a* in {0, 1/2, 1}; exact rationals) and it is "
-                          "a polynomial of degree <= 2 in a", "numeric", ok)
+                out.check(rf"the condition ${label} > 0$ (coefficients of "
+                          r"$\lambda^{3} + c_2 \lambda^{2} + c_1 \lambda + c_0$) holds at 9 sample "
+                          r"points below the threshold ($\mu = 0, 1/2, 9/10$ and "
+                          r"$a/a^{*} = 0, 1/2, 1$; exact rationals) and is a polynomial of "
+                          r"degree at most 2 in $a$", "numeric", ok)
         if binding is None:
             binding = "complex" if all(
                 (complex_ - flip).subs(mu, mv) < 0 for mv in (0, sp.Rational(1, 2), sp.Rational(99, 100))
             ) else "mixed"
-        out.check(f"binding condition: {binding} (complex below flip at mu in {{0, 1/2, 99/100}} "
-                  "when both exist)", "numeric", binding in ("flip", "complex"))
+        out.check(f"binding condition: {binding} (complex below flip at "
+                  r"$\mu = 0, 1/2, 99/100$ when both exist)", "numeric",
+                  binding in ("flip", "complex"))
         # the boundary is where a root reaches the unit circle (numeric, numpy roots)
         worst = 0.0
         for mv in (0.0, 0.3, 0.6, 0.9):
             at = float(expr.subs(mu, mv))
             coeffs = [complex(c) for c in sp.Poly(P.subs({mu: mv, a: at}), lam).all_coeffs()]
             worst = max(worst, abs(max(abs(np.roots(coeffs))) - 1))
-        out.check("at the threshold the spectral radius is 1", "numeric", worst < 1e-9,
-                  f"max | rho - 1 | = {worst:.2g}")
+        out.check(r"at the threshold the spectral radius is $1$ (numpy roots at "
+                  r"$\mu = 0, 0.3, 0.6, 0.9$)", "numeric", worst < 1e-9,
+                  rf"largest $|\rho - 1|$: {_sci(worst)}")
         if dv == 1:
             pub = get("discrete.published_threshold_learning_rate").expr.subs(S.k_ref, 1)
-            out.check("d = 1: the exact threshold a < 1 - mu coincides with the published form at "
-                      "lag 1", "sympy", prove_equal(expr, pub))
+            out.check(r"$d = 1$: the exact threshold $a < 1 - \mu$ coincides with the published "
+                      r"form at lag $1$", "sympy", prove_equal(expr, pub))
         return out
 
     return _build
