@@ -161,9 +161,9 @@ def _refresh_monodromy() -> Derived:
         "discrete.refresh_monodromy", _readable_window(), (S.a, S.mu, S.k_ref), "M",
         r"One-refresh-window monodromy matrix of the deviation $(x, v)$, stale surrogate: "
         r"$(x, v)$ at the next window start is $M (x, v)$ at this one. With the geometric sums "
-        r"$S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ and $S_2 = (k - S_1)/(1 - \mu)$ it reads "
-        r"$M = \begin{pmatrix} 1 - a S_2 & S_1 \\ -a (1 - \mu^{k})/(1 - \mu) & \mu^{k} "
-        r"\end{pmatrix}$.", units="dimensionless",
+        r"$S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ and $S_2 = (k - S_1)/(1 - \mu)$ its first row is "
+        r"$1 - a S_2$, $S_1$ and its second row $-a (1 - \mu^{k})/(1 - \mu)$, $\mu^{k}$.",
+        units="dimensionless",
         assumptions=_STALE + r"; $a = \eta K$; $\mu \in [0, 1)$; $k \ge 1$ steps per window",
         level="L2", references=_PAPER)
     expr = out.expr
@@ -741,15 +741,18 @@ def _cubic_schur_cohn(poly):
 
 
 def _delay_displayed_boundaries():
-    """Boundaries shown by hand in a readable form, ``{d: {"flip" or "complex": expr}}``; each is
-    proven equal to sympy's root.  d = 2, complex: the root (sqrt((1-mu)^2 + 4) - 1 - mu)/2 with
-    its numerator rationalised (no cancellation as mu -> 1)."""
+    """Boundaries shown by hand in a readable form, ``{d: {"flip" or "complex": (expr, inline
+    LaTeX)}}``; each is proven equal to sympy's root.  d = 2, complex: the root
+    (sqrt((1-mu)^2 + 4) - 1 - mu)/2 with its numerator rationalised (no cancellation as mu -> 1)."""
     mu = S.mu
-    return {2: {"complex": 2 * ((1 - mu) / (1 + mu + sp.sqrt((1 - mu)**2 + 4)))}}
+    return {2: {"complex": (2 * ((1 - mu) / (1 + mu + sp.sqrt((1 - mu)**2 + 4))),
+                            r"2 (1 - \mu)/(1 + \mu + \sqrt{(1 - \mu)^{2} + 4})")}}
 
 
-def _boundary_words(what, e):
-    return f"{what}: ${_tex(e)}$" if e != sp.oo else f"{what}: none"
+def _boundary_words(what, e, inline=None):
+    if e == sp.oo:
+        return f"{what}: none"
+    return f"{what}: ${inline or _tex(e)}$"
 
 
 def _register_delay_threshold(dv: int):
@@ -780,20 +783,21 @@ def _register_delay_threshold(dv: int):
         complex_ = sp.simplify(sols[0]) if sols else sp.oo
         solved = {"flip": flip, "complex": complex_}
         shown = _delay_displayed_boundaries().get(dv, {})
-        flip = shown.get("flip", flip)
-        complex_ = shown.get("complex", complex_)
+        flip = shown["flip"][0] if "flip" in shown else flip
+        complex_ = shown["complex"][0] if "complex" in shown else complex_
+        inline = {kind: tex for kind, (_, tex) in shown.items()}
         expr = sp.Min(flip, complex_) if (flip != sp.oo and complex_ != sp.oo) else (
             flip if complex_ == sp.oo else complex_)
         binding = "flip" if complex_ == sp.oo else ("complex" if flip == sp.oo else None)
         out = Derived(name, expr, (S.mu,), rf"(\eta K)_{{d={dv}}}",
                       rf"Exact stability threshold in $\eta K$ for constant delay $d = {dv}$, stale "
                       rf"surrogate (Schur–Cohn), the smaller of two boundaries. "
-                      rf"{_boundary_words(r'Flip boundary (a real root at $-1$)', flip)}; "
-                      rf"{_boundary_words('complex boundary (a complex pair on the unit circle)', complex_)}.",
+                      rf"{_boundary_words(r'Flip boundary (a real root at $-1$)', flip, inline.get('flip'))}; "
+                      rf"{_boundary_words('complex boundary (a complex pair on the unit circle)', complex_, inline.get('complex'))}.",
                       units=_ETA_K,
                       assumptions=_STALE + rf"; delay $d = {dv}$", level="L2", references=_PAPER)
         expr = out.expr
-        for kind, form in shown.items():
+        for kind, (form, _) in shown.items():
             out.check(rf"the displayed {kind} boundary equals the root of its Schur–Cohn condition "
                       r"solved by sympy", "sympy", prove_equal(form, solved[kind]),
                       f"solved form ${_tex(solved[kind])}$")
