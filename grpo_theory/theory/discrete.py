@@ -15,16 +15,20 @@ with :math:`s(t) = k\lfloor t/k\rfloor` (lag model ``refresh``, refresh interval
 Results (each a registered, verified derivation ``discrete.<name>``):
 
 * ``refresh_monodromy`` — the one-window map of :math:`(x, v)` for the stale
-  surrogate (:math:`K_f=0`, :math:`a=\eta K`, :math:`q=\mu^k`),
-  :math:`M=\begin{pmatrix}1-aS_2 & S_1\\ -a(1-q)/(1-\mu) & q\end{pmatrix}`,
-  :math:`S_1=\mu(1-q)/(1-\mu)`, :math:`S_2=(k-S_1)/(1-\mu)`; derived by summing
+  surrogate (:math:`K_f=0`, :math:`a=\eta K`),
+  :math:`M=\begin{pmatrix}1-aS_2 & S_1\\ -a(1-\mu^k)/(1-\mu) & \mu^k\end{pmatrix}`,
+  :math:`S_1=\mu(1-\mu^k)/(1-\mu)`, :math:`S_2=(k-S_1)/(1-\mu)`; derived by summing
   the geometric series with sympy and proven by induction on :math:`k`.
+  ``refresh_trace`` :math:`=1+\mu^k-aS_2`, ``refresh_determinant``
+  :math:`=\mu^k+a(S_1-k\mu^k)/(1-\mu)`.
 * Jury (Schur–Cohn) conditions of :math:`\lambda^2-\operatorname{tr}M\,\lambda+\det M`:
-  :math:`1-\operatorname{tr}+\det = ak(1-q)/(1-\mu) > 0` always; the ``flip``
+  :math:`1-\operatorname{tr}+\det = ak(1-\mu^k)/(1-\mu) > 0` always; the ``flip``
   boundary (eigenvalue :math:`-1`) and the ``complex`` boundary (a pair on the
   unit circle, :math:`\det M = 1`) are affine in :math:`a` and give the exact
   learning-rate thresholds; the smaller one binds.
-* ``refresh_critical_damping`` — the exact real-to-complex transition.
+* ``refresh_critical_damping`` — the exact real-to-complex transition,
+  :math:`(1-\mu)(1-\mu^k)/(\sqrt{k}+\sqrt{S_1})^2` (the heavy-ball
+  :math:`(1-\sqrt{\mu})^2` at :math:`k=1`).
 * The published first-order threshold :math:`\eta K k < 1-\mu` is off by a
   factor 2 at :math:`\mu=0` (exact: :math:`\eta K k < 2`), and by a factor 2 for
   every :math:`\mu` as :math:`k\to\infty` where the flip boundary binds; the
@@ -32,7 +36,7 @@ Results (each a registered, verified derivation ``discrete.<name>``):
 * ``delay_characteristic_polynomial`` and its Schur–Cohn boundaries for
   :math:`d\in\{0,1,2\}`.
 * ``refresh_slow_eigenvalue`` — the continuous limit: the slow eigenvalue is
-  :math:`1 - ak/(1-\mu) + O(a^2)` per window, the L3 root :math:`-k/\gamma` per step.
+  :math:`1 - ak/(1-\mu) + O(a^2)` per window, the L3 root :math:`-\kappa_s/\gamma` per step.
 """
 
 from __future__ import annotations
