@@ -15,16 +15,20 @@ with :math:`s(t) = k\lfloor t/k\rfloor` (lag model ``refresh``, refresh interval
 Results (each a registered, verified derivation ``discrete.<name>``):
 
 * ``refresh_monodromy`` — the one-window map of :math:`(x, v)` for the stale
-  surrogate (:math:`K_f=0`, :math:`a=\eta K`, :math:`q=\mu^k`),
-  :math:`M=\begin{pmatrix}1-aS_2 & S_1\\ -a(1-q)/(1-\mu) & q\end{pmatrix}`,
-  :math:`S_1=\mu(1-q)/(1-\mu)`, :math:`S_2=(k-S_1)/(1-\mu)`; derived by summing
+  surrogate (:math:`K_f=0`, :math:`a=\eta K`),
+  :math:`M=\begin{pmatrix}1-aS_2 & S_1\\ -a(1-\mu^k)/(1-\mu) & \mu^k\end{pmatrix}`,
+  :math:`S_1=\mu(1-\mu^k)/(1-\mu)`, :math:`S_2=(k-S_1)/(1-\mu)`; derived by summing
   the geometric series with sympy and proven by induction on :math:`k`.
+  ``refresh_trace`` :math:`=1+\mu^k-aS_2`, ``refresh_determinant``
+  :math:`=\mu^k+a(S_1-k\mu^k)/(1-\mu)`.
 * Jury (Schur–Cohn) conditions of :math:`\lambda^2-\operatorname{tr}M\,\lambda+\det M`:
-  :math:`1-\operatorname{tr}+\det = ak(1-q)/(1-\mu) > 0` always; the ``flip``
+  :math:`1-\operatorname{tr}+\det = ak(1-\mu^k)/(1-\mu) > 0` always; the ``flip``
   boundary (eigenvalue :math:`-1`) and the ``complex`` boundary (a pair on the
   unit circle, :math:`\det M = 1`) are affine in :math:`a` and give the exact
   learning-rate thresholds; the smaller one binds.
-* ``refresh_critical_damping`` — the exact real-to-complex transition.
+* ``refresh_critical_damping`` — the exact real-to-complex transition,
+  :math:`(1-\mu)(1-\mu^k)/(\sqrt{k}+\sqrt{S_1})^2` (the heavy-ball
+  :math:`(1-\sqrt{\mu})^2` at :math:`k=1`).
 * The published first-order threshold :math:`\eta K k < 1-\mu` is off by a
   factor 2 at :math:`\mu=0` (exact: :math:`\eta K k < 2`), and by a factor 2 for
   every :math:`\mu` as :math:`k\to\infty` where the flip boundary binds; the
@@ -32,7 +36,7 @@ Results (each a registered, verified derivation ``discrete.<name>``):
 * ``delay_characteristic_polynomial`` and its Schur–Cohn boundaries for
   :math:`d\in\{0,1,2\}`.
 * ``refresh_slow_eigenvalue`` — the continuous limit: the slow eigenvalue is
-  :math:`1 - ak/(1-\mu) + O(a^2)` per window, the L3 root :math:`-k/\gamma` per step.
+  :math:`1 - ak/(1-\mu) + O(a^2)` per window, the L3 root :math:`-\kappa_s/\gamma` per step.
 """
 
 from __future__ import annotations
@@ -66,7 +70,23 @@ __all__ = [
 ]
 
 _PAPER = ("predictable_grpo",)
-_STALE = "stale surrogate (K_f = 0, all stiffness acts through the sampling policy)"
+_STALE = r"stale surrogate ($K_{f} = 0$, all stiffness acts through the sampling policy)"
+_ETA_K = r"dimensionless (in $\eta K$)"
+
+
+def _tex(expr) -> str:
+    """LaTeX of a sympy expression with the project's notation (for the texts of checks)."""
+    return sp.latex(expr, symbol_names=S.LATEX_NAMES)
+
+
+def _sci(x) -> str:
+    """A small number for a detail, in math: ``3.2 \\times 10^{-5}``."""
+    x = float(x)
+    if x == 0 or not math.isfinite(x):
+        return f"${x:g}$".replace("inf", "\\infty")
+    m, e = f"{x:.2e}".split("e")
+    return f"${m} \\times 10^{{{int(e)}}}$" if abs(int(e)) > 2 else f"${x:.3g}$"
+
 
 _i = sp.Symbol("i", integer=True, nonnegative=True)
 _j = sp.Symbol("j", integer=True, positive=True)
@@ -118,6 +138,20 @@ _EMBED = sp.Matrix([[1, 0], [0, 1], [1, 0]])      # window start: x_s <- x
 _PROJECT = sp.Matrix([[1, 0, 0], [0, 1, 0]])
 
 
+def _stiffness_sum(k=S.k_ref):
+    """(1 - mu)^2 S2 = k(1 - mu) - mu(1 - mu^k): the a-coefficient of the window map, one fraction."""
+    mu = S.mu
+    return k * (1 - mu) - mu * (1 - mu**k)
+
+
+def _readable_window():
+    """The displayed monodromy: the closed form with S1 and S2 written out, each entry one fraction."""
+    mu, a, k = S.mu, S.a, S.k_ref
+    q = mu**k
+    return sp.ImmutableMatrix([[1 - a * _stiffness_sum() / (1 - mu)**2, mu * (1 - q) / (1 - mu)],
+                               [-a * (1 - q) / (1 - mu), q]])
+
+
 @derivation("discrete.refresh_monodromy")
 def _refresh_monodromy() -> Derived:
     mu, a, k = S.mu, S.a, S.k_ref
@@ -127,36 +161,40 @@ def _refresh_monodromy() -> Derived:
     xk = x0 + _drop_mu_one(sp.summation(sp.expand(vj), (_j, 1, k)))
     vk = vj.subs(_j, k)
     derived = sp.Matrix([[sp.diff(xk, x0), sp.diff(xk, v0)], [sp.diff(vk, x0), sp.diff(vk, v0)]])
-    closed = _closed_form_window()
-    expr = sp.ImmutableMatrix(closed.applyfunc(sp.factor_terms))
     out = Derived(
-        "discrete.refresh_monodromy", expr, (S.a, S.mu, S.k_ref), "M",
-        "One-refresh-window monodromy matrix of the deviation (x, v), stale surrogate: "
-        "(x, v) at the next window start = M (x, v) at this one.", units="dimensionless",
-        assumptions=_STALE + "; a = eta K; mu in [0,1); k_ref >= 1 steps per window",
+        "discrete.refresh_monodromy", _readable_window(), (S.a, S.mu, S.k_ref), "M",
+        r"One-refresh-window monodromy matrix of the deviation $(x, v)$, stale surrogate: "
+        r"$(x, v)$ at the next window start is $M (x, v)$ at this one. With the geometric sums "
+        r"$S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ and $S_2 = (k - S_1)/(1 - \mu)$ its first row is "
+        r"$1 - a S_2$, $S_1$ and its second row $-a (1 - \mu^{k})/(1 - \mu)$, $\mu^{k}$.",
+        units="dimensionless",
+        assumptions=_STALE + r"; $a = \eta K$; $\mu \in [0, 1)$; $k \ge 1$ steps per window",
         level="L2", references=_PAPER)
     expr = out.expr
     closed = sp.Matrix(expr)
-    out.check("the summed geometric series equal the closed form (S1, S2 with q = mu^k)", "sympy",
-              all(prove_zero(sp.simplify(derived[r, c] - closed[r, c])) for r in range(2)
-                  for c in range(2)))
+    out.check(r"the summed geometric series equal the displayed closed form (entry by entry)",
+              "sympy", all(prove_zero(sp.simplify(derived[r, c] - closed[r, c])) for r in range(2)
+                           for c in range(2)))
+    out.check(r"the displayed form equals the closed form with $S_1$, $S_2$ and $\mu^{k}$", "sympy",
+              all(prove_zero(e) for e in (closed - _closed_form_window())))
     # Independent proof by induction on k: C(0) = I and step * C(j) = C(j+1).
     C = _step_power_closed_form
-    out.check("induction base: the closed-form step power at j = 0 is the identity", "sympy",
+    out.check(r"induction base: the closed-form $j$-th power $C(j)$ of the step on "
+              r"$(x, v, x_{s})$ is the identity at $j = 0$", "sympy",
               C(sp.Integer(0)) == sp.eye(3))
     diff = (_stale_step() * C(_j) - C(_j + 1)).applyfunc(
         lambda e: sp.simplify(sp.expand_power_exp(sp.expand(e))))
-    out.check("induction step: step o C(j) = C(j+1) for symbolic j", "sympy",
-              all(prove_zero(e) for e in diff))
-    out.check("M(k) = P C(k) E (window start x_s <- x)", "sympy",
-              prove_zero(sp.simplify(_PROJECT * C(k) * _EMBED - closed).norm()))
+    out.check(r"induction step: one more step applied to $C(j)$ gives $C(j+1)$, for symbolic $j$",
+              "sympy", all(prove_zero(e) for e in diff))
+    out.check(r"$M(k) = P\,C(k)\,E$ with $E$ setting $x_{s} \leftarrow x$ at the window start",
+              "sympy", prove_zero(sp.simplify(_PROJECT * C(k) * _EMBED - closed).norm()))
     ok = True
     for kk in range(1, 7):
         explicit = _PROJECT * _stale_step()**kk * _EMBED
         ok &= all(prove_zero(sp.cancel(e)) for e in (explicit - closed.subs(k, kk)))
-    out.check("equals the explicit k-fold matrix product for k = 1..6", "sympy", ok)
+    out.check(r"equals the explicit $k$-fold matrix product for $k = 1, \dots, 6$", "sympy", ok)
     hb = sp.Matrix([[1 - a, mu], [-a, mu]])
-    out.check("k = 1 is the on-policy heavy-ball map", "sympy",
+    out.check(r"$k = 1$ is the on-policy heavy-ball map", "sympy",
               all(prove_zero(sp.cancel(e)) for e in (closed.subs(k, 1) - hb)))
     return out
 
@@ -168,31 +206,42 @@ def _trace_det():
 
 @derivation("discrete.refresh_trace")
 def _refresh_trace() -> Derived:
-    tr, det = _trace_det()
-    out = Derived("discrete.refresh_trace", tr, (S.a, S.mu, S.k_ref), r"\operatorname{tr} M",
-                  "Trace of the refresh monodromy (stale surrogate).", units="dimensionless",
-                  assumptions=_STALE, level="L2")
+    derived, _ = _trace_det()
+    mu, q = S.mu, S.mu**S.k_ref
+    display = 1 + q - S.a * _stiffness_sum() / (1 - mu)**2
+    out = Derived("discrete.refresh_trace", display, (S.a, S.mu, S.k_ref), r"\operatorname{tr} M",
+                  r"Trace of the refresh monodromy (stale surrogate): $1 + \mu^{k} - a S_2$ with "
+                  r"$S_2 = (k - S_1)/(1 - \mu)$, $S_1 = \mu (1 - \mu^{k})/(1 - \mu)$.",
+                  units="dimensionless", assumptions=_STALE, level="L2")
     tr = out.expr
     q, S1, S2 = _geometric_sums()
-    out.check("tr M = 1 + q - a S2 (affine in a)", "sympy",
+    out.check(r"the displayed form equals the trace of the monodromy matrix", "sympy",
+              prove_equal(tr, derived), f"derived form ${_tex(derived)}$")
+    out.check(r"$\operatorname{tr} M = 1 + \mu^{k} - a S_2$ (affine in $a$)", "sympy",
               prove_equal(tr, 1 + q - S.a * S2) and sp.diff(tr, S.a, 2) == 0)
     return out
 
 
 @derivation("discrete.refresh_determinant")
 def _refresh_det() -> Derived:
-    tr, det = _trace_det()
-    out = Derived("discrete.refresh_determinant", det, (S.a, S.mu, S.k_ref), r"\det M",
-                  "Determinant of the refresh monodromy (stale surrogate).", units="dimensionless",
-                  assumptions=_STALE, level="L2")
+    _, derived = _trace_det()
+    mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
+    display = q + S.a * (mu * (1 - q) - k * q * (1 - mu)) / (1 - mu)**2
+    out = Derived("discrete.refresh_determinant", display, (S.a, S.mu, S.k_ref), r"\det M",
+                  r"Determinant of the refresh monodromy (stale surrogate): "
+                  r"$\mu^{k} + a (S_1 - k \mu^{k})/(1 - \mu)$ with $S_1 = \mu (1 - \mu^{k})/(1 - \mu)$.",
+                  units="dimensionless", assumptions=_STALE, level="L2")
     det = out.expr
     q, S1, S2 = _geometric_sums()
-    out.check("det M = q + a (S1 - k q)/(1 - mu) (affine in a)", "sympy",
+    out.check(r"the displayed form equals the determinant of the monodromy matrix", "sympy",
+              prove_equal(det, derived), f"derived form ${_tex(derived)}$")
+    out.check(r"$\det M = \mu^{k} + a (S_1 - k \mu^{k})/(1 - \mu)$ (affine in $a$)", "sympy",
               prove_equal(det, q + S.a * (S1 - S.k_ref * q) / (1 - S.mu))
               and prove_zero(sp.diff(det, S.a, 2)))
     # S1 - k q = sum_{j=1}^{k} (mu^j - mu^k) >= 0: det grows with a, det >= q > -1
     diff = _drop_mu_one(sp.summation(S.mu**_j - S.mu**S.k_ref, (_j, 1, S.k_ref)))
-    out.check("S1 - k q = sum_{j=1}^k (mu^j - mu^k) >= 0, so det >= q >= 0 > -1", "sympy",
+    out.check(r"$S_1 - k \mu^{k} = \sum_{j=1}^{k} (\mu^{j} - \mu^{k}) \ge 0$, so "
+              r"$\det M \ge \mu^{k} \ge 0 > -1$", "sympy",
               prove_equal(diff, S1 - S.k_ref * q))
     return out
 
@@ -201,20 +250,27 @@ def _refresh_det() -> Derived:
 def _refresh_charpoly() -> Derived:
     tr = get("discrete.refresh_trace").expr
     det = get("discrete.refresh_determinant").expr
-    expr = S.lam**2 - tr * S.lam + det
-    out = Derived("discrete.refresh_characteristic_polynomial", expr,
+    lam, mu, k, q = S.lam, S.mu, S.k_ref, S.mu**S.k_ref
+    # grouped in a: its value (lam - 1)(lam - mu^k) at a = 0 plus the term linear in a
+    display = ((lam - 1) * (lam - q)
+               + S.a * (k * (1 - mu) * (lam - q) - mu * (1 - q) * (lam - 1)) / (1 - mu)**2)
+    out = Derived("discrete.refresh_characteristic_polynomial", display,
                   (S.lam, S.a, S.mu, S.k_ref), r"P(\lambda)",
-                  "Characteristic polynomial of the refresh monodromy (stale surrogate).",
+                  r"Characteristic polynomial $\lambda^{2} - \operatorname{tr} M\,\lambda + \det M$ "
+                  r"of the refresh monodromy (stale surrogate), grouped in $a$: its value "
+                  r"$(\lambda - 1)(\lambda - \mu^{k})$ at $a = 0$ plus the term linear in $a$.",
                   units="dimensionless", assumptions=_STALE, level="L2")
     expr = out.expr
     M = get("discrete.refresh_monodromy").expr
-    out.check("P(lambda) = det(lambda I - M)", "sympy",
+    out.check(r"the displayed form equals $\lambda^{2} - \operatorname{tr} M\,\lambda + \det M$",
+              "sympy", prove_equal(expr, lam**2 - tr * lam + det))
+    out.check(r"$P(\lambda) = \det(\lambda I - M)$", "sympy",
               prove_zero(sp.simplify((S.lam * sp.eye(2) - M).det() - expr)))
-    q = S.mu**S.k_ref
     jury1 = sp.simplify(expr.subs(S.lam, 1))
-    out.check("Jury P(1) = 1 - tr + det = a k (1 - q)/(1 - mu) > 0: no eigenvalue at +1",
-              "sympy", prove_equal(jury1, S.a * S.k_ref * (1 - q) / (1 - S.mu)),
-              f"P(1) = {sp.sstr(sp.factor(jury1))}")
+    out.check(r"Jury: $P(1) = 1 - \operatorname{tr} M + \det M = a k (1 - \mu^{k})/(1 - \mu) > 0$, "
+              r"so no eigenvalue at $+1$", "sympy",
+              prove_equal(jury1, S.a * S.k_ref * (1 - q) / (1 - S.mu)),
+              f"$P(1) = {_tex(sp.factor(jury1))}$")
     return out
 
 
@@ -222,54 +278,71 @@ def _refresh_charpoly() -> Derived:
 def _refresh_flip() -> Derived:
     P = get("discrete.refresh_characteristic_polynomial").expr
     jury = sp.expand(P.subs(S.lam, -1))            # 1 + tr + det, affine in a
-    (a_flip,) = sp.solve(jury, S.a)
-    a_flip = sp.factor_terms(sp.simplify(a_flip))
-    out = Derived("discrete.refresh_flip_threshold", a_flip, (S.mu, S.k_ref), r"(\eta K)_{\mathrm{flip}}",
-                  "Exact learning-rate threshold (in eta K) where a real eigenvalue of the "
-                  "refresh monodromy crosses -1 (period-doubling 'flip').",
-                  units="dimensionless (eta K)", assumptions=_STALE, level="L2", references=_PAPER)
+    (solved,) = sp.solve(jury, S.a)
+    solved = sp.factor_terms(sp.simplify(solved))
+    mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
+    display = 2 * (1 - mu)**2 * (1 + q) / (k * (1 - mu) * (1 + q) - 2 * mu * (1 - q))
+    out = Derived("discrete.refresh_flip_threshold", display, (S.mu, S.k_ref),
+                  r"(\eta K)_{\mathrm{flip}}",
+                  r"Exact learning-rate threshold (in $\eta K$) where a real eigenvalue of the "
+                  r"refresh monodromy crosses $-1$ (period doubling, the flip boundary). With "
+                  r"$S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ it is "
+                  r"$2 (1 - \mu)(1 + \mu^{k})/(k (1 + \mu^{k}) - 2 S_1)$.",
+                  units=_ETA_K, assumptions=_STALE, level="L2", references=_PAPER)
     a_flip = out.expr
-    out.check("P(-1) = 1 + tr + det vanishes at a_flip", "sympy", prove_zero(jury.subs(S.a, a_flip)))
+    out.check(r"the displayed form equals the root of $P(-1)$ solved by sympy", "sympy",
+              prove_equal(a_flip, solved), f"solved form ${_tex(solved)}$")
+    out.check(r"$P(-1) = 1 + \operatorname{tr} M + \det M$ vanishes at $a_{\mathrm{flip}}$", "sympy",
+              prove_zero(jury.subs(S.a, a_flip)))
     q, S1, _ = _geometric_sums()
     slope = sp.diff(jury, S.a)
     pairs = _drop_mu_one(sp.summation((1 - S.mu**_i) * (1 - S.mu**(S.k_ref - _i)), (_i, 0, S.k_ref)))
-    out.check("1 + tr + det is affine and decreasing in a: slope -(k(1+q) - 2 S1)/(1-mu) with "
-              "k(1+q) - 2 S1 = sum_{j=0}^k (1-mu^j)(1-mu^{k-j}) + (1 - mu^k) > 0 (each term >= 0 "
-              "and 1 - mu^k > 0 for mu in [0,1))", "sympy",
+    out.check(r"$1 + \operatorname{tr} M + \det M$ is affine and decreasing in $a$: its slope is "
+              r"$-(k (1 + \mu^{k}) - 2 S_1)/(1 - \mu)$ with $k (1 + \mu^{k}) - 2 S_1 = "
+              r"\sum_{j=0}^{k} (1 - \mu^{j})(1 - \mu^{k-j}) + (1 - \mu^{k}) > 0$ (each term "
+              r"$\ge 0$, and $1 - \mu^{k} > 0$ for $\mu \in [0, 1)$)", "sympy",
               sp.diff(jury, S.a, 2) == 0
               and prove_zero(slope + (S.k_ref * (1 + q) - 2 * S1) / (1 - S.mu))
               and prove_zero(pairs + 1 - q - (S.k_ref * (1 + q) - 2 * S1)))
-    out.check("mu = 0: a_flip = 2/k, i.e. stable iff eta K k < 2", "sympy",
+    out.check(r"$\mu = 0$: $a_{\mathrm{flip}} = 2/k$, i.e. stable iff $\eta K k < 2$", "sympy",
               prove_equal(a_flip.subs(S.mu, 0), 2 / S.k_ref))
-    out.check("k = 1: a_flip = 2(1 + mu) (on-policy heavy ball)", "sympy",
+    out.check(r"$k = 1$: $a_{\mathrm{flip}} = 2 (1 + \mu)$ (on-policy heavy ball)", "sympy",
               prove_equal(a_flip.subs(S.k_ref, 1), 2 * (1 + S.mu)))
     kk = sp.Symbol("kappa_k", positive=True)
     q0 = sp.limit(sp.simplify(a_flip * S.k_ref).subs(S.mu**S.k_ref, 0).subs(S.k_ref, kk), kk, sp.oo)
-    out.check("k -> oo: k a_flip -> 2(1 - mu) (factor 2 above the published 1 - mu)", "sympy",
-              prove_equal(q0, 2 * (1 - S.mu)), f"limit = {sp.sstr(q0)} (mu^k -> 0)")
+    out.check(r"$k \to \infty$: $k a_{\mathrm{flip}} \to 2 (1 - \mu)$ (a factor 2 above the "
+              r"published $1 - \mu$)", "sympy",
+              prove_equal(q0, 2 * (1 - S.mu)), rf"limit ${_tex(q0)}$ (with $\mu^{{k}} \to 0$)")
     return out
 
 
 @derivation("discrete.refresh_complex_threshold")
 def _refresh_complex() -> Derived:
     det = get("discrete.refresh_determinant").expr
-    (a_cx,) = sp.solve(sp.Eq(det, 1), S.a)
-    a_cx = sp.factor_terms(sp.simplify(a_cx))
-    out = Derived("discrete.refresh_complex_threshold", a_cx, (S.mu, S.k_ref),
+    (solved,) = sp.solve(sp.Eq(det, 1), S.a)
+    solved = sp.factor_terms(sp.simplify(solved))
+    mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
+    display = (1 - mu)**2 * (1 - q) / (mu * (1 - q) - k * q * (1 - mu))
+    out = Derived("discrete.refresh_complex_threshold", display, (S.mu, S.k_ref),
                   r"(\eta K)_{\mathrm{complex}}",
-                  "Exact learning-rate threshold (in eta K) where a complex pair of eigenvalues "
-                  "of the refresh monodromy reaches the unit circle (det M = 1). Infinite for "
-                  "mu = 0 or k = 1 (det M = q < 1 there).", units="dimensionless (eta K)",
-                  assumptions=_STALE + "; k >= 2 and mu > 0", level="L2", references=_PAPER)
+                  r"Exact learning-rate threshold (in $\eta K$) where a complex pair of eigenvalues "
+                  r"of the refresh monodromy reaches the unit circle ($\det M = 1$). With "
+                  r"$S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ it is $(1 - \mu)(1 - \mu^{k})/(S_1 - k \mu^{k})$. "
+                  r"Infinite for $\mu = 0$ or $k = 1$ ($\det M = \mu^{k} < 1$ there).", units=_ETA_K,
+                  assumptions=_STALE + r"; $k \ge 2$ and $\mu > 0$", level="L2", references=_PAPER)
     a_cx = out.expr
-    out.check("det M = 1 at a_complex", "sympy", prove_zero(sp.simplify(det.subs(S.a, a_cx) - 1)))
-    out.check("mu = 0 or k = 1: det M does not depend on a (no complex boundary)", "sympy",
+    out.check(r"the displayed form equals the root of $\det M = 1$ solved by sympy", "sympy",
+              prove_equal(a_cx, solved), f"solved form ${_tex(solved)}$")
+    out.check(r"$\det M = 1$ at $a_{\mathrm{complex}}$", "sympy",
+              prove_zero(sp.simplify(det.subs(S.a, a_cx) - 1)))
+    out.check(r"$\mu = 0$ or $k = 1$: $\det M$ does not depend on $a$ (no complex boundary)", "sympy",
               prove_zero(sp.diff(det, S.a).subs(S.mu, 0))
               and prove_zero(sp.diff(det, S.a).subs(S.k_ref, 1)))
     kk = sp.Symbol("kappa_k", positive=True)
     lim = sp.limit(a_cx.subs(S.mu**S.k_ref, 0).subs(S.k_ref, kk), kk, sp.oo)
-    out.check("k -> oo: a_complex -> (1 - mu)^2/mu (a constant: the flip boundary ~ 2(1-mu)/k "
-              "binds for large k)", "sympy", prove_equal(lim, (1 - S.mu)**2 / S.mu))
+    out.check(r"$k \to \infty$: $a_{\mathrm{complex}} \to (1 - \mu)^{2}/\mu$ (a constant: the flip "
+              r"boundary, about $2 (1 - \mu)/k$, binds for large $k$)", "sympy",
+              prove_equal(lim, (1 - S.mu)**2 / S.mu))
     # at the boundary the pair is complex: tr^2 < 4 det = 4 -> |tr| < 2 (numeric spot grid)
     tr = get("discrete.refresh_trace").expr
     f_tr = sp.lambdify((S.a, S.mu, S.k_ref), tr)
@@ -281,8 +354,9 @@ def _refresh_complex() -> Derived:
         ac = f_a(m, kv)
         if ac < f_flip(m, kv):  # where it binds, the boundary pair is genuinely complex
             worst = max(worst, abs(f_tr(ac, m, kv)) - 2)
-    out.check("where it binds (a_complex < a_flip) the boundary eigenvalues are a complex pair "
-              "(|tr| < 2)", "numeric", worst < 0, f"{len(pts)} (mu, k) points, max |tr|-2 = {worst:.3g}")
+    out.check(r"where it binds ($a_{\mathrm{complex}} < a_{\mathrm{flip}}$) the boundary eigenvalues "
+              r"are a complex pair ($|\operatorname{tr} M| < 2$)", "numeric", worst < 0,
+              rf"{len(pts)} points $(\mu, k)$; largest $|\operatorname{{tr}} M| - 2$: {_sci(worst)}")
     return out
 
 
@@ -295,34 +369,75 @@ def _refresh_critical() -> Derived:
     # generic quadratic c2 a^2 + c1 a + c0 (c2 = S2^2 > 0): the smaller root has the minus sign
     g2, g1, g0 = sp.symbols("g2 g1 g0")
     generic_root = (-g1 - sp.sqrt(g1**2 - 4 * g2 * g0)) / (2 * g2)
-    chosen = generic_root.subs({g2: sp.factor(c2), g1: sp.factor(c1), g0: sp.factor(c0)})
-    out = Derived("discrete.refresh_critical_damping", chosen, (S.mu, S.k_ref),
+    G2, G1, G0 = sp.factor(c2), sp.factor(c1), sp.factor(c0)
+    derived = generic_root.subs({g2: G2, g1: G1, g0: G0})
+    # Displayed: the discriminant G1^2 - 4 G2 G0 is R^2 P^2 Q^2 with R = 4(1 - mu^k)/(1 - mu)^2,
+    # P = sqrt(k(1 - mu)), Q = sqrt(mu(1 - mu^k)), and the root collapses to
+    # (1 - mu)^2 (1 - mu^k)/(P + Q)^2 = (1 - mu)(1 - mu^k)/(sqrt(k) + sqrt(S1))^2.
+    mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
+    P, Q = sp.symbols("P Q", positive=True)
+    R = 4 * (1 - q) / (1 - mu)**2
+    in_pq = (1 - mu)**2 * (1 - q) / (P + Q)**2
+    pq = {P: sp.sqrt(k * (1 - mu)), Q: sp.sqrt(mu * (1 - q))}
+    out = Derived("discrete.refresh_critical_damping", in_pq.subs(pq), (S.mu, S.k_ref),
                   r"(\eta K)_{c}",
-                  "Exact discrete critical damping: the smaller root in a = eta K of "
-                  "tr(M)^2 - 4 det(M) = 0, where the monodromy eigenvalues turn from real to "
-                  "complex.", units="dimensionless (eta K)", assumptions=_STALE, level="L2",
-                  references=_PAPER)
+                  r"Exact discrete critical damping: the smaller root in $a = \eta K$ of "
+                  r"$\operatorname{tr}(M)^{2} - 4 \det M = 0$, where the monodromy eigenvalues turn "
+                  r"from real to complex. With $S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ it is "
+                  r"$(1 - \mu)(1 - \mu^{k})/(\sqrt{k} + \sqrt{S_1})^{2}$; at $k = 1$ it is the "
+                  r"heavy-ball value $(1 - \sqrt{\mu})^{2}$.", units=_ETA_K, assumptions=_STALE,
+                  level="L2", references=_PAPER)
     chosen = out.expr
-    out.check("tr^2 - 4 det is quadratic in a, leading coefficient S2^2 > 0", "sympy",
+    out.check(r"$\operatorname{tr}^{2} - 4 \det$ is quadratic in $a$ with leading coefficient "
+              r"$S_2^{2} > 0$", "sympy",
               sp.degree(disc, S.a) == 2
               and prove_equal(c2, get("discrete.refresh_trace").expr.diff(S.a)**2))
-    out.check("the quadratic-formula root solves g2 a^2 + g1 a + g0 = 0 (generic coefficients)",
-              "sympy", prove_zero(sp.expand(g2 * generic_root**2 + g1 * generic_root + g0)))
-    out.check("mu = 0: double root a_c = 1/k (eigenvalues 1 - a k and 0 stay real)", "sympy",
-              prove_equal(chosen.subs(S.mu, 0), 1 / S.k_ref))
+    out.check(r"with $\operatorname{tr}^{2} - 4 \det = g_2 a^{2} + g_1 a + g_0$, the "
+              r"quadratic-formula root $(-g_1 - \sqrt{g_1^{2} - 4 g_2 g_0})/(2 g_2)$ solves it for "
+              r"generic coefficients (the minus sign gives the smaller root since $g_2 > 0$)", "sympy",
+              prove_zero(sp.expand(g2 * generic_root**2 + g1 * generic_root + g0)))
+    out.check(r"the discriminant in $a$ is a square times $P^{2} Q^{2}$: "
+              r"$g_1^{2} - 4 g_2 g_0 = R^{2} P^{2} Q^{2}$ with $R = 4 (1 - \mu^{k})/(1 - \mu)^{2} \ge 0$, "
+              r"$P = \sqrt{k (1 - \mu)}$ and $Q = \sqrt{\mu (1 - \mu^{k})}$, so its square root is "
+              r"$R P Q$", "sympy",
+              prove_zero(G1**2 - 4 * G2 * G0 - R**2 * pq[P]**2 * pq[Q]**2))
+
+    def eliminate(e):      # k = P^2/(1 - mu), mu^k = 1 - Q^2/mu: rational in P, Q, mu
+        e = sp.powsimp(sp.expand_power_exp(e)).subs(q, 1 - Q**2 / mu)
+        return e.subs(k, P**2 / (1 - mu))
+
+    identity = eliminate((-G1 - R * P * Q) / (2 * G2) - in_pq)
+    out.check(r"the displayed form equals the derived quadratic-formula root: "
+              r"$(-g_1 - R P Q)/(2 g_2) = (1 - \mu)^{2} (1 - \mu^{k})/(P + Q)^{2}$ is a rational "
+              r"identity in $P$, $Q$, $\mu$ once $k = P^{2}/(1 - \mu)$ and "
+              r"$\mu^{k} = 1 - Q^{2}/\mu$ are eliminated ($\mu > 0$; $\mu = 0$ below), and the "
+              r"displayed expression is that right-hand side at $P = \sqrt{k (1 - \mu)}$, "
+              r"$Q = \sqrt{\mu (1 - \mu^{k})}$", "sympy",
+              identity.free_symbols <= {P, Q, mu} and prove_zero(sp.cancel(sp.together(identity)))
+              and prove_zero(chosen - in_pq.subs(pq)),
+              f"derived form ${_tex(derived)}$")
+    out.check(r"$\mu = 0$: double root $a_{c} = 1/k$ (the eigenvalues $1 - a k$ and $0$ stay real)",
+              "sympy", prove_equal(chosen.subs(S.mu, 0), 1 / S.k_ref))
+    out.check(r"$k = 1$: $a_{c} = (1 - \sqrt{\mu})^{2}$, the critical damping of on-policy heavy "
+              r"ball", "sympy", prove_equal(chosen.subs(S.k_ref, 1), (1 - sp.sqrt(S.mu))**2))
     import mpmath
 
     f_c = sp.lambdify((S.mu, S.k_ref), chosen, modules="mpmath")
+    f_derived = sp.lambdify((S.mu, S.k_ref), derived, modules="mpmath")
     f_terms = sp.lambdify((S.a, S.mu, S.k_ref), [disc, c2 * S.a**2, c1 * S.a, c0], modules="mpmath")
-    errors = []
+    errors, agree = [], []
     with mpmath.workdps(50):
         for m in ("0.3", "0.5", "0.9", "0.99"):
             for kv in (1, 2, 3, 7, 40):
                 ac = f_c(mpmath.mpf(m), kv)
                 total, *terms = f_terms(ac, mpmath.mpf(m), kv)
                 errors.append(abs(total) / max(abs(t_) for t_ in terms))
-    record_numeric(out, "tr^2 - 4 det = 0 at a_c, relative to its terms (20 (mu, k) points, "
-                   "50-digit mpmath)", errors, digits=30)
+                ad = f_derived(mpmath.mpf(m), kv)
+                agree.append(abs(ac - ad) / abs(ad))
+    record_numeric(out, r"$\operatorname{tr}^{2} - 4 \det = 0$ at $a_{c}$, relative to its terms "
+                   r"(20 points $(\mu, k)$, 50-digit mpmath)", errors, digits=30)
+    record_numeric(out, r"cross-check: the displayed form and the derived quadratic-formula root "
+                   r"agree at the same 20 points (50-digit mpmath)", agree, digits=30)
     return out
 
 
@@ -335,17 +450,18 @@ def _published_lr() -> Derived:
     expr = sp.simplify(eta_max * S.K)
     out = Derived("discrete.published_threshold_learning_rate", expr, (S.mu, S.k_ref),
                   r"(\eta K)_{\mathrm{pub}}",
-                  "The published first-order threshold eta K k < 1 - mu written as a threshold "
-                  "in eta K (continuous model with the lag identified with k).",
-                  units="dimensionless (eta K)", assumptions="first order in the lag, lag = k",
+                  r"The published first-order threshold $\eta K k < 1 - \mu$ written as a "
+                  r"threshold in $\eta K$ (continuous model with the lag identified with $k$).",
+                  units=_ETA_K, assumptions=r"first order in the lag; lag $\ell = k$",
                   level="L3", references=_PAPER)
     expr = out.expr
-    out.check("eta K k = 1 - mu at the threshold (the published form, quoted)", "sympy",
+    out.check(r"$\eta K k = 1 - \mu$ at the threshold (the published form, quoted)", "sympy",
               prove_zero(expr * S.k_ref - (1 - S.mu)))
     exact = get("discrete.refresh_flip_threshold").expr
     ratio = sp.simplify(exact.subs(S.mu, 0) / expr.subs(S.mu, 0))
-    out.check("DISAGREEMENT recorded: at mu = 0 the exact threshold (2/k) is twice the published "
-              "(1/k)", "sympy", prove_equal(ratio, 2), f"exact/published = {ratio}")
+    out.check(r"DISAGREEMENT recorded: at $\mu = 0$ the exact threshold ($2/k$) is twice the "
+              r"published one ($1/k$)", "sympy", prove_equal(ratio, 2),
+              f"exact over published: ${_tex(ratio)}$")
     return out
 
 
@@ -356,18 +472,18 @@ def _mean_lag_lr() -> Derived:
     expr = sp.simplify(eta_max * S.K)
     out = Derived("discrete.mean_lag_threshold_learning_rate", expr, (S.mu, S.k_ref),
                   r"(\eta K)_{\bar\ell}",
-                  "First-order continuous threshold with the mean lag (k-1)/2 of a refresh "
-                  "window instead of k (gamma = 0). Infinite at k = 1.",
-                  units="dimensionless (eta K)", assumptions="first order in the lag, lag = (k-1)/2",
+                  r"First-order continuous threshold ($\gamma = 0$) with the mean lag $(k - 1)/2$ "
+                  r"of a refresh window instead of $k$. Infinite at $k = 1$.",
+                  units=_ETA_K, assumptions=r"first order in the lag; lag $\ell = (k - 1)/2$",
                   level="L3")
     expr = out.expr
-    out.check("gamma(mean lag) = 0 at the threshold", "sympy",
+    out.check(r"$\gamma = 0$ at the threshold, with the mean lag", "sympy",
               prove_zero(g.subs(S.eta, expr / S.K)))
     exact = get("discrete.refresh_flip_threshold").expr
     kk = sp.Symbol("kappa_k", positive=True)
     r = sp.limit((exact / expr).subs(S.mu**S.k_ref, 0).subs(S.k_ref, kk), kk, sp.oo)
-    out.check("k -> oo: exact flip threshold / mean-lag threshold -> 1 (asymptotically exact)",
-              "sympy", prove_equal(r, 1))
+    out.check(r"$k \to \infty$: the exact flip threshold over the mean-lag threshold tends to $1$ "
+              r"(asymptotically exact)", "sympy", prove_equal(r, 1))
     return out
 
 
@@ -380,16 +496,18 @@ def _slow_eigenvalue() -> Derived:
     lam = 1 + c1 * S.a + c2 * S.a**2
     ser = sp.expand(sp.series(P.subs(S.lam, lam), S.a, 0, 3).removeO())
     (c1v,) = sp.solve(ser.coeff(S.a, 1), c1)
-    expr = 1 + sp.simplify(c1v) * S.a
-    out = Derived("discrete.refresh_slow_eigenvalue", expr, (S.a, S.mu, S.k_ref),
-                  r"\lambda_{\mathrm{slow}}",
-                  "Slow eigenvalue of the refresh monodromy to first order in a = eta K: one "
-                  "window of k steps, each contracting by a/(1-mu) (the L3 root -k/gamma).",
-                  units="per window", assumptions=_STALE + "; O(a^2) dropped", level="L2",
+    out = Derived("discrete.refresh_slow_eigenvalue", 1 - S.a * S.k_ref / (1 - S.mu),
+                  (S.a, S.mu, S.k_ref), r"\lambda_{\mathrm{slow}}",
+                  r"Slow eigenvalue of the refresh monodromy to first order in $a = \eta K$: one "
+                  r"window of $k$ steps, each contracting by $a/(1 - \mu)$ (the L3 root "
+                  r"$-\kappa_{s}/\gamma$ per step).",
+                  units="per window", assumptions=_STALE + r"; $O(a^{2})$ dropped", level="L2",
                   references=_PAPER)
     expr = out.expr
-    out.check("P(1 + c1 a + O(a^2)) = O(a^2) gives c1 = -k/(1-mu)", "sympy",
-              prove_equal(c1v, -S.k_ref / (1 - S.mu)) and prove_zero(ser.coeff(S.a, 0)))
+    out.check(r"$P(1 + c_1 a + O(a^{2})) = O(a^{2})$ gives $c_1 = -k/(1 - \mu)$, the displayed "
+              r"coefficient", "sympy",
+              prove_equal(c1v, -S.k_ref / (1 - S.mu)) and prove_zero(ser.coeff(S.a, 0))
+              and prove_equal(expr, 1 + c1v * S.a))
     # L3 at zero lag: slow root of m s^2 + gamma s + k to first order in a = eta K
     m = get("oscillator.mass").expr
     g = get("oscillator.damping").expr.subs(S.ell, 0)
@@ -399,15 +517,16 @@ def _slow_eigenvalue() -> Derived:
     s1 = sp.simplify(sp.series(slow.subs(S.mu, 1 - r), S.a, 0, 2).removeO())
     per_window = sp.series(sp.exp(S.k_ref * s1), S.a, 0, 2).removeO().subs(r, 1 - S.mu)
     s1 = s1.subs(r, 1 - S.mu)
-    out.check("agrees with the L3 model to first order: exp(k s_slow) = 1 - a k/(1-mu) + O(a^2), "
-              "s_slow = -k_spring/gamma", "sympy", prove_zero(sp.expand(per_window - expr)),
-              f"L3 slow root {sp.sstr(s1)}")
+    out.check(r"agrees with the L3 model to first order: $e^{k s_{\mathrm{slow}}} = 1 - a k/(1 - \mu) "
+              r"+ O(a^{2})$ with $s_{\mathrm{slow}} = -\kappa_{s}/\gamma$", "sympy",
+              prove_zero(sp.expand(per_window - expr)), f"L3 slow root ${_tex(s1)}$")
     # same for the delay model: slow root per step is independent of d at first order
     Pd = _delay_poly_expr(S.d).subs({S.K_fresh: 0, S.K_stale: S.K, S.eta: S.a / S.K})
     for dv in (1, 2, 5):
         serd = sp.expand(sp.series(Pd.subs(S.d, dv).subs(S.lam, 1 + c1 * S.a), S.a, 0, 2).removeO())
         (cd,) = sp.solve(serd.coeff(S.a, 1), c1)
-        out.check(f"delay d = {dv}: slow root per step 1 - a/(1-mu) + O(a^2), as L3", "sympy",
+        out.check(rf"delay $d = {dv}$: slow root per step $1 - a/(1 - \mu) + O(a^{{2}})$, as in L3",
+                  "sympy",
                   prove_equal(cd, -1 / (1 - S.mu)))
     return out
 
@@ -443,23 +562,24 @@ def _effective_lag() -> Derived:
     (ell_eff,) = sp.solve(sp.Eq(w2, c2v), S.ell)
     expr = sp.factor(sp.simplify(ell_eff))
     out = Derived("discrete.refresh_effective_lag", expr, (S.k_ref,), r"\ell_{\mathrm{eff}}",
-                  "Effective lag of the L3 model for a refresh interval k: the lag whose L3 slow "
-                  "root reproduces the exact slow eigenvalue of the monodromy to second order in "
-                  "eta K. It is the mean lag (k-1)/2 of a window, whatever mu.", units="steps",
-                  assumptions=_STALE + "; matching to O((eta K)^2)", level="L2",
-                  references=_PAPER)
+                  r"Effective lag of the L3 model for a refresh interval $k$: the lag whose L3 "
+                  r"slow root reproduces the exact slow eigenvalue of the monodromy to second order "
+                  r"in $\eta K$. It is the mean lag $(k - 1)/2$ of a window, whatever $\mu$.",
+                  units="steps", assumptions=_STALE + r"; matching to $O((\eta K)^{2})$",
+                  level="L2", references=_PAPER)
     expr = out.expr
     w1e, w2e = _l3_window_factor_series(expr)
-    out.check("first order: exp(k s_slow) and the exact slow eigenvalue agree for every lag "
-              "(coefficient -k/(1-mu))", "sympy", prove_zero(w1e - c1v),
-              f"exact lambda_slow = 1 + ({sp.sstr(c1v)}) a + ({sp.sstr(c2v)}) a^2")
-    out.check("second order: with this lag the L3 window factor equals the exact slow "
-              "eigenvalue to O(a^2)", "sympy", prove_zero(w2e - c2v))
+    out.check(r"first order: $e^{k s_{\mathrm{slow}}}$ and the exact slow eigenvalue agree for "
+              r"every lag (coefficient $-k/(1 - \mu)$)", "sympy", prove_zero(w1e - c1v),
+              rf"exact $\lambda_{{\mathrm{{slow}}}} = 1 + \left({_tex(c1v)}\right) a "
+              rf"+ \left({_tex(sp.factor(c2v))}\right) a^{{2}} + O(a^{{3}})$")
+    out.check(r"second order: with this lag the L3 window factor equals the exact slow "
+              r"eigenvalue up to $O(a^{3})$", "sympy", prove_zero(w2e - c2v))
     w1z, w2z = _l3_window_factor_series(0)
-    out.check("with lag 0 (the cross-checks' old convention) the O(a^2) term is off by "
-              "+k(k-1)/(2(1-mu)^2), unless k = 1", "sympy",
+    out.check(r"with lag $0$ (the cross-checks' old convention) the $a^{2}$ term is off by "
+              r"$+k (k - 1)/(2 (1 - \mu)^{2})$, unless $k = 1$", "sympy",
               prove_zero(sp.factor(w2z - c2v) - S.k_ref * (S.k_ref - 1) / (2 * (1 - S.mu)**2)))
-    out.check("k = 1 (on-policy): effective lag 0", "sympy", prove_zero(expr.subs(S.k_ref, 1)))
+    out.check(r"$k = 1$ (on-policy): effective lag $0$", "sympy", prove_zero(expr.subs(S.k_ref, 1)))
     return out
 
 
@@ -469,14 +589,15 @@ def _continuous_threshold() -> Derived:
     (eta_max,) = sp.solve(sp.Eq(g, 0), S.eta)
     out = Derived("discrete.continuous_threshold_learning_rate", sp.simplify(eta_max),
                   (S.mu, S.K_stale, S.ell), r"\eta_{\max}^{L3}",
-                  "Largest learning rate with positive L3 damping gamma = 1 - mu - eta K_s ell: the "
-                  "continuous (second-order modified equation) stability threshold, with the "
-                  "effective lag ell and the stale stiffness K_s.", units="per step",
-                  assumptions="K_s > 0, ell > 0; L3 approximation", level="L3",
+                  r"Largest learning rate with positive L3 damping $\gamma = 1 - \mu - \eta K_{s} "
+                  r"\ell$: the continuous (second-order modified equation) stability threshold, "
+                  r"with the effective lag $\ell$ and the stale stiffness $K_{s}$.", units="per step",
+                  assumptions=r"$K_{s} > 0$, $\ell > 0$; L3 approximation", level="L3",
                   references=_PAPER)
     expr = out.expr
-    out.check("gamma vanishes at eta_max", "sympy", prove_zero(g.subs(S.eta, expr)))
-    out.check("gamma decreases in eta (so eta < eta_max <=> gamma > 0 for K_s ell > 0)", "sympy",
+    out.check(r"$\gamma$ vanishes at $\eta_{\max}$", "sympy", prove_zero(g.subs(S.eta, expr)))
+    out.check(r"$\gamma$ decreases in $\eta$ (so $\eta < \eta_{\max} \iff \gamma > 0$ for "
+              r"$K_{s} \ell > 0$)", "sympy",
               prove_equal(sp.diff(g, S.eta), -S.K_stale * S.ell))
     return out
 
@@ -487,14 +608,19 @@ def _mean_lag_k_max() -> Derived:
     lag = get("discrete.refresh_effective_lag").expr           # (k - 1)/2
     kk = sp.Symbol("kappa_k", positive=True)
     (k_edge,) = sp.solve(sp.Eq(lag.subs(S.k_ref, kk), bound), kk)
-    out = Derived("discrete.mean_lag_max_refresh_interval", sp.ceiling(k_edge) - 1,
+    display = sp.ceiling(2 * ((1 - S.mu) / (S.eta * S.K)))
+    out = Derived("discrete.mean_lag_max_refresh_interval", display,
                   (S.mu, S.eta, S.K), r"k_{\max}^{\bar\ell}",
-                  "Largest integer refresh interval with positive L3 damping at the effective lag "
-                  "(k-1)/2, all stiffness stale: the largest k with (k-1)/2 < (1-mu)/(eta K).",
+                  r"Largest integer refresh interval with positive L3 damping at the effective lag "
+                  r"$(k - 1)/2$, all stiffness stale: the largest $k$ with "
+                  r"$(k - 1)/2 < (1 - \mu)/(\eta K)$.",
                   units="steps", assumptions="L3 approximation; all stiffness stale", level="L3")
     expr = out.expr
-    out.check("the edge k with (k-1)/2 = (1-mu)/(eta K) is 2(1-mu)/(eta K) + 1", "sympy",
-              prove_zero(k_edge - 2 * bound - 1))
+    out.check(r"the edge $k$ with $(k - 1)/2 = (1 - \mu)/(\eta K)$ is $2 (1 - \mu)/(\eta K) + 1$",
+              "sympy", prove_zero(k_edge - 2 * bound - 1))
+    out.check(r"the displayed form is the largest integer strictly below the edge: "
+              r"$\lceil 2 (1 - \mu)/(\eta K) + 1 \rceil - 1 = \lceil 2 (1 - \mu)/(\eta K) \rceil$",
+              "sympy", prove_zero(sp.ceiling(k_edge) - 1 - expr))
     ok = True
     for mv, av in ((0, sp.Rational(1, 100)), (sp.Rational(1, 2), sp.Rational(3, 100)),
                    (sp.Rational(9, 10), sp.Rational(7, 1000)), (sp.Rational(1, 2), sp.Rational(1, 7))):
@@ -502,8 +628,9 @@ def _mean_lag_k_max() -> Derived:
         g = get("oscillator.damping").expr.subs({S.mu: mv, S.eta: av, S.K_stale: 1})
         ok &= (kv.is_integer and g.subs(S.ell, lag.subs(S.k_ref, kv)) > 0
                and g.subs(S.ell, lag.subs(S.k_ref, kv + 1)) <= 0)
-    out.check("k_max is an integer with damping > 0 at k_max and <= 0 at k_max + 1 (4 exact "
-              "rational points, including the equality case (1-mu)/(eta K) integer)", "numeric", ok)
+    out.check(r"$k_{\max}$ is an integer with damping $> 0$ at $k_{\max}$ and $\le 0$ at "
+              r"$k_{\max} + 1$ (4 exact rational points, including the equality case where "
+              r"$(1 - \mu)/(\eta K)$ is an integer)", "numeric", ok)
     return out
 
 
@@ -521,17 +648,19 @@ def _general_step():
 def _refresh_step() -> Derived:
     expr = sp.ImmutableMatrix(_general_step())
     out = Derived("discrete.refresh_step_matrix", expr, (S.mu, S.eta, S.K_fresh, S.K_stale), "A",
-                  "Per-step linear map of (x, v, x_s) inside a refresh window, K_f on the current "
-                  "iterate and K_s through the frozen sampling policy x_s; the window monodromy "
-                  "is P A^k E with E: x_s <- x at the window start.", units="dimensionless",
-                  assumptions="mu in [0,1); K = K_f + K_s", level="L2")
+                  r"Per-step linear map of $(x, v, x_{s})$ inside a refresh window, $K_{f}$ on the "
+                  r"current iterate and $K_{s}$ through the frozen sampling policy $x_{s}$; the "
+                  r"window monodromy is $P A^{k} E$ with $E$ setting $x_{s} \leftarrow x$ at the "
+                  r"window start.", units="dimensionless",
+                  assumptions=r"$\mu \in [0, 1)$; $K = K_{f} + K_{s}$", level="L2")
     expr = out.expr
     A = sp.Matrix(expr)
     # v' = mu v - eta (K_f x + K_s x_s), x' = x + v'
     xs, vs, xss = sp.symbols("x v x_s")
     y = A * sp.Matrix([xs, vs, xss])
     vnew = S.mu * vs - S.eta * (S.K_fresh * xs + S.K_stale * xss)
-    out.check("A encodes v' = mu v - eta (K_f x + K_s x_s), x' = x + v', x_s' = x_s", "sympy",
+    out.check(r"$A$ encodes $v' = \mu v - \eta (K_{f} x + K_{s} x_{s})$, $x' = x + v'$, "
+              r"$x_{s}' = x_{s}$", "sympy",
               prove_zero(y[1] - vnew) and prove_zero(y[0] - xs - vnew) and y[2] == xss)
     stale = sp.ImmutableMatrix(get("discrete.refresh_monodromy").expr)
     ok = True
@@ -539,12 +668,13 @@ def _refresh_step() -> Derived:
         Mk = _PROJECT * A**kk * _EMBED
         ok &= all(prove_zero(sp.cancel(e)) for e in
                   (Mk.subs({S.K_fresh: 0, S.K_stale: S.a / S.eta}) - stale.subs(S.k_ref, kk)))
-    out.check("K_f = 0: P A^k E equals the closed-form stale monodromy (k = 1, 2, 3)", "sympy", ok)
+    out.check(r"$K_{f} = 0$: $P A^{k} E$ equals the closed-form stale monodromy ($k = 1, 2, 3$)",
+              "sympy", ok)
     hb = sp.Matrix([[1 - S.eta * S.K_fresh, S.mu], [-S.eta * S.K_fresh, S.mu]])
     ok = all(prove_zero(sp.expand(e)) for e in
              ((_PROJECT * A**3 * _EMBED).subs(S.K_stale, 0) - hb**3))
-    out.check("K_s = 0 (fully fresh): the monodromy is the heavy-ball map to the k-th power (k=3)",
-              "sympy", ok)
+    out.check(r"$K_{s} = 0$ (fully fresh): the monodromy is the heavy-ball map to the $k$-th power "
+              r"($k = 3$)", "sympy", ok)
     return out
 
 
@@ -573,23 +703,26 @@ def _delay_charpoly() -> Derived:
     expr = _delay_poly_expr(S.d)
     out = Derived("discrete.delay_characteristic_polynomial", expr,
                   (S.lam, S.mu, S.eta, S.K_fresh, S.K_stale, S.d), r"P_d(\lambda)",
-                  "Characteristic polynomial of the heavy-ball update with constant staleness d "
-                  "(delay lag model). For d = 0 it is lambda^{-1} times the quadratic "
-                  "lambda^2 - (1 + mu - eta K) lambda + mu; for d = 1 the lambda^{d-1} term merges "
-                  "with the constant.", units="dimensionless",
-                  assumptions="x_t = lambda^t in the linear recurrence", level="L2")
+                  r"Characteristic polynomial of the heavy-ball update with constant staleness "
+                  r"$d$ (delay lag model). For $d = 0$ it is $\lambda^{-1}$ times the quadratic "
+                  r"$\lambda^{2} - (1 + \mu - \eta K) \lambda + \mu$; for $d = 1$ the "
+                  r"$\lambda^{d-1}$ term merges with the constant.", units="dimensionless",
+                  assumptions=r"$x_{t} = \lambda^{t}$ in the linear recurrence", level="L2")
     expr = out.expr
     lam, mu, eta, Kf, Ks = S.lam, S.mu, S.eta, S.K_fresh, S.K_stale
     # hand derivation from the recurrence: substitute x_t = lambda^t
     tt = sp.Symbol("t_", integer=True)
     rec = (lam**(tt + 1) - (1 + mu) * lam**tt + mu * lam**(tt - 1)
            + eta * (Kf * lam**tt + Ks * lam**(tt - S.d)))
-    out.check("lambda^{d-t} times the recurrence with x_t = lambda^t is P_d(lambda)", "sympy",
+    out.check(r"$\lambda^{d-t}$ times the recurrence with $x_{t} = \lambda^{t}$ is $P_d(\lambda)$",
+              "sympy",
               prove_zero(sp.expand(sp.powsimp(sp.expand(rec * lam**(S.d - tt)))) - sp.expand(expr)))
     q0 = sp.expand(lam * expr.subs(S.d, 0))
-    out.check("d = 0: lambda P_0 = lambda^2 - (1 + mu - eta K) lambda + mu (K = K_f + K_s)", "sympy",
+    out.check(r"$d = 0$: $\lambda P_0 = \lambda^{2} - (1 + \mu - \eta K) \lambda + \mu$ "
+              r"($K = K_{f} + K_{s}$)", "sympy",
               prove_zero(q0 - (lam**2 - (1 + mu - eta * (Kf + Ks)) * lam + mu)))
-    out.check("d = 1: P_1 = lambda^2 - (1 + mu - eta K_f) lambda + (mu + eta K_s)", "sympy",
+    out.check(r"$d = 1$: $P_1 = \lambda^{2} - (1 + \mu - \eta K_{f}) \lambda + (\mu + \eta K_{s})$",
+              "sympy",
               prove_zero(sp.expand(expr.subs(S.d, 1))
                          - (lam**2 - (1 + mu - eta * Kf) * lam + mu + eta * Ks)))
     ok = True
@@ -597,7 +730,8 @@ def _delay_charpoly() -> Derived:
         cp = _delay_companion(dv).charpoly(lam).as_expr()
         target = q0 if dv == 0 else sp.expand(expr.subs(S.d, dv))
         ok &= prove_zero(sp.expand(cp - target))
-    out.check("equals the charpoly of the recurrence's companion matrix, d = 0..5", "sympy", ok)
+    out.check(r"equals the characteristic polynomial of the recurrence's companion matrix, "
+              r"$d = 0, \dots, 5$", "sympy", ok)
     return out
 
 
@@ -608,6 +742,21 @@ def _cubic_schur_cohn(poly):
     _, c2, c1, c0 = p.all_coeffs()
     return (sp.expand(poly.subs(lam, 1)), sp.expand(-poly.subs(lam, -1)),
             sp.expand(1 - c0**2 - (c1 - c0 * c2)), sp.expand(1 - c0**2 + (c1 - c0 * c2)))
+
+
+def _delay_displayed_boundaries():
+    """Boundaries shown by hand in a readable form, ``{d: {"flip" or "complex": (expr, inline
+    LaTeX)}}``; each is proven equal to sympy's root.  d = 2, complex: the root
+    (sqrt((1-mu)^2 + 4) - 1 - mu)/2 with its numerator rationalised (no cancellation as mu -> 1)."""
+    mu = S.mu
+    return {2: {"complex": (2 * ((1 - mu) / (1 + mu + sp.sqrt((1 - mu)**2 + 4))),
+                            r"2 (1 - \mu)/(1 + \mu + \sqrt{(1 - \mu)^{2} + 4})")}}
+
+
+def _boundary_words(what, e, inline=None):
+    if e == sp.oo:
+        return f"{what}: none"
+    return f"{what}: ${inline or _tex(e)}$"
 
 
 def _register_delay_threshold(dv: int):
@@ -631,48 +780,63 @@ def _register_delay_threshold(dv: int):
         else:
             p1, m1, sc_minus, sc_plus = _cubic_schur_cohn(P)
             flip_cond, cx_cond = m1, sc_minus
-            conds = {"P(1)": p1, "1 - c0^2 + (c1 - c0 c2)": sc_plus}
+            conds = {"P(1)": p1, r"1 - c_0^{2} + (c_1 - c_0 c_2)": sc_plus}
         sols = [r for r in sp.solve(flip_cond, a) if r.subs(mu, sp.Rational(1, 2)).is_positive]
         flip = sp.simplify(sols[0]) if sols else sp.oo
         sols = [r for r in sp.solve(cx_cond, a) if r.subs(mu, sp.Rational(1, 2)).is_positive]
         complex_ = sp.simplify(sols[0]) if sols else sp.oo
+        solved = {"flip": flip, "complex": complex_}
+        shown = _delay_displayed_boundaries().get(dv, {})
+        flip = shown["flip"][0] if "flip" in shown else flip
+        complex_ = shown["complex"][0] if "complex" in shown else complex_
+        inline = {kind: tex for kind, (_, tex) in shown.items()}
         expr = sp.Min(flip, complex_) if (flip != sp.oo and complex_ != sp.oo) else (
             flip if complex_ == sp.oo else complex_)
         binding = "flip" if complex_ == sp.oo else ("complex" if flip == sp.oo else None)
         out = Derived(name, expr, (S.mu,), rf"(\eta K)_{{d={dv}}}",
-                      f"Exact stability threshold in eta K for constant delay d = {dv}, stale "
-                      f"surrogate (Schur–Cohn). flip boundary: {sp.sstr(flip)}; complex boundary: "
-                      f"{sp.sstr(complex_)}.", units="dimensionless (eta K)",
-                      assumptions=_STALE + f"; delay d = {dv}", level="L2", references=_PAPER)
+                      rf"Exact stability threshold in $\eta K$ for constant delay $d = {dv}$, stale "
+                      rf"surrogate (Schur–Cohn), the smaller of two boundaries. "
+                      rf"{_boundary_words(r'Flip boundary (a real root at $-1$)', flip, inline.get('flip'))}; "
+                      rf"{_boundary_words('complex boundary (a complex pair on the unit circle)', complex_, inline.get('complex'))}.",
+                      units=_ETA_K,
+                      assumptions=_STALE + rf"; delay $d = {dv}$", level="L2", references=_PAPER)
         expr = out.expr
-        out.check("P(1) = a > 0: no eigenvalue at +1", "sympy", prove_equal(p1, a))
+        for kind, (form, _) in shown.items():
+            out.check(rf"the displayed {kind} boundary equals the root of its Schur–Cohn condition "
+                      r"solved by sympy", "sympy", prove_equal(form, solved[kind]),
+                      f"solved form ${_tex(solved[kind])}$")
+        out.check(r"$P(1) = a > 0$: no eigenvalue at $+1$", "sympy", prove_equal(p1, a))
         for label, c in conds.items():
             if label != "P(1)":
                 # the other branch of |.|: positive on [0, threshold]
                 ok = prove_zero(sp.diff(c, a, 3)) and all(
                     c.subs({mu: mv, a: expr.subs(mu, mv) * f}) > 0
                     for mv in (0, sp.Rational(1, 2), sp.Rational(9, 10)) for f in (0, sp.Rational(1, 2), 1))
-                out.check(f"the condition {label} > 0 holds at 9 sample points below the threshold "
-                          "(mu in {0, 1/2, 9/10}, a/a* in {0, 1/2, 1}; exact rationals) and it is "
-                          "a polynomial of degree <= 2 in a", "numeric", ok)
+                out.check(rf"the condition ${label} > 0$ (coefficients of "
+                          r"$\lambda^{3} + c_2 \lambda^{2} + c_1 \lambda + c_0$) holds at 9 sample "
+                          r"points below the threshold ($\mu = 0, 1/2, 9/10$ and "
+                          r"$a/a^{*} = 0, 1/2, 1$; exact rationals) and is a polynomial of "
+                          r"degree at most 2 in $a$", "numeric", ok)
         if binding is None:
             binding = "complex" if all(
                 (complex_ - flip).subs(mu, mv) < 0 for mv in (0, sp.Rational(1, 2), sp.Rational(99, 100))
             ) else "mixed"
-        out.check(f"binding condition: {binding} (complex below flip at mu in {{0, 1/2, 99/100}} "
-                  "when both exist)", "numeric", binding in ("flip", "complex"))
+        out.check(f"binding condition: {binding} (complex below flip at "
+                  r"$\mu = 0, 1/2, 99/100$ when both exist)", "numeric",
+                  binding in ("flip", "complex"))
         # the boundary is where a root reaches the unit circle (numeric, numpy roots)
         worst = 0.0
         for mv in (0.0, 0.3, 0.6, 0.9):
             at = float(expr.subs(mu, mv))
             coeffs = [complex(c) for c in sp.Poly(P.subs({mu: mv, a: at}), lam).all_coeffs()]
             worst = max(worst, abs(max(abs(np.roots(coeffs))) - 1))
-        out.check("at the threshold the spectral radius is 1", "numeric", worst < 1e-9,
-                  f"max | rho - 1 | = {worst:.2g}")
+        out.check(r"at the threshold the spectral radius is $1$ (numpy roots at "
+                  r"$\mu = 0, 0.3, 0.6, 0.9$)", "numeric", worst < 1e-9,
+                  rf"largest $|\rho - 1|$: {_sci(worst)}")
         if dv == 1:
             pub = get("discrete.published_threshold_learning_rate").expr.subs(S.k_ref, 1)
-            out.check("d = 1: the exact threshold a < 1 - mu coincides with the published form at "
-                      "lag 1", "sympy", prove_equal(expr, pub))
+            out.check(r"$d = 1$: the exact threshold $a < 1 - \mu$ coincides with the published "
+                      r"form at lag $1$", "sympy", prove_equal(expr, pub))
         return out
 
     return _build
