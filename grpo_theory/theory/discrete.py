@@ -745,18 +745,17 @@ def _cubic_schur_cohn(poly):
 
 
 def _delay_displayed_boundaries():
-    """Boundaries shown by hand in a readable form, ``{d: {"flip" or "complex": (expr, inline
-    LaTeX)}}``; each is proven equal to sympy's root.  d = 2, complex: the root
+    """Boundaries shown in a readable form, ``{d: {"flip" or "complex": expr}}``; each is
+    proven equal to sympy's root (and its LaTeX printed from it).  d = 2, complex: the root
     (sqrt((1-mu)^2 + 4) - 1 - mu)/2 with its numerator rationalised (no cancellation as mu -> 1)."""
     mu = S.mu
-    return {2: {"complex": (2 * ((1 - mu) / (1 + mu + sp.sqrt((1 - mu)**2 + 4))),
-                            r"2 (1 - \mu)/(1 + \mu + \sqrt{(1 - \mu)^{2} + 4})")}}
+    return {2: {"complex": 2 * ((1 - mu) / (1 + mu + sp.sqrt((1 - mu)**2 + 4)))}}
 
 
-def _boundary_words(what, e, inline=None):
+def _boundary_words(what, e):
     if e == sp.oo:
         return f"{what}: none"
-    return f"{what}: ${inline or _tex(e)}$"
+    return f"{what}: ${_tex(e)}$"
 
 
 def _register_delay_threshold(dv: int):
@@ -787,21 +786,20 @@ def _register_delay_threshold(dv: int):
         complex_ = sp.simplify(sols[0]) if sols else sp.oo
         solved = {"flip": flip, "complex": complex_}
         shown = _delay_displayed_boundaries().get(dv, {})
-        flip = shown["flip"][0] if "flip" in shown else flip
-        complex_ = shown["complex"][0] if "complex" in shown else complex_
-        inline = {kind: tex for kind, (_, tex) in shown.items()}
+        flip = shown.get("flip", flip)
+        complex_ = shown.get("complex", complex_)
         expr = sp.Min(flip, complex_) if (flip != sp.oo and complex_ != sp.oo) else (
             flip if complex_ == sp.oo else complex_)
         binding = "flip" if complex_ == sp.oo else ("complex" if flip == sp.oo else None)
         out = Derived(name, expr, (S.mu,), rf"(\eta K)_{{d={dv}}}",
                       rf"Exact stability threshold in $\eta K$ for constant delay $d = {dv}$, stale "
                       rf"surrogate (Schur–Cohn), the smaller of two boundaries. "
-                      rf"{_boundary_words(r'Flip boundary (a real root at $-1$)', flip, inline.get('flip'))}; "
-                      rf"{_boundary_words('complex boundary (a complex pair on the unit circle)', complex_, inline.get('complex'))}.",
+                      rf"{_boundary_words(r'Flip boundary (a real root at $-1$)', flip)}; "
+                      rf"{_boundary_words('complex boundary (a complex pair on the unit circle)', complex_)}.",
                       units=_ETA_K,
                       assumptions=_STALE + rf"; delay $d = {dv}$", level="L2", references=_PAPER)
         expr = out.expr
-        for kind, (form, _) in shown.items():
+        for kind, form in shown.items():
             out.check(rf"the displayed {kind} boundary equals the root of its Schur–Cohn condition "
                       r"solved by sympy", "sympy", prove_equal(form, solved[kind]),
                       f"solved form ${_tex(solved[kind])}$")
