@@ -118,8 +118,10 @@ def _ar2() -> Derived:
     P, unknowns = _sym_cov("P")
     (sol,) = sp.linsolve(list(A * P * A.T + Q - P), unknowns)
     sol = dict(zip(unknowns, sol))
-    expr = sp.factor(sp.simplify(sol[unknowns[0]]))
-    out = Derived("noise.ar2_variance", expr, (S.eta, S.mu, S.K, S.sigma2), r"\operatorname{Var} x",
+    derived = sp.factor(sp.simplify(sol[unknowns[0]]))
+    # displayed with every factor positive on the stable range 0 < eta K < 2 (1 + mu), mu < 1
+    display = (1 + S.mu) * S.eta * S.sigma2 / ((1 - S.mu) * S.K * (2 * (1 + S.mu) - S.eta * S.K))
+    out = Derived("noise.ar2_variance", display, (S.eta, S.mu, S.K, S.sigma2), r"\operatorname{Var} x",
                   r"Exact stationary variance of the on-policy heavy-ball AR(2) process "
                   r"$x_{t+1} = (1 + \mu - \eta K) x_{t} - \mu x_{t-1} + \eta \xi_{t}$, "
                   r"$\operatorname{Var} \xi = \sigma^{2}$.",
@@ -127,6 +129,9 @@ def _ar2() -> Derived:
                   assumptions=r"on-policy ($k = 1$); $0 < \eta K < 2 (1 + \mu)$, $\mu < 1$",
                   level="L2", references=_PAPER)
     expr = out.expr
+    out.check("the displayed form, every factor positive where the process is stable, equals the "
+              "Lyapunov solution", "sympy", prove_equal(expr, derived),
+              f"Lyapunov solution factored by sympy: ${sp.latex(derived, symbol_names=S.LATEX_NAMES)}$")
     Ps = P.subs(sol)
     out.check(r"solves the discrete Lyapunov equation $P = A P A^{\mathsf{T}} + Q$", "sympy",
               all(prove_zero(sp.simplify(e)) for e in (A * Ps * A.T + Q - Ps)))

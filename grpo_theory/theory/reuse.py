@@ -65,7 +65,9 @@ def _sgd_window_variance() -> Derived:
     a, k, eta, s2 = S.a, S.k_ref, S.eta, S.sigma2
     V0_b, avg_b = _sgd_window("batch")
     V0_f, avg_f = _sgd_window("fresh")
-    out = Derived("reuse.sgd_window_variance", avg_b, (S.eta, S.a, S.k_ref, S.sigma2),
+    # displayed with every factor positive on the stable range 0 < k a < 2
+    display = eta**2 * s2 * (3 * k - a * (k**2 - 1)) / (3 * a * (2 - a * k))
+    out = Derived("reuse.sgd_window_variance", display, (S.eta, S.a, S.k_ref, S.sigma2),
                   r"\overline{\operatorname{Var} x}_{\mathrm{batch}}",
                   r"Exact stationary variance of the logit deviation, averaged over the $k$ phases "
                   r"of a refresh window, when one batch is reused by all $k$ steps (SGD, all-stale "
@@ -74,6 +76,9 @@ def _sgd_window_variance() -> Derived:
                   units="logits$^2$", assumptions=r"linear noise (same kick at every step of the "
                   r"window); $0 < k a < 2$", level="L2")
     expr = out.expr
+    out.check(r"the displayed form, every factor positive for $0 < k a < 2$, equals the phase average "
+              "computed by sympy", "sympy", prove_equal(expr, avg_b),
+              f"phase average factored by sympy: ${sp.latex(avg_b, symbol_names=S.LATEX_NAMES)}$")
     out.check(r"the window-start variance solves $V_{0} = (1 - k a)^{2} V_{0} + k^{2} \eta^{2} \sigma^{2}$ "
               r"(batch) and $V_{0} = (1 - k a)^{2} V_{0} + k \eta^{2} \sigma^{2}$ (fresh)", "sympy",
               prove_zero(V0_b - (1 - k * a) ** 2 * V0_b - k**2 * eta**2 * s2)
