@@ -53,17 +53,19 @@ def _momentum_form() -> Derived:
     step_adam = -eta * (m_next / (1 - b1**t)) / sp.sqrt(vhat)
     expr = eta * (1 - b1) / ((1 - b1**t) * sp.sqrt(vhat))
     out = Derived("adam.momentum_form", expr, (eta, b1, t, vhat), r"\eta_{\theta}",
-                  "Adam's first moment is the heavy-ball buffer b = m/(1 - beta1): the step is "
-                  "heavy ball with momentum beta1 and per-logit learning rate "
-                  "eta (1 - beta1)/((1 - beta1^t) sqrt(v_hat)) (epsilon neglected).",
-                  units="logits per unit gradient", assumptions="v_hat treated as given at each "
-                  "step; epsilon << sqrt(v_hat)", level="L2")
+                  r"Adam's first moment is the heavy-ball buffer $b = \frac{m}{1 - \beta_{1}}$: the "
+                  r"step is heavy ball with momentum $\beta_{1}$ and per-logit learning rate "
+                  r"$\eta_{\theta} = \frac{\eta (1 - \beta_{1})}{(1 - \beta_{1}^{t}) \sqrt{\hat{v}}}$ "
+                  r"($\epsilon$ neglected).",
+                  units="logits per unit gradient", assumptions=r"$\hat{v}$ treated as given at each "
+                  r"step; $\epsilon \ll \sqrt{\hat{v}}$", level="L2")
     expr = out.expr
-    out.check("m_{t+1} = (1 - beta1) b_{t+1} when m_t = (1 - beta1) b_t", "sympy",
+    out.check(r"$m_{t+1} = (1 - \beta_{1}) b_{t+1}$ when $m_{t} = (1 - \beta_{1}) b_{t}$", "sympy",
               prove_zero(m_next.subs(m, (1 - b1) * b) - (1 - b1) * b_next))
-    out.check("the Adam step equals -eta_theta * b_{t+1}", "sympy",
+    out.check(r"the Adam step equals $-\eta_{\theta} b_{t+1}$", "sympy",
               prove_zero(step_adam.subs(m, (1 - b1) * b) + expr * b_next))
-    out.check("bias correction of m: the factor tends to eta (1 - beta1)/sqrt(v_hat) as t -> oo",
+    out.check(r"bias correction of $m$: the factor tends to $\frac{\eta (1 - \beta_{1})}{\sqrt{\hat{v}}}$ "
+              r"as $t \to \infty$ (checked at $\beta_{1} = 9/10$)",
               "sympy", prove_zero(sp.limit(expr.subs(b1, sp.Rational(9, 10)), t, sp.oo)
                                   - (eta / 10) / sp.sqrt(vhat)))
     return out
@@ -76,17 +78,19 @@ def _critical_step() -> Derived:
     disc = sp.discriminant(char, lam)
     expr = (1 - sp.sqrt(mu)) ** 2
     out = Derived("adam.critical_step", expr, (mu,), r"a_c",
-                  "Critical damping of the heavy-ball map at momentum mu (on-policy): the step "
-                  "a = eta_eff K at which its two eigenvalues meet on the real axis; under Adam "
-                  "mu = beta1 and eta_eff is the self-consistent effective learning rate.",
-                  units="dimensionless", assumptions="refresh interval 1; the smaller root "
-                  "(the larger, (1 + sqrt(mu))^2, lies beyond the flip threshold 2(1 + mu))",
+                  r"Critical damping of the heavy-ball map at momentum $\mu$ (on-policy): the step "
+                  r"$a = \eta_{\mathrm{eff}} K$ at which its two eigenvalues meet on the real axis; "
+                  r"under Adam $\mu = \beta_{1}$ and $\eta_{\mathrm{eff}}$ is the self-consistent "
+                  "effective learning rate.",
+                  units="dimensionless", assumptions=r"refresh interval $1$; the smaller root "
+                  r"(the larger, $(1 + \sqrt{\mu})^{2}$, lies beyond the flip threshold $2(1 + \mu)$)",
                   level="L2")
     expr = out.expr
-    out.check("the discriminant of lambda^2 - (1 + mu - a) lambda + mu vanishes at a = (1 - sqrt mu)^2",
+    out.check(r"the discriminant of $\lambda^{2} - (1 + \mu - a) \lambda + \mu$ vanishes at "
+              r"$a = (1 - \sqrt{\mu})^{2}$",
               "sympy", prove_zero(disc.subs(a, expr)))
-    out.check("d(discriminant)/da = -4 sqrt(mu) < 0 there: a complex pair (oscillatory) just "
-              "above a_c", "sympy",
+    out.check(r"the discriminant $\Delta$ has $\frac{\partial \Delta}{\partial a} = -4 \sqrt{\mu} < 0$ "
+              r"there: a complex pair (oscillatory) just above $a_{c}$", "sympy",
               prove_zero(sp.diff(disc, a).subs(a, expr) + 4 * sp.sqrt(mu)))
     return out
 

@@ -66,19 +66,19 @@ def _no_kl_std() -> Derived:
     g, g_simple, T = _time_integral("std")
     expr = 2 * sp.asinh(sp.sinh(_z0 / 2) + _r * S.t / 4)
     out = Derived("closed_forms.no_kl_std", expr, (S.t, _z0, _r), "z(t)",
-                  "Mean-field logit trajectory without KL, std normalization (large G, epsilon = 0): "
-                  "explicit closed form.", units="logits",
-                  assumptions="continuous time; r = eta kappa (per step)", level="L1 (nonlinear)")
+                  r"Mean-field logit trajectory without KL, std normalization (large $G$, "
+                  r"$\epsilon = 0$): explicit closed form.", units="logits",
+                  assumptions=r"continuous time; $r = \eta \kappa$ (per step)", level="L1 (nonlinear)")
     expr = out.expr
-    out.check("sqrt(p q) = 1/(2 cosh(z/2)) for p = sigma(z)", "sympy",
+    out.check(r"$\sqrt{p q} = \frac{1}{2 \cosh(z/2)}$ for $p = \sigma(z)$", "sympy",
               _rational_in_w(g - g_simple) == 0)
-    out.check("separation of variables: integral of 2 cosh(z/2) dz = 4 sinh(z/2)", "sympy",
+    out.check(r"separation of variables: $\int 2 \cosh(z/2) \, dz = 4 \sinh(z/2)$", "sympy",
               prove_zero(T - 4 * sp.sinh(S.z / 2)))
-    out.check("z(t) solves T(z) = T(z0) + r t (T the time integral)", "sympy",
+    out.check(r"$z(t)$ solves $T(z) = T(z_{0}) + r t$ ($T$ the time integral)", "sympy",
               prove_zero(T.subs(S.z, expr) - T.subs(S.z, _z0) - _r * S.t))
     ode = sp.diff(expr, S.t) - _r * g_simple.subs(S.z, expr)
-    out.check("satisfies dz/dt = r sqrt(p q)", "sympy", prove_zero(ode))
-    out.check("z(0) = z0 (sinh(z(0)/2) = sinh(z0/2) and sinh is injective)", "sympy",
+    out.check(r"satisfies $\frac{dz}{dt} = r \sqrt{p q}$", "sympy", prove_zero(ode))
+    out.check(r"$z(0) = z_{0}$ (since $\sinh(z(0)/2) = \sinh(z_{0}/2)$ and $\sinh$ is injective)", "sympy",
               prove_zero(sp.sinh(expr.subs(S.t, 0) / 2) - sp.sinh(_z0 / 2)))
     _mpmath_check(out, expr, g_simple)
     return out
@@ -89,14 +89,15 @@ def _no_kl_std_time() -> Derived:
     g, g_simple, T = _time_integral("std")
     expr = (T - T.subs(S.z, _z0)) / _r
     out = Derived("closed_forms.no_kl_std_time", expr, (S.z, _z0, _r), "t(z)",
-                  "Mean-field time to reach logit z without KL, std normalization (large G, "
-                  "epsilon = 0): the inverse of the explicit trajectory.", units="steps",
-                  assumptions="continuous time; r = eta kappa (per step)", level="L1 (nonlinear)")
+                  r"Mean-field time to reach logit $z$ without KL, std normalization (large $G$, "
+                  r"$\epsilon = 0$): the inverse of the explicit trajectory.", units="steps",
+                  assumptions=r"continuous time; $r = \eta \kappa$ (per step)", level="L1 (nonlinear)")
     expr = out.expr
     z_of_t = get("closed_forms.no_kl_std").expr
-    out.check("t(z(t)) = t for the explicit trajectory z(t)", "sympy",
+    out.check(r"$t(z(t)) = t$ for the explicit trajectory $z(t)$", "sympy",
               prove_zero(expr.subs(S.z, z_of_t) - S.t))
-    out.check("dt/dz = 1/(r g(z))", "sympy", prove_zero(sp.diff(expr, S.z) - 1 / (_r * g_simple)))
+    out.check(r"$\frac{dt}{dz} = \frac{1}{r g(z)}$ with the force $g(z) = \frac{1}{2 \cosh(z/2)}$", "sympy",
+              prove_zero(sp.diff(expr, S.z) - 1 / (_r * g_simple)))
     return out
 
 
@@ -105,15 +106,16 @@ def _no_kl_mean() -> Derived:
     g, g_simple, T = _time_integral("mean")
     expr = (2 * sp.sinh(S.z) + 2 * S.z - 2 * sp.sinh(_z0) - 2 * _z0) / _r
     out = Derived("closed_forms.no_kl_mean", expr, (S.z, _z0, _r), "t(z)",
-                  "Mean-field time to reach logit z without KL, mean normalization (exact at finite G "
-                  "with r = eta kappa (1 - 1/G)): the implicit closed form, inverted numerically.",
+                  r"Mean-field time to reach logit $z$ without KL, mean normalization (exact at finite "
+                  r"$G$ with $r = \eta \kappa (1 - 1/G)$): the implicit closed form, inverted numerically.",
                   units="steps", assumptions="continuous time", level="L1 (nonlinear)")
     expr = out.expr
-    out.check("p q = 1/(2 + 2 cosh z) for p = sigma(z)", "sympy",
+    out.check(r"$p q = \frac{1}{2 + 2 \cosh z}$ for $p = \sigma(z)$", "sympy",
               _rational_in_w(g - g_simple) == 0)
-    out.check("separation of variables: integral of (2 + 2 cosh z) dz = 2 z + 2 sinh z", "sympy",
+    out.check(r"separation of variables: $\int (2 + 2 \cosh z) \, dz = 2 z + 2 \sinh z$", "sympy",
               prove_zero(T - (2 * S.z + 2 * sp.sinh(S.z))))
-    out.check("dt/dz = 1/(r g(z)) and t(z0) = 0", "sympy",
+    out.check(r"$\frac{dt}{dz} = \frac{1}{r g(z)}$ with the force $g(z) = \frac{1}{2 + 2 \cosh z}$, "
+              r"and $t(z_{0}) = 0$", "sympy",
               prove_zero(sp.diff(expr, S.z) - 1 / (_r * g_simple)) and expr.subs(S.z, _z0) == 0)
     # high precision: invert t(z) at 40 digits and compare with mpmath's ODE solver
     with mpmath.workdps(32):
@@ -124,7 +126,8 @@ def _no_kl_mean() -> Derived:
         for tt in (mpmath.mpf("0.5"), mpmath.mpf(2), mpmath.mpf(5)):
             zt = mpmath.findroot(lambda zz: tf(zz, zz0, r0) - tt, zz0 + r0 * tt / 4)
             errs.append(abs(zt - sol(tt)) / abs(sol(tt)))
-    record_numeric(out, "inverted closed form vs mpmath.odefun (32 digits) at t = 0.5, 2, 5", errs, digits=25)
+    record_numeric(out, "inverted closed form against the ODE solver of mpmath (odefun, 32 digits) "
+                   "at $t = 0.5, 2, 5$", errs, digits=25)
     return out
 
 
@@ -136,7 +139,8 @@ def _mpmath_check(out, expr, g_simple):
         sol = mpmath.odefun(lambda tt, y: r0 * gf(y), 0, zz0)
         errs = [abs(f(tt, zz0, r0) - sol(tt)) / abs(sol(tt))
                 for tt in (mpmath.mpf("0.5"), mpmath.mpf(2), mpmath.mpf(5))]
-    record_numeric(out, "closed form vs mpmath.odefun (32 digits) at t = 0.5, 2, 5", errs, digits=25)
+    record_numeric(out, "closed form against the ODE solver of mpmath (odefun, 32 digits) "
+                   "at $t = 0.5, 2, 5$", errs, digits=25)
 
 
 # ----------------------------------------------------------------------------------

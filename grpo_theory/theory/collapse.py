@@ -58,17 +58,20 @@ def _mfpt() -> Derived:
     C = T1.subs(_x, _hi) / S1.subs(_x, _hi)
     expr = C * S1 - T1
     out = Derived("collapse.mean_first_passage", expr, (_x,), r"\tau(x)",
-                  "Mean first-passage time out of (a, b) of the diffusion dx = b dt + sqrt(2D) dW "
-                  "started at x: phi' = b/D, tau = C S(x) - T(x) with S = int_a^x e^{-phi}, "
-                  "T = int_a^x e^{-phi(y)} int_a^y e^{phi}/D, C = T(b)/S(b).",
-                  units="steps", assumptions="diffusion limit of the logit walk; D > 0 on (a, b)",
+                  r"Mean first-passage time out of $(a, b)$ of the diffusion with drift $b(x)$ and "
+                  r"diffusion $D(x)$, $dx = b \, dt + \sqrt{2 D} \, dW$, started at $x$: with "
+                  r"$\phi' = b/D$, $\tau(x) = C S(x) - T(x)$ where "
+                  r"$S(x) = \int_{a}^{x} e^{-\phi(y)} \, dy$, "
+                  r"$T(x) = \int_{a}^{x} e^{-\phi(y)} \int_{a}^{y} \frac{e^{\phi(w)}}{D(w)} \, dw \, dy$ "
+                  r"and $C = T(b)/S(b)$.",
+                  units="steps", assumptions=r"diffusion limit of the logit walk; $D > 0$ on $(a, b)$",
                   level="L1")
     tau = out.expr
     ode = Df(_x) * sp.diff(tau, _x, 2) + bf(_x) * sp.diff(tau, _x) + 1
     ode = ode.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x)).doit()
     ode = ode.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x))
-    out.check("D tau'' + b tau' = -1 (with phi' = b/D)", "sympy", prove_zero(sp.simplify(ode)))
-    out.check("tau(a) = 0 and tau(b) = 0", "sympy",
+    out.check(r"$D \tau'' + b \tau' = -1$ (with $\phi' = b/D$)", "sympy", prove_zero(sp.simplify(ode)))
+    out.check(r"$\tau(a) = 0$ and $\tau(b) = 0$", "sympy",
               prove_zero(tau.subs(_x, _lo).doit()) and prove_zero(sp.simplify(tau.subs(_x, _hi))))
     # perturbation: the same construction with b -> 2b fails the equation
     bad = Df(_x) * sp.diff(tau, _x, 2) + 2 * bf(_x) * sp.diff(tau, _x) + 1

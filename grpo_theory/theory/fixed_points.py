@@ -51,6 +51,11 @@ _P, _Q, _PR, _QR = S.p, S.q_fail, S.p_ref, S.q_ref
 # derivations
 # ----------------------------------------------------------------------------------
 
+def _tex(e) -> str:
+    """LaTeX of a sympy expression in the notation of the documents."""
+    return sp.latex(e, symbol_names=S.LATEX_NAMES)
+
+
 def _z_of(p, q):
     return sp.log(p / q)
 
@@ -61,17 +66,19 @@ def _mean_exact_loc() -> Derived:
     expr = S.z_ref + (1 - 1 / S.G) / S.beta
     out = Derived("fixed_points.mean_exact_location", expr, (S.z_ref, S.G, S.beta), "z^{*}",
                   "Unique interior fixed point for mean normalization with the exact KL: the "
-                  "amplified logit, exact at every finite G.", units="logits",
-                  assumptions="beta > 0", level="L1")
+                  "amplified logit, exact at every finite $G$.", units="logits",
+                  assumptions=r"$\beta > 0$", level="L1")
     expr = out.expr
     # F = kappa p q [(1 - 1/G) - beta (z - z_ref)] with z - z_ref = log(p/q) - log(p_ref/q_ref)
     Delta = sp.Symbol("Delta", real=True)
     reduced = sp.expand(sp.expand_log(F / (S.kappa * _P * _Q), force=True))
     reduced = reduced.subs(sp.log(_P), Delta + sp.log(_Q) + sp.log(_PR) - sp.log(_QR))
     reduced = sp.simplify(reduced)
-    out.check("F / (kappa p q) = (1 - 1/G) - beta (z - z_ref): affine in z", "sympy",
-              prove_zero(reduced - ((1 - 1 / S.G) - S.beta * Delta)), sp.sstr(reduced))
-    out.check("it vanishes at z* = z_ref + (1 - 1/G)/beta, and only there (slope -beta < 0)",
+    out.check(r"$\frac{F}{\kappa p q} = 1 - \frac{1}{G} - \beta (z - z_{\mathrm{ref}})$: affine in $z$",
+              "sympy", prove_zero(reduced - ((1 - 1 / S.G) - S.beta * Delta)),
+              rf"sympy reduces it to ${_tex(reduced)}$ with $\Delta = z - z_{{\mathrm{{ref}}}}$")
+    out.check(r"it vanishes at $z^{*} = z_{\mathrm{ref}} + \frac{1 - 1/G}{\beta}$, and only there "
+              r"(slope $-\beta < 0$)",
               "sympy", prove_zero(reduced.subs(Delta, expr - S.z_ref))
               and sp.diff(reduced, Delta) == -S.beta)
     return out
@@ -87,11 +94,11 @@ def _mean_exact_stiff() -> Derived:
     Kat = Kat.subs(sp.log(_P), sp.log(_Q) + sp.log(_PR) - sp.log(_QR) + (zstar - S.z_ref))
     expr = S.kappa * S.beta * _P * _Q
     out = Derived("fixed_points.mean_exact_stiffness", expr, (_P, _Q, S.kappa, S.beta), "K",
-                  "Stiffness at the fixed point, mean normalization, exact KL: kappa beta p* q* "
-                  "(the KL coefficient sets the restoring force).", units="per unit learning rate",
-                  assumptions="evaluated at p = p*", level="L1")
+                  r"Stiffness at the fixed point, mean normalization, exact KL: "
+                  r"$K = \kappa \beta p^{*} q^{*}$ (the KL coefficient sets the restoring force).",
+                  units="per unit learning rate", assumptions=r"evaluated at $p = p^{*}$", level="L1")
     expr = out.expr
-    out.check("-dF/dz at z* = kappa beta p* q*", "sympy",
+    out.check(r"$-\frac{dF}{dz}$ at $z^{*}$ equals $\kappa \beta p^{*} q^{*}$", "sympy",
               prove_zero(on_simplex(sp.simplify(Kat - expr))))
     return out
 
@@ -101,9 +108,9 @@ def _k1_reward_loc() -> Derived:
     expr = S.z_ref + 1 / S.beta
     out = Derived("fixed_points.k1_reward_location", expr, (S.z_ref, S.beta), "z^{*}",
                   "Unique interior fixed point with the KL in the reward (k1, mean normalization): "
-                  "z* = z_ref + 1/beta at every G and for both surrogates; there the shifted "
-                  "rewards of both actions are equal, every advantage is zero.", units="logits",
-                  assumptions="beta > 0", level="L1")
+                  r"$z^{*} = z_{\mathrm{ref}} + 1/\beta$ at every $G$ and for both surrogates; there "
+                  "the shifted rewards of both actions are equal, every advantage is zero.",
+                  units="logits", assumptions=r"$\beta > 0$", level="L1")
     expr = out.expr
     Delta = sp.Symbol("Delta", real=True)   # z_old - z_ref
     for sur in ("stale", "ratio"):
@@ -112,13 +119,15 @@ def _k1_reward_loc() -> Derived:
         Fd = Fd.subs(sp.log(S.p_old), Delta + sp.log(S.q_old) + sp.log(_PR) - sp.log(_QR))
         kf = sp.expand_log(d_dz(F), force=True).subs(
             sp.log(S.p_old), Delta + sp.log(S.q_old) + sp.log(_PR) - sp.log(_QR))
-        out.check(f"{sur} surrogate: F = 0 at z_old - z_ref = 1/beta, K_fresh = -dF/dz = 0 there",
+        out.check(f"{sur} surrogate: " + r"$F = 0$ at $z_{\mathrm{old}} - z_{\mathrm{ref}} = 1/\beta$, "
+                  r"and $K_{f} = -\frac{\partial F}{\partial z} = 0$ there",
                   "sympy", prove_zero(Fd.subs(Delta, expr - S.z_ref))
                   and prove_zero(kf.subs(Delta, expr - S.z_ref)))
     F = on_policy(drift_expr("mean", "k1_reward", "stale", finite=True))
     K_total = sp.expand_log(sp.expand(-d_dz(F)), force=True).subs(
         sp.log(_P), Delta + sp.log(_Q) + sp.log(_PR) - sp.log(_QR)).subs(Delta, expr - S.z_ref)
-    out.check("the stiffness there is all stale: K = K_s = kappa beta (1 - 1/G) p* q*", "sympy",
+    out.check(r"the stiffness there is all stale: "
+              r"$K = K_{s} = \kappa \beta \left(1 - \frac{1}{G}\right) p^{*} q^{*}$", "sympy",
               prove_zero(on_simplex(K_total - S.kappa * S.beta * (1 - 1 / S.G) * _P * _Q)))
     return out
 
@@ -130,13 +139,15 @@ def _std_exact_cond() -> Derived:
     Fd = sp.expand_log(F, force=True).subs(sp.log(_P), Delta + sp.log(_Q) + sp.log(_PR) - sp.log(_QR))
     sol = sp.solve(sp.Eq(sp.simplify(Fd), 0), Delta)
     expr = 1 / (S.beta * (sp.sqrt(_P * _Q) + S.eps))
-    out = Derived("fixed_points.std_exact_condition", expr, (_P, _Q, S.beta, S.eps), "z^{*} - z_{ref}",
-                  "Fixed-point condition for std normalization with the exact KL at large G: "
+    out = Derived("fixed_points.std_exact_condition", expr, (_P, _Q, S.beta, S.eps),
+                  r"z^{*} - z_{\mathrm{ref}}",
+                  "Fixed-point condition for std normalization with the exact KL at large $G$: "
                   "the amplification of the logit over the reference.", units="logits",
-                  assumptions="G -> infinity", level="L1")
+                  assumptions=r"$G \to \infty$", level="L1")
     expr = out.expr
-    out.check("F = 0  <=>  z - z_ref = 1/(beta (sqrt(p q) + eps))", "sympy",
-              len(sol) == 1 and prove_zero(sol[0] - expr), f"sympy.solve -> {sol}")
+    out.check(r"$F = 0 \iff z - z_{\mathrm{ref}} = \frac{1}{\beta (\sqrt{p q} + \epsilon)}$", "sympy",
+              len(sol) == 1 and prove_zero(sol[0] - expr),
+              f"the solutions from sympy's solve: ${_tex(sol)}$")
     return out
 
 
@@ -145,14 +156,15 @@ def _mroueh_map() -> Derived:
     # QUOTED from Mroueh (arXiv 2503.06639), not derived here:
     expr = 1 / (1 + ((1 - _PR) / _PR) * sp.exp(-1 / (S.beta * sp.sqrt(_P * (1 - _P) + S.eps))))
     out = Derived("fixed_points.mroueh_map", expr, (_P, _PR, S.beta, S.eps), "p_{n}",
-                  "Mroueh's success-probability recurrence p_n = f(p_{n-1}) for binary rewards, "
-                  "mean+std normalization and KL to the reference (quoted from the literature).",
+                  r"Mroueh's success-probability recurrence $p_{n} = f(p_{n-1})$ for binary rewards, "
+                  "mean and std normalization and KL to the reference (quoted from the literature).",
                   units="probability", assumptions="quoted: arXiv 2503.06639", level="literature",
                   references=("mroueh2025",))
     expr = out.expr
     odds = expr / (1 - expr)
-    out.check("in logits the map reads z_n = z_ref + 1/(beta sqrt(p q + eps)) "
-              "(odds p_n/(1-p_n) = odds_ref * exp(1/(beta sqrt(pq + eps))))", "sympy",
+    out.check(r"in logits the map reads $z_{n} = z_{\mathrm{ref}} + \frac{1}{\beta \sqrt{p q + \epsilon}}$ "
+              r"(odds $\frac{p_{n}}{1 - p_{n}} = \frac{p_{\mathrm{ref}}}{1 - p_{\mathrm{ref}}} "
+              r"\exp\left(\frac{1}{\beta \sqrt{p q + \epsilon}}\right)$)", "sympy",
               prove_zero(odds - _PR / (1 - _PR) * sp.exp(1 / (S.beta * sp.sqrt(_P * (1 - _P) + S.eps)))))
     return out
 
@@ -168,20 +180,22 @@ def _mroueh_agree() -> Derived:
     derived = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO()
     out = Derived("fixed_points.mroueh_agreement", sp.simplify(derived), (_P, _Q, S.beta, S.h),
                   r"\Delta z^{*}_{\mathrm{ours}} - \Delta z^{*}_{\mathrm{Mroueh}}",
-                  "Difference of the fixed-point conditions (std + exact KL, G -> infinity) vs "
-                  "Mroueh's, to first order in the advantage epsilon h: zero at h = 0 (the "
-                  "variants coincide), O(epsilon) because epsilon sits outside the square root "
-                  "in TRL/verl and inside it in Mroueh's.", units="logits",
-                  assumptions="G -> infinity", level="L1", references=("mroueh2025",))
+                  r"Difference of the fixed-point conditions (std normalization and exact KL, "
+                  r"$G \to \infty$) from Mroueh's, to first order in the advantage $\epsilon$ "
+                  r"(written $h$ in the expression): zero at $h = 0$ (the variants coincide), "
+                  r"$O(\epsilon)$ because $\epsilon$ sits outside the square root in TRL and verl and "
+                  "inside it in Mroueh's.", units="logits",
+                  assumptions=r"$G \to \infty$", level="L1", references=("mroueh2025",))
     expr = out.expr
-    out.check("the logit of Mroueh's map is z_ref + 1/(beta sqrt(p q + eps)): its fixed points "
-              "satisfy z - z_ref = 1/(beta sqrt(pq + eps))", "sympy",
-              prove_zero(theirs - 1 / (S.beta * sp.sqrt(_P * _Q + S.eps))), sp.sstr(theirs))
-    out.check("equals the first-order series in epsilon of ours - Mroueh's (computed from the "
+    out.check(r"the logit of Mroueh's map is $z_{\mathrm{ref}} + \frac{1}{\beta \sqrt{p q + \epsilon}}$: "
+              r"its fixed points satisfy $z - z_{\mathrm{ref}} = \frac{1}{\beta \sqrt{p q + \epsilon}}$",
+              "sympy", prove_zero(theirs - 1 / (S.beta * sp.sqrt(_P * _Q + S.eps))),
+              f"sympy gives ${_tex(theirs)}$")
+    out.check(r"equals the first-order series in $\epsilon$ of ours minus Mroueh's (computed from the "
               "two records)", "sympy", prove_zero(expr - derived))
-    out.check("at epsilon = 0 the fixed-point conditions coincide exactly (our condition and "
+    out.check(r"at $\epsilon = 0$ the fixed-point conditions coincide exactly (our condition and "
               "the fixed point of Mroueh's map)", "sympy", prove_zero(expr.subs(S.h, 0)))
-    out.check("the first-order difference is nonzero (epsilon placement matters)", "sympy",
+    out.check(r"the first-order difference is nonzero (the placement of $\epsilon$ matters)", "sympy",
               not prove_zero(expr))
     return out
 
@@ -196,14 +210,18 @@ def _stiff_reward() -> Derived:
     at = dg.subs(f(sp.log(pp / (1 - pp))), 0).doit()
     expr = -sp.Derivative(f(S.z), S.z)
     out = Derived("fixed_points.stiffness_reward_invariance", expr, (), "K_{p}",
-                  "Stiffness in reward coordinates: -d(dp/dt)/dp at a fixed point equals the logit "
-                  "stiffness K (an eigenvalue is coordinate invariant).", units="per step per unit lr",
-                  level="L1")
+                  r"Stiffness in reward coordinates: $-\frac{d}{dp} \frac{dp}{dt}$ at a fixed point "
+                  r"equals the logit stiffness $K$ (an eigenvalue is coordinate invariant).",
+                  units="per step per unit learning rate", level="L1")
     expr = out.expr
     lhs = sp.simplify(-at)
     target = sp.Subs(expr.xreplace({S.z: zs}), zs, sp.log(pp / (1 - pp))).doit()
-    out.check("-d/dp [p(1-p) F(z(p))] = -F'(z) wherever F = 0", "sympy",
-              prove_zero(sp.simplify(lhs - target)), sp.sstr(lhs))
+    # the detail shows sympy's result with its dummy variable named z
+    subs = sorted(lhs.atoms(sp.Subs), key=sp.default_sort_key)
+    shown = (rf"${_tex(lhs.xreplace({subs[0]: subs[0].expr.xreplace({subs[0].variables[0]: S.z})}))}$ "
+             rf"at $z = {_tex(subs[0].point[0])}$") if len(subs) == 1 else f"${_tex(lhs)}$"
+    out.check(r"$-\frac{d}{dp} \big[p (1 - p) F(z(p))\big] = -F'(z)$ wherever $F = 0$", "sympy",
+              prove_zero(sp.simplify(lhs - target)), "sympy gives " + shown)
     del zs
     return out
 

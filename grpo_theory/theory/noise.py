@@ -1,8 +1,8 @@
 r"""Gradient noise: stationary fluctuations around a stable fixed point (L3 and exact L2).
 
-* ``noise.langevin_variance`` (L3): :math:`m\ddot x + \gamma\dot x + kx = \eta\,\xi(t)`,
+* ``noise.langevin_variance`` (L3): :math:`m\ddot x + \gamma\dot x + \kappa_s x = \eta\,\xi(t)`,
   :math:`\langle\xi(t)\xi(t')\rangle = \sigma^2\delta(t-t')`, gives
-  :math:`\operatorname{Var}x = \eta^2\sigma^2/(2\gamma k)`, from the continuous
+  :math:`\operatorname{Var}x = \eta^2\sigma^2/(2\gamma\kappa_s)`, from the continuous
   Lyapunov equation :math:`AP + PA^\top + Q = 0` solved by sympy.
 * ``noise.ar2_variance`` (L2, on-policy): the heavy-ball AR(2) process
   :math:`x_{t+1} = (1+\mu-a)x_t - \mu x_{t-1} + \eta\xi_t`, :math:`a=\eta K`,
@@ -59,17 +59,20 @@ def _langevin() -> Derived:
     expr = sol[unknowns[0]]
     out = Derived("noise.langevin_variance", expr, (S.eta, S.sigma2, S.gamma, S.spring),
                   r"\operatorname{Var} x",
-                  "Stationary variance of the deviation in the continuous (Langevin) model "
-                  "m x'' + gamma x' + k x = eta xi(t), white noise of intensity sigma^2.",
-                  units="logits^2", assumptions="gamma > 0, k > 0 (stable); white noise",
+                  r"Stationary variance of the deviation in the continuous (Langevin) model "
+                  r"$m \ddot{x} + \gamma \dot{x} + \kappa_{s} x = \eta \xi(t)$, white noise of "
+                  r"intensity $\sigma^{2}$.",
+                  units="logits$^2$", assumptions=r"$\gamma > 0$, $\kappa_{s} > 0$ (stable); white noise",
                   level="L3", references=_PAPER)
     expr = out.expr
     Ps = P.subs(sol)
-    out.check("solves the continuous Lyapunov equation A P + P A^T + Q = 0", "sympy",
+    out.check(r"solves the continuous Lyapunov equation $A P + P A^{\mathsf{T}} + Q = 0$", "sympy",
               all(prove_zero(e) for e in (A * Ps + Ps * A.T + Q)))
-    out.check("Var x = eta^2 sigma^2/(2 gamma k), independent of the mass", "sympy",
+    out.check(r"$\operatorname{Var} x = \frac{\eta^{2} \sigma^{2}}{2 \gamma \kappa_{s}}$, independent "
+              r"of the mass", "sympy",
               prove_equal(expr, eta**2 * s2 / (2 * g * k)) and sp.diff(expr, m) == 0)
-    out.check("Var v = eta^2 sigma^2/(2 gamma m), Cov(x, v) = 0", "sympy",
+    out.check(r"$\operatorname{Var} v = \frac{\eta^{2} \sigma^{2}}{2 \gamma m}$, "
+              r"$\operatorname{Cov}(x, v) = 0$", "sympy",
               prove_equal(sol[unknowns[2]], eta**2 * s2 / (2 * g * m))
               and prove_zero(sol[unknowns[1]]))
     vals = {m: 0.75, g: 0.3, k: 0.1, eta: 0.1, s2: 2.0}
@@ -77,8 +80,8 @@ def _langevin() -> Derived:
     Qn = np.array(Q.subs(vals), dtype=float)
     ref = scipy.linalg.solve_continuous_lyapunov(An, -Qn)[0, 0]
     got = float(expr.subs(vals))
-    out.check("matches scipy.linalg.solve_continuous_lyapunov", "numeric",
-              abs(got - ref) <= 1e-12 * abs(ref), f"{got!r} vs {ref!r}")
+    out.check("matches the continuous Lyapunov solver of SciPy (scipy.linalg)", "numeric",
+              abs(got - ref) <= 1e-12 * abs(ref), f"{got:.17g} vs {float(ref):.17g}")
     return out
 
 
@@ -94,17 +97,17 @@ def _ar2_bound() -> Derived:
     flip = get("discrete.refresh_flip_threshold").expr.subs(S.k_ref, 1)
     out = Derived("noise.ar2_stability_bound", sp.factor(sp.simplify(flip)), (S.mu,),
                   r"(\eta K)_{\max}^{AR(2)}",
-                  "Largest eta K for which the on-policy heavy-ball AR(2) process has a "
-                  "stationary state: the k = 1 flip threshold of the exact map.",
-                  units="dimensionless (eta K)", assumptions="on-policy (k = 1); mu in [0, 1)",
+                  r"Largest $\eta K$ for which the on-policy heavy-ball AR(2) process has a "
+                  r"stationary state: the $k = 1$ flip threshold of the exact map.",
+                  units=r"dimensionless ($\eta K$)", assumptions=r"on-policy ($k = 1$); $\mu \in [0, 1)$",
                   level="L2", references=_PAPER)
     expr = out.expr
-    out.check("equals the exact flip threshold of the refresh monodromy at k = 1", "sympy",
+    out.check("equals the exact flip threshold of the refresh monodromy at $k = 1$", "sympy",
               prove_zero(expr - flip))
     A, _ = _ar2_matrices()
     lam = sp.Symbol("lambda")
     cp = A.charpoly(lam).as_expr().subs(S.eta, S.a / S.K)
-    out.check("at eta K = bound the AR(2) matrix has the eigenvalue -1", "sympy",
+    out.check(r"where $\eta K$ equals the bound the AR(2) matrix has the eigenvalue $-1$", "sympy",
               prove_zero(cp.subs({lam: -1, S.a: expr})))
     return out
 
@@ -115,20 +118,27 @@ def _ar2() -> Derived:
     P, unknowns = _sym_cov("P")
     (sol,) = sp.linsolve(list(A * P * A.T + Q - P), unknowns)
     sol = dict(zip(unknowns, sol))
-    expr = sp.factor(sp.simplify(sol[unknowns[0]]))
-    out = Derived("noise.ar2_variance", expr, (S.eta, S.mu, S.K, S.sigma2), r"\operatorname{Var} x",
-                  "Exact stationary variance of the on-policy heavy-ball AR(2) process "
-                  "x_{t+1} = (1 + mu - eta K) x_t - mu x_{t-1} + eta xi_t, Var xi = sigma^2.",
-                  units="logits^2", assumptions="on-policy (k = 1); 0 < eta K < 2 (1 + mu), mu < 1",
+    derived = sp.factor(sp.simplify(sol[unknowns[0]]))
+    # displayed with every factor positive on the stable range 0 < eta K < 2 (1 + mu), mu < 1
+    display = (1 + S.mu) * S.eta * S.sigma2 / ((1 - S.mu) * S.K * (2 * (1 + S.mu) - S.eta * S.K))
+    out = Derived("noise.ar2_variance", display, (S.eta, S.mu, S.K, S.sigma2), r"\operatorname{Var} x",
+                  r"Exact stationary variance of the on-policy heavy-ball AR(2) process "
+                  r"$x_{t+1} = (1 + \mu - \eta K) x_{t} - \mu x_{t-1} + \eta \xi_{t}$, "
+                  r"$\operatorname{Var} \xi = \sigma^{2}$.",
+                  units="logits$^2$",
+                  assumptions=r"on-policy ($k = 1$); $0 < \eta K < 2 (1 + \mu)$, $\mu < 1$",
                   level="L2", references=_PAPER)
     expr = out.expr
+    out.check("the displayed form, every factor positive where the process is stable, equals the "
+              "Lyapunov solution", "sympy", prove_equal(expr, derived),
+              f"Lyapunov solution factored by sympy: ${sp.latex(derived, symbol_names=S.LATEX_NAMES)}$")
     Ps = P.subs(sol)
-    out.check("solves the discrete Lyapunov equation P = A P A^T + Q", "sympy",
+    out.check(r"solves the discrete Lyapunov equation $P = A P A^{\mathsf{T}} + Q$", "sympy",
               all(prove_zero(sp.simplify(e)) for e in (A * Ps * A.T + Q - Ps)))
     a = S.a
     closed = (1 + S.mu) * S.eta**2 * S.sigma2 / ((1 - S.mu) * a * (2 * (1 + S.mu) - a))
-    out.check("Var x = (1 + mu) eta^2 sigma^2 / ((1 - mu) a (2(1 + mu) - a)), a = eta K: diverges "
-              "exactly at the flip threshold a = 2(1 + mu)", "sympy",
+    out.check(r"$\operatorname{Var} x = \frac{(1 + \mu) \eta^{2} \sigma^{2}}{(1 - \mu) a (2(1 + \mu) - a)}$ "
+              r"with $a = \eta K$: it diverges exactly at the flip threshold $a = 2(1 + \mu)$", "sympy",
               prove_equal(expr, closed.subs(a, S.eta * S.K)))
     # leading order in a: the L3 Langevin value with m, gamma, k of the oscillator at zero lag
     lang = get("noise.langevin_variance").expr
@@ -138,10 +148,11 @@ def _ar2() -> Derived:
     ratio = sp.simplify((expr / lang_h).subs(S.K, a / S.eta))
     lead = sp.limit(ratio, a, 0)
     corr = sp.simplify(sp.diff(ratio, a).subs(a, 0))
-    out.check("agrees with the L3 Langevin variance eta^2 sigma^2/(2 gamma k) to leading order "
-              "in a (ratio -> 1 as a -> 0)", "sympy", prove_equal(lead, 1),
-              f"exact/L3 = 1 + {sp.sstr(corr)} a + O(a^2)")
-    out.check("proportional to sigma^2 (hence to 1/G)", "sympy",
+    out.check(r"agrees with the L3 Langevin variance $\frac{\eta^{2} \sigma^{2}}{2 \gamma \kappa_{s}}$ "
+              r"to leading order in $a$ (their ratio tends to $1$ as $a \to 0$)", "sympy",
+              prove_equal(lead, 1),
+              rf"exact over L3 $= 1 + {sp.latex(corr, symbol_names=S.LATEX_NAMES)} \, a + O(a^{{2}})$")
+    out.check(r"proportional to $\sigma^{2}$ (hence to $1/G$)", "sympy",
               prove_zero(sp.diff(expr, S.sigma2, 2)) and prove_zero(expr.subs(S.sigma2, 0)))
     f = sp.lambdify((S.eta, S.mu, S.K, S.sigma2), expr)
     worst = 0.0
@@ -150,7 +161,8 @@ def _ar2() -> Derived:
         Qn = np.array(Q.subs({S.eta: eta_v, S.sigma2: 1.5}), dtype=float)
         ref = scipy.linalg.solve_discrete_lyapunov(An, Qn)[0, 0]
         worst = max(worst, abs(f(eta_v, mu_v, K_v, 1.5) - ref) / ref)
-    out.check("matches scipy.linalg.solve_discrete_lyapunov at 4 points", "numeric", worst < 1e-10,
+    out.check("matches the discrete Lyapunov solver of SciPy (scipy.linalg) at 4 points", "numeric",
+              worst < 1e-10,
               f"worst relative error {worst:.2g}")
     return out
 
@@ -162,19 +174,24 @@ def _reward() -> Derived:
     slope = sp.simplify(sp.diff(S.sigmoid(z), z).subs(z, zstar))
     expr = slope**2 * var_z
     out = Derived("noise.reward_fluctuation", expr, (S.p_star, var_z), r"\operatorname{Var} p",
-                  "Stationary reward fluctuation from the logit fluctuation by the delta method; "
-                  "proportional to 1/G because Var z is proportional to sigma^2 ~ 1/G.",
-                  units="reward^2", assumptions="Var z small (delta method, O(Var z^2) dropped)",
+                  r"Stationary reward fluctuation from the logit fluctuation "
+                  r"$V_{z} = \operatorname{Var} z$ by linear error propagation; proportional to $1/G$ because "
+                  r"$\operatorname{Var} z$ is proportional to $\sigma^{2} \propto 1/G$.",
+                  units="reward$^2$",
+                  assumptions=r"$\operatorname{Var} z$ small (linear error propagation, "
+                              r"$O\big((\operatorname{Var} z)^{2}\big)$ dropped)",
                   level="L3", references=_PAPER)
     expr = out.expr
-    out.check("dp/dz at z* = logit(p*) equals p*(1 - p*)", "sympy", prove_equal(slope, ps * (1 - ps)))
+    out.check(r"$\frac{dp}{dz}$ at $z^{*} = \operatorname{logit} p^{*}$ equals $p^{*} (1 - p^{*})$", "sympy",
+              prove_equal(slope, ps * (1 - ps)))
     # second-order delta method for Gaussian eps: Var sigma(z*+eps) = p'^2 v + O(v^2)
     eps_, v = sp.symbols("epsilon_ v", positive=True)
     ser = sp.series(S.sigmoid(zstar + eps_), eps_, 0, 3).removeO()
     c1, c2 = ser.coeff(eps_, 1), ser.coeff(eps_, 2)
     # moments of N(0, v): E eps = 0, E eps^2 = v, E eps^3 = 0, E eps^4 = 3 v^2
     var = c1**2 * v + 2 * c1 * c2 * 0 + c2**2 * (3 * v**2 - v**2)
-    out.check("second-order delta method: Var p = (p*(1-p*))^2 Var z + O(Var z^2)", "sympy",
+    out.check(r"second-order error propagation: $\operatorname{Var} p = \big(p^{*} (1 - p^{*})\big)^{2} "
+              r"\operatorname{Var} z + O\big((\operatorname{Var} z)^{2}\big)$", "sympy",
               prove_zero(sp.simplify(var.coeff(v, 1) * var_z - expr)))
     import mpmath
 
@@ -190,8 +207,9 @@ def _reward() -> Derived:
             exact = m2 - m1**2
             errs.append(abs(exact / (pv * (1 - pv))**2 / vz - 1))
     worst = max(errs)
-    out.check("Gaussian quadrature (mpmath, 30 digits) of Var sigma(z* + eps): relative error "
-              "O(Var z) at Var z <= 1e-6", "mpmath", worst < 1e-5, f"worst relative error {float(worst):.2g}")
+    out.check(r"Gaussian quadrature (mpmath, 30 digits) of $\operatorname{Var} \sigma(z^{*} + \epsilon)$: "
+              r"relative error $O(\operatorname{Var} z)$ at $\operatorname{Var} z \le 10^{-6}$", "mpmath",
+              worst < 1e-5, f"worst relative error {float(worst):.2g}")
     return out
 
 
@@ -224,8 +242,8 @@ def stationary_variance(learning_rate, momentum, stiffness, noise_variance, *, r
     ``model="discrete"`` (exact L2): for ``refresh_interval = 1`` the closed form
     ``noise.ar2_variance``; otherwise the phase average of
     :func:`refresh_phase_variances`.  ``model="continuous"`` (L3):
-    :math:`\eta^2\sigma^2/(2\gamma k)` (``noise.langevin_variance``) with
-    :math:`\gamma, k` from :func:`grpo_theory.theory.oscillator.coefficients` at the mean lag
+    :math:`\eta^2\sigma^2/(2\gamma\kappa_s)` (``noise.langevin_variance``) with
+    :math:`\gamma, \kappa_s` from :func:`grpo_theory.theory.oscillator.coefficients` at the mean lag
     :math:`(k-1)/2` of a refresh window (zero lag on-policy).  ``noise_variance``
     :math:`\sigma^2` is the per-step gradient-noise variance (:math:`\propto 1/G`).
     Returns ``inf`` where the model is unstable (no stationary state).

@@ -65,26 +65,35 @@ def _sgd_window_variance() -> Derived:
     a, k, eta, s2 = S.a, S.k_ref, S.eta, S.sigma2
     V0_b, avg_b = _sgd_window("batch")
     V0_f, avg_f = _sgd_window("fresh")
-    out = Derived("reuse.sgd_window_variance", avg_b, (S.eta, S.a, S.k_ref, S.sigma2),
+    # displayed with every factor positive on the stable range 0 < k a < 2
+    display = eta**2 * s2 * (3 * k - a * (k**2 - 1)) / (3 * a * (2 - a * k))
+    out = Derived("reuse.sgd_window_variance", display, (S.eta, S.a, S.k_ref, S.sigma2),
                   r"\overline{\operatorname{Var} x}_{\mathrm{batch}}",
-                  "Exact stationary variance of the logit deviation, averaged over the k phases "
-                  "of a refresh window, when one batch is reused by all k steps (SGD, all-stale "
-                  "stiffness a = eta K, e.g. KL in the reward): x_j = (1 - j a) x_0 + j eta xi.",
-                  units="logits^2", assumptions="linear noise (same kick at every step of the "
-                  "window); 0 < k a < 2", level="L2")
+                  r"Exact stationary variance of the logit deviation, averaged over the $k$ phases "
+                  r"of a refresh window, when one batch is reused by all $k$ steps (SGD, all-stale "
+                  r"stiffness $a = \eta K$, e.g. KL in the reward): "
+                  r"$x_{j} = (1 - j a) x_{0} + j \eta \xi$.",
+                  units="logits$^2$", assumptions=r"linear noise (same kick at every step of the "
+                  r"window); $0 < k a < 2$", level="L2")
     expr = out.expr
-    out.check("the window-start variance solves V0 = (1 - k a)^2 V0 + k^2 eta^2 sigma^2 (batch) "
-              "and V0 = (1 - k a)^2 V0 + k eta^2 sigma^2 (fresh)", "sympy",
+    out.check(r"the displayed form, every factor positive for $0 < k a < 2$, equals the phase average "
+              "computed by sympy", "sympy", prove_equal(expr, avg_b),
+              f"phase average factored by sympy: ${sp.latex(avg_b, symbol_names=S.LATEX_NAMES)}$")
+    out.check(r"the window-start variance solves $V_{0} = (1 - k a)^{2} V_{0} + k^{2} \eta^{2} \sigma^{2}$ "
+              r"(batch) and $V_{0} = (1 - k a)^{2} V_{0} + k \eta^{2} \sigma^{2}$ (fresh)", "sympy",
               prove_zero(V0_b - (1 - k * a) ** 2 * V0_b - k**2 * eta**2 * s2)
               and prove_zero(V0_f - (1 - k * a) ** 2 * V0_f - k * eta**2 * s2))
-    out.check("window-start variance: batch / fresh = k exactly", "sympy",
+    out.check("window-start variance: the batch one is exactly $k$ times the fresh one", "sympy",
               prove_equal(V0_b / V0_f, k))
     ar = get("noise.ar2_variance").expr.subs({S.mu: 0, S.K: a / eta})
-    out.check("k = 1: both equal the on-policy AR variance (noise.ar2_variance at mu = 0)", "sympy",
+    out.check(r"at $k = 1$ both equal the on-policy AR(2) variance of the noise chapter at $\mu = 0$",
+              "sympy",
               prove_equal(expr.subs(k, 1), ar) and prove_equal(avg_f.subs(k, 1), ar))
     lead = sp.limit(sp.simplify(expr / avg_f), a, 0)
-    out.check("to leading order in a the phase-averaged variance is k times the fresh one",
-              "sympy", prove_equal(lead, k), f"lim_(a->0) batch/fresh = {sp.sstr(lead)}")
+    out.check(r"to leading order in $a$ the phase-averaged variance is $k$ times the fresh one",
+              "sympy", prove_equal(lead, k),
+              rf"$\lim_{{a \to 0}} \frac{{\mathrm{{batch}}}}{{\mathrm{{fresh}}}} = "
+              rf"{sp.latex(lead, symbol_names=S.LATEX_NAMES)}$")
     fb = sp.lambdify((S.eta, S.a, S.k_ref, S.sigma2), expr)
     ff = sp.lambdify((S.eta, S.a, S.k_ref, S.sigma2), avg_f)
     worst = 0.0
@@ -92,7 +101,7 @@ def _sgd_window_variance() -> Derived:
         for mode, f in (("batch", fb), ("fresh", ff)):
             ref = np.mean(window_phase_variances(1.0, 0.0, a_v, 1.0, k_v, reuse=mode))
             worst = max(worst, abs(f(1.0, a_v, k_v, 1.0) - ref) / ref)
-    out.check("equals the general window-map Lyapunov numerics (scipy) at 4 points, both modes",
+    out.check("equals the general window-map Lyapunov numerics (SciPy) at 4 points, both modes",
               "numeric", worst < 1e-10, f"worst relative error {worst:.2g} (tolerance 1e-10)")
     return out
 
