@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 import sympy as sp
+from sympy.printing.latex import LatexPrinter
 
 __all__ = [
     "Derived",
@@ -62,6 +63,21 @@ class Verification:
     detail: str = ""
 
 
+class _Printer(LatexPrinter):
+    """sympy's LaTeX printer with the functions it leaves as operator names in standard
+    notation (``loggamma`` -> ``\\log\\Gamma``)."""
+
+    def _print_loggamma(self, expr, exp=None):
+        tex = r"\log \Gamma\left(%s\right)" % self._print(expr.args[0])
+        return tex if exp is None else r"\left(%s\right)^{%s}" % (tex, exp)
+
+
+def latex(expr, **settings) -> str:
+    """LaTeX of a sympy expression as the documents print it (sympy's printer, the
+    standard name of ``loggamma``)."""
+    return _Printer(settings).doprint(expr)
+
+
 @dataclass
 class Derived:
     """A derived formula.
@@ -95,7 +111,7 @@ class Derived:
         from grpo_theory.theory.symbols import LATEX_NAMES
 
         settings.setdefault("symbol_names", LATEX_NAMES)
-        return f"{self.lhs} = {sp.latex(self.expr, **settings)}"
+        return f"{self.lhs} = {latex(self.expr, **settings)}"
 
     @property
     def label(self) -> str:
