@@ -177,12 +177,13 @@ def _mroueh_agree() -> Derived:
     f = get("fixed_points.mroueh_map").expr.subs(1 - _P, _Q)
     odds = sp.simplify(f / (1 - f))
     theirs = sp.simplify(sp.expand_log(sp.log(odds * (1 - _PR) / _PR), force=True))
-    derived = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO()
-    out = Derived("fixed_points.mroueh_agreement", sp.simplify(derived), (_P, _Q, S.beta, S.h),
+    # the series in epsilon, taken in a stand-in h (sympy's series wants a plain symbol)
+    derived = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO().subs(S.h, S.eps)
+    out = Derived("fixed_points.mroueh_agreement", sp.simplify(derived), (_P, _Q, S.beta, S.eps),
                   r"\Delta z^{*}_{\mathrm{ours}} - \Delta z^{*}_{\mathrm{Mroueh}}",
                   r"Difference of the fixed-point conditions (std normalization and exact KL, "
-                  r"$G \to \infty$) from Mroueh's, to first order in the advantage $\epsilon$ "
-                  r"(written $h$ in the expression): zero at $h = 0$ (the variants coincide), "
+                  r"$G \to \infty$) from Mroueh's, to first order in the advantage $\epsilon$: "
+                  r"zero at $\epsilon = 0$ (the variants coincide), "
                   r"$O(\epsilon)$ because $\epsilon$ sits outside the square root in TRL and verl and "
                   "inside it in Mroueh's.", units="logits",
                   assumptions=r"$G \to \infty$", level="L1", references=("mroueh2025",))
@@ -194,7 +195,7 @@ def _mroueh_agree() -> Derived:
     out.check(r"equals the first-order series in $\epsilon$ of ours minus Mroueh's (computed from the "
               "two records)", "sympy", prove_zero(expr - derived))
     out.check(r"at $\epsilon = 0$ the fixed-point conditions coincide exactly (our condition and "
-              "the fixed point of Mroueh's map)", "sympy", prove_zero(expr.subs(S.h, 0)))
+              "the fixed point of Mroueh's map)", "sympy", prove_zero(expr.subs(S.eps, 0)))
     out.check(r"the first-order difference is nonzero (the placement of $\epsilon$ matters)", "sympy",
               not prove_zero(expr))
     return out
