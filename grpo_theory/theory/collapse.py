@@ -45,7 +45,7 @@ from grpo_theory.validate import ParameterError, check_int, check_real
 __all__ = ["CollapseRisk", "collapse_risk", "first_passage"]
 
 _x, _y, _w = sp.symbols("x y w", real=True)
-_lo, _hi = sp.symbols("a b", real=True)
+_lo, _hi = sp.symbols("x_- x_+", real=True)   # the ends of the interval (a is the step stiffness)
 
 
 @derivation("collapse.mean_first_passage")
@@ -58,20 +58,20 @@ def _mfpt() -> Derived:
     C = T1.subs(_x, _hi) / S1.subs(_x, _hi)
     expr = C * S1 - T1
     out = Derived("collapse.mean_first_passage", expr, (_x,), r"\tau(x)",
-                  r"Mean first-passage time out of $(a, b)$ of the diffusion with drift $b(x)$ and "
+                  r"Mean first-passage time out of $(x_{-}, x_{+})$ of the diffusion with drift $b(x)$ and "
                   r"diffusion $D(x)$, $dx = b \, dt + \sqrt{2 D} \, dW$, started at $x$: with "
                   r"$\phi' = b/D$, $\tau(x) = C S(x) - T(x)$ where "
-                  r"$S(x) = \int_{a}^{x} e^{-\phi(y)} \, dy$, "
-                  r"$T(x) = \int_{a}^{x} e^{-\phi(y)} \int_{a}^{y} \frac{e^{\phi(w)}}{D(w)} \, dw \, dy$ "
-                  r"and $C = T(b)/S(b)$.",
-                  units="steps", assumptions=r"diffusion limit of the logit walk; $D > 0$ on $(a, b)$",
+                  r"$S(x) = \int_{x_{-}}^{x} e^{-\phi(y)} \, dy$, "
+                  r"$T(x) = \int_{x_{-}}^{x} e^{-\phi(y)} \int_{x_{-}}^{y} \frac{e^{\phi(w)}}{D(w)} \, dw \, dy$ "
+                  r"and $C = T(x_{+})/S(x_{+})$.",
+                  units="steps", assumptions=r"diffusion limit of the logit walk; $D > 0$ on $(x_{-}, x_{+})$",
                   level="L1")
     tau = out.expr
     ode = Df(_x) * sp.diff(tau, _x, 2) + bf(_x) * sp.diff(tau, _x) + 1
     ode = ode.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x)).doit()
     ode = ode.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x))
     out.check(r"$D \tau'' + b \tau' = -1$ (with $\phi' = b/D$)", "sympy", prove_zero(sp.simplify(ode)))
-    out.check(r"$\tau(a) = 0$ and $\tau(b) = 0$", "sympy",
+    out.check(r"$\tau(x_{-}) = 0$ and $\tau(x_{+}) = 0$", "sympy",
               prove_zero(tau.subs(_x, _lo).doit()) and prove_zero(sp.simplify(tau.subs(_x, _hi))))
     # perturbation: the same construction with b -> 2b fails the equation
     bad = Df(_x) * sp.diff(tau, _x, 2) + 2 * bf(_x) * sp.diff(tau, _x) + 1
