@@ -1274,7 +1274,7 @@ def stability(learning_rate, momentum, refresh_interval, stiffness, *, lag_model
             crit_lr = float(crit) / Kv if np.isfinite(crit) else None
             if mu == 0:
                 crit_lr = None
-                notes.append("mu = 0: the monodromy eigenvalues (1 - eta K k, 0) are always real")
+                notes.append("μ = 0: the monodromy eigenvalues (1 − ηKk, 0) are always real")
         else:
             eigs = np.linalg.eigvals(_general_monodromy(a, mu, k, phi))
             crit_lr = None
@@ -1288,14 +1288,14 @@ def stability(learning_rate, momentum, refresh_interval, stiffness, *, lag_model
     stable = bool(a < a_star)
     if stable and radius >= 1:
         notes.append(f"the computed spectral radius {radius!r} rounds to >= 1; the exact Jury "
-                     f"conditions (eta K = {a:.3g} < {a_star:.6g}) say stable")
+                     f"conditions (ηK = {a:.3g} < {a_star:.6g}) say stable")
     d_regime, alternating = _discrete_regime(eigs, radius, stable)
     every_k = None
     if lag_model == "refresh":
         every_k = bool(k_max == math.inf)
         if every_k:
             notes.append("stable for every refresh interval (the long-window monodromy tends to "
-                         "diag(1 - 1/phi, 0) with phi > 1/2)")
+                         "diag(1 − 1/φ, 0) with φ = K_f/K > 1/2)")
     lag = continuous_lag(lag_model, k, delay)
     osc = oscillator.coefficients(eta, mu, lag, Kv, fresh_fraction=phi)
     eta_l3 = _continuous_max_learning_rate(mu, lag, Kv, phi)
@@ -1305,7 +1305,7 @@ def stability(learning_rate, momentum, refresh_interval, stiffness, *, lag_model
     if lag_model == "refresh":
         safe = bool(every_k or k_pub <= k_max)
         if not safe:
-            notes.append(f"the published rule eta K k < 1 - mu allows k <= {k_pub} but the exact "
+            notes.append(f"the published rule ηKk < 1 − μ allows k ≤ {k_pub} but the exact "
                          f"map is stable only up to k = {k_max}: unsafe here (fresh fraction "
                          f"{phi:.4g})")
     return StabilityResult(

@@ -211,7 +211,7 @@ class Fluctuation(Result):
         if self.stationary_variance_z is None:
             return f"stationary fluctuation: n/a ({self.reason})"
         return (f"stationary fluctuation (exact L2, reuse {self.reuse}, B = {self.prompts}): "
-                f"Var z = {self.stationary_variance_z:.4g} logits^2, reward sd = "
+                f"Var z = {self.stationary_variance_z:.4g} logits², reward sd = "
                 f"{self.reward_fluctuation_sd:.4g} at p* = {self.p_star:.4g}"
                 + (f" ({self.reason})" if self.reason else ""))
 

@@ -79,9 +79,9 @@ class StabilityReport(Result):
                 "spectral radius per refresh window" if r.lag_model == "refresh"
                 else "spectral radius per step (delay recurrence)",
                 "regime labels and thresholds are exact (L2); the continuous (L3) block is a "
-                "second-order modified equation with lag " + ("(k-1)/2" if r.lag_model == "refresh"
+                "second-order modified equation with lag " + ("(k − 1)/2" if r.lag_model == "refresh"
                                                               else "d") + ", an approximation",
-                "the published rule is eta K k < 1 - mu with all stiffness stale and lag k",
+                "the published rule is ηKk < 1 − μ with all stiffness stale and lag k",
             ],
         }
 
@@ -122,17 +122,22 @@ class StabilityReport(Result):
                 ("  max stable learning rate", r.max_stable_learning_rate),
                 ("  max stable refresh interval", k_max),
                 ("  critical learning rate (real->complex)", r.critical_learning_rate_discrete),
-                ("published rule eta K k < 1 - mu (all stale, lag k)", ""),
+                ("published rule ηKk < 1 − μ (all stale, lag k)", ""),
                 ("  max refresh interval", r.max_stable_refresh_interval_continuous
                  if r.lag_model == "refresh" else None),
                 ("  safe here", r.published_rule_safe),
                 (f"continuous L3 approximation (lag {_fmt(r.lag_continuous)})", ""),
-                ("  mass", r.mass), ("  damping", r.damping), ("  spring", r.spring),
-                ("  damping ratio", r.damping_ratio if math.isfinite(r.damping_ratio)
-                 else "n/a (damping <= 0: L3 is unstable)"),
+                ("  mass m", r.mass), ("  damping γ", r.damping), ("  spring constant κₛ", r.spring),
+                ("  damping ratio ζ", r.damping_ratio if math.isfinite(r.damping_ratio)
+                 else "n/a (damping γ ≤ 0: L3 is unstable)"),
                 ("  regime (L3)", r.regime_continuous),
-                ("  max stable learning rate (L3)", r.max_stable_learning_rate_continuous),
-                ("  relative error vs exact", r.rel_error_continuous)]
+                ("  max stable learning rate (L3)", r.max_stable_learning_rate_continuous
+                 if math.isfinite(r.max_stable_learning_rate_continuous)
+                 else "none (L3 is stable at every learning rate)"),
+                ("  relative error vs exact", r.rel_error_continuous
+                 if math.isfinite(r.rel_error_continuous)
+                 else "n/a (L3 predicts no threshold)" if not math.isfinite(r.max_stable_learning_rate_continuous)
+                 else "n/a (no exact threshold)")]
         width = max(len(label) for label, _ in rows)
         lines += [f"{label:<{width}}  {_fmt(val)}" for label, val in rows if val is not None]
         if self.adam is not None:
