@@ -84,8 +84,26 @@ def _group(s: str, i: int) -> tuple[str, int]:
     return s[i], i + 1
 
 
+_SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ"
+
+
+def _enclosed(t: str) -> bool:
+    """``(…)`` or ``(…)²``: one parenthesised group (its first bracket closes last), optionally
+    raised to a superscript power."""
+    body = t.rstrip(_SUPERSCRIPTS)
+    if len(body) < 2 or body[0] != "(" or body[-1] != ")":
+        return False
+    depth = 0
+    for i, ch in enumerate(body):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and i < len(body) - 1:
+            return False
+    return True
+
+
 def _atomic(t: str) -> bool:
-    return bool(re.fullmatch(r"[\w.*′']+|\(.*\)|√\S+", t)) and not re.search(r"[-+/ =<>]", t.strip("()"))
+    return _enclosed(t) or (bool(re.fullmatch(r"[\w.*′']+|\(.*\)|√\S+", t))
+                            and not re.search(r"[-+/ =<>]", t.strip("()")))
 
 
 _FUNCS = ("det", "lim", "max", "min", "log", "ln", "exp", "cosh", "sinh", "tanh", "cos", "sin",
