@@ -65,7 +65,7 @@ def _threshold_split() -> Finding:
         "reward), the rule is conservative (the next finding quantifies by how much). When part of the force acts on the current iterate, as a KL penalty "
         "in the loss does, the split decides, and the rule can be unsafe. At the std + exact-KL "
         f"fixed point (p_ref = 0.3, β = 0.5, G = 8: p* = {fp.p:.4f}) the split is "
-        f"K_fresh = {fp.stiffness_fresh:.4f}, K_stale = {fp.stiffness_stale:+.4f} "
+        f"K_f = {fp.stiffness_fresh:.4f}, K_s = {fp.stiffness_stale:+.4f} "
         f"(K = {fp.stiffness:.4f}). At ηK = {a:g} the exact largest stable refresh interval is "
         f"{split} for μ = 0, 0.5, 0.9, where the published rule allows {pub}: it is unsafe. "
         f"Reading the same K as all-stale would give {stale}.")
