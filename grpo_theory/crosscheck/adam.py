@@ -66,7 +66,7 @@ def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(
                   f"Adam $\\eta = {learning_rate:g}$, $(\\beta_{{1}}, \\beta_{{2}}) = ({betas[0]:g}, {betas[1]:g})$, "
                   f"from $p^*$, {R} runs", pred, var_meas, [pred - tol, pred + tol],
                   "reduction ± 10 %")
-    reason = band_reason(hl, "variance", f" (4 SE $= {g2(N_SIGMA * var_se)}$ is smaller; "
+    reason = band_reason(hl, "variance", f" (4 SE = {g2(N_SIGMA * var_se)} is smaller; "
                                          f"relative error {100 * rel:+.1f} %)")
     return Check(
         name="adam",

@@ -113,8 +113,8 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
                       r["var_pred"], r["var_meas"], [r["var_pred"] - half, r["var_pred"] + half],
                       "L2 ± (4 SE + |second-order correction|)", statistic=statistic)
         reason = band_reason(hl, "variance", f", the worst of {n_var} variances (4 SE "
-                                             f"$= {g2(N_SIGMA * r['var_se'])}$, correction "
-                                             f"${g2(abs(r['second_order_rel']) * r['var_pred'])}$); "
+                                             f"= {g2(N_SIGMA * r['var_se'])}, correction "
+                                             f"{g2(abs(r['second_order_rel']) * r['var_pred'])}); "
                                              f"the {n_mean} mean-trajectory residuals are within "
                                              f"{worst_mean:.2f} of their bands")
     else:
@@ -125,7 +125,7 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
                       b["pred"], b["meas"], [b["pred"] - b["half"], b["pred"] + b["half"]],
                       "L1 difference ± (4 SE + closure-bias difference)", statistic=statistic)
         reason = band_reason(hl, "difference", f", the worst of the mean-trajectory residuals "
-                                               f"(4 SE $= {g2(N_SIGMA * b['se'])}$); the {n_var} "
+                                               f"(4 SE = {g2(N_SIGMA * b['se'])}); the {n_var} "
                                                f"variances are within {worst:.2f} of their bands")
     notes = [rf"{r['normalization']} advantages, $G = {r['group_size']}$: "
              rf"$\operatorname{{Var}} z$ predicted {r['var_pred']:.4g}, measured "

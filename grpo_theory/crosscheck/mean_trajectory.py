@@ -92,8 +92,8 @@ def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
                            f"{len(names)} settings and {len(ts)} times",
                    "value": worst, "tolerance": 1.0})
     reason = band_reason(hl, "mean $z$", f", at the worst of {len(names)} settings × {len(ts)} "
-                                         f"times (4 SEM $= {g2(4 * b['sem'])}$, closure bias "
-                                         f"${g2(abs(b['bias']))}$)")
+                                         f"times (4 SEM = {g2(4 * b['sem'])}, closure bias "
+                                         f"{g2(abs(b['bias']))})")
     return Check(
         name="mean_trajectory",
         description="ensemble-mean $z(t)$ vs the exact L1 mean-field map (and the L3 closed "

@@ -77,8 +77,8 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
                                      f"over {len(judged)} variants", "value": worst,
                              "tolerance": 1.0})
     reason = band_reason(hl, "plateau", f", the worst of {len(judged)} variants (4 SEM "
-                                        f"$= {g2(N_SIGMA * r['sem'])}$, noise offset "
-                                        f"${g2(abs(r['second_order_offset']))}$)")
+                                        f"= {g2(N_SIGMA * r['sem'])}, noise offset "
+                                        f"{g2(abs(r['second_order_offset']))})")
     return Check(
         name="plateaus",
         description="stationary mean reward vs the predicted stable fixed point for std and "
