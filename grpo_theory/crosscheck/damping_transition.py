@@ -90,7 +90,7 @@ def check_damping_transition(quick=True, seed_seq=None, base=None, momentum=0.5,
     notes = [(r"discrete critical damping $\eta_{c} K = (1 - \sqrt{\mu})^{2} = "
               rf"{a_c:.4g}$ ($\eta_{{c}} = {eta_c:.4g}$); L3 $\zeta = 1$ at "
               rf"$\eta K = {a_l3:.4g}$ (${a_l3 / a_c:.3f}\,\eta_{{c}}$)"),
-             (f"simulation: no overshoot up to "
+             ("simulation: no overshoot up to "
               + (rf"${max(nodet)}\,\eta_{{c}}$" if nodet else "none of the grid")
               + ", first overshoot at "
               + (rf"${measured}\,\eta_{{c}}$" if det else "none of the grid"))]

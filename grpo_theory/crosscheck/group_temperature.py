@@ -130,8 +130,8 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
     notes = [rf"{r['normalization']} advantages, $G = {r['group_size']}$: "
              rf"$\operatorname{{Var}} z$ predicted {r['var_pred']:.4g}, measured "
              rf"{r['var_meas']:.4g} ± {r['var_se']:.2g}; $G \operatorname{{Var}} z$ predicted "
-             f"{r['G_var_pred']:.4g}, measured {r['G_var_meas']:.4g} (measured minus predicted "
-             f"is {r['err_over_4se']:.2f} × 4 SE; second-order correction "
+             f"{r['G_var_pred']:.4g}, measured {r['G_var_meas']:.4g} (measured and predicted differ by "
+             f"{r['err_over_4se']:.2f} × 4 SE; second-order correction "
              f"{100 * r['second_order_rel']:+.2f} %)" for r in rows]
     for norm, sp_ in spreads.items():
         ok = "holds" if sp_["measured"] <= 0.10 else "does NOT hold"
