@@ -49,29 +49,34 @@ def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(
     pred = red.stationary_variance_z
     rel = (var_meas - pred) / pred
     rel_first = (var_meas - red.first_order_variance_z) / red.first_order_variance_z
-    notes = [f"sigma^2 = {s2:.4g}, K = {fp.stiffness:.4g}; eta = {learning_rate}, betas = {betas}",
-             (f"self-consistent v = {red.second_moment:.4g} (first order sigma^2/4 = {s2 / 4:.4g}), "
-             f"eta_eff = {red.effective_learning_rate:.4g} (first order "
-             f"{red.first_order_learning_rate:.4g})"),
-             (f"stationary Var z: reduction {pred:.4g}, simulation {var_meas:.4g} ± {var_se:.2g} "
-             f"(relative error {100 * rel:+.1f}%; first-order reduction {100 * rel_first:+.1f}%)"),
-             ("measured from step 2/(1 - beta2): within ~1/(1 - beta2) steps of a large-gradient "
-             "transient v_hat still remembers it (the former -21 % came from measuring there)")]
+    notes = [(rf"$\sigma^{{2}} = {s2:.4g}$, $K = {fp.stiffness:.4g}$; $\eta = {learning_rate}$, "
+              rf"$(\beta_{{1}}, \beta_{{2}}) = ({betas[0]}, {betas[1]})$"),
+             (rf"self-consistent second moment $v = {red.second_moment:.4g}$ (first order "
+              rf"$\sigma^{{2}}/4 = {s2 / 4:.4g}$), $\eta_{{\mathrm{{eff}}}} = "
+              f"{red.effective_learning_rate:.4g}$ (first order "
+              f"{red.first_order_learning_rate:.4g})"),
+             (rf"stationary $\operatorname{{Var}} z$: reduction {pred:.4g}, simulation "
+              f"{var_meas:.4g} ± {var_se:.2g} (relative error {100 * rel:+.1f} %; first-order "
+              f"reduction {100 * rel_first:+.1f} %)"),
+             (r"measured from step $2/(1 - \beta_{2})$: within about $1/(1 - \beta_{2})$ steps "
+              r"of a large-gradient transient $\hat v$ still remembers it (the former -21 % came "
+              "from measuring there)")]
     tol = RELATIVE_TOLERANCE * pred
     hl = headline("stationary variance of the logit $z$ under Adam", "logits²",
-                  f"Adam $\\eta = {learning_rate:g}$, $\\beta = ({betas[0]:g}, {betas[1]:g})$, "
+                  f"Adam $\\eta = {learning_rate:g}$, $(\\beta_{{1}}, \\beta_{{2}}) = ({betas[0]:g}, {betas[1]:g})$, "
                   f"from $p^*$, {R} runs", pred, var_meas, [pred - tol, pred + tol],
                   "reduction ± 10 %")
-    reason = band_reason(hl, "variance", f" (4 SE $= {g2(N_SIGMA * var_se)}$ is smaller; "
+    reason = band_reason(hl, "variance", f" (4 SE = {g2(N_SIGMA * var_se)} is smaller; "
                                          f"relative error {100 * rel:+.1f} %)")
     return Check(
         name="adam",
-        description="Adam runs vs the self-consistent heavy-ball reduction (mu = beta1, eta_eff "
-                    "from the stationary second moment incl. the force fluctuation): Var z",
+        description=r"Adam runs vs the self-consistent heavy-ball reduction ($\mu = \beta_{1}$, "
+                    r"$\eta_{\mathrm{eff}}$ from the stationary second moment including the "
+                    r"force fluctuation): $\operatorname{Var} z$",
         predicted=pred, measured=var_meas, error=var_meas - pred,
         band={"tolerance": RELATIVE_TOLERANCE * pred,
               "derivation": f"the stated 10 % criterion for variances (4 SE = "
-                            f"{N_SIGMA * var_se:.2g} from R = {R} runs is smaller)"},
+                            f"{N_SIGMA * var_se:.2g} from $R = {R}$ runs is smaller)"},
         verdict="pass" if abs(var_meas - pred) <= RELATIVE_TOLERANCE * pred else "fail",
         headline=hl, reason=reason,
         details={"units": "z in logits (variance logits^2)", "relative_error_variance": rel,
@@ -106,12 +111,12 @@ def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9
     den = (x[:, :-1] ** 2).mean(axis=1)
     a_meas = float((1 + betas[0]) * (1 - num.sum() / den.sum()))
     se = float(((1 + betas[0]) * (1 - num / den)).std(ddof=1) / math.sqrt(R))
-    notes = [(f"predicted critical Adam learning rate eta_c = {eta_c:.4g} (a_c = "
-             f"(1 - sqrt(beta1))^2 = {a_c:.4g}); measured step there {a_meas:.4g} ± {se:.2g} "
-             f"({100 * (a_meas - a_c) / a_c:+.1f}%)")]
+    notes = [(rf"predicted critical Adam learning rate $\eta_{{c}} = {eta_c:.4g}$ ($a_{{c}} = "
+              rf"(1 - \sqrt{{\beta_{{1}}}})^{{2}} = {a_c:.4g}$); measured step there "
+              f"{a_meas:.4g} ± {se:.2g} ({100 * (a_meas - a_c) / a_c:+.1f} %)")]
     rho_pred = 1 - a_c / (1 + betas[0])
     rho_meas = 1 - a_meas / (1 + betas[0])
-    hl = headline("step $\\eta_{eff} K$ (the per-step contraction, from the lag-1 "
+    hl = headline(r"step $\eta_{\mathrm{eff}} K$ (the per-step contraction, from the lag-1 "
                   "autocorrelation $\\rho_1$ of $z$) at the predicted critical Adam learning rate",
                   "dimensionless",
                   f"Adam $\\eta = \\eta_c = {eta_c:.4g}$, $\\beta_1 = {betas[0]:g}$, "
@@ -122,11 +127,12 @@ def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9
                                      f"$(1 + \\beta_1)(1 - \\rho_1)$)")
     return Check(
         name="adam_critical_damping",
-        description="Adam at the predicted critically damped learning rate: the step eta_eff K "
-                    "measured from the lag-1 autocorrelation vs (1 - sqrt(beta1))^2",
+        description=r"Adam at the predicted critically damped learning rate: the step "
+                    r"$\eta_{\mathrm{eff}} K$ measured from the lag-1 autocorrelation vs "
+                    r"$(1 - \sqrt{\beta_{1}})^{2}$",
         predicted=a_c, measured=a_meas, error=a_meas - a_c,
         band={"tolerance": N_SIGMA * se,
-              "derivation": f"4 SE of the per-run step estimates over R = {R} runs"},
+              "derivation": f"4 SE of the per-run step estimates over $R = {R}$ runs"},
         verdict="pass" if abs(a_meas - a_c) <= N_SIGMA * se else "fail",
         headline=hl, reason=reason,
         details={"units": "dimensionless step eta_eff K", "eta_critical": eta_c, "runs": R,

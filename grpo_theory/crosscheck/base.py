@@ -294,7 +294,8 @@ class CrosscheckReport(Result):
         lines.insert(1, "  ".join(["-" * w for w in widths] + ["-" * len(head[-1])]))
         for c in self.checks:
             if c.verdict == "fail":
-                lines.append(f"FAIL {c.name}: {c.details.get('failure_reason') or plain(c.reason) or 'see its notes below'}")
+                why = c.details.get("failure_reason") or c.reason
+                lines.append(f"FAIL {c.name}: {plain(why) if why else 'see its notes below'}")
         lines.append("")
         for c, (name, quantity, setting, _p, _m, band, verdict) in zip(self.checks, cells):
             lines.append(textwrap.fill(f"[{c.name}] {plain(c.description)}", width,
@@ -302,7 +303,8 @@ class CrosscheckReport(Result):
             lines.append(wrap("quantity: ", f"{quantity}"))
             if setting and setting != "—":
                 lines.append(wrap("setting:  ", setting))
-            lines.append(wrap("band:     ", f"{band}; {c.band.get('derivation', '')}".rstrip("; ")))
+            how = c.band.get("derivation", "") if isinstance(c.band, dict) else ""
+            lines.append(wrap("band:     ", f"{band}; {plain(how)}".rstrip("; ")))
             lines.append(wrap("verdict:  ", verdict))
             st = (c.headline or {}).get("statistic")
             if st:

@@ -27,7 +27,8 @@ def _check(reuse, quick, seed_seq, base):
     T = 3000 if quick else 6000
     pred = {mode: model.fluctuation(reuse=mode) for mode in ("fresh", "batch")}
     if pred[reuse].stationary_variance_z is None:
-        return Check(name=f"reuse_{reuse}", description=f"stationary Var z, reuse {reuse}",
+        return Check(name=f"reuse_{reuse}",
+                     description=rf"stationary $\operatorname{{Var}} z$, reuse {reuse}",
                      predicted=None, measured=None, error=None,
                      band={"derivation": "n/a: " + pred[reuse].reason}, verdict="n/a")
     res = _sim(seed_seq, steps=T, runs=R, learning_rate=LEARNING_RATE,
@@ -38,9 +39,10 @@ def _check(reuse, quick, seed_seq, base):
     var, se, ts = _stationary_var(res.z, t0, 7)
     p = pred[reuse].stationary_variance_z
     ratio = pred["batch"].stationary_variance_z / pred["fresh"].stationary_variance_z
-    notes = [(f"k = {REFRESH_INTERVAL}, eta = {LEARNING_RATE}, SGD, G = {model.group_size}, B = 1: "
-             f"exact L2 Var z {p:.4g} (batch/fresh = {ratio:.3f}), simulation {var:.4g} ± {se:.2g} "
-             f"(relative error {100 * (var - p) / p:+.1f}%)")]
+    notes = [(rf"$k = {REFRESH_INTERVAL}$, SGD $\eta = {LEARNING_RATE}$, $G = {model.group_size}$, "
+              rf"$B = 1$: exact L2 $\operatorname{{Var}} z$ {p:.4g} (batch over fresh "
+              f"{ratio:.3f}), simulation {var:.4g} ± {se:.2g} (relative error "
+              f"{100 * (var - p) / p:+.1f} %)")]
     hl = headline("stationary variance of the logit $z$", "logits²",
                   f"{'one batch per window' if reuse == 'batch' else 'fresh batch per step'}, "
                   f"$k = {REFRESH_INTERVAL}$, SGD $\\eta = {LEARNING_RATE}$, $G = {model.group_size}$, "
@@ -48,12 +50,14 @@ def _check(reuse, quick, seed_seq, base):
     reason = band_reason(hl, "variance", f" (relative error {100 * (var - p) / p:+.1f} %)")
     return Check(
         name=f"reuse_{reuse}",
-        description=("stationary Var z with " + ("one batch reused by the k steps of a window "
-                     "(num_iterations)" if reuse == "batch" else "a fresh batch per step from the "
-                     "window's old policy (steps_per_generation)") + " vs the exact L2 window map"),
+        description=(r"stationary $\operatorname{Var} z$ with "
+                     + ("one batch reused by the $k$ steps of a window (TRL's number of "
+                        "iterations)" if reuse == "batch" else "a fresh batch per step "
+                        "from the window's old policy (TRL's steps per generation)")
+                     + " vs the exact L2 window map"),
         predicted=p, measured=var, error=var - p,
         band={"tolerance": N_SIGMA * se,
-              "derivation": f"4 SE of the phase-averaged variance over R = {R} independent runs"},
+              "derivation": f"4 SE of the phase-averaged variance over $R = {R}$ independent runs"},
         verdict="pass" if abs(var - p) <= N_SIGMA * se else "fail", headline=hl, reason=reason,
         details={"units": "logits^2", "relative_error": (var - p) / p,
                  "predicted_batch_over_fresh": ratio, "runs": R, "steps": T,

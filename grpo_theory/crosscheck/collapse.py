@@ -39,7 +39,7 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
     R = (2000 if quick else 8000) if model.refresh_interval == 1 else (1000 if quick else 4000)
     risk = collapse_risk(model, steps=steps, knobs=False)
     if risk.probability is None:
-        return Check(name=name, description="fraction collapsed by step T",
+        return Check(name=name, description="fraction collapsed by step $T$",
                      predicted=None, measured=None, error=None,
                      band={"derivation": "n/a: " + risk.reason}, verdict="n/a")
     v = model.variant()
@@ -54,13 +54,13 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
     measured = float(hit.mean())
     pred = risk.probability
     se = math.sqrt(pred * (1 - pred) / R)
-    notes = [(f"G = {model.group_size}, eta = {model.learning_rate}, beta = {model.kl_coef}, "
-             f"k = {model.refresh_interval} ({model.reuse}): "
-             f"p* = {risk.p_star:.4f}, degenerate level {d:.4g}, basin depth "
-             f"{risk.basin_depth:.3g} noise temperatures, mean first passage "
-             f"{risk.mean_first_passage_steps:.4g} steps"),
-             (f"P(collapsed by T = {steps}): first-passage model {pred:.4f}, simulation "
-             f"{measured:.4f} ({hit.sum()} of {R} runs)")]
+    notes = [(rf"$G = {model.group_size}$, $\eta = {model.learning_rate}$, "
+              rf"$\beta = {model.kl_coef}$, $k = {model.refresh_interval}$ ({model.reuse}): "
+              f"$p^{{*}} = {risk.p_star:.4f}$, degenerate level {d:.4g}, basin depth "
+              f"{risk.basin_depth:.3g} noise temperatures, mean first passage "
+              f"{risk.mean_first_passage_steps:.4g} steps"),
+             (f"probability of a collapse by $T = {steps}$: first-passage model {pred:.4f}, "
+              f"simulation {measured:.4f} ({hit.sum()} of {R} runs)")]
     hl = headline(f"fraction of runs collapsed by step $T = {steps}$ "
                   f"($p$ outside $[{d:.4g}, {1 - d:.4g}]$)", "fraction of runs",
                   f"$G = {model.group_size}$, SGD $\\eta = {model.learning_rate:g}$, "
@@ -73,12 +73,14 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
                                                    "steps)", units=False)
     return Check(
         name=name,
-        description="fraction of runs that reach a degenerate policy (p outside [delta, "
-                    "1 - delta]) by step T, vs 1 - exp(-T/tau) with tau the mean first-passage "
-                    "time of the diffusion with the exact finite-G drift and noise",
+        description=r"fraction of runs that reach a degenerate policy ($p$ outside "
+                    r"$[\delta, 1 - \delta]$) by step $T$, vs $1 - e^{-T/\tau}$ with $\tau$ the "
+                    "mean first-passage time of the diffusion with the exact finite-$G$ drift "
+                    "and noise",
         predicted=pred, measured=measured, error=measured - pred,
         band={"tolerance": N_SIGMA * se,
-              "derivation": f"4 binomial SE sqrt(P(1-P)/R) at the predicted P, R = {R} runs"},
+              "derivation": r"4 binomial SE $\sqrt{P (1 - P) / R}$ at the predicted $P$, "
+                            f"$R = {R}$ runs"},
         verdict="pass" if abs(measured - pred) <= N_SIGMA * se else "fail", headline=hl,
         reason=reason,
         details={"units": "probability", "tau": risk.mean_first_passage_steps,

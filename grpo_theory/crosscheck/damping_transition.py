@@ -87,28 +87,34 @@ def check_damping_transition(quick=True, seed_seq=None, base=None, momentum=0.5,
     nodet = [r["factor"] for r in rows if not r["detected"] and (not det or r["factor"] < min(det))]
     measured = min(det) if det else float("nan")
     verdict = "pass" if all(r["consistent"] for r in rows) else "fail"
-    notes = [(f"discrete critical damping eta_c K = (1 - sqrt(mu))^2 = {a_c:.4g} (eta_c = {eta_c:.4g}); "
-             f"L3 zeta = 1 at eta K = {a_l3:.4g} ({a_l3 / a_c:.3f} eta_c)"),
-             (f"simulation: no overshoot up to {max(nodet) if nodet else None} eta_c, first "
-             f"overshoot at {measured} eta_c")]
-    notes += [f"eta = {r['factor']} eta_c (zeta_L3 {r['damping_ratio_L3']:.3g}, L2 {r['regime_L2']}): "
-              f"overshoot sim {r['overshoot_sim']:.3g} (band {r['overshoot_band']:.2g}), L2 pred "
-              f"{r['overshoot_pred_L2']:.3g}, expected {r['expected']} -> "
-              f"{'ok' if r['consistent'] else 'INCONSISTENT'}" for r in rows]
+    notes = [(r"discrete critical damping $\eta_{c} K = (1 - \sqrt{\mu})^{2} = "
+              rf"{a_c:.4g}$ ($\eta_{{c}} = {eta_c:.4g}$); L3 $\zeta = 1$ at "
+              rf"$\eta K = {a_l3:.4g}$ (${a_l3 / a_c:.3f}\,\eta_{{c}}$)"),
+             ("simulation: no overshoot up to "
+              + (rf"${max(nodet)}\,\eta_{{c}}$" if nodet else "none of the grid")
+              + ", first overshoot at "
+              + (rf"${measured}\,\eta_{{c}}$" if det else "none of the grid"))]
+    notes += [rf"$\eta = {r['factor']}\,\eta_{{c}}$ ($\zeta_{{L3}} = {r['damping_ratio_L3']:.3g}$, "
+              f"L2 {r['regime_L2']}): overshoot simulated {r['overshoot_sim']:.3g} (band "
+              f"{r['overshoot_band']:.2g}), L2 predicts {r['overshoot_pred_L2']:.3g}, expected "
+              f"{r['expected']}: {'consistent' if r['consistent'] else 'INCONSISTENT'}"
+              for r in rows]
     hl, reason = _headline(rows, eta_c, mu, x0, R)
     return Check(
         name="damping_transition",
         description="overdamped-to-oscillatory transition: overshoot of the plateau by the "
-                    "ensemble mean vs the exact discrete critical damping (and L3 zeta = 1)",
+                    r"ensemble mean vs the exact discrete critical damping (and L3 $\zeta = 1$)",
         predicted=1.0, measured=measured, error=measured - 1.0 if det else float("nan"),
         band={"tolerance": float(max(nodet) if nodet else 0.0),
-              "derivation": f"learning rates in units of the discrete critical eta_c; overshoot "
-                            f"detected when max_t (mean z - plateau)·sign(-x0) exceeds 4 SE "
-                            f"(SEM at t and plateau SEM, R={R}); a grid point is consistent when "
-                            "overdamped (eta < eta_c) shows none, and an oscillatory point whose "
-                            "L2 overshoot exceeds twice the band shows one; smaller predicted "
-                            "overshoots are 'below resolution'. Measured = first eta/eta_c "
-                            "with overshoot (the grid resolution is the band)"},
+              "derivation": r"learning rates in units of the discrete critical $\eta_{c}$; "
+                            r"an overshoot is detected when $\max_{t} (\bar z_{t} - "
+                            r"\bar z_{\mathrm{plateau}}) \operatorname{sgn}(-x_{0})$ exceeds "
+                            f"4 SE (the SEM at $t$ and the plateau SEM, $R = {R}$); a grid point "
+                            r"is consistent when an overdamped one ($\eta < \eta_{c}$) shows "
+                            "none, and an oscillatory one whose L2 overshoot exceeds twice the "
+                            "band shows one; smaller predicted overshoots are 'below "
+                            r"resolution'. Measured: the first $\eta / \eta_{c}$ with an "
+                            "overshoot (the grid resolution is the band)"},
         verdict=verdict, headline=hl, reason=reason,
         details={"units": "learning rate / discrete critical learning rate", "rows": rows,
                  "eta_c": eta_c, "eta_K_critical_discrete": a_c, "eta_K_critical_L3": a_l3,

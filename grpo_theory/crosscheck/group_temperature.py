@@ -99,9 +99,9 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
                           "residual_se": se})
     stat = max(worst, worst_mean)
     n_var, n_mean = len(rows), len(mean_rows)
-    stat_name = ("largest $|\\mathrm{Var}_{sim} - \\mathrm{Var}_{L2}| / (4\\,\\mathrm{SE} + "
-                 "|c|\\,\\mathrm{Var}_{L2})$ over " f"{n_var} variances, and of "
-                 "$|\\Delta_{sim} - \\Delta_{L1}| / (4\\,\\mathrm{SE} + \\mathrm{bias})$ over "
+    stat_name = (r"largest $|\operatorname{Var}_{\mathrm{sim}} z - \operatorname{Var}_{L2} z| / "
+                 r"(4\,\mathrm{SE} + |c| \operatorname{Var}_{L2} z)$ over " f"{n_var} variances, and of "
+                 r"$|\Delta_{\mathrm{sim}} - \Delta_{L1}| / (4\,\mathrm{SE} + |b|)$ over "
                  f"{n_mean} mean-trajectory residuals")
     statistic = {"name": stat_name, "value": stat, "tolerance": 1.0}
     if worst >= worst_mean:
@@ -113,47 +113,59 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
                       r["var_pred"], r["var_meas"], [r["var_pred"] - half, r["var_pred"] + half],
                       "L2 ± (4 SE + |second-order correction|)", statistic=statistic)
         reason = band_reason(hl, "variance", f", the worst of {n_var} variances (4 SE "
-                                             f"$= {g2(N_SIGMA * r['var_se'])}$, correction "
-                                             f"${g2(abs(r['second_order_rel']) * r['var_pred'])}$); "
+                                             f"= {g2(N_SIGMA * r['var_se'])}, correction "
+                                             f"{g2(abs(r['second_order_rel']) * r['var_pred'])}); "
                                              f"the {n_mean} mean-trajectory residuals are within "
                                              f"{worst_mean:.2f} of their bands")
     else:
         b = mean_binding
         hl = headline(f"mean logit at $G = {group_sizes[0]}$ minus at $G = {group_sizes[-1]}$",
                       "logits", f"{b['normalization']} advantages, SGD $\\eta = {eta}$ from "
-                      f"$p_{{ref}}$, $t = {b['t']}$, {R} runs per $G$",
+                      f"$p_{{\\mathrm{{ref}}}}$, $t = {b['t']}$, {R} runs per $G$",
                       b["pred"], b["meas"], [b["pred"] - b["half"], b["pred"] + b["half"]],
                       "L1 difference ± (4 SE + closure-bias difference)", statistic=statistic)
         reason = band_reason(hl, "difference", f", the worst of the mean-trajectory residuals "
-                                               f"(4 SE $= {g2(N_SIGMA * b['se'])}$); the {n_var} "
+                                               f"(4 SE = {g2(N_SIGMA * b['se'])}); the {n_var} "
                                                f"variances are within {worst:.2f} of their bands")
-    notes = [f"{r['normalization']} G={r['group_size']}: Var z pred {r['var_pred']:.4g}, meas "
-             f"{r['var_meas']:.4g} ± {r['var_se']:.2g}; G·Var pred {r['G_var_pred']:.4g}, meas "
-             f"{r['G_var_meas']:.4g} (|meas-pred| = {r['err_over_4se']:.2f} x 4 SE; "
-             f"second-order correction {100 * r['second_order_rel']:+.2f}%)" for r in rows]
+    notes = [rf"{r['normalization']} advantages, $G = {r['group_size']}$: "
+             rf"$\operatorname{{Var}} z$ predicted {r['var_pred']:.4g}, measured "
+             rf"{r['var_meas']:.4g} ± {r['var_se']:.2g}; $G \operatorname{{Var}} z$ predicted "
+             f"{r['G_var_pred']:.4g}, measured {r['G_var_meas']:.4g} (measured and predicted differ by "
+             f"{r['err_over_4se']:.2f} × 4 SE; second-order correction "
+             f"{100 * r['second_order_rel']:+.2f} %)" for r in rows]
     for norm, sp_ in spreads.items():
         ok = "holds" if sp_["measured"] <= 0.10 else "does NOT hold"
-        notes.append(f"{norm}: spread of G·Var across G = {100 * sp_['measured']:.1f}% measured, "
-                     f"{100 * sp_['predicted']:.1f}% predicted by the exact finite-G theory -> the "
-                     f"'G as temperature' (Var ∝ 1/G within 10%) law {ok}")
+        notes.append(rf"{norm} advantages: spread of $G \operatorname{{Var}} z$ across $G$ "
+                     f"{100 * sp_['measured']:.1f} % measured, {100 * sp_['predicted']:.1f} % "
+                     "predicted by the exact finite-$G$ theory, so the 'G as temperature' law "
+                     rf"($\operatorname{{Var}} z \propto 1/G$ within 10 %) {ok}")
     for m in mean_rows:
-        notes.append(f"{m['normalization']} mean trajectory G={m['G_pair'][0]} minus "
-                     f"G={m['G_pair'][1]}: sim residual up to {m['max_abs_residual_sim']:.3g}, "
-                     f"finite-G drift predicts {m['max_abs_residual_pred']:.3g}; "
-                     f"max |diff| {m['max_abs_resid_minus_pred']:.3g}")
+        notes.append(rf"{m['normalization']} advantages, mean trajectory at $G = {m['G_pair'][0]}$ "
+                     rf"minus at $G = {m['G_pair'][1]}$: simulated difference $\Delta_{{\mathrm{{sim}}}}$ "
+                     f"up to {m['max_abs_residual_sim']:.3g} logits, the finite-$G$ drift "
+                     rf"predicts up to {m['max_abs_residual_pred']:.3g}; "
+                     rf"$\max|\Delta_{{\mathrm{{sim}}}} - \Delta_{{L1}}| = "
+                     f"{m['max_abs_resid_minus_pred']:.3g}$")
     return Check(
         name="group_temperature",
-        description="stationary Var z at G in {4,8,16,32} vs the exact L2 AR variance with "
-                    "sigma^2 = update_variance at the finite-G fixed point; G·Var spread; "
-                    "mean-trajectory G-residual vs the finite-G drift",
+        description=(r"stationary $\operatorname{Var} z$ at $G = "
+                     + ", ".join(map(str, group_sizes)) + r"$ vs the exact L2 AR "
+                     r"variance with the noise variance $\sigma^{2}$ of the update at the "
+                     r"finite-$G$ fixed point; the spread of $G \operatorname{Var} z$; the "
+                     "mean trajectory's difference between group sizes vs the finite-$G$ "
+                     "drift"),
         predicted=1.0, measured=stat, error=stat - 1.0,
         band={"tolerance": 1.0,
-              "derivation": f"max over G, normalization of |Var_meas - Var_pred| / (4 SE + "
-                            f"|c| Var_pred), c the computed leading O(Var) correction (noise "
-                            f"curvature and third-derivative stiffness shift), SE from per-run time-averaged squared deviations over R={R} independent "
-                            "runs; and |residual_sim - residual_pred| / (4 SE + closure bias) for "
-                            "the mean trajectories. The 10% G·Var law is reported, not a verdict "
-                            "input, because the exact theory itself predicts its violation."},
+              "derivation": r"the largest over $G$ and the normalization of "
+                            r"$|\operatorname{Var}_{\mathrm{sim}} z - \operatorname{Var}_{L2} z| / "
+                            r"(4\,\mathrm{SE} + |c| \operatorname{Var}_{L2} z)$, $c$ the computed "
+                            r"leading $O(\operatorname{Var} z)$ correction (noise curvature and "
+                            "third-derivative stiffness shift), the SE from per-run time-averaged "
+                            f"squared deviations over $R = {R}$ independent runs; and "
+                            r"$|\Delta_{\mathrm{sim}} - \Delta_{L1}| / (4\,\mathrm{SE} + |b|)$, "
+                            "$b$ the closure bias, for the mean trajectories. The 10 % law "
+                            r"for $G \operatorname{Var} z$ is reported, not a verdict input, "
+                            "because the exact theory itself predicts its violation."},
         verdict="pass" if stat <= 1.0 else "fail", headline=hl, reason=reason,
         details={"units": "z in logits", "rows": rows, "G_var_spread": spreads,
                  "mean_residuals": mean_rows, "learning_rate": eta, "runs": R, "steps": T,

@@ -43,11 +43,13 @@ def check_k1_refresh_threshold(quick=True, seed_seq=None, base=None) -> Check:
     consistent = stable == list(range(1, k_meas + 1))
     k3 = model.replace(kl="k3").stability()
     k3_text = ("every refresh interval is stable: no threshold" if k3.stable_for_every_refresh_interval
-               else f"L2 k_max = {k3.max_stable_refresh_interval}")
-    notes = [(f"z* = z_ref + 1/beta = {fp.z:.4f}, K = {fp.stiffness:.4g} all stale "
-             f"(K_fresh = {fp.stiffness_fresh + 0.0:g}); eta = {model.learning_rate}"),
-             (f"exact L2 threshold k_max = {k_pred}; measured: runs contract onto z* for k = "
-             f"{stable} of 1..{k_pred + 2}"),
+               else rf"L2 $k_{{\max}} = {k3.max_stable_refresh_interval}$")
+    notes = [(r"$z^{*} = z_{\mathrm{ref}} + 1/\beta = "
+              rf"{fp.z:.4f}$, $K = {fp.stiffness:.4g}$ all stale ($K_{{f}} = "
+              rf"{fp.stiffness_fresh + 0.0:g}$); $\eta = {model.learning_rate}$"),
+             (rf"exact L2 threshold $k_{{\max}} = {k_pred}$; measured: runs contract onto "
+              f"$z^{{*}}$ for $k = {', '.join(map(str, stable)) or 'none'}$ of $k = 1$ to "
+              f"{k_pred + 2}"),
              f"the same variant with k3 in the loss (fresh KL force): {k3_text}"]
     hl = headline("largest stable refresh interval $k_{\\max}$", "steps",
                   f"KL in the reward (k1, all stale), mean advantages, $\\beta = {model.kl_coef:g}$, "
@@ -62,10 +64,12 @@ def check_k1_refresh_threshold(quick=True, seed_seq=None, base=None) -> Check:
     return Check(
         name="k1_refresh_threshold",
         description="KL in the reward: largest refresh interval whose runs contract onto "
-                    "z* = z_ref + 1/beta, vs the exact L2 threshold with the all-stale split",
+                    r"$z^{*} = z_{\mathrm{ref}} + 1/\beta$, vs the exact L2 threshold with the "
+                    "all-stale split",
         predicted=k_pred, measured=k_meas, error=k_meas - k_pred,
         band={"tolerance": 0, "derivation": "integer threshold: exact agreement required "
-                                            f"(R = {R} runs, T = {T} steps per k; a k is stable "
-                                            f"when the median |z_T - z*| < {CONVERGED:g})"},
+                                            f"($R = {R}$ runs, $T = {T}$ steps per $k$; a $k$ "
+                                            "is stable when the median "
+                                            rf"$|z_{{T}} - z^{{*}}|$ is below {CONVERGED:g})"},
         verdict="pass" if k_meas == k_pred and consistent else "fail", headline=hl, reason=reason,
         details={"units": "steps", "rows": rows, "notes": notes})

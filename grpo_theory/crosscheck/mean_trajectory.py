@@ -88,30 +88,35 @@ def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
         f"{R} runs",
         b["pred"], b["meas"], [b["pred"] - b["half"], b["pred"] + b["half"]],
         "L1 ± (4 SEM + |closure bias|)",
-        statistic={"name": "largest $|\\bar z_{sim} - z_{L1}| / (4\\,\\mathrm{SEM} + |b|)$ over "
+        statistic={"name": r"largest $|\bar z_{\mathrm{sim}} - z_{L1}| / (4\,\mathrm{SEM} + |b|)$ over "
                            f"{len(names)} settings and {len(ts)} times",
                    "value": worst, "tolerance": 1.0})
     reason = band_reason(hl, "mean $z$", f", at the worst of {len(names)} settings × {len(ts)} "
-                                         f"times (4 SEM $= {g2(4 * b['sem'])}$, closure bias "
-                                         f"${g2(abs(b['bias']))}$)")
+                                         f"times (4 SEM = {g2(4 * b['sem'])}, closure bias "
+                                         f"{g2(abs(b['bias']))})")
     return Check(
         name="mean_trajectory",
-        description="ensemble-mean z(t) vs the exact L1 mean-field map (and L3 closed form) "
-                    "in over-, critically and under-damped settings (momentum 0.5, on-policy)",
+        description="ensemble-mean $z(t)$ vs the exact L1 mean-field map (and the L3 closed "
+                    "form) in over-, critically and under-damped settings (momentum "
+                    "$\\mu = 0.5$, on-policy)",
         predicted=1.0, measured=worst, error=worst - 1.0,
         band={"tolerance": 1.0,
-              "derivation": f"max over settings and {len(ts)} times of |sim-L1| / "
-                            f"({N_SIGMA:g} SEM(R={R}) + |closure bias|); closure bias = "
-                            "second-order moment closure minus L1 (the O(eta^2 Var) "
-                            "mean-field bias, computed, not fitted). L3 RMS error is "
-                            "information (a linearisation about z*)."},
+              "derivation": rf"the largest over settings and {len(ts)} times of "
+                            rf"$|\bar z_{{\mathrm{{sim}}}} - z_{{L1}}| / ({N_SIGMA:g}\,"
+                            rf"\mathrm{{SEM}} + |b|)$, the SEM over $R = {R}$ runs and $b$ the "
+                            "closure bias: the second-order moment closure minus L1 (the "
+                            r"$O(\eta^{2} \operatorname{Var} z)$ mean-field bias, computed, "
+                            "not fitted). The L3 RMS error is information (a linearisation "
+                            "about $z^{*}$)."},
         verdict=verdict, headline=hl, reason=reason,
         details={"units": "z in logits", "rows": rows, "curves": curves,
                  "fixed_point": fp.to_dict(),
                  "times_compared": ts, "runs": R, "steps": T,
-                 "notes": [f"{r['setting']}: eta={r['learning_rate']:.3g}, zeta_L3="
-                           f"{r['damping_ratio_L3']:.3g}, L2 {r['regime_L2']}; max|sim-L1|="
-                           f"{r['max_abs_err_L1']:.3g} ({r['max_err_over_sem_L1']:.2g} SEM), "
-                           f"closure bias {r['max_abs_bias_closure']:.2g}, G-dependence "
-                           f"|L1_G-L1_inf| {r['max_abs_G_dependence']:.2g}; L3 RMS "
+                 "notes": [rf"{r['setting']}: $\eta = {r['learning_rate']:.3g}$, "
+                           rf"$\zeta_{{L3}} = {r['damping_ratio_L3']:.3g}$, L2 {r['regime_L2']}; "
+                           rf"$\max|\bar z_{{\mathrm{{sim}}}} - z_{{L1}}| = "
+                           f"{r['max_abs_err_L1']:.3g}$ ({r['max_err_over_sem_L1']:.2g} SEM), "
+                           f"closure bias {r['max_abs_bias_closure']:.2g}, $G$-dependence "
+                           rf"$\max|z_{{L1,G}} - z_{{L1,\infty}}| = "
+                           f"{r['max_abs_G_dependence']:.2g}$; L3 RMS "
                            f"{r['rms_err_L3']:.3g}" for r in rows]})

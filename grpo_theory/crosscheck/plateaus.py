@@ -61,9 +61,10 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
                      "p_pred": pred, "p_star_finite_G": fp.p, "p_meas": m, "sem": se,
                      "second_order_offset": dp, "error": m - pred, "ratio_to_band": ratio,
                      "stiffness": fp.stiffness, "relaxation_steps": relax})
-    notes = [f"{r['variant']} G={r['group_size']} ({r['prediction']}): predicted {r['p_pred']:.5f},"
-             f" measured {r['p_meas']:.5f} ± {r['sem']:.2g} (noise offset {r['second_order_offset']:.2g})"
-             f" -> {r['ratio_to_band']:.2f} of band" for r in rows]
+    notes = [f"{_variant_text(r['variant'])}, $G = {r['group_size']}$ "
+             f"({_prediction_text(r['prediction'])}): predicted {r['p_pred']:.5f}, measured "
+             f"{r['p_meas']:.5f} ± {r['sem']:.2g} (noise offset {r['second_order_offset']:.2g}): "
+             f"{r['ratio_to_band']:.2f} of the band" for r in rows]
     judged = [r for r in rows if r["prediction"] != "mroueh (G=inf)"]
     r = max(judged, key=lambda r_: r_["ratio_to_band"])
     half = N_SIGMA * r["sem"] + abs(r["second_order_offset"])
@@ -72,25 +73,40 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
                   f"{norm} advantages, {kl} KL, $G = {r['group_size']}$, SGD $\\eta = {eta:g}$, "
                   f"{R} runs", r["p_pred"], r["p_meas"], [r["p_pred"] - half, r["p_pred"] + half],
                   "fixed point ± (4 SEM + |noise offset|)",
-                  statistic={"name": "largest $|\\bar p_{sim} - p^*| / (4\\,\\mathrm{SEM} + |dp|)$ "
+                  statistic={"name": r"largest $|\bar p_{\mathrm{sim}} - p^{*}| / (4\,\mathrm{SEM} + |\delta p|)$ "
                                      f"over {len(judged)} variants", "value": worst,
                              "tolerance": 1.0})
     reason = band_reason(hl, "plateau", f", the worst of {len(judged)} variants (4 SEM "
-                                        f"$= {g2(N_SIGMA * r['sem'])}$, noise offset "
-                                        f"${g2(abs(r['second_order_offset']))}$)")
+                                        f"= {g2(N_SIGMA * r['sem'])}, noise offset "
+                                        f"{g2(abs(r['second_order_offset']))})")
     return Check(
         name="plateaus",
-        description="stationary mean reward vs the predicted stable fixed point for std/mean × "
-                    "exact/k3 (G=8) and Mroueh's fixed point for std+exact at G=64",
+        description="stationary mean reward vs the predicted stable fixed point for std and "
+                    "mean advantages × exact and k3 KL ($G = 8$), and Mroueh's fixed point for "
+                    "std advantages with exact KL at $G = 64$",
         predicted=1.0, measured=worst, error=worst - 1.0,
         band={"tolerance": 1.0,
-              "derivation": f"max over variants of |p_meas - p_pred| / (4 SEM + |dp|); SEM from "
-                            f"per-run time averages (after >= 5 relaxation times) over R={R} "
-                            "runs; dp the computed second-order noise offset "
-                            "sigma'(z*) F''Var/(2K) + sigma''(z*) Var/2 with the exact AR variance"},
+              "derivation": r"the largest over variants of $|\bar p_{\mathrm{sim}} - p^{*}| / "
+                            r"(4\,\mathrm{SEM} + |\delta p|)$; the SEM from per-run time averages "
+                            f"(after at least 5 relaxation times) over $R = {R}$ runs; "
+                            r"$\delta p$ the computed second-order noise offset "
+                            r"$p'(z^{*}) \frac{F''(z^{*}) \operatorname{Var} z}{2 K} + "
+                            r"p''(z^{*}) \frac{\operatorname{Var} z}{2}$ ($p(z)$ the logistic "
+                            "function) with the exact AR variance"},
         verdict="pass" if worst <= 1.0 else "fail", headline=hl, reason=reason,
         details={"units": "reward", "rows": rows, "learning_rate": eta, "runs": R, "steps": T,
                  "p_shift": p_shift,
                  "notes": notes + [("the Mroueh row is information (not in the verdict): Mroueh's "
-                                   "map is the G -> inf limit, and its distance to the finite-G "
-                                   "fixed point is shown next to the SEM")]})
+                                   r"map is the $G \to \infty$ limit, and its distance to the "
+                                   "finite-$G$ fixed point is shown next to the SEM")]})
+
+
+def _variant_text(variant):
+    """``"std+exact"`` as words."""
+    norm, kl = variant.split("+")
+    return f"{norm} advantages, {kl} KL"
+
+
+def _prediction_text(prediction):
+    return (r"Mroueh's fixed point, $G \to \infty$" if prediction.startswith("mroueh")
+            else prediction.replace("finite-G", "finite-$G$"))

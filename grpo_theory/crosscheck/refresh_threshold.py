@@ -176,14 +176,15 @@ def _one_setting(label, variant, prompts, mu, aK, factors, R, seed_seq, stiffnes
     growing = [r["refresh_interval"] for r in rows if r["status"] == "growing"]
     k_lo = max(contracting) if contracting else None
     k_hi = min(growing) if growing else None
-    reasons = [f"{label}: k = {k} <= k_pred = {k_pred} measured growing" for k in growing
+    name = _label_text(variant["kl"], mu, aK)
+    reasons = [rf"{name}: runs grow at $k = {k} \le k_{{\max}} = {k_pred}$" for k in growing
                if k <= k_pred]
-    reasons += [f"{label}: k = {k} > k_pred = {k_pred} measured contracting"
+    reasons += [rf"{name}: runs contract at $k = {k} > k_{{\max}} = {k_pred}$"
                 for k in contracting if k > k_pred]
-    reasons += [f"{label}: no k measured contracting"] if not contracting else []
-    reasons += [f"{label}: no k measured growing"] if not growing else []
-    reasons += [f"{label}: k = {r['refresh_interval']}: mean deviation off L2 by "
-                f"{r['agreement_ratio']:.2f} x (4 SE + bias)" for r in rows if not r["consistent"]]
+    reasons += [f"{name}: no $k$ measured contracting"] if not contracting else []
+    reasons += [f"{name}: no $k$ measured growing"] if not growing else []
+    reasons += [f"{name}, $k = {r['refresh_interval']}$: the mean deviation is off L2 by "
+                f"{r['agreement_ratio']:.2f} × (4 SE + |bias|)" for r in rows if not r["consistent"]]
     summary = {"setting": label, "kl": variant["kl"], "kl_coef": variant["kl_coef"],
                "normalization": variant["normalization"], "prompts": prompts, "momentum": mu, "eta_K": aK, "learning_rate": eta,
                "stiffness": K, "fresh_fraction": phi, "k_max_L2": k_pred,
@@ -221,39 +222,54 @@ def check_refresh_threshold(quick=True, seed_seq=None, base=None, stiffness_scal
                  is not None and s["bracket"][0] <= s["k_max_L2"] < s["bracket"][1])
     notes = []
     for s in summaries:
-        notes.append(f"{s['setting']}: K = {s['stiffness']:.4g} (K_f/K = {s['fresh_fraction']:.3f}), "
-                     f"eta = {s['learning_rate']:.4g}; exact L2 k_max = {s['k_max_L2']}, "
-                     f"empirical bracket (largest contracting, smallest growing) = "
-                     f"{tuple(s['bracket'])}; published first-order {s['k_max_published']}")
+        lo, hi = s["bracket"]
+        notes.append(rf"{_label_text(s['kl'], s['momentum'], s['eta_K'])}: "
+                     rf"$K = {s['stiffness']:.4g}$ ($K_{{f}}/K = {s['fresh_fraction']:.3f}$), "
+                     rf"$\eta = {s['learning_rate']:.4g}$; exact L2 $k_{{\max}} = {s['k_max_L2']}$, "
+                     f"empirical bracket (largest contracting, smallest growing $k$) "
+                     f"{'none' if lo is None else lo} and {'none' if hi is None else hi}; "
+                     f"published first-order {s['k_max_published']}")
         for r in rows:
             if r["setting"] == s["setting"]:
-                notes.append(f"  k={r['refresh_interval']}: radius {r['radius_fit']:.3f} ± "
-                             f"{r['radius_fit_se']:.2g} (L2 {r['radius_L2']:.3f}) -> {r['status']}; "
-                             f"x_W {r['mean_x'][-1]:.4g} ± {r['mean_x_se'][-1]:.2g} vs L2 "
-                             f"{r['pred_x_L2'][-1]:.4g}; max |sim-L2|/(4SE+bias) "
-                             f"{r['agreement_ratio']:.2f}; bias/4SE {r['bias_over_4se']:.2f}; "
-                             f"|sim-(L2+bias)|/4SE {r['corrected_ratio_to_4se']:.2f}")
+                notes.append(rf"  $k = {r['refresh_interval']}$: radius {r['radius_fit']:.3f} ± "
+                             f"{r['radius_fit_se']:.2g} (L2 {r['radius_L2']:.3f}), so {r['status']}; "
+                             rf"$\bar x_{{W}}$ {r['mean_x'][-1]:.4g} ± {r['mean_x_se'][-1]:.2g} vs L2 "
+                             rf"{r['pred_x_L2'][-1]:.4g}; $\max|\bar x_n - x_{{L2}}| / "
+                             rf"(4\,\mathrm{{SE}} + |\mathrm{{bias}}|)$ "
+                             rf"{r['agreement_ratio']:.2f}; $\max |\mathrm{{bias}}| / (4\,\mathrm{{SE}})$ "
+                             f"{r['bias_over_4se']:.2f}; "
+                             rf"$\max|\bar x_n - (x_{{L2}} + \mathrm{{bias}})| / (4\,\mathrm{{SE}})$ "
+                             f"{r['corrected_ratio_to_4se']:.2f}")
     hl, reason = _headline(summaries, rows, R)
     return Check(
         name="refresh_threshold",
-        description="largest stable refresh interval at real-run settings (k 2-64, eta K "
-                    "0.05-0.2, mu 0 / 0.9, fresh and all-stale splits): mean response to an "
-                    "offset vs the exact L2 window monodromy",
+        description=r"largest stable refresh interval at real-run settings ($k$ from 2 to 64, "
+                    r"$\eta K$ from 0.05 to 0.2, $\mu = 0$ and $0.9$, fresh and all-stale "
+                    "splits): mean response to an offset vs the exact L2 window monodromy",
         predicted=len(summaries), measured=inside, error=inside - len(summaries),
         band={"tolerance": 0,
-              "derivation": f"per setting and k, R = {R} runs from z* + {x0} (v = 0, window "
-                            f"phase 0), {WINDOWS} windows; mean x at each window start within "
-                            f"4 SE (across runs) + |second-order mean-field bias| of the exact L2 "
-                            f"prediction M^n (x0, 0); k growing / contracting if the spectral "
-                            f"radius of the least-squares window map of the mean (x, v) is above "
-                            f"1 + 4 SE / below 1 - 4 SE (jackknife, {BATCHES} batches); pass iff "
-                            f"every k agrees, no k <= k_max is growing, no k > k_max contracting, "
-                            f"both occur (so the bracket contains the L2 k_max). predicted / "
-                            f"measured: settings / settings whose bracket contains the L2 k_max"},
+              "derivation": f"per setting and $k$, $R = {R}$ runs from $z^{{*}} + {x0}$ "
+                            f"($v = 0$, window phase 0), {WINDOWS} windows; the mean $x$ at each "
+                            f"window start within 4 SE (across runs) + |second-order mean-field "
+                            f"bias| of the exact L2 prediction $M^{{n}} (x_{{0}}, 0)$; $k$ growing "
+                            f"or contracting if the spectral radius of the least-squares window "
+                            f"map of the mean $(x, v)$ is above $1 + 4\\,\\mathrm{{SE}}$ or below "
+                            f"$1 - 4\\,\\mathrm{{SE}}$ (jackknife, {BATCHES} batches); pass iff "
+                            f"every $k$ agrees, no $k \\le k_{{\\max}}$ is growing, no "
+                            f"$k > k_{{\\max}}$ contracting, and both occur (so the bracket "
+                            f"contains the L2 $k_{{\\max}}$). Predicted and measured: the number "
+                            f"of settings, and of settings whose bracket contains the L2 "
+                            f"$k_{{\\max}}$"},
         verdict=verdict, headline=hl, reason=reason,
         details={"units": "settings", "settings": summaries, "rows": rows, "x0": x0,
                  "runs": R, "windows": WINDOWS, "stiffness_scale": stiffness_scale,
                  "failure_reason": "; ".join(reasons) if reasons else None, "notes": notes})
+
+
+def _label_text(kl, mu, aK):
+    """A setting's name in prose (its ``label`` is a key)."""
+    where = "KL in the reward (k1, all stale)" if kl == "k1_reward" else "KL in the loss"
+    return rf"{where}, $\mu = {mu:g}$, $\eta K = {aK:g}$"
 
 
 def _setting_text(s, R):

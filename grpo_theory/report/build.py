@@ -1102,7 +1102,7 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
           "one (labelled as such) and the physical numbers of every setting:\n")
         for c in cc.checks:
             how = c.band.get("derivation", "") if isinstance(c.band, dict) else ""
-            a(f"- **{c.name}**: {c.description}" + (f" Band: {how}" if how else ""))
+            a(f"- **{c.name}**: {_prose_md(c.description)}" + (f" Band: {_prose_md(how)}" if how else ""))
             st = (c.headline or {}).get("statistic") if isinstance(c.headline, dict) else None
             if st:
                 a(f"  Decisive statistic (normalised, dimensionless): {_prose_md(st['name'])} "

@@ -14,7 +14,7 @@ from grpo_theory.crosscheck import (
 )
 from grpo_theory.crosscheck.base import Check, CrosscheckReport, band_contains, headline
 from grpo_theory.report.build import cc_markdown_table
-from grpo_theory.theory.prose import split_math
+from grpo_theory.theory.prose import programming_text, split_math, to_plain
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +63,52 @@ def test_every_check_has_a_consistent_physical_headline(report):
                           "verdict", "details", "headline", "reason"}
 
 
+def _user_texts(c):
+    """Every text of a check shown to users: (where, text)."""
+    out = [("description", c.description), ("reason", c.reason)]
+    if isinstance(c.band, dict) and c.band.get("derivation"):
+        out.append(("band derivation", c.band["derivation"]))
+    details = c.details or {}
+    out += [(f"note {i}", n) for i, n in enumerate(details.get("notes") or [])]
+    if details.get("failure_reason"):
+        out.append(("failure_reason", details["failure_reason"]))
+    h = c.headline or {}
+    out += [(f"headline {k}", h[k]) for k in ("quantity", "setting", "band_kind") if h.get(k)]
+    if h.get("statistic"):
+        out.append(("statistic name", h["statistic"]["name"]))
+    return out
+
+
+def _prose_problems(c):
+    """What is not prose in the user-facing texts of ``c``: code outside the dollars, or
+    LaTeX (a backslash or a brace) left over by the terminal rendering."""
+    bad = []
+    for where, text in _user_texts(c):
+        found = programming_text(text)
+        if found:
+            bad.append((c.name, where, text, found))
+            continue
+        plain = to_plain(text)
+        if any(ch in plain for ch in "\\{}"):
+            bad.append((c.name, where, text, plain))
+    return bad
+
+
+def test_every_user_text_is_prose(report):
+    """Descriptions, band derivations, notes, reasons and headline texts are English with
+    LaTeX math between dollars: no programming text, and the terminal shows no LaTeX."""
+    bad = [b for c in report.checks for b in _prose_problems(c)]
+    assert not bad, "\n".join(map(repr, bad))
+
+
+def test_prose_lint_catches_programming_text():
+    c = Check("x", "Adam runs (mu = beta1, eta_eff from v)", 1.0, 1.0, 0.0,
+              {"derivation": "max |sim-L1| / (4 SEM(R=500))"}, "pass",
+              {"notes": ["sigma^2 = update_variance"]},
+              headline=headline("$\\eta_{eff}$", "steps", "$k = 3$", 1, 1, [1, 1], "exact"))
+    assert {b[1] for b in _prose_problems(c)} == {"description", "band derivation", "note 0"}
+
+
 def test_headline_units_are_physical(report):
     units = {c.name: c.headline["units"] for c in report.checks}
     assert units["group_temperature"] in ("logits²", "logits")
@@ -79,6 +125,8 @@ def test_wrong_stiffness_headline_is_outside():
     assert c.verdict == "fail"
     _assert_consistent(c)
     assert "outside" in c.reason
+    assert c.details["failure_reason"]
+    assert not _prose_problems(c)
 
 
 def test_shifted_plateau_headline_is_outside(report):
@@ -87,6 +135,7 @@ def test_shifted_plateau_headline_is_outside(report):
     c = check_plateaus(quick=True, seed_seq=np.random.SeedSequence(8), p_shift=shift)
     assert c.verdict == "fail"
     _assert_consistent(c)
+    assert not _prose_problems(c)
     # the band is centred on the (shifted) prediction, in reward units
     lo, hi = c.headline["band"]
     assert abs((lo + hi) / 2 - c.headline["predicted"]) < 1e-12
