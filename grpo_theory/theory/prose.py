@@ -216,7 +216,7 @@ _CODE = [
     (re.compile(r"\S\^|\^\S"), "'^'"),
     (re.compile(r"\w\s*\*\s*[\w(]"), "'*' as multiplication"),
     (re.compile(r"\b(?:sqrt|exp|log|cosh|sinh|tanh|abs)\("), "a function call"),
-    (re.compile(r"\b[A-Za-z]+_[A-Za-z0-9]+\b"), "an identifier with '_'"),
+    (re.compile(r"\b[A-Za-z]+(?:_[A-Za-z0-9]+)+\b"), "an identifier with '_'"),
     (re.compile(r"\b(?:" + "|".join(_GREEK) + r")\b"), "a Greek letter spelled out"),
     (re.compile(r"\boo\b"), "sympy's 'oo'"),
     (re.compile(r"<=|>=|!=|==|->|<=>"), "an ASCII relation"),

@@ -50,6 +50,7 @@ def test_a_literal_dollar_and_an_unclosed_one():
 @pytest.mark.parametrize("bad", [
     "S1 - k q >= 0", "mu^k -> 0", "kappa beta p q", "sqrt(p q)", "z = z_ref + 1/beta",
     "k -> oo", "2*mu + 2", "at mu = 0", "the limit is sigma_1^2", "$mu**2$",
+    "TRL's steps_per_generation",
 ])
 def test_the_lint_catches_programming_text(bad):
     assert programming_text(bad)
