@@ -42,7 +42,7 @@ NOTATION = {
     "z_star": (S.z_star, "logit at a fixed point"),
     "G": (S.G, "group size"),
     "n": (S.n, "correct samples in a group"),
-    "epsilon": (S.eps, "advantage epsilon of the std normalisation"),
+    "epsilon": (S.eps, "added to the group standard deviation in the std normalisation"),
     "beta": (S.beta, "KL coefficient"),
     "kappa": (S.kappa, "softmax metric factor"),
     "eta": (S.eta, "learning rate"),
