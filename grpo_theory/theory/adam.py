@@ -53,18 +53,19 @@ def _momentum_form() -> Derived:
     step_adam = -eta * (m_next / (1 - b1**t)) / sp.sqrt(vhat)
     expr = eta * (1 - b1) / ((1 - b1**t) * sp.sqrt(vhat))
     out = Derived("adam.momentum_form", expr, (eta, b1, t, vhat), r"\eta_{\theta}",
-                  r"Adam's first moment is the heavy-ball buffer $b = \frac{m}{1 - \beta_{1}}$: the "
-                  r"step is heavy ball with momentum $\beta_{1}$ and per-logit learning rate "
-                  r"$\eta_{\theta} = \frac{\eta (1 - \beta_{1})}{(1 - \beta_{1}^{t}) \sqrt{\hat{v}}}$ "
-                  r"($\epsilon$ neglected).",
+                  r"Adam's first moment $\bar{g}$ (the running mean of the gradients, written $m$ in "
+                  r"Adam's paper; here $m$ is the mass) is the heavy-ball buffer $b = \frac{\bar{g}}{1 - \beta_{1}}$ "
+                  r"up to its scale: the "
+                  r"step is heavy ball with momentum $\beta_{1}$ and the per-logit learning rate "
+                  r"$\eta_{\theta}$ below ($\epsilon$ neglected).",
                   units="logits per unit gradient", assumptions=r"$\hat{v}$ treated as given at each "
                   r"step; $\epsilon \ll \sqrt{\hat{v}}$", level="L2")
     expr = out.expr
-    out.check(r"$m_{t+1} = (1 - \beta_{1}) b_{t+1}$ when $m_{t} = (1 - \beta_{1}) b_{t}$", "sympy",
+    out.check(r"$\bar{g}_{t+1} = (1 - \beta_{1}) b_{t+1}$ when $\bar{g}_{t} = (1 - \beta_{1}) b_{t}$", "sympy",
               prove_zero(m_next.subs(m, (1 - b1) * b) - (1 - b1) * b_next))
     out.check(r"the Adam step equals $-\eta_{\theta} b_{t+1}$", "sympy",
               prove_zero(step_adam.subs(m, (1 - b1) * b) + expr * b_next))
-    out.check(r"bias correction of $m$: the factor tends to $\frac{\eta (1 - \beta_{1})}{\sqrt{\hat{v}}}$ "
+    out.check(r"bias correction of $\bar{g}$: the factor tends to $\frac{\eta (1 - \beta_{1})}{\sqrt{\hat{v}}}$ "
               r"as $t \to \infty$ (checked at $\beta_{1} = 9/10$)",
               "sympy", prove_zero(sp.limit(expr.subs(b1, sp.Rational(9, 10)), t, sp.oo)
                                   - (eta / 10) / sp.sqrt(vhat)))

@@ -259,7 +259,7 @@ def _ratio_factor() -> Derived:
     R = sp.simplify(on_simplex(ratio / A_plus))
     R = _P * _Q / (_PO * _QO)
     out = Derived("drift.ratio_factor", R, (_P, _Q, _PO, _QO), r"R",
-                  r"Factor $R = \frac{p q}{p_{\mathrm{old}} q_{\mathrm{old}}}$ by which the importance ratio "
+                  r"Factor $R$ by which the importance ratio "
                   r"rescales the policy-gradient force (inside the clip range); $R = 1$ on-policy and "
                   r"for the stale surrogate.",
                   units="dimensionless", assumptions="clip inactive (small steps)", level="L1")
@@ -442,9 +442,8 @@ def _ea_std_limit() -> Derived:
     expr = _PO * _QO / (sp.sqrt(_PO * _QO) + S.eps)
     out = Derived("drift.expected_advantage_std_limit", expr, (_PO, _QO, S.eps),
                   r"\mathcal{A}_\infty(p_{\mathrm{old}})",
-                  r"Large-$G$ limit of the std-normalized advantage mass: "
-                  r"$\frac{p q}{\sqrt{p q} + \epsilon}$, which is $\sqrt{p q}$ for $\epsilon = 0$ "
-                  r"(with $p = p_{\mathrm{old}}$, $q = q_{\mathrm{old}}$).",
+                  r"Large-$G$ limit of the std-normalized advantage mass (the law of large "
+                  r"numbers applied to $A_{+}(n)$ at $n/G \to p_{\mathrm{old}}$).",
                   units="reward per group standard deviation",
                   assumptions=r"$G \to \infty$ ($n/G \to p$ by the law of large numbers)",
                   level="L1")

@@ -102,7 +102,7 @@ def _enclosed(t: str) -> bool:
 
 
 def _atomic(t: str) -> bool:
-    return _enclosed(t) or (bool(re.fullmatch(r"[\w.*′']+|\(.*\)|√\S+", t))
+    return _enclosed(t) or (bool(re.fullmatch(r"[\w.*′'\u0300-\u036f]+|\(.*\)|√\S+", t))
                             and not re.search(r"[-+/ =<>]", t.strip("()")))
 
 

@@ -11,13 +11,7 @@ from grpo_theory.crosscheck import (
     N_SIGMA,
     check_plateaus,
     check_refresh_threshold,
-    run_crosschecks,
 )
-
-
-@pytest.fixture(scope="module")
-def report():
-    return run_crosschecks(quick=True, seed=0, progress=False)
 
 
 def _finite(x):

@@ -4,22 +4,15 @@ the predicted and measured values and a band in the same units, and a reason in 
 import math
 
 import numpy as np
-import pytest
 
 from grpo_theory.crosscheck import (
     N_SIGMA,
     check_plateaus,
     check_refresh_threshold,
-    run_crosschecks,
 )
 from grpo_theory.crosscheck.base import Check, CrosscheckReport, band_contains, headline
 from grpo_theory.report.build import cc_markdown_table
 from grpo_theory.theory.prose import programming_text, split_math, to_plain
-
-
-@pytest.fixture(scope="module")
-def report():
-    return run_crosschecks(quick=True, seed=0, progress=False)
 
 
 def _numbers(x):

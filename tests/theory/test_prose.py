@@ -26,7 +26,8 @@ from grpo_theory.theory.prose import (math_to_plain, programming_text, split_mat
     (r"2\cosh(z/2)", "2 cosh(z/2)"),
     (r"K_{s}", "Kₛ"),
     (r"x{\left(t \right)}", "x(t)"),
-    (r"\frac{a k}{\left(1 - \mu\right)^{2}}", "(a k)/(1 - μ)²"),       # one group: no extra brackets
+    (r"\frac{a k}{\left(1 - \mu\right)^{2}}", "(a k)/(1 - μ)²"),
+    (r"\frac{\bar{g}}{\sqrt{\hat{v}}}", "g̅/√v̂"),                     # accents keep a symbol atomic       # one group: no extra brackets
     (r"\frac{1}{\left(1 - \mu\right) \left(2 + \mu\right)}", "1/((1 - μ) (2 + μ))"),
 ])
 def test_math_to_plain(math, plain):
