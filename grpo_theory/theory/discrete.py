@@ -114,6 +114,22 @@ def _geometric_sums(k=S.k_ref):
     return q, S1, S2
 
 
+_S1_SYM = sp.Symbol("S_1", positive=True)
+
+
+def _in_s1(form):
+    """A form written with the geometric sum S_1 = mu (1 - mu^k)/(1 - mu): its LaTeX (with the
+    definition of S_1) for a description, and the form with S_1 substituted, to be proven equal
+    to the record's expression."""
+    _, S1, _ = _geometric_sums()
+    return (rf"With $S_1 = {_tex(S1)}$ it is ${_tex(form)}$", form.subs(_S1_SYM, S1))
+
+
+def _check_s1_form(out, expanded):
+    out.check(r"the form with $S_1$ in the description equals the displayed one", "sympy",
+              prove_equal(expanded, out.expr))
+
+
 def _closed_form_window(k=S.k_ref, a=S.a):
     """The closed form of the brief: M(k) on (x, v), stale surrogate."""
     mu = S.mu
@@ -282,14 +298,15 @@ def _refresh_flip() -> Derived:
     solved = sp.factor_terms(sp.simplify(solved))
     mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
     display = 2 * (1 - mu)**2 * (1 + q) / (k * (1 - mu) * (1 + q) - 2 * mu * (1 - q))
+    s1_words, s1_form = _in_s1(2 * ((1 - mu) * (1 + q) / (k * (1 + q) - 2 * _S1_SYM)))
     out = Derived("discrete.refresh_flip_threshold", display, (S.mu, S.k_ref),
                   r"(\eta K)_{\mathrm{flip}}",
                   r"Exact learning-rate threshold (in $\eta K$) where a real eigenvalue of the "
-                  r"refresh monodromy crosses $-1$ (period doubling, the flip boundary). With "
-                  r"$S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ it is "
-                  r"$2 (1 - \mu)(1 + \mu^{k})/(k (1 + \mu^{k}) - 2 S_1)$.",
+                  r"refresh monodromy crosses $-1$ (period doubling, the flip boundary). "
+                  + s1_words + ".",
                   units=_ETA_K, assumptions=_STALE, level="L2", references=_PAPER)
     a_flip = out.expr
+    _check_s1_form(out, s1_form)
     out.check(r"the displayed form equals the root of $P(-1)$ solved by sympy", "sympy",
               prove_equal(a_flip, solved), f"solved form ${_tex(solved)}$")
     out.check(r"$P(-1) = 1 + \operatorname{tr} M + \det M$ vanishes at $a_{\mathrm{flip}}$", "sympy",
@@ -323,14 +340,16 @@ def _refresh_complex() -> Derived:
     solved = sp.factor_terms(sp.simplify(solved))
     mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
     display = (1 - mu)**2 * (1 - q) / (mu * (1 - q) - k * q * (1 - mu))
+    s1_words, s1_form = _in_s1((1 - mu) * (1 - q) / (_S1_SYM - k * q))
     out = Derived("discrete.refresh_complex_threshold", display, (S.mu, S.k_ref),
                   r"(\eta K)_{\mathrm{complex}}",
                   r"Exact learning-rate threshold (in $\eta K$) where a complex pair of eigenvalues "
-                  r"of the refresh monodromy reaches the unit circle ($\det M = 1$). With "
-                  r"$S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ it is $(1 - \mu)(1 - \mu^{k})/(S_1 - k \mu^{k})$. "
+                  r"of the refresh monodromy reaches the unit circle ($\det M = 1$). "
+                  + s1_words + ". "
                   r"Infinite for $\mu = 0$ or $k = 1$ ($\det M = \mu^{k} < 1$ there).", units=_ETA_K,
                   assumptions=_STALE + r"; $k \ge 2$ and $\mu > 0$", level="L2", references=_PAPER)
     a_cx = out.expr
+    _check_s1_form(out, s1_form)
     out.check(r"the displayed form equals the root of $\det M = 1$ solved by sympy", "sympy",
               prove_equal(a_cx, solved), f"solved form ${_tex(solved)}$")
     out.check(r"$\det M = 1$ at $a_{\mathrm{complex}}$", "sympy",
@@ -379,15 +398,29 @@ def _refresh_critical() -> Derived:
     R = 4 * (1 - q) / (1 - mu)**2
     in_pq = (1 - mu)**2 * (1 - q) / (P + Q)**2
     pq = {P: sp.sqrt(k * (1 - mu)), Q: sp.sqrt(mu * (1 - q))}
+    def in_s1(s1, k_, mu_, q_):
+        return (1 - mu_) * (1 - q_) / (sp.sqrt(k_) + sp.sqrt(s1))**2
+
+    s1_words, _ = _in_s1(in_s1(_S1_SYM, k, mu, q))
     out = Derived("discrete.refresh_critical_damping", in_pq.subs(pq), (S.mu, S.k_ref),
                   r"(\eta K)_{c}",
                   r"Exact discrete critical damping: the smaller root in $a = \eta K$ of "
                   r"$\operatorname{tr}(M)^{2} - 4 \det M = 0$, where the monodromy eigenvalues turn "
-                  r"from real to complex. With $S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ it is "
-                  r"$(1 - \mu)(1 - \mu^{k})/(\sqrt{k} + \sqrt{S_1})^{2}$; at $k = 1$ it is the "
+                  r"from real to complex. " + s1_words + r"; at $k = 1$ it is the "
                   r"heavy-ball value $(1 - \sqrt{\mu})^{2}$.", units=_ETA_K, assumptions=_STALE,
                   level="L2", references=_PAPER)
     chosen = out.expr
+    # the S_1 form of the description: with u = 1 - mu, k = P^2/u, S_1 = Q^2/u and
+    # 1 - mu^k = Q^2/mu it is a rational identity in P, Q, u (P, Q, u > 0 for 0 < mu < 1)
+    u = sp.Symbol("u", positive=True)
+    lhs = in_s1(Q**2 / u, P**2 / u, 1 - u, 1 - Q**2 / (1 - u))
+    rhs = (u**2 * (Q**2 / (1 - u)) / (P + Q)**2)
+    out.check(r"the form with $S_1$ in the description equals the displayed one: with "
+              r"$u = 1 - \mu$, $P = \sqrt{k u}$ and $Q = \sqrt{\mu (1 - \mu^{k})}$ both are "
+              r"$u^{2} Q^{2} / ((1 - u) (P + Q)^{2})$ (a rational identity for $0 < \mu < 1$; "
+              r"$\mu = 0$ is checked below)", "sympy",
+              prove_equal(lhs, rhs) and prove_equal(chosen, in_pq.subs(pq))
+              and prove_equal(in_pq.subs({mu: 1 - u, q: 1 - Q**2 / (1 - u)}), rhs))
     out.check(r"$\operatorname{tr}^{2} - 4 \det$ is quadratic in $a$ with leading coefficient "
               r"$S_2^{2} > 0$", "sympy",
               sp.degree(disc, S.a) == 2

@@ -404,9 +404,8 @@ def _ea_mean() -> Derived:
     expr = (1 - 1 / S.G) * _PO * _QO
     out = Derived("drift.expected_advantage_mean", expr, (_PO, _QO, S.G),
                   r"\mathcal{A}_G(p_{\mathrm{old}})",
-                  r"Exact expected advantage mass for mean-only normalization: "
-                  r"$\left(1 - \frac{1}{G}\right) p_{\mathrm{old}} q_{\mathrm{old}}$, "
-                  r"in closed form at every finite $G$.", units="reward",
+                  r"Exact expected advantage mass for mean-only normalization, in closed form at "
+                  r"every finite $G$.", units="reward",
                   assumptions=r"$n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$", level="L1")
     expr = out.expr
     # factorial-moment identity n (G-n) C(G,n) = G (G-1) C(G-2, n-1) ...
