@@ -63,6 +63,26 @@ class Verification:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class _Srepr:
+    """A sympy expression stored as its ``srepr`` text (see ``Derived.__getstate__``)."""
+
+    text: str
+
+
+@functools.cache
+def _sympy_namespace() -> dict:
+    ns: dict = {}
+    exec("from sympy import *", ns)  # noqa: S102 - the names srepr writes
+    return ns
+
+
+def _from_srepr(text: str):
+    """The expression an ``srepr`` text describes, rebuilt without re-evaluating it."""
+    with sp.evaluate(False):
+        return eval(text, _sympy_namespace())  # noqa: S307 - our own cache, written by srepr
+
+
 class _Printer(LatexPrinter):
     """sympy's LaTeX printer with the functions it leaves as operator names in standard
     notation (``loggamma`` -> ``\\log\\Gamma``)."""
@@ -155,7 +175,21 @@ class Derived:
     def __getstate__(self):
         state = dict(self.__dict__)
         state.pop("numeric", None)  # lambdified functions are rebuilt lazily
+        # pickling rebuilds a sympy tree with evaluation on, which can change the printed form
+        # ((k - 1)/2 comes back as k/2 - 1/2); keep its exact structure as srepr when that
+        # round-trips, else fall back to the pickled expression
+        try:
+            text = sp.srepr(self.expr)
+            if sp.srepr(_from_srepr(text)) == text:
+                state["expr"] = _Srepr(text)
+        except Exception:  # pragma: no cover - the pickled tree is the fallback
+            pass
         return state
+
+    def __setstate__(self, state):
+        if isinstance(state.get("expr"), _Srepr):
+            state = dict(state, expr=_from_srepr(state["expr"].text))
+        self.__dict__.update(state)
 
     # -- notebook display (the lectures) -------------------------------------------------
     def _repr_latex_(self) -> str:

@@ -1,0 +1,34 @@
+"""The record object (grpo_theory.theory.derived): what survives the disk cache, and the
+document printer."""
+
+import pickle
+
+import pytest
+import sympy as sp
+
+from grpo_theory.theory import symbols as S
+from grpo_theory.theory.derived import build, latex
+
+
+@pytest.mark.parametrize("name, shown", [
+    ("discrete.refresh_effective_lag", r"\frac{k - 1}{2}"),        # not k/2 - 1/2
+    ("noise.ar2_stability_bound", r"2 \left(\mu + 1\right)"),      # not 2 mu + 2
+])
+def test_a_cached_record_prints_as_it_was_built(name, shown):
+    fresh = build(name)
+    again = pickle.loads(pickle.dumps(fresh))
+    assert shown in fresh.latex()
+    assert again.latex() == fresh.latex()
+    assert sp.srepr(again.expr) == sp.srepr(fresh.expr)
+    assert again.verifications == fresh.verifications
+
+
+def test_plain_pickling_would_change_the_printed_form():
+    """Why the record stores its expression as srepr: sympy re-evaluates a pickled tree."""
+    e = sp.Mul(sp.Rational(1, 2), S.k_ref - 1, evaluate=False)
+    assert sp.latex(pickle.loads(pickle.dumps(e))) != sp.latex(e)
+
+
+def test_loggamma_is_printed_as_log_gamma():
+    x = sp.Symbol("x", positive=True)             # a real argument keeps loggamma unevaluated
+    assert latex(sp.loggamma(x + 1)) == r"\log \Gamma\left(x + 1\right)"
