@@ -163,7 +163,8 @@ def _one_setting(label, variant, prompts, mu, aK, factors, R, seed_seq, stiffnes
         rho_L2 = float(discrete.spectral_radius(eta, mu, k, K_used, fresh_fraction=phi))
         status = ("growing" if rho > 1 + N_SIGMA * rho_se else
                   "contracting" if rho < 1 - N_SIGMA * rho_se else "undecided")
-        rows.append({"setting": label, "refresh_interval": k, "steps": windows * k,
+        rows.append({"setting": label, "setting_text": _label_text(variant["kl"], mu, aK),
+                     "refresh_interval": k, "steps": windows * k,
                      "mean_x": mean[:, 0].tolist(), "mean_x_se": se[:, 0].tolist(),
                      "pred_x_L2": lin[:, 0].tolist(), "bias_second_order": bias.tolist(),
                      "bias_over_4se": float(np.max(bias[1:] / (N_SIGMA * se[1:, 0]))),

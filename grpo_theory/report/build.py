@@ -827,6 +827,20 @@ _PHYSICAL_COLUMNS = {
                            "overshoot_band", "consistent"],
     "plateaus": ["variant", "group_size", "p_pred", "p_meas", "sem", "ratio_to_band"],
 }
+#: the headers of those columns in the report (prose: LaTeX between dollars)
+_COLUMN_HEADERS = {
+    "setting": "setting", "eta_K": r"$\eta K$", "max_abs_err_L1": r"max $\lvert \bar z_{\mathrm{sim}} - z_{L1} \rvert$",
+    "max_abs_bias_closure": "max closure bias", "max_ratio_to_band": "largest ratio to band",
+    "rms_err_L3": "L3 RMS error", "normalization": "normalisation", "group_size": "$G$",
+    "var_pred": r"$\operatorname{Var} z$ (L2)", "var_meas": r"$\operatorname{Var} z$ (simulation)",
+    "var_se": "SE", "ratio_to_band": "ratio to band", "refresh_interval": "$k$",
+    "radius_L2": "spectral radius (L2)", "radius_fit": "spectral radius (fit)",
+    "radius_fit_se": "SE of the fit", "status": "runs", "agreement_ratio": "ratio to band",
+    "consistent": "consistent", "factor": r"$\eta/\eta_c$", "learning_rate": r"$\eta$",
+    "overshoot_pred_L2": "overshoot (L2)", "overshoot_sim": "overshoot (simulation)",
+    "overshoot_band": "band", "variant": "variant", "p_pred": "$p^{*}$ (fixed point)",
+    "p_meas": r"$\bar p$ (simulation)", "sem": "SEM",
+}
 
 
 def _f(x, nd=4):
@@ -834,7 +848,6 @@ def _f(x, nd=4):
         return "—" if x is None else str(x)
     if isinstance(x, bool):
         return str(x)
-        return "—"
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return str(x)
     x = float(x)
@@ -1102,7 +1115,9 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
           "one (labelled as such) and the physical numbers of every setting:\n")
         for c in cc.checks:
             how = c.band.get("derivation", "") if isinstance(c.band, dict) else ""
-            a(f"- **{c.name}**: {_prose_md(c.description)}" + (f" Band: {_prose_md(how)}" if how else ""))
+            desc = _prose_md(c.description).rstrip()
+            desc += "" if desc.endswith(".") else "."
+            a(f"- **{c.name}**: {desc}" + (f" *Band:* {_prose_md(how).rstrip('.')}." if how else ""))
             st = (c.headline or {}).get("statistic") if isinstance(c.headline, dict) else None
             if st:
                 a(f"  Decisive statistic (normalised, dimensionless): {_prose_md(st['name'])} "
@@ -1111,9 +1126,12 @@ def _markdown(model, nums, cc, figs, notes, full, rr) -> str:
             if rows:
                 cols = [k for k in _PHYSICAL_COLUMNS.get(c.name, list(rows[0])[:6]) if k in rows[0]]
                 a("")
-                a("  | " + " | ".join(cols) + " |\n  |" + "---|" * len(cols))
+                a("  | " + " | ".join(_prose_md(_COLUMN_HEADERS.get(k, k.replace("_", " "))) for k in cols)
+                  + " |\n  |" + "---|" * len(cols))
                 for r in rows:
-                    a("  | " + " | ".join(_f(r.get(k)) for k in cols) + " |")
+                    cells = [_prose_md(r["setting_text"]) if k == "setting" and "setting_text" in r
+                             else _f(r.get(k)) for k in cols]
+                    a("  | " + " | ".join(cells) + " |")
                 a("")
         a("")
     v = nums["verification"]
