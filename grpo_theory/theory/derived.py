@@ -180,7 +180,8 @@ class Derived:
         # round-trips, else fall back to the pickled expression
         try:
             text = sp.srepr(self.expr)
-            if sp.srepr(_from_srepr(text)) == text:
+            back = _from_srepr(text)
+            if sp.srepr(back) == text and latex(back) == latex(self.expr):
                 state["expr"] = _Srepr(text)
         except Exception:  # pragma: no cover - the pickled tree is the fallback
             pass

@@ -125,6 +125,8 @@ def _script(body: str, sup: bool) -> str:
         return plain
     if sup and plain == "T":
         return "ᵀ"
+    if not sup and len(plain) > 1 and plain.isalpha():
+        return "_" + plain          # a word as a label reads better than small letters (z_ref, k_max)
     chars = [unicodeit.replace(("^{" if sup else "_{") + ch + "}") for ch in plain]
     if plain and all(len(c) == 1 and (c != ch or ch == " ") for c, ch in zip(chars, plain)):
         return "".join(chars)

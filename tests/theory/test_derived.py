@@ -23,6 +23,18 @@ def test_a_cached_record_prints_as_it_was_built(name, shown):
     assert again.verifications == fresh.verifications
 
 
+def test_every_cached_record_prints_as_it_was_built():
+    """The cache must not change the printed form of any record (srepr is used only where it
+    round-trips to the same LaTeX; an unevaluated product can print differently)."""
+    from grpo_theory.theory.derived import all_names
+
+    for name in ("drift.expected_advantage_std_correction", "oscillator.overshoot",
+                 "discrete.refresh_critical_damping", "collapse.mean_first_passage"):
+        fresh = build(name)
+        assert pickle.loads(pickle.dumps(fresh)).latex() == fresh.latex(), name
+    assert len(all_names()) >= 100
+
+
 def test_plain_pickling_would_change_the_printed_form():
     """Why the record stores its expression as srepr: sympy re-evaluates a pickled tree."""
     e = sp.Mul(sp.Rational(1, 2), S.k_ref - 1, evaluate=False)

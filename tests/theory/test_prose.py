@@ -25,6 +25,7 @@ from grpo_theory.theory.prose import (math_to_plain, programming_text, split_mat
     (r"k \to \infty", "k → ∞"),
     (r"2\cosh(z/2)", "2 cosh(z/2)"),
     (r"K_{s}", "Kₛ"),
+    (r"k_{\max} + \Delta z^{*}_{\mathrm{ours}}", "k_max + Δ z*_ours"),   # a word subscript stays a word
     (r"x{\left(t \right)}", "x(t)"),
     (r"\frac{a k}{\left(1 - \mu\right)^{2}}", "(a k)/(1 - μ)²"),
     (r"\frac{\bar{g}}{\sqrt{\hat{v}}}", "g̅/√v̂"),                     # accents keep a symbol atomic       # one group: no extra brackets
