@@ -268,13 +268,7 @@ class CrosscheckReport(Result):
         decisive statistic and its notes, wrapped to ``width`` columns."""
         import textwrap
 
-        from grpo_theory.theory.prose import to_plain
-
-        def plain(s):
-            try:
-                return to_plain(s)
-            except ValueError:          # not prose (an unbalanced dollar): as it is
-                return str(s)
+        from grpo_theory.theory.prose import to_plain_or_as_is as plain
 
         def wrap(label, text):
             return textwrap.fill(text, width, initial_indent=f"    {label}",
@@ -283,11 +277,11 @@ class CrosscheckReport(Result):
         cells = [table_row(c, plain) for c in self.checks]
         head = ("check", "verdict", "predicted", "measured", "band")
         rows = [head]
-        for c, (name, quantity, _setting, pred, meas, band, _verdict) in zip(self.checks, cells):
-            units = ((c.headline or {}).get("units") or "") if c.headline else ""
-            unit = f" {plain(units)}" if units and units not in ("dimensionless",) else ""
+        for c, (name, _quantity, _setting, pred, meas, band, _verdict) in zip(self.checks, cells):
+            units = (c.headline or {}).get("units") or ""
+            unit = f" {plain(units)}" if units and units != "dimensionless" else ""
             rows.append((str(name), c.verdict.upper(), f"{pred}{unit}", f"{meas}{unit}",
-                         str(band).split(" (")[0]))
+                         format_band(c.headline) if c.headline else band))
         widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
         lines = ["  ".join([s.ljust(w) for s, w in zip(r[:-1], widths)] + [r[-1]]).rstrip()
                  for r in rows]

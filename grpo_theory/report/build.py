@@ -59,7 +59,9 @@ class ReportResult(Result):
         cc = self.numbers.get("crosschecks") or {}
         for c in cc.get("checks", []):
             if c.get("verdict") == "fail" and c.get("reason"):
-                out.append(f"cross-check {c['name']} failed: {_plain(c['reason'])}")
+                from grpo_theory.theory.prose import to_plain_or_as_is
+
+                out.append(f"cross-check {c['name']} failed: {to_plain_or_as_is(c['reason'])}")
             elif c.get("verdict") == "fail":
                 tol = (c.get("band") or {}).get("tolerance")
                 out.append(f"cross-check {c['name']} failed: predicted {_f(c.get('predicted'))}, "
@@ -105,15 +107,6 @@ class ReportResult(Result):
         for note in self.notes:
             L.append(f"  note: {note}")
         return "\n".join(L)
-
-
-def _plain(text) -> str:
-    from grpo_theory.theory.prose import to_plain
-
-    try:
-        return to_plain(text)
-    except ValueError:
-        return str(text)
 
 
 def _variant(model):

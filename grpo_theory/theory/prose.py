@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["split_math", "to_tex", "to_markdown", "to_plain", "math_to_plain",
+__all__ = ["split_math", "to_tex", "to_markdown", "to_plain", "to_plain_or_as_is", "math_to_plain",
            "programming_text"]
 
 _DOLLAR = re.compile(r"(?<!\\)\$")
@@ -207,6 +207,14 @@ def math_to_plain(math: str) -> str:
 def to_plain(text: str) -> str:
     """The prose for a terminal: math spans in Unicode, words as they are."""
     return "".join(math_to_plain(p) if m else p for m, p in split_math(text))
+
+
+def to_plain_or_as_is(text) -> str:
+    """:func:`to_plain`, or the text as it is when it is not prose (an unbalanced dollar)."""
+    try:
+        return to_plain(text)
+    except ValueError:
+        return str(text)
 
 
 # --- lint ------------------------------------------------------------------------------
