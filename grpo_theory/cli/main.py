@@ -84,9 +84,9 @@ def main(argv=None) -> int:
         parser.print_help()
         return 0
     try:
-        if hasattr(mod, "call"):
-            return _emit(args, mod.call(args))
-        return int(mod.run(args) or 0)
+        code = _emit(args, mod.call(args)) if hasattr(mod, "call") else int(mod.run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
+        return code
     except ParameterError as exc:
         print(f"grpo-theory {args.command}: error: {exc}", file=sys.stderr)
         return 2

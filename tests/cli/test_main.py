@@ -1,6 +1,7 @@
 """The CLI core: one-line errors with exit 2, quiet closed pipes, --help with defaults."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -18,9 +19,11 @@ def _run(*args, stdin=None):
 
 def test_closed_pipe_ends_quietly():
     # `grpo-theory derive --only oscillator --json | head -1`
+    # block-buffered stdout (no PYTHONUNBUFFERED), where the pipe error comes at the last flush
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     proc = subprocess.Popen([sys.executable, "-m", "grpo_theory", "derive", "--only",
                              "oscillator", "--json"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, env=env)
     first = proc.stdout.readline()
     proc.stdout.close()
     err = proc.stderr.read().decode()
