@@ -349,6 +349,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
 
     ``path`` is a config file, or a mapping of TRL trainer arguments (e.g.
     ``GRPOConfig.to_dict()``, as the TRL callback passes them)."""
+    warnings = []                      # the file's own (keys not read, ...) come first
     if isinstance(path, Mapping):
         cfg, kind, path = dict(path), "trl", "<trainer arguments>"
     else:
@@ -356,7 +357,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
             raise ParameterError("--from-log", os.fspath(from_log), "the log of a different run "
                                  "than CONFIG (fitting a run's own curve predicts it stable by "
                                  "construction)")
-        cfg, kind = read_config(path)
+        cfg, kind = read_config(path, warnings=warnings)
     mp = map_config(cfg, kind)
     if stiffness is not None and from_log is not None:
         raise ParameterError("--stiffness/--from-log", "both", "only one of them")
@@ -365,7 +366,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
     if steps is None:
         steps = mp.value("steps") if "steps" in mp else 1000
     steps = check_int("steps", steps, low=1)
-    warnings, unknown = [], []
+    unknown = []
     assumptions = [
         "optimizer Adam(W): heavy ball with mu = beta1 (adam.momentum_form); eta K is the "
         "per-step product, K per unit configured learning rate (it absorbs Adam's "

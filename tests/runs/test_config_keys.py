@@ -1,0 +1,181 @@
+"""check-config reads only GRPO configs, and every key a file sets is either read or named.
+
+Issue 21 items 1 and 2: a near miss of a trainer key is an error naming the key meant (exit 2);
+keys the trainer does not know either are listed in one warning line; a file with no GRPO key
+(a PEFT adapter config, an SFT config, a verl PPO launch) is refused in one line; a README or a
+launch script with verl overrides is read as a verl config.
+"""
+
+import json
+
+import pytest
+
+from grpo_theory.cli.main import main
+from grpo_theory.runs.config_map import _edits, check_keys, map_config, read_config
+from grpo_theory.validate import ParameterError
+
+
+def _cli(capsys, *argv):
+    rc = main(["check-config", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _one_line_error(rc, out, err):
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, (rc, out, err)
+    return err
+
+
+# --- item 1: typos ------------------------------------------------------------------------
+
+def test_yaml_typos_are_errors_naming_the_key_meant(tmp_path, capsys):
+    p = tmp_path / "grpo.yaml"
+    p.write_text("per_device_train_batch_size: 8\nlearnig_rate: 1.0e-5\nnum_generation: 16\n"
+                 "num_iteratons: 4\n")
+    err = _one_line_error(*_cli(capsys, p))
+    assert "line 2" in err
+    for typo, meant in (("learnig_rate", "learning_rate"), ("num_generation", "num_generations"),
+                        ("num_iteratons", "num_iterations")):
+        assert f"'{typo}'" in err and f"'{meant}'" in err
+
+
+def test_json_typo_is_an_error(tmp_path, capsys):
+    p = tmp_path / "grpo.json"
+    p.write_text(json.dumps({"num_generations": 8, "bta": 0.04, "learning_rate": 1e-6,
+                             "scale_reward": "group"}, indent=1))
+    err = _one_line_error(*_cli(capsys, p))
+    assert "'scale_reward'" in err and "'scale_rewards'" in err and "line 5" in err
+
+
+def test_verl_override_and_yaml_typos_are_errors(tmp_path, capsys):
+    sh = tmp_path / "run.sh"
+    sh.write_text("python3 -m verl.trainer.main_ppo \\\n  algorithm.adv_estimator=grpo \\\n"
+                  "  actor_rollout_ref.rollout.n=8 \\\n  data.train_batch_size=1024 \\\n"
+                  "  actor_rollout_ref.actor.ppo_mini_batch_sze=256 \\\n"
+                  "  +actor_rollout_ref.actor.my_new_knob=1\n")
+    err = _one_line_error(*_cli(capsys, sh))
+    assert "'actor_rollout_ref.actor.ppo_mini_batch_sze'" in err and "line 5" in err
+    assert "'actor_rollout_ref.actor.ppo_mini_batch_size'" in err and "my_new_knob" not in err
+    y = tmp_path / "verl.yaml"
+    y.write_text("actor_rollout_ref:\n  rollout:\n    n: 8\n  actor:\n    ppo_epoch: 2\n")
+    err = _one_line_error(*_cli(capsys, y))
+    assert "'actor_rollout_ref.actor.ppo_epoch'" in err and "'actor_rollout_ref.actor.ppo_epochs'" in err
+
+
+def test_foreign_keys_are_listed_in_one_warning_and_read_keys_are_not(tmp_path, capsys):
+    p = tmp_path / "grpo.yaml"
+    p.write_text("num_generations: 8\nlearning_rate: 3.0e-6\nmy_wandb_tags: [a, b]\n"
+                 "curriculum_schedule: linear\n")
+    rc, out, err = _cli(capsys, p)
+    assert rc == 0 and err == ""
+    lines = [ln for ln in out.splitlines() if "not read" in ln]
+    assert len(lines) == 1 and "my_wandb_tags" in lines[0] and "curriculum_schedule" in lines[0]
+    assert "learning_rate" not in lines[0] and "num_generations" not in lines[0]
+    mp = map_config(*read_config(p))
+    assert mp["learning_rate"]["value"] == 3e-6 and not mp["learning_rate"]["assumed"]
+
+
+def test_nested_keys_are_read_by_their_last_part_and_the_rest_is_listed(tmp_path):
+    p = tmp_path / "meta.json"
+    p.write_text(json.dumps({"model_name": "m", "training_args": {
+        "learning_rate": 1e-5, "batch_size": 2, "max_completion_length": 512}}))
+    warnings = []
+    read_config(p, warnings=warnings)
+    assert len(warnings) == 1
+    assert "training_args.batch_size" in warnings[0] and "model_name" in warnings[0]
+    assert "learning_rate" not in warnings[0]
+
+
+def test_real_configs_have_no_typo():
+    """The corpus' real configs (open-r1's recipe, the verl examples, the CS336 YAMLs) use
+    keys the trainers know: none is mistaken for a typo."""
+    import glob
+    import os
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [p for p in glob.glob(os.path.join(repo, "benchmarks/real_runs/*/*"))
+             if p.endswith((".yaml", ".sh")) and "_ppo" not in p]
+    paths.append(os.path.join(repo, "grpo_theory/data/verl_grpo_deepseek7b_gsm8k_trimmed.log"))
+    assert len(paths) >= 20
+    for p in paths:
+        cfg, kind = read_config(p)
+        assert check_keys(cfg, kind)["typos"] == [], p
+
+
+def test_edit_distance_by_hand():
+    assert _edits("learnig_rate", "learning_rate") == 1       # deletion
+    assert _edits("num_iteratons", "num_iterations") == 1
+    assert _edits("btea", "beta") == 1                        # transposition
+    assert _edits("use_qalora", "use_rslora") == 2
+    assert _edits("modules_to_save", "lora_modules_to_save") == 5
+    assert _edits("", "abc") == 3 and _edits("abc", "abc") == 0
+
+
+def test_another_tools_near_miss_is_not_a_typo(tmp_path):
+    """PEFT's use_qalora is two edits from TRL's use_rslora: not a slip, another tool's key."""
+    p = tmp_path / "grpo.yaml"
+    p.write_text("num_generations: 8\nuse_qalora: false\n")
+    warnings = []
+    read_config(p, warnings=warnings)
+    assert len(warnings) == 1 and "use_qalora" in warnings[0]
+
+
+# --- item 2: files that are not GRPO configs ------------------------------------------------
+
+@pytest.mark.parametrize("name,text,why", [
+    ("adapter_config.json", json.dumps({"r": 16, "lora_alpha": 32, "peft_type": "LORA",
+                                        "task_type": "CAUSAL_LM", "use_qalora": False,
+                                        "target_modules": ["q_proj"]}), "no GRPO key"),
+    ("sft.yaml", "learning_rate: 2.0e-5\nper_device_train_batch_size: 4\nnum_train_epochs: 3\n",
+     "no GRPO key"),
+    ("generation_config.json", json.dumps({"temperature": 0.7, "top_p": 0.8, "top_k": 20}),
+     "no GRPO key"),
+    ("ppo.sh", "python3 -m verl.trainer.main_ppo data.train_batch_size=1024 "
+               "actor_rollout_ref.actor.optim.lr=1e-6 critic.optim.lr=1e-5\n", "gae"),
+    ("gae.yaml", "algorithm:\n  adv_estimator: gae\nactor_rollout_ref:\n  rollout:\n    n: 4\n",
+     "critic"),
+])
+def test_files_that_are_not_grpo_configs_are_refused(tmp_path, capsys, name, text, why):
+    p = tmp_path / name
+    p.write_text(text)
+    err = _one_line_error(*_cli(capsys, p))
+    assert "not a GRPO config" in err and why in err and name in err
+
+
+@pytest.mark.parametrize("text", [
+    "Launch with `actor_rollout_ref.rollout.n=8` and `data.train_batch_size=512`.\n",
+    "Set actor_rollout_ref.rollout.n=8, data.train_batch_size=512; then run.\n",
+    "```bash\npython3 -m verl.trainer.main_ppo \\\n  actor_rollout_ref.rollout.n=8 \\\n"
+    "  data.train_batch_size=512\n```\n",
+])
+def test_readme_with_verl_overrides_is_a_verl_config(tmp_path, text):
+    p = tmp_path / "README.md"
+    p.write_text("# How we trained\n\n" + text)
+    cfg, kind = read_config(p)
+    mp = map_config(cfg, kind)
+    assert kind == "verl"
+    assert mp["group_size"] == {**mp["group_size"], "value": 8, "assumed": False}
+    assert mp["refresh_interval"]["value"] == 2     # 512 / 256 (default mini-batch)
+
+
+def test_readme_with_an_sft_launch_and_log_before_the_grpo_launch(tmp_path):
+    """The real case: a README pastes an SFT launch and its console log, then the GRPO launch
+    and its log; the GRPO launch is read (shell variables from above it resolve)."""
+    p = tmp_path / "README.md"
+    p.write_text("N=6\n+ torchrun -m verl.trainer.fsdp_sft_trainer data.train_batch_size=64 "
+                 "optim.lr=1e-4\n"
+                 "step:1 - train/loss:1.1\nstep:2 - train/loss:0.9\n"
+                 "then GRPO:\n+ python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo "
+                 "actor_rollout_ref.rollout.n=$N data.train_batch_size=128 "
+                 "actor_rollout_ref.actor.ppo_mini_batch_size=32\n"
+                 "step:1 - critic/score/mean:0.1\n")
+    mp = map_config(*read_config(p))
+    assert mp["group_size"]["value"] == 6
+    assert mp["refresh_interval"]["value"] == 128 // 32
+
+
+def test_refusal_is_a_parameter_error_from_the_library(tmp_path):
+    p = tmp_path / "adapter_config.json"
+    p.write_text(json.dumps({"r": 8, "lora_alpha": 16}))
+    with pytest.raises(ParameterError, match="not a GRPO config"):
+        read_config(p)
