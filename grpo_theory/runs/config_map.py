@@ -491,8 +491,24 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
         _clip(mp, cfg, ("epsilon",), ("epsilon_high",), 0.2, "GRPOConfig default epsilon = 0.2")
         kg, gas = _get(cfg, "gradient_accumulation_steps")
         gas = _count(kg, gas) if kg else 1
+        kp, pdb = _get(cfg, "per_device_train_batch_size")
+        kw, ws = _get(cfg, "num_processes", "world_size")
+        pdb = _count(kp, pdb) if kp else 8
+        ws = _count(kw, ws) if kw else 1
         ks, spg = _get(cfg, "steps_per_generation")
-        spg = _count(ks, spg) if ks else gas
+        kgb, gbs = _get(cfg, "generation_batch_size")
+        if ks and kgb:
+            raise ParameterError(kgb, gbs, f"omitted when {ks} is set (TRL takes one of the two)")
+        if kgb:   # TRL: generation_batch_size = per-device batch x processes x steps_per_generation
+            gbs = _count(kgb, gbs)
+            if gbs % (pdb * ws):
+                raise ParameterError(kgb, gbs, f"a multiple of per_device_train_batch_size x "
+                                     f"processes = {pdb} x {ws}")
+            spg = gbs // (pdb * ws)
+            ks = (f"{kgb} / (per_device_train_batch_size x processes{'' if kw else ', assumed 1'}) "
+                  f"= {spg} steps_per_generation")
+        else:
+            spg = _count(ks, spg) if ks else gas
         ki, it = _get(cfg, "num_iterations")
         it = _count(ki, it) if ki else 1
         _window(mp, it, _batches(ks or "steps_per_generation (default = GAS)", spg,
@@ -500,11 +516,7 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                 ki or "num_iterations default 1",
                 f"{ks or 'steps_per_generation (default = gradient_accumulation_steps)'} / "
                 f"{kg or 'gradient_accumulation_steps (default 1)'}",
-                assumed=not (ki or ks))
-        kp, pdb = _get(cfg, "per_device_train_batch_size")
-        kw, ws = _get(cfg, "num_processes", "world_size")
-        pdb = _count(kp, pdb) if kp else 8
-        ws = _count(kw, ws) if kw else 1
+                assumed=not (ki or ks) or bool(kgb and not kw))
         _prompts(mp, pdb * ws * gas, G, f"per_device_train_batch_size ({pdb}{'' if kp else ', default'})"
                  f" x processes ({ws}{'' if kw else ', assumed'}) x GAS ({gas}) / num_generations",
                  assumed=not (kp and kw))

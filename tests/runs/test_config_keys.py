@@ -179,3 +179,17 @@ def test_refusal_is_a_parameter_error_from_the_library(tmp_path):
     p.write_text(json.dumps({"r": 8, "lora_alpha": 16}))
     with pytest.raises(ParameterError, match="not a GRPO config"):
         read_config(p)
+
+
+def test_trl_generation_batch_size_sets_the_window(tmp_path):
+    """TRL's generation_batch_size = per-device batch x processes x steps_per_generation: a
+    config that sets it instead of steps_per_generation has that window, not the default."""
+    p = tmp_path / "g.yaml"
+    p.write_text("num_generations: 8\nper_device_train_batch_size: 4\nnum_processes: 2\n"
+                 "gradient_accumulation_steps: 2\ngeneration_batch_size: 32\n")
+    mp = map_config(*read_config(p))
+    # by hand: 32 completions per generation / (4 x 2 per micro-step) = 4 micro-steps = 2 optimizer steps
+    assert mp["refresh_interval"]["value"] == 2 and mp["reuse"]["value"] == "fresh"
+    p.write_text("num_generations: 8\nper_device_train_batch_size: 4\ngeneration_batch_size: 6\n")
+    with pytest.raises(ParameterError, match="generation_batch_size"):
+        map_config(*read_config(p))
