@@ -52,20 +52,17 @@ def read_csv(path, text: str | None = None, *, step_column: str | None = None,
             if i == step_col or not h:
                 continue
             cell = row[i].strip()
-            if cell == "":
-                continue
-            try:
-                values[rename.get(h, h)] = float(cell)
-            except ValueError:
-                if cell.lower() in ("nan", "none", "null", "na"):
-                    values[rename.get(h, h)] = float("nan")
-                # other text columns (run names, tags) are not metrics: ignored
+            if cell != "":
+                values[rename.get(h, h)] = cell     # numbers parsed, text counted, by the caller
         records.append((step, lineno, values))
     if not records:
         raise LogFormatError(path, None, "no data rows")
-    metrics = records_to_metrics(records, warnings=warnings, source=str(path))
+    text_columns: dict = {}
+    metrics = records_to_metrics(records, warnings=warnings, source=str(path),
+                                 text_columns=text_columns)
     return TrainingLog(metrics=metrics, source=str(path), format="csv", warnings=warnings,
-                       default_metric="reward" if "reward" in metrics else None)
+                       default_metric="reward" if "reward" in metrics else None,
+                       text_columns=text_columns)
 
 
 def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
@@ -89,8 +86,11 @@ def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
         records.append((float(step), lineno, {rename.get(k, k): v for k, v in flat.items()}))
     if not records:
         raise LogFormatError(path, None, "no JSON object lines found")
-    metrics = records_to_metrics(records, warnings=warnings, source=str(path))
+    text_columns: dict = {}
+    metrics = records_to_metrics(records, warnings=warnings, source=str(path),
+                                 text_columns=text_columns)
     return TrainingLog(metrics=metrics, source=str(path), format="jsonl", warnings=warnings,
-                       default_metric="reward" if "reward" in metrics else None)
+                       default_metric="reward" if "reward" in metrics else None,
+                       text_columns=text_columns)
 
 

@@ -193,6 +193,9 @@ def read_verl_jsonl(path, text: str | None = None) -> TrainingLog:
         records.append((float(step), lineno, data))
     if not records:
         raise LogFormatError(path, None, "no {'step': N, 'data': {...}} line found")
-    metrics = records_to_metrics(records, warnings=warnings, source=str(path))
+    text_columns: dict = {}
+    metrics = records_to_metrics(records, warnings=warnings, source=str(path),
+                                 text_columns=text_columns)
     return TrainingLog(metrics=metrics, source=str(path), format="verl-jsonl",
-                       warnings=warnings, default_metric="critic/score/mean")
+                       warnings=warnings, default_metric="critic/score/mean",
+                       text_columns=text_columns)

@@ -1,0 +1,66 @@
+"""Text where a number belongs is never dropped without a word (issue 21 item 3).
+
+A column with numbers and some text keeps its numbers and says how many rows were dropped and
+where the first one is (file and line); a reward column of text only is an error naming the
+column and its first value, for `fit`, `fit --metric` and `diagnose` alike (not "an SFT log?").
+"""
+
+import json
+
+import pytest
+
+from grpo_theory.cli.main import main
+from grpo_theory.runs.logs import read_log
+from grpo_theory.validate import ParameterError
+
+BAD_STEPS = (4, 9, 17, 23, 30, 41, 48)
+
+
+def _csv(tmp_path, reward=lambda s: f"{0.2 + 0.6 * (1 - 0.9 ** s):.5f}", extra=""):
+    rows = ["step,reward,entropy,run" + extra]
+    for s in range(1, 51):
+        rows.append(f"{s},{reward(s)},{0.5 - 0.004 * s:.4f},demo")
+    p = tmp_path / "log.csv"
+    p.write_text("\n".join(rows) + "\n")
+    return p
+
+
+def test_some_text_cells_are_dropped_with_a_count_and_the_first_line(tmp_path, capsys):
+    p = _csv(tmp_path, reward=lambda s: "oops" if s in BAD_STEPS else f"{0.2 + 0.01 * s:.3f}")
+    log = read_log(p)
+    steps, _ = log.series("reward")
+    assert len(steps) == 50 - len(BAD_STEPS)
+    (w,) = [w for w in log.warnings if "reward" in w]
+    # step s sits on line s + 1 (line 1 is the header)
+    assert "7 of 50" in w and f"line {BAD_STEPS[0] + 1}" in w and "'oops'" in w
+    assert not any("run" in x for x in log.warnings)       # a text-only column is not a metric
+    assert main(["fit", str(p), "--models", "exponential"]) == 0
+    out = capsys.readouterr().out
+    assert "43 points" in out and "7 of 50" in out
+
+
+@pytest.mark.parametrize("argv", [["fit"], ["fit", "--metric", "reward"], ["diagnose"]])
+def test_an_all_text_reward_column_is_named_with_its_first_value(tmp_path, capsys, argv):
+    p = _csv(tmp_path, reward=lambda s: "pending" if s < 3 else "bad")
+    rc = main([argv[0], str(p), *argv[1:]])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "'reward'" in err and "'pending'" in err and "line 2" in err and "SFT" not in err
+
+
+def test_jsonl_and_trl_text_values_are_counted(tmp_path):
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(json.dumps({"step": s, "reward": "n.a." if s in BAD_STEPS else 0.1 * s})
+                           for s in range(1, 21)) + "\n")
+    (w,) = read_log(p).warnings
+    assert "3 of 20" in w and "line 4" in w
+    state = {"log_history": [{"step": s, "reward": "x" if s == 2 else 0.1 * s, "loss": 1.0}
+                             for s in range(1, 6)]}
+    t = tmp_path / "trainer_state.json"
+    t.write_text(json.dumps(state))
+    (w,) = read_log(t).warnings
+    assert "1 of 5" in w and "log_history entry 1" in w
+    state = {"log_history": [{"step": s, "reward": "x", "loss": 1.0} for s in range(1, 6)]}
+    t.write_text(json.dumps(state))
+    with pytest.raises(ParameterError, match="'reward' holds text"):
+        read_log(t).reward_metric()
