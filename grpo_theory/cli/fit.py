@@ -52,13 +52,24 @@ def add_arguments(parser) -> None:
                         "other score: the mean-field families are off), or auto (binary when "
                         "every value lies in [0, 1])")
     parser.add_argument("--plot", default=None, metavar="FILE",
-                        help="write a figure (data, fits, forecast band) to FILE")
+                        help="write a figure (data, fits, forecast band) to FILE (.png, .pdf, "
+                             ".svg, ...)")
+    add_force_argument(parser)
+
+
+def add_force_argument(parser) -> None:
+    """``--force``: the one switch that lets a command overwrite an existing output."""
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite an existing output file (refused otherwise)")
 
 
 def call(args):
     """Read the log, fit (and forecast) it: a :class:`~grpo_theory.runs.fitting.FitReport`."""
     from grpo_theory.runs.fitting import fit_log, plot_fit
+    from grpo_theory.validate import check_output_file, figure_formats
 
+    if args.plot:       # checked before any work: format, directory, an earlier figure
+        check_output_file("--plot", args.plot, formats=figure_formats(), force=args.force)
     log = load_log(args)
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
     report = fit_log(log, args.metric, train_fraction=args.train_fraction, models=models,

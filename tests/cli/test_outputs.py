@@ -1,0 +1,72 @@
+"""Every output path and format is checked before any work, and an existing output is never
+overwritten without --force (issue 21 items 4 and 5): one line, exit 2, nothing written."""
+
+import pytest
+
+from grpo_theory.cli.main import main
+from grpo_theory.data import example_log
+from grpo_theory.validate import ParameterError, check_output_dir, check_output_file
+
+LOG = str(example_log())
+
+
+def _no_work(*args, **kwargs):
+    raise AssertionError("the work started before the output was checked")
+
+
+def _argv(command, plot):
+    if command == "fit":
+        return ["fit", LOG, "--plot", plot]
+    return ["compare", LOG, LOG, "--by", "learning_rate", "--values", "1e-6,2e-6", "--plot", plot]
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    import grpo_theory.runs.compare as cmp
+    import grpo_theory.runs.fitting as fitting
+
+    monkeypatch.setattr(fitting, "fit_log", _no_work)
+    monkeypatch.setattr(cmp, "compare", _no_work)
+
+
+@pytest.mark.parametrize("command", ["fit", "compare"])
+@pytest.mark.parametrize("case,allowed", [("existing.txt", "ending in one of"),
+                                          ("noext", "ending in one of"),
+                                          ("nodir/x.png", "existing directory"),
+                                          ("existing.png", "--force"),
+                                          ("adir.png", "directory")])
+def test_bad_plot_paths_are_refused_before_any_work(tmp_path, monkeypatch, capsys, no_work,
+                                                     command, case, allowed):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "existing.txt").write_text("keep")
+    (tmp_path / "existing.png").write_text("keep")
+    (tmp_path / "adir.png").mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    rc = main(_argv(command, case))
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, (rc, out, err)
+    assert err.startswith(f"grpo-theory {command}: error: --plot must be") and allowed in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (tmp_path / "existing.png").read_text() == "keep"
+
+
+def test_force_overwrites_the_figure(tmp_path, capsys):
+    fig = tmp_path / "fit.png"
+    fig.write_text("old")
+    assert main(["fit", LOG, "--models", "exponential", "--plot", str(fig), "--force"]) == 0
+    assert fig.read_bytes().startswith(b"\x89PNG")
+
+
+def test_helpers(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ParameterError, match="is a file"):
+        check_output_file("out", tmp_path / "f" / "x.csv")
+    assert check_output_file("out", tmp_path / "new.csv") == tmp_path / "new.csv"
+    assert check_output_file("out", tmp_path / "f", force=True) == tmp_path / "f"
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "report.md").write_text("earlier")
+    with pytest.raises(ParameterError, match="has report.md"):
+        check_output_dir("--out", d, writes=("report.md",))
+    assert check_output_dir("--out", d, writes=("report.md",), force=True) == d
+    assert check_output_dir("--out", d, writes=("other.md",)) == d
