@@ -62,8 +62,9 @@ def check_real(name: str, value, *, low=None, high=None, low_open=False,
             raise ParameterError(name, value, allowed) from None
     else:
         value_f = float(value)
-    if not math.isfinite(value_f):
-        raise ParameterError(name, value, allowed)
+    if not math.isfinite(value_f):   # inf or nan: say that it must be finite
+        raise ParameterError(name, value, allowed if "finite" in allowed else
+                             allowed.replace("a real number", "a finite real number", 1))
     if low is not None and (value_f < low or (low_open and value_f == low)):
         raise ParameterError(name, value, allowed)
     if high is not None and (value_f > high or (high_open and value_f == high)):

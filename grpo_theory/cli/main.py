@@ -80,9 +80,9 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     mod = getattr(args, "_module", None)
-    if mod is None:
-        parser.print_help()
-        return 0
+    if mod is None:              # no command: the help, as a usage error (exit 2)
+        parser.print_help(sys.stderr)
+        return 2
     try:
         code = _emit(args, mod.call(args)) if hasattr(mod, "call") else int(mod.run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush

@@ -71,3 +71,10 @@ def test_every_command_is_one_library_call():
     for name in COMMAND_MODULES:
         mod = importlib.import_module(f"grpo_theory.cli.{name}")
         assert callable(getattr(mod, "call", None)), f"{name} has no call(args) -> Result"
+
+
+def test_no_command_prints_help_and_exits_2(capsys):
+    """Issue 21 item 12: `grpo-theory` alone exited 0."""
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("usage: grpo-theory") and "COMMAND" in err
