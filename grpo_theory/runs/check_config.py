@@ -286,7 +286,7 @@ class ConfigCheck(Result):
                  f"{f(v['kl_coef'])}), {v['surrogate']} surrogate, G = {v['group_size']}")
         if v["fresh_fraction_range"]:
             lo, hi = v["fresh_fraction_range"]
-            L.append(f"  fresh fraction phi = K_f/K: {lo:.4g}" + ("" if lo == hi else f" .. {hi:.4g}"))
+            L.append(f"  fresh fraction phi = K_f/K: {_span(lo, hi)}")
             L.append(f"  split from {v['split_source']}")
         if v["reason"]:
             L.append(f"  note: {v['reason']}")
@@ -295,8 +295,8 @@ class ConfigCheck(Result):
             lo, hi = t["exact_eta_K"]
             L.append(f"thresholds (mu = {f(self.parameters['momentum']['value'])}, k = "
                      f"{self.parameters['refresh_interval']['value']}):")
-            L.append(f"  exact L2: unstable above eta K = {lo:.4g}" + ("" if lo == hi else
-                     f" .. {hi:.4g}") + f"   (published rule eta K k < 1 - mu: "
+            L.append(f"  exact L2: unstable above eta K = {_span(lo, hi)}"
+                     + f"   (published rule eta K k < 1 - mu: "
                      f"{t['published_eta_K']:.4g})")
             L.append(f"  refresh threshold: {t['refresh_threshold']}")
             L.append("  largest stable refresh interval at eta K = "
@@ -334,6 +334,12 @@ class ConfigCheck(Result):
             L.append("assumptions:")
             L.extend(f"  - {a}" for a in self.assumptions)
         return "\n".join(L)
+
+
+def _span(lo, hi, spec=".4g") -> str:
+    """``lo .. hi``, or one number when both print the same (never ``3.8 .. 3.8``)."""
+    a, b = format(lo, spec), format(hi, spec)
+    return a if a == b else f"{a} .. {b}"
 
 
 def _same_file(a, b) -> bool:

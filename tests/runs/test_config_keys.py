@@ -193,3 +193,16 @@ def test_trl_generation_batch_size_sets_the_window(tmp_path):
     p.write_text("num_generations: 8\nper_device_train_batch_size: 4\ngeneration_batch_size: 6\n")
     with pytest.raises(ParameterError, match="generation_batch_size"):
         map_config(*read_config(p))
+
+
+def test_a_range_whose_ends_print_alike_is_one_number(tmp_path):
+    """Issue 21 item 12: `unstable above eta K = 3.8 .. 3.8`."""
+    import re
+
+    from grpo_theory.runs.check_config import check_config
+
+    p = tmp_path / "grpo.yaml"
+    p.write_text("num_generations: 8\nlearning_rate: 1.0e-6\n")
+    text = str(check_config(p))
+    assert "exact L2: unstable above eta K = " in text
+    assert not re.search(r"(?<![\d.])(\d[\d.e+-]*) \.\. \1(?![\d.])", text), text
