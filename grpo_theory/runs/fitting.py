@@ -511,6 +511,12 @@ def fit_models(t, y, models=None) -> dict:
 
 BINARY_FAMILIES = ("mean_field_std", "mean_field_mean", "mixture_std", "mixture_mean")
 
+def r2_text(x) -> str:
+    """The one format of an R^2 and of the noise ceiling in every message (0.045, never 0.04
+    in one line and 0.045 in the next)."""
+    return format(float(x), ".3f")
+
+
 def noise_ceiling(y) -> float:
     """Largest R^2 any smooth curve can reach: 1 - sigma^2 / Var y, sigma^2 from lag-1 differences."""
     y = np.asarray(y, dtype=float)
@@ -527,7 +533,7 @@ def applicability(t, y, *, min_points=8) -> list:
         return [f"{y.size} points, need >= {min_points}"]
     ceiling = noise_ceiling(y)
     if ceiling < 0.3:
-        reasons.append(f"noise ceiling R^2 = {ceiling:.2f} (< 0.3): the log's own step-to-step "
+        reasons.append(f"noise ceiling R^2 = {r2_text(ceiling)} (< 0.3): the log's own step-to-step "
                        "noise leaves no curve to fit")
     k = max(2, y.size // 5)
     gain = float(np.median(y[-k:]) - np.median(y[:k]))
@@ -581,7 +587,7 @@ class FitReport(Result):
         if not self.applicable["fit"]:
             lines.append("the model does not apply; no regime is named:")
             lines += [f"  - {r}" for r in self.applicable["reasons"]]
-        lines.append(f"  noise ceiling R^2 = {f(self.applicable['noise_ceiling'], '.3f')}")
+        lines.append(f"  noise ceiling R^2 = {r2_text(self.applicable['noise_ceiling'])}")
         lines.append(f"    {'model':<16} {'R^2':>8} {'AIC':>11} {'plateau':>9} {'t90 (steps)':>12}")
         for name, m in self.models.items():
             mark = "*" if name == self.best else " "
@@ -665,7 +671,7 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
     ceiling = noise_ceiling(values)
     best_r2 = max((fr.r2 for fr in res["models"].values() if math.isfinite(fr.r2)), default=0.0)
     if best_r2 < 0.5 * ceiling:
-        reasons.append(f"best R^2 {best_r2:.2f} is below half the noise ceiling {ceiling:.2f}: "
+        reasons.append(f"best R^2 {r2_text(best_r2)} is below half the noise ceiling {r2_text(ceiling)}: "
                        "the families miss the curve's shape")
     fc = None
     if train_fraction is not None:

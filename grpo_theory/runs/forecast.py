@@ -67,6 +67,7 @@ from grpo_theory.runs.fitting import (
     fit_curve,
     is_binary_range,
     noise_ceiling,
+    r2_text,
 )
 from grpo_theory.validate import ParameterError, check_choice, check_real
 
@@ -368,8 +369,8 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     ceiling = noise_ceiling(yt)
     best_r2 = max((fr.r2 for fr in fits.values() if math.isfinite(fr.r2)), default=0.0)
     if not reasons and best_r2 < 0.5 * ceiling:
-        reasons.append(f"best R^2 on the prefix {best_r2:.2f} is below half its noise ceiling "
-                       f"{ceiling:.2f}: the families miss the curve's shape")
+        reasons.append(f"best R^2 on the prefix {r2_text(best_r2)} is below half its noise "
+                       f"ceiling {r2_text(ceiling)}: the families miss the curve's shape")
     origin, best = {}, None
     if not reasons:  # the rolling origin is the costly part: only where the model applies
         ro = rolling_origin(tt, yt, models, bounds)

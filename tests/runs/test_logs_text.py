@@ -64,3 +64,20 @@ def test_jsonl_and_trl_text_values_are_counted(tmp_path):
     t.write_text(json.dumps(state))
     with pytest.raises(ParameterError, match="'reward' holds text"):
         read_log(t).reward_metric()
+
+
+def test_the_noise_ceiling_prints_the_same_everywhere_in_one_output(tmp_path, capsys):
+    """Issue 21 item 12: the ceiling was 0.04 in the reason and 0.045 in the next line."""
+    import re
+
+    import numpy as np
+
+    rng = np.random.default_rng(1)             # ceiling 0.0845: 0.08 at two digits
+    y = 0.5 + 0.002 * np.arange(60) + 0.1 * rng.standard_normal(60)
+    p = tmp_path / "noisy.csv"
+    p.write_text("step,reward\n" + "".join(f"{s},{v:.5f}\n" for s, v in enumerate(y, 1)))
+    main(["fit", str(p)])
+    out = capsys.readouterr().out
+    shown = re.findall(r"noise ceiling (?:R\^2 = )?([0-9.]+)", out)
+    assert len(shown) >= 2 and len(set(shown)) == 1, out
+    assert len(shown[0].split(".")[1]) == 3 and shown[0][-1] != "0"
