@@ -13,8 +13,12 @@ def add_log_arguments(parser) -> None:
     """Arguments shared by ``fit`` and ``diagnose``: the log and how to read it."""
     from grpo_theory.runs.logs import FORMATS
 
-    parser.add_argument("log", metavar="LOG", help="log file: TRL trainer_state.json, verl console "
-                        "log or JSONL, W&B CSV export, generic CSV/JSONL with a step column")
+    parser.add_argument("log", metavar="LOG", nargs="?", default=None,
+                        help="log file: TRL trainer_state.json, verl console log or JSONL, W&B CSV "
+                        "export, generic CSV/JSONL with a step column")
+    parser.add_argument("--example", action="store_true",
+                        help="use the real verl GRPO log that ships with the package instead of "
+                             "LOG (its path is the first word of the output)")
     parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
                         help="log format (default: detect from the content)")
     parser.add_argument("--metric", default=None, help="reward metric (default per format: TRL "
@@ -28,6 +32,15 @@ def add_log_arguments(parser) -> None:
 
 def load_log(args):
     from grpo_theory.runs.logs import read_log
+
+    if args.example:
+        if args.log is not None:
+            raise ParameterError("--example", args.log, "given without LOG (it replaces LOG)")
+        from grpo_theory.data import example_log
+
+        args.log = str(example_log())
+    elif args.log is None:
+        raise ParameterError("LOG", None, "a log file (or --example for the bundled real log)")
 
     rename = {}
     for item in args.rename:

@@ -70,3 +70,12 @@ def test_helpers(tmp_path):
         check_output_dir("--out", d, writes=("report.md",))
     assert check_output_dir("--out", d, writes=("report.md",), force=True) == d
     assert check_output_dir("--out", d, writes=("other.md",)) == d
+
+
+def test_example_uses_the_bundled_log_and_prints_its_path(capsys):
+    """Issue 21 item 11: the README gives a command that shows where a sample LOG is."""
+    assert main(["fit", "--example", "--models", "exponential"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(LOG + " (verl)")
+    assert main(["fit"]) == 2 and "--example" in capsys.readouterr().err
+    assert main(["fit", LOG, "--example"]) == 2
