@@ -81,3 +81,17 @@ def test_the_noise_ceiling_prints_the_same_everywhere_in_one_output(tmp_path, ca
     shown = re.findall(r"noise ceiling (?:R\^2 = )?([0-9.]+)", out)
     assert len(shown) >= 2 and len(set(shown)) == 1, out
     assert len(shown[0].split(".")[1]) == 3 and shown[0][-1] != "0"
+
+
+def test_a_log_without_a_reward_says_so_in_words(tmp_path, capsys):
+    """Newcomer pass: an SFT trainer_state.json gave `metric must be given with --metric: ...,
+    got None`."""
+    t = tmp_path / "trainer_state.json"
+    t.write_text(json.dumps({"log_history": [{"step": s, "loss": 1.0 / s, "learning_rate": 1e-5}
+                                             for s in range(1, 20)]}))
+    assert main(["fit", str(t)]) == 2
+    err = capsys.readouterr().err
+    assert "no reward metric among its metrics (learning_rate, loss)" in err and "--metric" in err
+    assert "got None" not in err and len(err.strip().splitlines()) == 1
+    assert main(["diagnose", str(t)]) == 0          # diagnose still runs the other checks
+    assert "SFT" in capsys.readouterr().out

@@ -41,6 +41,18 @@ class LogFormatError(ParameterError):
         self.allowed = problem
 
 
+class NoRewardMetric(ParameterError):
+    """A log with no metric that plays the reward (an SFT or evaluation-only log, or a reward
+    logged under a name of its own); one line naming the file and its metrics."""
+
+    def __init__(self, log):
+        avail = ", ".join(log.names[:40]) + (" ..." if len(log.names) > 40 else "")
+        ValueError.__init__(self, f"{log.source}: no reward metric among its metrics ({avail}); "
+                                  "an SFT or evaluation-only log? If one of them is the "
+                                  "reward, give --metric NAME")
+        self.name, self.value, self.allowed = "metric", None, "given with --metric"
+
+
 # Canonical roles -> candidate metric names, most specific first.  A reader
 # does not rename metrics; TrainingLog.role() finds the metric playing a role.
 ROLES: dict[str, tuple[str, ...]] = {
@@ -146,10 +158,7 @@ class TrainingLog:
             for cand in (self.default_metric,) + ROLES["reward"]:
                 if cand:
                     self._refuse_text(cand)
-            avail = ", ".join(self.names[:40])
-            raise ParameterError("metric", None,
-                                 f"given with --metric: no default reward metric in "
-                                 f"{self.source} (metrics: {avail})")
+            raise NoRewardMetric(self)
         return name
 
     def _refuse_text(self, name: str) -> None:
