@@ -315,15 +315,79 @@ def _launch_overrides(path, text: str, warnings):
             chosen = entry
         elif cfg != chosen[0]:
             others.append(min(entry[2].values()))
+    if chosen is None:                       # no verl GRPO launch: a TRL one with --flags?
+        flags = _cli_flags(lines)
+        if flags[0] and check_keys(flags[0], "trl")["grpo"]:
+            return flags
     chosen = chosen or fallback
     if chosen is None:
-        raise ConfigFormatError(path, None, "no configuration found (expected JSON, YAML or "
-                                            "dotted key=value overrides)")
+        raise ConfigFormatError(path, None, "no configuration found (expected JSON, YAML, "
+                                            "dotted key=value overrides or a launch command "
+                                            "with --key value flags)")
     if others and warnings is not None:
         warnings.append(f"{len(others) + 1} launch commands with GRPO keys in this file: read "
                         f"the first (line {min(chosen[2].values())}), not the one(s) at line "
                         + ", ".join(str(x) for x in others))
     return chosen
+
+
+_LAUNCHERS = ("accelerate", "python", "python3", "torchrun", "deepspeed", "trl")
+_SHELL_STOP = ("|", "||", "&&", ";", ">", ">>", "2>&1", "&", "<")
+
+
+def _cli_flags(lines):
+    """``--key value`` / ``--key=value`` flags of the launch commands in a shell script or a
+    README (``accelerate launch train.py --num_generations 8 ...``, ``trl grpo ...``): the way
+    TRL scripts pass a GRPOConfig through HfArgumentParser.  A flag without a value is
+    ``True``, several values a list; ``-`` in a name reads as ``_``; ``$VAR`` resolves from
+    the shell assignments above.  Returns ``(config, set(), line_of_key)``."""
+    import re
+    import shlex
+
+    from grpo_theory.runs.logs.verl import _SHELL, _convert, _strip_quotes
+
+    shell, out, where = {}, {}, {}
+    logical, start = "", 0
+    for i, raw in enumerate(lines + [""]):
+        text = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].rstrip()
+        if not logical:
+            start = i + 1
+        if text.endswith("\\"):
+            logical += text[:-1] + " "
+            continue
+        logical += text
+        command, logical = logical.strip(), ""
+        m = _SHELL.match(command)
+        if m and " " not in command.split("=", 1)[0]:
+            shell[m.group(1)] = _strip_quotes(m.group(2))
+            continue
+        try:
+            toks = shlex.split(command)
+        except ValueError:
+            toks = command.split()
+        if not toks or not any(t.split("/")[-1] in _LAUNCHERS for t in toks[:3]):
+            continue
+        j = 0
+        while j < len(toks):
+            tok = toks[j]
+            j += 1
+            if tok in _SHELL_STOP or tok.startswith((">", "2>")):
+                break
+            if not tok.startswith("--") or len(tok) < 3:
+                continue
+            key, eq, val = tok[2:].partition("=")
+            vals = [val] if eq else []
+            while not eq and j < len(toks) and not toks[j].startswith("--") \
+                    and toks[j] not in _SHELL_STOP and not toks[j].startswith((">", "2>")):
+                vals.append(toks[j])
+                j += 1
+            vals = [re.sub(r"\$\{?(\w+)\}?", lambda mm: shell.get(mm.group(1), mm.group(0)), v)
+                    for v in vals]
+            key = key.replace("-", "_")
+            out[key] = (True if not vals else _convert(vals[0]) if len(vals) == 1
+                        else [_convert(v) for v in vals])
+            where[key] = start
+    return out, set(), where
 
 
 def _key_line(text: str, key: str, syntax) -> int | None:

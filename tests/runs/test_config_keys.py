@@ -206,3 +206,25 @@ def test_a_range_whose_ends_print_alike_is_one_number(tmp_path):
     text = str(check_config(p))
     assert "exact L2: unstable above eta K = " in text
     assert not re.search(r"(?<![\d.])(\d[\d.e+-]*) \.\. \1(?![\d.])", text), text
+
+
+def test_trl_launch_script_flags_are_read(tmp_path, capsys):
+    """Newcomer pass (a public TRL repository's launch scripts): `accelerate launch train.py
+    --num_generations 8 ...` was 'no configuration found'."""
+    sh = tmp_path / "train.sh"
+    sh.write_text("LR=3e-6\naccelerate launch --num_processes 4 --config_file zero2.yaml \\\n"
+                  "  train_grpo.py \\\n  --num_generations 8 \\\n  --learning-rate $LR \\\n"
+                  "  --num_iterations=2 \\\n  --gradient_checkpointing \\\n"
+                  "  --reward_weights 1.0 0.5 \\\n  --my_custom_flag 3 >> train.log 2>&1\n")
+    warnings = []
+    cfg, kind = read_config(sh, warnings=warnings)
+    assert kind == "trl" and cfg["gradient_checkpointing"] is True
+    assert cfg["reward_weights"] == [1.0, 0.5]
+    mp = map_config(cfg, kind)
+    assert mp["group_size"]["value"] == 8 and mp["learning_rate"]["value"] == 3e-6
+    assert mp["refresh_interval"]["value"] == 2 and mp["reuse"]["value"] == "batch"
+    assert mp["prompts"]["value"] == 8 * 4 // 8 * 1 // 1          # pdb 8 (default) x 4 processes / G
+    assert "config_file" in warnings[0] and "my_custom_flag" in warnings[0]
+    sh.write_text("python train.py --num_generatons 8 --beta 0.04\n")
+    err = _one_line_error(*_cli(capsys, sh))
+    assert "'num_generatons'" in err and "'num_generations'" in err and "line 1" in err
