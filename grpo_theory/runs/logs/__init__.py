@@ -104,9 +104,19 @@ def detect_format(path, text: str | None = None) -> str:
         import io
         header = next(csv.reader(io.StringIO(first_line)), [])
         return "wandb" if is_wandb_header([h.strip() for h in header]) else "csv"
+    import re
+
+    printed = re.search(r"^\s*\{'(?:loss|reward|train_loss|eval_loss)': .*'epoch': [0-9.]+\}\s*$",
+                        head, re.MULTILINE)
+    if printed:
+        line = head[:printed.start()].count("\n") + 1
+        raise LogFormatError(path, line, "a TRL/transformers console log (the trainer's printed "
+                                         "dicts carry no step): read the run's "
+                                         "checkpoint-N/trainer_state.json, or its TensorBoard or "
+                                         "W&B logs, instead")
     raise LogFormatError(path, 1, "format not recognised (expected TRL trainer_state.json, a verl "
-                                  "console log, verl/generic JSONL or a W&B/generic CSV); "
-                                  "give --format")
+                                  "console log, verl/generic JSONL, a W&B/generic CSV or a "
+                                  "TensorBoard event file)")
 
 
 def read_log(path, format: str | None = None, *, run: str | None = None,
