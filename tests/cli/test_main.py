@@ -78,3 +78,14 @@ def test_no_command_prints_help_and_exits_2(capsys):
     assert main([]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("usage: grpo-theory") and "COMMAND" in err
+
+
+def test_trajectory_times_by_spaces_or_commas(capsys):
+    """Issue 21 item 11: `--times` read like a list but took only a comma-separated string."""
+    base = ["trajectory", "--mass", "1", "--damping", "0.5", "--spring", "0.1", "--x0", "1"]
+    assert main(base + ["--times", "0,1,2.5"]) == 0
+    commas = capsys.readouterr().out
+    assert main(base + ["--times", "0", "1", "2.5"]) == 0
+    assert capsys.readouterr().out == commas and "2.5" in commas
+    assert main(base + ["--times", "0", "-1"]) == 2
+    assert "times must be" in capsys.readouterr().err
