@@ -150,7 +150,7 @@ def read_log(path, format: str | None = None, *, run: str | None = None,
     if format in (None, "auto"):
         format = detect_format(p, text)
     check_choice("format", format, FORMATS + ("auto",))
-    if run is not None and format != "wandb":
+    if run is not None and format not in ("wandb", "csv"):
         raise ParameterError("run", run, f"omitted: the {format} format holds a single run")
     if format == "trl":
         log = read_trl(p, text)
@@ -161,7 +161,7 @@ def read_log(path, format: str | None = None, *, run: str | None = None,
     elif format == "wandb":
         log = read_wandb_csv(p, text, run=run)
     elif format == "csv":
-        log = read_csv(p, text, step_column=step_column, rename=rename)
+        log = read_csv(p, text, step_column=step_column, rename=rename, run=run)
     else:
         log = read_jsonl(p, text, step_column=step_column, rename=rename)
     if rename and format not in ("csv", "jsonl"):
