@@ -561,9 +561,20 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
         ws = _count(kw, ws) if kw else 1
         ks, spg = _get(cfg, "steps_per_generation")
         kgb, gbs = _get(cfg, "generation_batch_size")
+        # TRL: generation_batch_size = per-device batch x processes x steps_per_generation; a
+        # config sets one of the two, a dumped GRPOConfig holds both (then they give processes)
         if ks and kgb:
-            raise ParameterError(kgb, gbs, f"omitted when {ks} is set (TRL takes one of the two)")
-        if kgb:   # TRL: generation_batch_size = per-device batch x processes x steps_per_generation
+            spg, gbs = _count(ks, spg), _count(kgb, gbs)
+            if gbs % (pdb * spg):
+                raise ParameterError(kgb, gbs, f"a multiple of per_device_train_batch_size x "
+                                     f"steps_per_generation = {pdb} x {spg}")
+            implied = gbs // (pdb * spg)
+            if kw and implied != ws:
+                raise ParameterError(kgb, gbs, f"{pdb} x {ws} x {spg} (per-device batch x "
+                                     f"{kw} x steps_per_generation)")
+            ws, kw = implied, f"{kgb} / (per_device_train_batch_size x {ks})"
+            kgb = None
+        if kgb:
             gbs = _count(kgb, gbs)
             if gbs % (pdb * ws):
                 raise ParameterError(kgb, gbs, f"a multiple of per_device_train_batch_size x "

@@ -228,3 +228,20 @@ def test_trl_launch_script_flags_are_read(tmp_path, capsys):
     sh.write_text("python train.py --num_generatons 8 --beta 0.04\n")
     err = _one_line_error(*_cli(capsys, sh))
     assert "'num_generatons'" in err and "'num_generations'" in err and "line 1" in err
+
+
+def test_a_dumped_grpo_config_with_both_batch_keys_gives_the_processes(tmp_path):
+    """A GRPOConfig dumped by TRL (to_json_string) holds steps_per_generation and the
+    generation_batch_size TRL computed from it: per-device 8 x 4 processes x 2 = 64."""
+    p = tmp_path / "args.json"
+    p.write_text(json.dumps({"num_generations": 8, "per_device_train_batch_size": 8,
+                             "gradient_accumulation_steps": 2, "steps_per_generation": 2,
+                             "generation_batch_size": 64, "num_iterations": 1}))
+    mp = map_config(*read_config(p))
+    assert mp["refresh_interval"]["value"] == 1
+    assert mp["prompts"]["value"] == 8 * 4 * 2 // 8            # per-device x processes x GAS / G
+    p.write_text(json.dumps({"num_generations": 8, "per_device_train_batch_size": 8,
+                             "steps_per_generation": 2, "generation_batch_size": 64,
+                             "num_processes": 2}))
+    with pytest.raises(ParameterError, match="generation_batch_size"):
+        map_config(*read_config(p))
