@@ -338,12 +338,12 @@ def fixed_points(*, p_ref=0.3, kl_coef=0.05, normalization="std", kl="exact", su
         zs = brentq(lambda zz: float(drift_components(zz, **kw)["F"]), zg[i], zg[i + 1], xtol=1e-13,
                     rtol=4 * np.finfo(float).eps)
         c = drift_components(zs, **kw)
-        Kf, Ks = -float(c["dF_dz"]), -float(c["dF_dzold"])
+        Kf, Ks = -float(c["dF_dz"]) + 0.0, -float(c["dF_dzold"]) + 0.0   # + 0.0: no "-0"
         out.append(FixedPoint(p=float(1 / (1 + math.exp(-zs))), z=float(zs), stable=bool(Kf + Ks > 0),
                               stiffness=Kf + Ks, stiffness_fresh=Kf, stiffness_stale=Ks))
     for i in np.nonzero(sign == 0)[0]:
         c = drift_components(zg[i], **kw)
-        Kf, Ks = -float(c["dF_dz"]), -float(c["dF_dzold"])
+        Kf, Ks = -float(c["dF_dz"]) + 0.0, -float(c["dF_dzold"]) + 0.0   # + 0.0: no "-0"
         out.append(FixedPoint(float(1 / (1 + math.exp(-zg[i]))), float(zg[i]), bool(Kf + Ks > 0),
                               Kf + Ks, Kf, Ks))
     return sorted(out, key=lambda fp: fp.p)
