@@ -79,3 +79,28 @@ def test_example_uses_the_bundled_log_and_prints_its_path(capsys):
     assert first.startswith(LOG + " (verl)")
     assert main(["fit"]) == 2 and "--example" in capsys.readouterr().err
     assert main(["fit", LOG, "--example"]) == 2
+
+
+def test_derive_and_report_refuse_an_earlier_output_unless_forced(tmp_path, capsys, monkeypatch):
+    """Issue 21 item 5: one rule for every command that writes."""
+    import grpo_theory.report.build as build
+
+    d = tmp_path / "eq"
+    d.mkdir()
+    (d / "equations.tex").write_text("earlier")
+    assert main(["derive", "--only", "oscillator", "--no-pdf", "--out", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert "--force" in err and "equations.tex" in err and len(err.strip().splitlines()) == 1
+    assert (d / "equations.tex").read_text() == "earlier"
+    assert main(["derive", "--only", "oscillator", "--no-pdf", "--out", str(d), "--force"]) == 0
+    assert "\\begin{document}" in (d / "equations.tex").read_text()
+    capsys.readouterr()
+
+    r = tmp_path / "rep"
+    r.mkdir()
+    (r / "report.md").write_text("earlier")
+    monkeypatch.setattr(build, "build_report", _no_work)
+    assert main(["report", "--out", str(r)]) == 2
+    assert "report.md" in capsys.readouterr().err and (r / "report.md").read_text() == "earlier"
+    with pytest.raises(AssertionError, match="work started"):   # forced: the work starts
+        main(["report", "--out", str(r), "--force"])
