@@ -103,7 +103,7 @@ def bench_report() -> None:
         env = dict(os.environ, GRPO_THEORY_CACHE=cache, CI="true")
         for label in ("cold", "warm"):
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "grpo_theory", "report", "--out", out],
+            proc = subprocess.run([sys.executable, "-m", "grpo_theory", "report", "--out", out, "--force"],
                                   env=env, capture_output=True, text=True)
             dt = time.perf_counter() - t0
             status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
