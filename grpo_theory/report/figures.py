@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grpo_theory.theory.latex import math_label
+from grpo_theory.render.latex import math_label
 
 __all__ = ["STYLE", "style", "save", "phase_diagram", "trajectories", "fluctuation_law",
            "bifurcation", "log_fit", "atlas_folds", "atlas_discrete"]

@@ -722,8 +722,7 @@ def coefficients(learning_rate, momentum, lag, stiffness, *, fresh_fraction=0.0)
     K_s = (1 - fresh_fraction) K, acts through the lagged sampling policy; 0 for the
     stale surrogate without KL; any real number in general).
     """
-    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
-    mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
+    eta, mu = float(learning_rate), float(momentum)   # a model's, validated there
     ell = check_real("lag", lag, low=0)
     Kv = check_real("stiffness", stiffness, low=0, low_open=True)
     # K_f/K may lie outside [0, 1]: near p -> 1 the exact-KL force acting on the current

@@ -156,7 +156,7 @@ def test_failed_crosscheck_gives_exit_1_with_reason(tmp_path):
 
 
 def test_citation_is_generated_from_what_is_used():
-    from grpo_theory.theory.latex import citation
+    from grpo_theory.render.latex import citation
 
     only_osc = [n for n in all_names() if n.startswith("oscillator.")]
     assert "@article{mroueh2025," in citation(["fixed_points.mroueh_map"], bibtex=True)
