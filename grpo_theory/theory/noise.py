@@ -226,7 +226,7 @@ def _reward() -> Derived:
 # Numeric API
 # ----------------------------------------------------------------------------------
 
-def stationary_variance(learning_rate, momentum, stiffness, noise_variance, *, refresh_interval=1,
+def stationary_variance(learning_rate, momentum, stiffness, noise_variance, refresh_interval=1, *,
                         fresh_fraction=0.0, reuse="fresh", window_batches=1,
                         level="discrete") -> float:
     r"""Stationary variance of the logit deviation x = z - z* (logits²): the one function for it.

@@ -71,3 +71,9 @@ def test_every_command_is_one_library_call():
     for name in COMMAND_MODULES:
         mod = importlib.import_module(f"grpo_theory.cli.{name}")
         assert callable(getattr(mod, "call", None)), f"{name} has no call(args) -> Result"
+
+
+def test_no_command_prints_help_and_exits_2():
+    proc = _run()
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("usage: grpo-theory")

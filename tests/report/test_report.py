@@ -48,15 +48,15 @@ def test_pngs_are_valid_images(report_dir):
 
 def test_report_mentions_key_numbers(report_dir):
     md = (report_dir / "report.md").read_text()
-    fp = stable_fixed_point(**DEFAULT_MODEL.variant())
+    fp = stable_fixed_point(DEFAULT_MODEL)
     eta, mu, k = (getattr(DEFAULT_MODEL, x) for x in ("learning_rate", "momentum", "refresh_interval"))
     assert f"{fp.p:.6g}" in md
     assert f"{fp.stiffness:.6g}" in md
-    st = discrete.stability(eta, mu, k, fp.stiffness, fresh_fraction=min(max(fp.fresh_fraction, 0), 1))
+    st = discrete.linear_stability(eta, mu, k, fp.stiffness, fresh_fraction=fp.fresh_fraction)
     assert f"| regime (exact L2) | {st.discrete_regime} |" in md
     flip, cx, _ = discrete.refresh_thresholds(mu, k)
     assert f"{float(min(flip, cx)):.5g}" in md
-    stale = discrete.stability(eta, mu, k, fp.stiffness)
+    stale = discrete.linear_stability(eta, mu, k, fp.stiffness)
     assert f"| {stale.max_stable_refresh_interval} | {stale.max_stable_refresh_interval_continuous} |" in md
     for stem in FIGURES:
         assert f"({stem}.png)" in md
@@ -90,12 +90,12 @@ def test_equations_compile(report_dir, tmp_path):
 
 
 def test_default_model_has_stable_interior_fixed_point():
-    fp = stable_fixed_point(**DEFAULT_MODEL.variant())
+    fp = stable_fixed_point(DEFAULT_MODEL)
     assert fp.stable and DEFAULT_MODEL.p_ref < fp.p < 1
 
 
 def test_every_figure_has_a_data_twin():
-    from grpo_theory.report.build import FIGURE_DATA
+    from grpo_theory.report.data import FIGURE_DATA
 
     assert set(FIGURES) == set(FIGURE_DATA)
     d = FIGURE_DATA["phase_diagram_mu"]()
