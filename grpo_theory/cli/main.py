@@ -8,7 +8,9 @@ returning a typed :class:`~grpo_theory.results.Result`.  The core prints
 parameter, its value and what is allowed; nothing is written and no traceback is
 shown; no command at all prints the help and exits with code 2.  A closed pipe
 (``grpo-theory derive --json | head -1``) ends quietly.  The commands that take a model
-get its options from :func:`grpo_theory.cli.model_options.add_model_options`.
+get its options from :func:`grpo_theory.cli.model_options.add_model_options`.  A command
+module imports its library inside ``call`` (the laziness is the point: ``--help`` and a bad
+option answer without loading sympy and the derivation chain).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import importlib
 import os
 import sys
 
+from grpo_theory import __version__
 from grpo_theory.validate import ParameterError
 
 #: Sub-command modules, in the order shown by --help.
@@ -55,8 +58,6 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from grpo_theory import __version__
-
     parser = _Parser(prog="grpo-theory", formatter_class=_Formatter,
                      description="Symbolic-numeric theory workbench for GRPO training dynamics.")
     parser.add_argument("--version", action="version", version=f"grpo-theory {__version__}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -271,8 +272,6 @@ class CrosscheckReport(Result):
         measured values and band, in the quantity's physical units), then one block per check
         with the quantity, setting, the reason for its verdict, how its band is derived, its
         decisive statistic and its notes, wrapped to ``width`` columns."""
-        import textwrap
-
         plain = to_plain_or_as_is
         def wrap(label, text):
             return textwrap.fill(text, width, initial_indent=f"    {label}",

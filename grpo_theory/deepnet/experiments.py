@@ -36,7 +36,8 @@ from grpo_theory.validate import ParameterError, check_choice, check_int, check_
 
 from .analysis import ar_multiplier, overshoot, predicted_overshoot
 from .bandit import bandit_stiffness_k1_reward
-from .grpo import VARIANTS, NetObjective, OptimizerConfig, run_ensemble
+from ._torch import require_torch
+from .grpo import VARIANTS, NetObjective, OptimizerConfig, grpo_loss, run_ensemble, sample_batch
 from .policy import Policy, TaskSpec
 from .results import DeepnetResult, KRow, TransitionRow
 from .stiffness import linear_response, ntk_top_mode
@@ -195,8 +196,6 @@ def adam_preconditioner(plat: Plateau, *, samples=64, seed=11, eps=1e-8):
     """Adam's stationary second moment v = E[g^2] at the plateau (R sampled gradients), and
     the preconditioner P = 1/(sqrt v + eps)."""
     torch = plat.policy.torch
-    from .grpo import grpo_loss, sample_batch
-
     pol = plat.policy
     params = pol.replicate(samples)
     for p in params:
@@ -253,8 +252,6 @@ def run_deepnet(*, quick=True, variant="dr-grpo-k1", momentum=None, learning_rat
     ``optimizer="adam"``/``"adamw"`` uses ``momentum`` as beta1 (default 0.9) and needs the
     noisy verifier (default flip probability 0.1): at a noise-free plateau Adam's v is 0.
     """
-    from ._torch import require_torch
-
     torch = require_torch()
     t_start = time.perf_counter()
     old_threads = torch.get_num_threads()

@@ -30,6 +30,7 @@ One step for every run of the ensemble at once:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -260,7 +261,6 @@ def run_ensemble(policy, cfg: NetObjective, opt_cfg: OptimizerConfig, *, steps: 
     :math:`e\cdot(z - z^*)` before every step and after the last.  ``stop_abs``:
     stop early once every run has :math:`|x|` beyond it (the rest is NaN).
     """
-    import time
 
     torch = policy.torch
     steps = check_int("steps", steps, low=1)

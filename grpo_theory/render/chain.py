@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_theory.progress import progress
+from grpo_theory.render.latex import write_equations
 from grpo_theory.results import Result
 from grpo_theory.theory.chapters import CHAPTERS, chapter
 from grpo_theory.theory.derived import Derived, all_names, get
@@ -94,7 +95,5 @@ def derive_chain(only: str | None = None, *, out_dir=None, compile_pdf: bool = T
         records.append(record_summary(d, time.perf_counter() - start))
     tex = None
     if out_dir is not None:
-        from grpo_theory.render.latex import write_equations
-
         tex = write_equations(out_dir, compile_pdf=compile_pdf, names=names)
     return ChainResult(tuple(keys), tuple(records), tex)

@@ -14,6 +14,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from grpo_theory.render.findings import findings
 from grpo_theory.theory.chapters import CHAPTERS
 from grpo_theory.theory.derived import all_names, get
 from grpo_theory.prose import to_markdown
@@ -101,8 +102,6 @@ README_END = "<!-- end of findings -->"
 
 def findings_markdown() -> str:
     """The findings as a Markdown list (the README's findings block and the theory page's)."""
-    from grpo_theory.render.findings import findings
-
     return "\n".join(f"- {f}" for f in findings())
 
 

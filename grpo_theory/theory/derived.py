@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import mpmath
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
 
 from grpo_theory.prose import to_markdown, to_plain
 from grpo_theory.theory.chapters import import_chapters
+from grpo_theory.theory.symbols import LATEX_NAMES
 
 __all__ = [
     "Derived",
@@ -134,8 +136,6 @@ class Derived:
     # -- rendering ------------------------------------------------------------------
     def latex(self, **settings) -> str:
         """LaTeX of ``lhs = expr``, rendered from :attr:`expr` by sympy's printer."""
-        from grpo_theory.theory.symbols import LATEX_NAMES
-
         settings.setdefault("symbol_names", LATEX_NAMES)
         return f"{self.lhs} = {latex(self.expr, **settings)}"
 
@@ -297,8 +297,6 @@ def prove_equal(lhs, rhs, **kw) -> bool:
 
 def record_numeric(derived: Derived, claim: str, errors, *, digits: float) -> None:
     """Record a high-precision numerical verification: all relative errors < 10**-digits."""
-    import mpmath
-
     worst = max((mpmath.mpf(e) for e in errors), default=mpmath.mpf(0))
     agree = float(-mpmath.log10(worst)) if worst > 0 else float("inf")
     derived.check(claim, "mpmath", agree >= digits,

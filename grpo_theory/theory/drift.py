@@ -25,6 +25,7 @@ is exact and the numerics stay accurate as :math:`p \to 1`.
 from __future__ import annotations
 
 import functools
+import itertools
 
 import mpmath
 import numpy as np
@@ -151,8 +152,6 @@ def _adv_mean() -> Derived:
 
 def _enumerate_outcomes(normalization, g):
     """Expected advantage mass by brute force over all 2^g reward vectors, from the definitions."""
-    import itertools
-
     total = 0
     for rewards in itertools.product((0, 1), repeat=g):
         nc = sum(rewards)
@@ -552,8 +551,6 @@ def _objective_gradient(normalization, kl, surrogate, g):
     ``k1_reward`` (verl use_kl_in_reward) each sample's reward is shifted before the
     advantage: r'_i = r_i - beta (log pi_old(a_i) - log pi_ref(a_i)), A_i = r'_i - mean(r')
     (mean normalization only), and the objective has no separate KL term."""
-    import itertools
-
     total = 0
     for rewards in itertools.product((0, 1), repeat=g):
         nc = sum(rewards)

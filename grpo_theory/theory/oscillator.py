@@ -30,7 +30,7 @@ import sympy as sp
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
 from grpo_theory.results import Result
-from grpo_theory.validate import check_real
+from grpo_theory.validate import ParameterError, check_real
 
 __all__ = [
     "Oscillator",
@@ -806,8 +806,6 @@ class TrajectoryResult(Result):
 
 def trajectory_report(times, mass, damping, spring, x0, v0=0.0) -> TrajectoryResult:
     """The closed-form trajectory at ``times`` (steps, each >= 0) with its regime."""
-    from grpo_theory.validate import ParameterError
-
     ts = []
     for tt in times:
         try:
