@@ -20,7 +20,7 @@ from scipy.stats import binom
 
 from grpo_theory.model import GRPOModel
 from grpo_theory.theory.derived import get
-from grpo_theory.theory.drift import update_variance
+from grpo_theory.theory.noise import noise_at_fixed_point
 from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.validate import check_int, check_probability, check_real
 
@@ -130,7 +130,7 @@ def bandit_stiffness_k1_reward(p_star, group_size, kl_coef, flip_probability=0.0
         model = GRPOModel(p_ref=pr, kl_coef=beta, normalization="mean", kl="k1_reward",
                           surrogate="stale", group_size=G)
         fp = stable_fixed_point(model)
-        var = update_variance(model, fp.p)
+        var = noise_at_fixed_point(model, fp)
         return {"p": fp.p, "z": loc, "z_ref": zr, "stiffness": fp.stiffness,
                 "stiffness_fresh": fp.stiffness_fresh, "stiffness_stale": fp.stiffness_stale,
                 "fresh_fraction": fp.fresh_fraction, "noise_variance": float(var),

@@ -37,7 +37,8 @@ from grpo_theory.validate import ParameterError, check_choice, check_int, check_
 from .analysis import ar_multiplier, overshoot, predicted_overshoot
 from .bandit import bandit_stiffness_k1_reward
 from ._torch import require_torch
-from .grpo import VARIANTS, NetObjective, OptimizerConfig, grpo_loss, run_ensemble, sample_batch
+from .grpo import (OPTIMIZERS, VARIANTS, NetObjective, OptimizerConfig, grpo_loss, run_ensemble,
+                   sample_batch)
 from .policy import Policy, TaskSpec
 from .results import DeepnetResult, KRow, TransitionRow
 from .stiffness import linear_response, ntk_top_mode
@@ -269,7 +270,7 @@ def run_deepnet(*, quick=True, variant="dr-grpo-k1", momentum=None, learning_rat
 
 def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimizer, reuse, p_star,
          kl_coef, group_size, flip_probability, seed, pairs, windows, transition, t_start):
-    check_choice("optimizer", optimizer, ("sgd", "adam", "adamw"))
+    check_choice("optimizer", optimizer, OPTIMIZERS)
     adam = optimizer != "sgd"
     if momentum is None:
         momentum = 0.9 if adam else 0.0

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grpo_theory.crosscheck import run_crosschecks
+from grpo_theory.crosscheck import CrosscheckReport, run_crosschecks
 from grpo_theory.model import DEFAULT_MODEL, GRPOModel
 from grpo_theory.progress import progress
 from grpo_theory.prose import to_plain_or_as_is
@@ -216,11 +216,13 @@ def _fig_deepnet(out_dir, full, notes):
 # ----------------------------------------------------------------------------------
 
 def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODEL,
-                 crosscheck: bool = True, prewarm: bool = True) -> ReportResult:
+                 crosscheck: bool = True, crosschecks: CrosscheckReport | None = None,
+                 prewarm: bool = True) -> ReportResult:
     """Write the report for ``model`` (a heavy-ball model, default :data:`DEFAULT_MODEL`)
     into ``out_dir`` (created).  ``full`` uses larger ensembles and grids and the full
-    cross-check run; ``prewarm`` computes the derivations missing from the disk cache in two
-    processes first.  Returns a :class:`ReportResult`."""
+    cross-check run; ``crosschecks``: a cross-check run to include instead of running one
+    (``crosscheck=False``: none); ``prewarm`` computes the derivations missing from the disk
+    cache in two processes first.  Returns a :class:`ReportResult`."""
     t0 = time.perf_counter()
     out = check_output_dir("--out", out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -280,7 +282,8 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     figs["deepnet"], nums["deepnet"] = _fig_deepnet(out, full, notes)
     done("deep network")
     stage("cross-checks")
-    cc = run_crosschecks(quick=not full, seed=0) if crosscheck else None
+    cc = (crosschecks if crosschecks is not None else run_crosschecks(quick=not full, seed=0)
+          ) if crosscheck else None
     if not crosscheck:
         notes.append("cross-checks skipped (crosscheck=False).")
     nums["crosschecks"] = cc.to_dict() if cc is not None else None

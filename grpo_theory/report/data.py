@@ -17,7 +17,7 @@ import numpy as np
 
 from grpo_theory.data import example_log
 from grpo_theory.deepnet import run_deepnet
-from grpo_theory.model import DEFAULT_MODEL, GRPOModel
+from grpo_theory.model import DEFAULT_MODEL, NORMALIZATIONS, GRPOModel
 from grpo_theory.progress import progress
 from grpo_theory.results import jsonable
 from grpo_theory.runs.fitting import fit_log
@@ -243,7 +243,7 @@ def bifurcation_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
     p_ref = model.p_ref
     rng = (1e-2, 10.0)
     panels, bif_rows = {}, []
-    for norm in ("std", "mean"):
+    for norm in NORMALIZATIONS:
         curves = []
         for kl in ("exact", "k3"):
             for G in (model.group_size, None):

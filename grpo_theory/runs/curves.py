@@ -45,6 +45,7 @@ from typing import Callable
 import numpy as np
 from scipy import optimize
 
+from grpo_theory.model import NORMALIZATIONS
 from grpo_theory.progress import progress
 from grpo_theory.results import jsonable
 from grpo_theory.theory.closed_forms import no_kl_logit
@@ -270,7 +271,7 @@ SPECS = {
                         _oscillator_curve, _osc_starts, _osc_bounds, lambda p: p["plateau"],
                         _osc_reading, "R = R_inf + x(t), x'' + 2 zeta omega0 x' + omega0^2 x = 0"),
 }
-for _norm in ("std", "mean"):
+for _norm in NORMALIZATIONS:
     SPECS[f"mean_field_{_norm}"] = _Spec(
         f"mean_field_{_norm}", ("z0", "rate", "ceiling"), _mean_field_curve(_norm), _mf_starts,
         _mf_bounds, lambda p: p["ceiling"], _mf_reading,

@@ -23,7 +23,7 @@ import sympy as sp
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from grpo_theory.model import GRPOModel
+from grpo_theory.model import NORMALIZATIONS, SURROGATES, GRPOModel
 from grpo_theory.results import Result, jsonable
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_zero
@@ -114,7 +114,7 @@ def _k1_reward_loc() -> Derived:
                   units="logits", assumptions=r"$\beta > 0$", level="L1")
     expr = out.expr
     Delta = sp.Symbol("Delta", real=True)   # z_old - z_ref
-    for sur in ("stale", "ratio"):
+    for sur in SURROGATES:
         F = drift_expr("mean", "k1_reward", sur, finite=True)
         Fd = sp.expand_log(sp.expand(F), force=True)
         Fd = Fd.subs(sp.log(S.p_old), Delta + sp.log(S.q_old) + sp.log(_PR) - sp.log(_QR))
@@ -504,7 +504,7 @@ def compare_with_mroueh(model: GRPOModel) -> list[dict]:
     """
     ref = mroueh_fixed_point(model)
     rows = []
-    for norm in ("std", "mean"):
+    for norm in NORMALIZATIONS:
         for kl in ("exact", "k3"):
             for G in (model.group_size, None):
                 try:
