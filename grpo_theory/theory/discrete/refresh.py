@@ -484,14 +484,10 @@ def step_matrix(learning_rate, momentum, stiffness, fresh_fraction=0.0):
     return np.asarray(A, dtype=float)
 
 
-def _general_monodromy(a, mu, k, phi):
-    """Vectorised P A^k E by repeated squaring with a per-element k (a, k, phi arrays)."""
-    a, k, phi = np.broadcast_arrays(np.asarray(a, float), np.asarray(k, np.int64),
-                                    np.asarray(phi, float))
-    shape = a.shape
+def _per_step_maps(a, mu, phi):
+    """The per-step maps on (x, v, x_s), one per element of the broadcast (a, phi): shape (n, 3, 3)."""
     af, as_ = (phi * a).ravel(), ((1 - phi) * a).ravel()
-    n = af.size
-    A = np.zeros((n, 3, 3))
+    A = np.zeros((af.size, 3, 3))
     A[:, 0, 0] = 1 - af
     A[:, 0, 1] = mu
     A[:, 0, 2] = -as_
@@ -499,7 +495,25 @@ def _general_monodromy(a, mu, k, phi):
     A[:, 1, 1] = mu
     A[:, 1, 2] = -as_
     A[:, 2, 2] = 1
-    R = np.broadcast_to(np.eye(3), (n, 3, 3)).copy()
+    return A
+
+
+#: E embeds (x, v) as (x, v, x_s = x) at a refresh; P keeps (x, v): the window's M = P A^k E
+_EMBED = np.array([[1, 0], [0, 1], [1, 0]], dtype=float)
+
+
+def _window_map(power):
+    """P A^k E from A^k (any leading batch shape)."""
+    return (power @ _EMBED)[..., :2, :]
+
+
+def _general_monodromy(a, mu, k, phi):
+    """Vectorised P A^k E by repeated squaring with a per-element k (a, k, phi arrays)."""
+    a, k, phi = np.broadcast_arrays(np.asarray(a, float), np.asarray(k, np.int64),
+                                    np.asarray(phi, float))
+    shape = a.shape
+    A = _per_step_maps(a, mu, phi)
+    R = np.broadcast_to(np.eye(3), A.shape).copy()
     kk = k.ravel().copy()
     while np.any(kk > 0):
         odd = (kk & 1).astype(bool)
@@ -508,9 +522,7 @@ def _general_monodromy(a, mu, k, phi):
         kk >>= 1
         if np.any(kk > 0):
             A = A @ A
-    E = np.array([[1, 0], [0, 1], [1, 0]], dtype=float)
-    M = (R @ E)[:, :2, :]
-    return M.reshape(shape + (2, 2))
+    return _window_map(R).reshape(shape + (2, 2))
 
 
 def monodromy(learning_rate, momentum, refresh_interval, stiffness, fresh_fraction=0.0):

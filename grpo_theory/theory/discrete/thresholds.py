@@ -14,7 +14,8 @@ from grpo_theory.theory import oscillator
 from grpo_theory.theory.discrete._shared import _stiffness
 from grpo_theory.theory.discrete.bridge import _continuous_max_learning_rate, continuous_lag, published_k_max
 from grpo_theory.theory.discrete.delay import _delay_eigs
-from grpo_theory.theory.discrete.refresh import _general_monodromy, _radius_2x2, _stale_eigs, refresh_thresholds
+from grpo_theory.theory.discrete.refresh import (_general_monodromy, _per_step_maps, _radius_2x2, _stale_eigs,
+                                                refresh_thresholds, _window_map)
 from grpo_theory.validate import ParameterError
 
 # --- thresholds ------------------------------------------------------------------------
@@ -93,10 +94,6 @@ def _max_k_stale(a, mu):
     return kk
 
 
-def _stable_general(a, mu, k, phi):
-    return float(_radius_2x2(_general_monodromy(a, mu, k, phi))) < 1
-
-
 def _stable_for_long_windows(a, mu, phi):
     """Whether the monodromy stays stable as k -> oo (fresh stiffness only).
 
@@ -112,29 +109,36 @@ _K_SCAN_DOUBLINGS = 62
 
 
 def _max_k_general(a, mu, phi):
-    """Largest stable k (numeric monodromy, by doubling then bisection; the stable k form
-    {1..k_max}); ``math.inf`` when stable for every k: stable at k = 2^62 and, by the
-    long-window limit (:func:`_stable_for_long_windows`), for every larger k."""
-    if not _stable_general(a, mu, 1, phi):
+    """Largest stable k (numeric monodromy; the stable k form {1..k_max}); ``math.inf`` when
+    stable for every k: stable at k = 2^62 and, by the long-window limit
+    (:func:`_stable_for_long_windows`), for every larger k.
+
+    Doubling then bisection on the bits of k: the powers A^(2^j) of the per-step map come from
+    successive squaring, and the bisection composes them (one 3x3 product per step).
+    """
+    def stable(power):
+        return float(_radius_2x2(_window_map(power))) < 1
+
+    powers = [_per_step_maps(np.asarray(a, float), mu, np.asarray(phi, float))[0]]
+    if not stable(powers[0]):
         return 0
-    lo = 1
-    for _ in range(_K_SCAN_DOUBLINGS):
-        hi = 2 * lo
-        if not _stable_general(a, mu, hi, phi):
+    for _ in range(_K_SCAN_DOUBLINGS):          # is k = 2^j stable?
+        square = powers[-1] @ powers[-1]
+        if not stable(square):
             break
-        lo = hi
+        powers.append(square)
     else:
         if _stable_for_long_windows(a, mu, phi):
             return math.inf
         raise ParameterError("learning_rate", a, "an eta K whose refresh threshold lies below "
                              "k = 2^62 or in the long-window limit")
-    while hi - lo > 1:                    # stable at lo, unstable at hi
-        mid = (lo + hi) // 2
-        if _stable_general(a, mu, mid, phi):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    # stable at k = 2^J (powers[J]), unstable at 2^(J+1): add the lower bits while stable
+    k, power = 2 ** (len(powers) - 1), powers[-1]
+    for j in range(len(powers) - 2, -1, -1):
+        candidate = power @ powers[j]
+        if stable(candidate):
+            k, power = k + 2 ** j, candidate
+    return k
 
 
 def max_stable_refresh_interval(learning_rate, momentum, stiffness, *, fresh_fraction=0.0):
