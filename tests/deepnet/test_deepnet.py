@@ -29,6 +29,8 @@ from grpo_theory.theory.derived import get  # noqa: E402
 from grpo_theory.theory.discrete import max_stable_refresh_interval, published_k_max  # noqa: E402
 from grpo_theory.validate import ParameterError  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("deepnet")   # its module fixture is built on one worker
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -13,6 +13,8 @@ from grpo_theory.theory.derived import all_names
 from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.model import DEFAULT_MODEL
 
+pytestmark = pytest.mark.xdist_group("report")   # its module fixture is built on one worker
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURES = ("phase_diagram_k", "phase_diagram_mu", "trajectories", "fluctuation_law",
            "bifurcation", "log_fit", "atlas_folds", "atlas_discrete", "deepnet")

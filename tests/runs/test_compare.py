@@ -15,6 +15,8 @@ from grpo_theory.model import DEFAULTS, GRPOModel
 from grpo_theory.simulation import simulate as simulate_model
 from grpo_theory.validate import ParameterError
 
+pytestmark = pytest.mark.xdist_group("compare")   # its module fixture is built on one worker
+
 
 def simulate(**kw):
     """The simulator with the model's fields and the simulation's arguments as keywords, from

@@ -10,6 +10,8 @@ from grpo_theory.theory import atlas as A
 from grpo_theory.theory.discrete import refresh_thresholds
 from grpo_theory.theory.fixed_points import fixed_points
 
+pytestmark = pytest.mark.xdist_group("atlas")   # its module fixture is built on one worker
+
 warnings.filterwarnings("ignore", category=RuntimeWarning)
 
 
