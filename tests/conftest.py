@@ -9,6 +9,10 @@ Expensive results are computed once per test run and shared by the xdist workers
   no worker derives a chapter another one is deriving;
 - :func:`shared`: a session result (e.g. the quick cross-check run) computed by the first
   worker that needs it, under a file lock, and loaded from disk by the others.
+
+xdist hands out tests one by one (``--dist loadgroup``), so the two workers finish together; a
+file whose module-scoped fixture is expensive keeps its tests on one worker with
+``pytestmark = pytest.mark.xdist_group("<name>")`` (see tests/report/test_report.py).
 """
 
 import os
