@@ -421,14 +421,23 @@ def _delta_method_mean(phi_u, G=S.G):
     return phi_u.subs(u, _PO) + sp.diff(phi_u, u, 2).subs(u, _PO) * _PO * (1 - _PO) / (2 * G)
 
 
-@derivation("drift.expected_advantage_std_correction")
-def _ea_std_corr() -> Derived:
+@functools.cache
+def _std_correction_expansion():
+    """The expansion of the delta-method mean in h = 1/G to O(h) and its O(h) coefficient
+    (the costly part of the derivation; cached so that a mutation test's second rebuild of the
+    record re-runs the checks, not the series)."""
     u, h = S.u, S.h
     phi = advantage_sum_expr("std").subs(S.n, u * S.G)
     approx = _delta_method_mean(phi)
     ser = sp.series(approx.subs(S.G, 1 / h), h, 0, 2).removeO()
     c1 = sp.simplify(ser.coeff(h, 1))
-    c1 = sp.simplify(c1.subs(1 - _PO, _QO))
+    return ser, sp.simplify(c1.subs(1 - _PO, _QO))
+
+
+@derivation("drift.expected_advantage_std_correction")
+def _ea_std_corr() -> Derived:
+    h = S.h
+    ser, c1 = _std_correction_expansion()
     # shown in the readable form written with the large-G group std s = sqrt(p q), proven
     # equal to the derived coefficient c1 below (on the simplex q = 1 - p)
     sd = sp.sqrt(_PO * _QO)
