@@ -8,8 +8,12 @@ The CLI turns :class:`ParameterError` into exit code 2 and a one-line message.
 from __future__ import annotations
 
 import math
+import tempfile
 from numbers import Integral, Real
+from pathlib import Path
 from typing import Iterable
+
+import numpy as np
 
 __all__ = [
     "ParameterError",
@@ -118,8 +122,6 @@ def check_choice(name: str, value, choices: Iterable[str]) -> str:
 
 def check_finite_array(name: str, values):
     """Return ``numpy.asarray(values, float)`` after checking every entry is finite."""
-    import numpy as np
-
     arr = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(arr)):
         bad = arr[~np.isfinite(arr)].ravel()[0]
@@ -129,8 +131,6 @@ def check_finite_array(name: str, values):
 
 def _writable_parent(name: str, out, shown: str):
     """The nearest existing ancestor of ``out`` must be a directory where a file can be made."""
-    import tempfile
-
     probe = out
     while not probe.exists():
         probe = probe.parent
@@ -150,8 +150,6 @@ def check_output_dir(name: str, path, *, writes=(), force: bool = False):
     command writes into it: if one of them is already there the directory holds an earlier
     output, refused unless ``force`` (the one rule of every command that writes: an existing
     output is never overwritten silently).  Nothing is left behind."""
-    from pathlib import Path
-
     out = Path(path).expanduser()
     if out.exists() and not out.is_dir():
         raise ParameterError(name, str(out), "a directory (it is an existing file)")
@@ -166,7 +164,7 @@ def check_output_dir(name: str, path, *, writes=(), force: bool = False):
 
 def figure_formats() -> tuple[str, ...]:
     """File extensions matplotlib can write (``png``, ``pdf``, ``svg``, ...)."""
-    from matplotlib.backend_bases import FigureCanvasBase
+    from matplotlib.backend_bases import FigureCanvasBase   # lazy: matplotlib only when plotting
 
     return tuple(sorted(FigureCanvasBase.get_supported_filetypes()))
 
@@ -177,8 +175,6 @@ def check_output_file(name: str, path, *, formats=None, force: bool = False):
     its directory exists and is writable, it is not a directory, and it does not exist yet
     unless ``force``.  Otherwise one :class:`ParameterError` naming ``name``, the path and
     what is allowed."""
-    from pathlib import Path
-
     shown = str(path)
     out = Path(path).expanduser()
     if formats is not None:

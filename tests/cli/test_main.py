@@ -89,3 +89,19 @@ def test_trajectory_times_by_spaces_or_commas(capsys):
     assert capsys.readouterr().out == commas and "2.5" in commas
     assert main(base + ["--times", "0", "-1"]) == 2
     assert "times must be" in capsys.readouterr().err
+
+
+def test_report_command_is_one_call_of_build_report(monkeypatch, tmp_path, capsys):
+    """The command's wiring (the report itself is built and checked in tests/report)."""
+    import grpo_theory.report.build as B
+
+    seen = {}
+
+    def fake(out_dir, **kw):
+        seen.update(out=out_dir, **kw)
+        return B.ReportResult(out_dir=tmp_path)
+
+    monkeypatch.setattr(B, "build_report", fake)
+    assert main(["report", "--out", str(tmp_path), "--full", "--no-crosscheck"]) == 0
+    assert seen == {"out": str(tmp_path), "full": True, "crosscheck": False}
+    assert "report written to" in capsys.readouterr().out
