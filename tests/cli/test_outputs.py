@@ -104,3 +104,57 @@ def test_derive_and_report_refuse_an_earlier_output_unless_forced(tmp_path, caps
     assert "report.md" in capsys.readouterr().err and (r / "report.md").read_text() == "earlier"
     with pytest.raises(AssertionError, match="work started"):   # forced: the work starts
         main(["report", "--out", str(r), "--force"])
+
+
+def test_every_command_that_writes_takes_force():
+    """One rule for every command that writes (issue 21 item 5): an option naming an output
+    (--out, --plot) comes with --force; `simulate --out` and `deepnet --out` had none."""
+    import argparse
+
+    from grpo_theory.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    writers = {}
+    for name, parser in sub.choices.items():
+        flags = {s for a in parser._actions for s in a.option_strings}
+        if flags & {"--out", "--plot"}:
+            writers[name] = "--force" in flags
+    assert set(writers) == {"report", "derive", "simulate", "fit", "compare", "deepnet"}
+    assert all(writers.values()), writers
+
+
+def test_simulate_refuses_an_existing_out_file_unless_forced(tmp_path, capsys, monkeypatch):
+    """Issue 21 item 5: `simulate --out existing.txt` overwrote it silently."""
+    import grpo_theory.cli.simulate as sim
+
+    out = tmp_path / "existing.txt"
+    out.write_text("keep")
+    argv = ["simulate", "--steps", "3", "--runs", "4", "--out", str(out)]
+    with monkeypatch.context() as m:
+        m.setattr(sim, "simulate", _no_work)
+        assert main(argv) == 2
+        assert main(["simulate", "--out", str(tmp_path / "nodir" / "s.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith("grpo-theory simulate: error: --out must be")
+    assert "--force" in err[0] and "existing directory" in err[1]
+    assert out.read_text() == "keep"
+    assert main(argv + ["--force"]) == 0
+    assert out.read_text().startswith("step,")
+
+
+def test_deepnet_refuses_an_earlier_result_before_any_work(tmp_path, capsys, monkeypatch):
+    """Issue 21 item 5: `deepnet --out DIR` overwrote result.json/result.txt silently."""
+    import grpo_theory.deepnet as deepnet
+
+    monkeypatch.setattr(deepnet, "require_torch", lambda: None)   # the check needs no torch
+    monkeypatch.setattr(deepnet, "_run", _no_work)
+    (tmp_path / "result.json").write_text("{}")
+    assert main(["deepnet", "--quick", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("grpo-theory deepnet: error: --out must be") and "--force" in err
+    assert len(err.strip().splitlines()) == 1 and (tmp_path / "result.json").read_text() == "{}"
+    (tmp_path / "afile").write_text("x")
+    assert main(["deepnet", "--quick", "--out", str(tmp_path / "afile")]) == 2
+    assert "existing file" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="work started"):   # forced: the work starts
+        main(["deepnet", "--quick", "--out", str(tmp_path), "--force"])
