@@ -42,7 +42,8 @@ def test_the_readme_has_a_tour():
 @pytest.mark.parametrize("argv,shown", _sessions(), ids=[" ".join(a[:2]) for a, _ in _sessions()])
 def test_each_console_session_matches_the_real_output(capsys, argv, shown):
     main(argv)
-    real = [ln.rstrip() for ln in capsys.readouterr().out.splitlines()]
+    real = capsys.readouterr().out.splitlines()
+    assert not [ln for ln in real if ln != ln.rstrip()], "trailing blanks in the output"
     want = [ln for ln in shown if ln.strip()]
     assert want and real, (argv, real)
     first = want[0][3:] if want[0].startswith(".../") else want[0]
