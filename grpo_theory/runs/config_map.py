@@ -79,7 +79,7 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
             text = fh.read()
     except OSError as exc:
         raise ConfigFormatError(p, None, f"cannot be read ({exc.strerror})") from None
-    data, syntax, added, lines_of = None, None, set(), {}
+    data, syntax, added, lines_of, own_script = None, None, set(), {}, False
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
@@ -96,8 +96,10 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
                                     f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
         syntax = "yaml"
     if data is None:
-        data, added, lines_of = _launch_overrides(p, text, warnings)
+        data, added, lines_of, own_script = _launch_overrides(p, text, warnings)
         syntax = "overrides"
+        if isinstance(data.get("config"), str):          # `... --config recipe.yaml --flag v`
+            data = _with_config_file(p, data, lines_of, warnings)
     if not isinstance(data, dict):
         raise ConfigFormatError(p, 1, "the configuration must be a mapping of keys to values")
     if isinstance(data.get("log_history"), list):
@@ -122,7 +124,15 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
     found = check_keys(flat, kind, added=added)
     if not found["grpo"]:                   # another tool's file: say so, not "typo"
         raise ConfigFormatError(p, None, f"not a GRPO config: {found['why_not_grpo']}")
-    if found["typos"]:
+    if found["typos"] and own_script:
+        # flags of one's own training script: its own arguments may be named anything, so a
+        # near miss is not surely a typo (TRL's own `trl grpo` would refuse it: an error there)
+        if warnings is not None:
+            warnings.append("near misses of GRPOConfig keys, read as the script's own "
+                            "arguments (the model does not read them): "
+                            + ", ".join(f"--{k} (line {line(k)}; GRPOConfig has --{m})"
+                                        for k, m in found["typos"]))
+    elif found["typos"]:
         key, meant = found["typos"][0]
         more = "".join(f"; {k!r}: {m!r}?" for k, m in found["typos"][1:])
         raise ConfigFormatError(p, line(key), f"unknown {_KIND_NAME[kind]} key {key!r}: did you "
@@ -137,6 +147,29 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
 
 
 _KIND_NAME = {"trl": "TRL GRPOConfig", "verl": "verl", "cs336": "CS336"}
+
+
+def _with_config_file(path, flags: dict, lines_of: dict, warnings):
+    """A launch whose GRPOConfig is a file (``--config recipe.yaml``, as TRL's parser and
+    open-r1 take it) with flags on top: the file is read (relative to the current directory,
+    then to the launch script's directory and its parents), the flags override it, as
+    they do in the trainer.  A file that is not there is an error naming it."""
+    name = flags["config"]
+    here = os.path.dirname(os.path.abspath(path))
+    places = [os.getcwd()] + [here] + [os.path.dirname(here), os.path.dirname(os.path.dirname(here))]
+    found = next((os.path.join(d, name) for d in places
+                  if os.path.isfile(os.path.join(d, name))), None)
+    if found is not None and os.path.samefile(found, path):
+        found = None                                   # the launch naming itself
+    if found is None:
+        raise ConfigFormatError(path, lines_of.get("config"), f"the launch reads its "
+                                f"configuration from --config {name}, which is not in the current "
+                                "directory nor next to the script: give that file (its flags "
+                                "alone are not the run's configuration)")
+    base, _ = read_config(found, warnings=warnings)
+    if warnings is not None:
+        warnings.append(f"read with the file of its --config, {found}; the flags override it")
+    return {**base, **{k: v for k, v in flags.items() if k != "config"}}
 
 #: TRL keys that say a file configures GRPO (GRPOConfig's own fields, less the sampling
 #: settings every generation config has); open-r1's ``reward_funcs`` too
@@ -317,7 +350,7 @@ def _launch_overrides(path, text: str, warnings):
             others.append(min(entry[2].values()))
     if chosen is None:                       # no verl GRPO launch: a TRL one with --flags?
         flags = _cli_flags(lines)
-        if flags[0] and check_keys(flags[0], "trl")["grpo"]:
+        if flags[0] and (check_keys(flags[0], "trl")["grpo"] or isinstance(flags[0].get("config"), str)):
             return flags
     chosen = chosen or fallback
     if chosen is None:
@@ -328,7 +361,7 @@ def _launch_overrides(path, text: str, warnings):
         warnings.append(f"{len(others) + 1} launch commands with GRPO keys in this file: read "
                         f"the first (line {min(chosen[2].values())}), not the one(s) at line "
                         + ", ".join(str(x) for x in others))
-    return chosen
+    return (*chosen, False)
 
 
 _LAUNCHERS = ("accelerate", "python", "python3", "torchrun", "deepspeed", "trl")
@@ -347,29 +380,41 @@ def _cli_flags(lines):
     from grpo_theory.runs.logs.verl import _SHELL, _convert, _strip_quotes
 
     shell, out, where = {}, {}, {}
-    logical, start = "", 0
+    logical, start, physical, own_script = "", 0, [], False
     for i, raw in enumerate(lines + [""]):
         text = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].rstrip()
         if not logical:
-            start = i + 1
+            start, physical = i + 1, []
+        physical.append((i + 1, text))
         if text.endswith("\\"):
             logical += text[:-1] + " "
             continue
         logical += text
         command, logical = logical.strip(), ""
-        m = _SHELL.match(command)
-        if m and " " not in command.split("=", 1)[0]:
-            shell[m.group(1)] = _strip_quotes(m.group(2))
-            continue
         try:
             toks = shlex.split(command)
         except ValueError:
             toks = command.split()
+        m = _SHELL.match(command)
+        if m and " " not in command.split("=", 1)[0] and len(toks) <= 2:
+            shell[m.group(1)] = _strip_quotes(m.group(2))     # VAR=value, export VAR=value
+            continue
+        while toks and _SHELL.match(toks[0]):                 # VAR=value before a command
+            toks = toks[1:]
         if not toks or not any(t.split("/")[-1] in _LAUNCHERS for t in toks[:3]):
             continue
+        # `trl grpo ...` parses its flags as a GRPOConfig (an unknown one is an error there);
+        # a script of one's own (`python train.py`, `accelerate launch train.py`) may have
+        # arguments of its own
+        own_script = own_script or not any(t.split("/")[-1] == "trl" for t in toks[:3])
+        # flags before the script (`accelerate launch --config_file X train.py`) are the
+        # launcher's: of them only the number of processes is read
+        script = next((k + (1 if toks[k] == "-m" else 0) for k, t in enumerate(toks)
+                       if t.endswith(".py") or t == "-m"), -1)
         j = 0
         while j < len(toks):
             tok = toks[j]
+            launcher_flag = j < script
             j += 1
             if tok in _SHELL_STOP or tok.startswith((">", "2>")):
                 break
@@ -383,11 +428,15 @@ def _cli_flags(lines):
                 j += 1
             vals = [re.sub(r"\$\{?(\w+)\}?", lambda mm: shell.get(mm.group(1), mm.group(0)), v)
                     for v in vals]
+            flag = "--" + key
             key = key.replace("-", "_")
+            if launcher_flag and key not in _TRL_LAUNCH_KEYS:
+                continue
             out[key] = (True if not vals else _convert(vals[0]) if len(vals) == 1
                         else [_convert(v) for v in vals])
-            where[key] = start
-    return out, set(), where
+            where[key] = next((n for n, t in physical if re.search(
+                rf"(?:^|\s){re.escape(flag)}(?:[\s=]|$)", t)), start)
+    return out, set(), where, own_script
 
 
 def _key_line(text: str, key: str, syntax) -> int | None:

@@ -224,10 +224,43 @@ def test_trl_launch_script_flags_are_read(tmp_path, capsys):
     assert mp["group_size"]["value"] == 8 and mp["learning_rate"]["value"] == 3e-6
     assert mp["refresh_interval"]["value"] == 2 and mp["reuse"]["value"] == "batch"
     assert mp["prompts"]["value"] == 8 * 4 // 8 * 1 // 1          # pdb 8 (default) x 4 processes / G
-    assert "config_file" in warnings[0] and "my_custom_flag" in warnings[0]
-    sh.write_text("python train.py --num_generatons 8 --beta 0.04\n")
+    assert "my_custom_flag" in warnings[0]
+    assert "config_file" not in " ".join(warnings)        # the launcher's flag, not TRL's
+    # `trl grpo` parses its flags as a GRPOConfig: a near miss is an error at its own line
+    sh.write_text("trl grpo \\\n  --beta 0.04 \\\n  --num_generatons 8\n")
     err = _one_line_error(*_cli(capsys, sh))
-    assert "'num_generatons'" in err and "'num_generations'" in err and "line 1" in err
+    assert "'num_generatons'" in err and "'num_generations'" in err and "line 3" in err
+
+
+def test_a_launch_of_ones_own_script_warns_of_near_misses(tmp_path, capsys):
+    """Newcomer pass (Carlos-Mero/proofrl scripts/rlvr_baseline.sh, gardan4/AgenticRAG
+    AGENT/TRL_TRAINING.sh): `main.py --dataset X` is the script's own argument, not a typo
+    of GRPOConfig's `datasets`; it was an error ('line 1'), now a warning at its line."""
+    sh = tmp_path / "run.sh"
+    sh.write_text("ACCELERATE_LOG_LEVEL=info accelerate launch \\\n  --config_file ds.yaml \\\n"
+                  "  main.py train \\\n  --dataset HuggingFaceH4/MATH-500 \\\n"
+                  "  --num_generations 4 \\\n  --lr 5e-6\n")
+    warnings = []
+    cfg, kind = read_config(sh, warnings=warnings)
+    assert kind == "trl" and cfg["num_generations"] == 4 and "config_file" not in cfg
+    (near,) = [w for w in warnings if w.startswith("near misses")]
+    assert "--dataset (line 4; GRPOConfig has --datasets)" in near
+    assert any("lr" in w for w in warnings if w.startswith("not read"))
+
+
+def test_a_launch_with_a_config_file_reads_it_under_its_flags(tmp_path, capsys):
+    """open-r1's launch: `accelerate launch src/open_r1/grpo.py --config recipe.yaml
+    --num_generations 8` (TRL's parser reads the file, the flags override it)."""
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "grpo.yaml").write_text("num_generations: 4\nlearning_rate: 2e-5\n")
+    sh = tmp_path / "launch.sh"
+    sh.write_text("accelerate launch --num_processes=7 src/grpo.py \\\n"
+                  "  --config recipes/grpo.yaml --num_generations 8\n")
+    mp = map_config(*read_config(sh))
+    assert mp["group_size"]["value"] == 8 and mp["learning_rate"]["value"] == 2e-5
+    sh.write_text("accelerate launch src/grpo.py --config recipes/missing.yaml\n")
+    err = _one_line_error(*_cli(capsys, sh))
+    assert "recipes/missing.yaml" in err and "give that file" in err
 
 
 def test_a_dumped_grpo_config_with_both_batch_keys_gives_the_processes(tmp_path):
