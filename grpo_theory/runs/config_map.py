@@ -352,6 +352,13 @@ def _launch_overrides(path, text: str, warnings):
         flags = _cli_flags(lines)
         if flags[0] and (check_keys(flags[0], "trl")["grpo"] or isinstance(flags[0].get("config"), str)):
             return flags
+        if flags[0] and fallback is None:
+            shown = ", ".join(list(flags[0])[:4]) + (", ..." if len(flags[0]) > 4 else "")
+            raise ConfigFormatError(path, min(flags[2].values()), "a launch whose flags "
+                                    f"({shown}) are neither TRL GRPOConfig nor verl keys: a "
+                                    "trainer of its own, whose keys the model cannot read (give "
+                                    "its values to `grpo-theory stability` or `simulate` as "
+                                    "options)")
     chosen = chosen or fallback
     if chosen is None:
         raise ConfigFormatError(path, None, "no configuration found (expected JSON, YAML, "

@@ -278,3 +278,13 @@ def test_a_dumped_grpo_config_with_both_batch_keys_gives_the_processes(tmp_path)
                              "num_processes": 2}))
     with pytest.raises(ParameterError, match="generation_batch_size"):
         map_config(*read_config(p))
+
+
+def test_a_launch_of_a_trainer_of_its_own_is_named_as_such(tmp_path, capsys):
+    """Newcomer pass (RobbenRibery/curious scripts/grpo.sh: `python -m curious.training.train_rl
+    --grpo_config.group_size 16 ...`): 'no configuration found' although the launch is there."""
+    sh = tmp_path / "grpo.sh"
+    sh.write_text("export A=1;\n\npython -m mytrainer \\\n    --base_config.seed 42 \\\n"
+                  "    --grpo_config.group_size 16 \\\n    --grpo_config.lr 1e-06\n")
+    err = _one_line_error(*_cli(capsys, sh))
+    assert "line 4" in err and "a trainer of its own" in err and "base_config.seed" in err
