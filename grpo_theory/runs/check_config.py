@@ -54,7 +54,7 @@ from scipy.optimize import brentq
 from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result, jsonable
 from grpo_theory.runs.config_map import ConfigMapping, map_config, read_config
-from grpo_theory.runs.curves import applicability, finite_sorted, fit_curve, noise_ceiling, r2_text
+from grpo_theory.runs.curves import fit_curve
 from grpo_theory.runs.logs import read_log
 from grpo_theory.theory.collapse import collapse_risk
 from grpo_theory.theory.derived import get
@@ -196,18 +196,8 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
     """
     log = read_log(path)
     name = log.reward_metric(metric)
-    steps, values = finite_sorted(*log.series(name))
-    # no stiffness from a curve that `fit` declines (the same reasons, curves.applicability)
-    declined = applicability(steps, values)
-    if declined:
-        return {"value": None, "interval": None, "declined": declined, "metric": name,
-                "source": os.fspath(path)}
+    steps, values = log.series(name)
     fit = fit_curve(steps, values, "exponential")
-    ceiling = noise_ceiling(values)
-    if not fit.r2 >= 0.5 * ceiling:
-        return {"value": None, "interval": None, "metric": name, "source": os.fspath(path),
-                "declined": [f"the single exponential's R^2 {r2_text(fit.r2)} is below half the "
-                             f"noise ceiling {r2_text(ceiling)}: it misses the curve's shape"]}
     tau, se = fit.params["tau"], fit.stderr["tau"]
     earlier = None
     if log.config:
@@ -324,7 +314,7 @@ class ConfigCheck(Result):
                                     str(r["max_stable_refresh_interval"]))
                                  for r in t["refresh_table"]))
         K = self.stiffness
-        if K and K["value"] is not None:     # not measured: said under "unknown"
+        if K:
             iv = K.get("interval")
             L.append(f"stiffness K = {K['value']:.4g} per unit lr"
                      + (f" [{iv[0]:.4g}, {f(iv[1])}]" if iv else "")
@@ -426,11 +416,6 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
             from_log_lr = check_real("from_log_lr", from_log_lr, low=0, low_open=True)
         K_info = stiffness_from_log(from_log, metric=metric, learning_rate=from_log_lr,
                                     fresh_fraction=phis[0] if len(phis) == 1 else 0.0)
-    if K_info is not None and K_info["value"] is None:     # the earlier run's curve declined
-        K_info["source"] = (f"not measured: the model does not apply to the reward curve "
-                            f"{K_info['metric']} of {K_info['source']}, as fit says: "
-                            + "; ".join(K_info["declined"]))
-    elif from_log is not None:
         K_info["source"] = (f"measured from {K_info['source']} (tau = {K_info['tau_steps']:.4g} "
                             f"steps, lr {K_info['learning_rate']:g}: {K_info['learning_rate_source']})")
         assumptions.append("stiffness from an earlier run: same task and model, so K per unit "
@@ -443,10 +428,9 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
                   "max_stable_refresh_interval": None, "stable_for_every_refresh_interval": None,
                   "eta_K": None, "eta_K_interval": None, "collapse_risk": None,
                   "unknown": unknown}
-    if K_info is None or K_info["value"] is None:
-        unknown.append("stiffness K: " + (K_info["source"] if K_info is not None else
-                       "the verdict needs eta K (give --stiffness K or --from-log LOG of an "
-                       "earlier run on the same task); the thresholds above are in eta K"))
+    if K_info is None:
+        unknown.append("stiffness K: the verdict needs eta K (give --stiffness K or --from-log "
+                       "LOG of an earlier run on the same task); the thresholds above are in eta K")
         unknown.append("collapse risk: needs eta K")
     else:
         assumptions.append("the verdict must hold for every K of its interval and every split "

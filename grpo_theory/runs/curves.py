@@ -57,7 +57,6 @@ __all__ = [
     "applicability",
     "noise_ceiling",
     "r2_text",
-    "reward_gain",
     "is_binary_range",
     "finite_sorted",
     "BINARY_FAMILIES",
@@ -509,24 +508,6 @@ def noise_ceiling(y) -> float:
     return max(0.0, 1.0 - float(np.var(np.diff(y))) / 2.0 / var)
 
 
-#: points of the start level of a reward curve (its first logged values)
-GAIN_START_POINTS = 3
-
-
-def _end_window(n: int) -> int:
-    return max(2, n // 5)
-
-
-def reward_gain(y) -> float:
-    """The gain of a reward curve over the run, the one definition of ``fit``, ``diagnose``
-    and ``check-config --from-log``: the median of its last fifth (at least 2 points) minus
-    its start level, the median of its first :data:`GAIN_START_POINTS` values (medians, so
-    one odd step does not make the gain; the start is the first values, not the first fifth,
-    so a rise within a few steps is a rise)."""
-    y = np.asarray(y, dtype=float)
-    return float(np.median(y[-_end_window(y.size):]) - np.median(y[:GAIN_START_POINTS]))
-
-
 def applicability(t, y, *, min_points=8) -> list:
     """Reasons the reduced-order model does not apply to (t, y); empty when it does."""
     reasons = []
@@ -536,10 +517,10 @@ def applicability(t, y, *, min_points=8) -> list:
     if ceiling < 0.3:
         reasons.append(f"noise ceiling R^2 = {r2_text(ceiling)} (< 0.3): the log's own step-to-step "
                        "noise leaves no curve to fit")
-    gain = reward_gain(y)
+    k = max(2, y.size // 5)
+    gain = float(np.median(y[-k:]) - np.median(y[:k]))
     sd = float(np.std(np.diff(y)) / math.sqrt(2)) or 1e-12
-    # a rise is a gain above 2 sd of the difference of the two windows' levels
-    if gain < 2 * sd * math.sqrt(1 / GAIN_START_POINTS + 1 / _end_window(y.size)):
+    if gain < 2 * sd / math.sqrt(k):
         reasons.append(f"flat or decreasing reward (gain {gain:+.3g} over the run, noise sd "
                        f"{sd:.3g}): no rise for the relaxation models")
     return reasons

@@ -270,10 +270,9 @@ def policy_concentration(log, reward_metric=None, *, threshold=ENTROPY_EFOLD):
     try:
         rname = log.reward_metric(reward_metric)
         rs, rv = log.series(rname)
-        if rs.size >= 4:
-            from grpo_theory.runs.curves import reward_gain
-
-            ev += f"; reward {rname} gained {reward_gain(rv):+.3g} over the run"
+        if rs.size >= 3:
+            gain = float(np.median(rv[-max(1, rs.size // 10):]) - np.median(rv[:3]))
+            ev += f"; reward {rname} gained {gain:+.3g} over the run"
     except ParameterError:
         pass
     return _result(flag, score, ev, first_step=first,
@@ -390,34 +389,27 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     if to_floor:
         first["floor"] = _first_crossing(rs, -sm, -0.5 * start)
     collapse = collapse or to_floor
-    from grpo_theory.runs.curves import applicability, fit_curve, reward_gain
-
     zeta, overshoot, regime = None, None, None
-    # the regime is named only where `fit` names one: a curve the model does not apply to
-    # (noise ceiling, no rise) has no damping ratio, whatever an oscillator fit returns
-    declined = applicability(rs, rv) if fit is None else []
-    if declined:
-        regime = "the model does not apply, as fit says: " + "; ".join(declined)
-    else:
-        try:
-            if fit is None:
-                fit = fit_curve(rs, rv, "oscillator")
-            zeta = float(fit.params["zeta"])
-            regime = fit.reading.get("regime")
-            if zeta < 1 and fit.r2 is not None and fit.r2 > 0.5:
-                # the fitted oscillator (m = 1, gamma = 2 zeta omega0, spring omega0^2) with its free
-                # initial slope: the overshoot -x(t_1)/x0 from the derived record, in reward units
-                from grpo_theory.theory.derived import get
+    try:
+        from grpo_theory.runs.curves import fit_curve
+        if fit is None:
+            fit = fit_curve(rs, rv, "oscillator")
+        zeta = float(fit.params["zeta"])
+        regime = fit.reading.get("regime")
+        if zeta < 1 and fit.r2 is not None and fit.r2 > 0.5:
+            # the fitted oscillator (m = 1, gamma = 2 zeta omega0, spring omega0^2) with its free
+            # initial slope: the overshoot -x(t_1)/x0 from the derived record, in reward units
+            from grpo_theory.theory.derived import get
 
-                om, x0 = fit.params["omega0"], fit.params["initial"] - fit.params["plateau"]
-                with np.errstate(divide="ignore", invalid="ignore"):  # numpy evaluates both cases
-                    rel = float(get("oscillator.overshoot").numeric(1.0, 2 * zeta * om, om * om, x0,
-                                                                    fit.params["slope0"]))
-                if not np.isfinite(rel):
-                    raise ValueError(f"overshoot of the fitted oscillator is not finite ({rel})")
-                overshoot = abs(x0) * max(rel, 0.0)
-        except (ParameterError, ValueError) as exc:
-            regime = f"fit failed: {exc}"
+            om, x0 = fit.params["omega0"], fit.params["initial"] - fit.params["plateau"]
+            with np.errstate(divide="ignore", invalid="ignore"):  # numpy evaluates both cases
+                rel = float(get("oscillator.overshoot").numeric(1.0, 2 * zeta * om, om * om, x0,
+                                                                fit.params["slope0"]))
+            if not np.isfinite(rel):
+                raise ValueError(f"overshoot of the fitted oscillator is not finite ({rel})")
+            overshoot = abs(x0) * max(rel, 0.0)
+    except (ParameterError, ValueError) as exc:
+        regime = f"fit failed: {exc}"
     # lightly damped by the L3 fit *and* an overshoot seen in the data: the smoothed reward
     # came back down from its peak by more than 2 noise sd (a fit's extrapolated overshoot
     # alone is not evidence); an L3 fit to fewer than OSCILLATION_MIN_POINTS points cannot
@@ -455,10 +447,9 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     first_step = min(first.values()) if first and all(v is not None for v in first.values()) else None
     parts = [f"rise {rise:.3g} to the smoothed peak at step {rs[peak]:g}, then a fall of {drop:.3g} "
              f"(noise sd {noise:.3g}; collapse = rise and fall > 4 sd, fall > half the rise)"]
-    parts.append(f"gain {reward_gain(rv):+.3g} over the run" + (
-        f" (fell to the floor: start {start:.3g} -> end {end:.3g})" if to_floor else ""))
+    parts.append(f"start {start:.3g} -> end {end:.3g}" + (" (fell to the floor)" if to_floor else ""))
     parts.append(f"L3 fit damping ratio zeta = {zeta:.3g} ({regime})" if zeta is not None
-                 else f"no regime named ({regime})")
+                 else f"no L3 fit ({regime})")
     parts.append("fluctuation sd late/mid = " + (f"{growth:.2f} (F-test p = {growth_p:.2g})"
                                                   if growth is not None and growth_p is not None
                                                   else "n/a (mid-run fluctuation unresolved)"))
