@@ -134,8 +134,9 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
         dropped = [m for m in chosen if m in BINARY_FAMILIES]
         chosen = [m for m in chosen if m not in BINARY_FAMILIES]
         why = "leaves [0, 1]" if not in_unit else "is declared dense"
-        warnings.append(f"{name} {why} (a dense reward): the mean-field families "
-                        f"{', '.join(dropped) or '(none requested)'} assume binary rewards and are off")
+        if dropped:      # nothing to say when none of them was asked for
+            warnings.append(f"{name} {why} (a dense reward): the mean-field families "
+                            f"{', '.join(dropped)} assume binary rewards and are off")
     if not chosen:
         raise ParameterError("models", models, "at least one family that applies to a dense reward "
                              "(exponential, oscillator)")
