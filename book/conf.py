@@ -7,11 +7,13 @@ Sphinx + myst-nb: every lecture is a MyST text notebook, executed through jupyte
 again.  Equations are numbered per lecture (3.2 is the second numbered equation of
 lecture 3) and referred to across the book with ``{eq}``; derived formulas are shown with
 the ``{derived}`` directive (``_ext/grpo_book.py``), which renders the package's record.
-MathJax is served from the built book (sphinx-mathjax-offline), so pages work offline.
+MathJax is served from the built book (the copy sphinx-mathjax-offline ships), so pages work
+offline.  Lectures that need executing are executed two at a time before Sphinx reads them.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -37,7 +39,6 @@ extensions = [
     "sphinx_proof",
     "sphinx_exercise",
     "sphinx_togglebutton",
-    "sphinx-mathjax-offline",
     "grpo_book",
 ]
 
@@ -69,5 +70,8 @@ html_theme_options = {
     "use_download_button": True,
     "home_page_in_toc": True,
 }
-html_static_path: list[str] = []
+# MathJax 3 served from the built book: the copy that sphinx-mathjax-offline ships, copied as a
+# static path
+html_static_path = [str(Path(importlib.util.find_spec("sphinx-mathjax-offline").origin).parent / "static")]
+mathjax_path = "mathjax/tex-chtml.js"
 html_last_updated_fmt = None

@@ -17,6 +17,7 @@ second numbered equation of lecture 3 (the number is the file name's prefix, ``0
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -200,7 +201,57 @@ def _number_per_lecture():
     TocTreeCollector.assign_figure_numbers = assign_figure_numbers
 
 
+def _derive(name: str) -> str:
+    from grpo_theory import get
+
+    get(name)
+    return name
+
+
+def derive_ahead(app) -> None:
+    """Before the lectures run, derive every record of the theory chain that is not yet in the
+    package's disk cache, in two processes: the lectures' kernels and the directives then read
+    the cache instead of deriving the same records again, one kernel after another.  Nothing
+    to do (and no process started) when the cache is warm."""
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
+
+    from grpo_theory.theory.derived import all_names, is_cached
+
+    todo = [n for n in all_names() if is_cached(n) is False]
+    if not todo:
+        return
+    # the slow chapters first, so that the two processes finish together
+    todo.sort(key=lambda n: not n.startswith(("drift.expected", "collapse", "closed_forms", "oscillator.traj")))
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        list(pool.map(_derive, todo, chunksize=1))
+
+
+def execute_ahead(app) -> None:
+    """Execute the lectures whose code has changed since they were cached, two at a time, into
+    myst-nb's execution cache (jupyter-cache's ``temp-parallel`` executor, in temporary
+    directories): Sphinx then reads every lecture from the cache.  (Sphinx's own parallel
+    read, ``-j``, is not available: sphinx-proof does not support it.)  A lecture that fails
+    here is not cached, so myst-nb executes it again while reading and the build fails with
+    its traceback."""
+    config = getattr(app.env, "mystnb_config", None)
+    if config is None or config.execution_mode != "cache":
+        return
+    from jupyter_cache import get_cache
+    from jupyter_cache.executors import load_executor
+
+    cache = get_cache(config.execution_cache_path or Path(app.outdir).parent / ".jupyter_cache")
+    records = [cache.add_nb_to_project(str(path), read_data={"name": "myst_nb_md", "type": "plugin"})
+               for path in sorted((Path(app.srcdir) / "lectures").glob("[0-9][0-9]_*.md"))]
+    quiet = logging.getLogger("grpo_book.execute_ahead")   # myst-nb reports each lecture as it reads it
+    quiet.setLevel(logging.WARNING)
+    load_executor("temp-parallel", cache=cache, logger=quiet).run_and_cache(
+        filter_pks=[r.pk for r in records], timeout=config.execution_timeout)
+
+
 def setup(app):
+    app.connect("builder-inited", derive_ahead)
+    app.connect("builder-inited", execute_ahead, priority=900)   # after myst-nb has set up its cache
     _number_per_lecture()
     app.add_domain(LectureMathDomain, override=True)
     app.add_directive("derived", DerivedDirective)
