@@ -96,7 +96,7 @@ def test_mathjax_is_served_locally(built):
     assert (built / "_static" / "mathjax" / "tex-chtml.js").is_file()
     for lecture in LECTURES:
         html = page(built, lecture)
-        scripts = re.findall(r'<script[^>]*src="([^"]+)"', html)
+        scripts = [src.split("?")[0] for src in re.findall(r'<script[^>]*src="([^"]+)"', html)]
         assert any(s.endswith("_static/mathjax/tex-chtml.js") for s in scripts)
         assert not [s for s in scripts if re.match(r"(https?:)?//", s)], f"{lecture.stem}: a script from the network"
         styles = re.findall(r'<link[^>]*rel="stylesheet"[^>]*href="([^"]+)"', html)
@@ -136,15 +136,30 @@ def _tiny_book(root: Path, cell: str) -> Path:
     return source
 
 
-def test_an_unchanged_lecture_is_not_executed_again_and_a_warning_fails_the_build(tmp_path):
+def _executions(cache_dir: Path) -> list[tuple[int, float]]:
+    """(record id, creation time) of every executed notebook in a jupyter cache."""
+    from jupyter_cache import get_cache
+
+    return sorted((r.pk, r.created.timestamp()) for r in get_cache(str(cache_dir)).list_cache_records())
+
+
+def test_an_unchanged_lecture_is_not_executed_again(tmp_path):
     source = _tiny_book(tmp_path, "print(1 + 1)")
     first = sphinx(source, tmp_path / "out" / "a")
     assert first.returncode == 0, first.stderr
-    assert "Executed notebook" in first.stdout
+    executed = _executions(tmp_path / "out" / ".jupyter_cache")
+    assert len(executed) == 1
     second = sphinx(source, tmp_path / "out" / "b")          # same execution cache (out/.jupyter_cache)
     assert second.returncode == 0, second.stderr
     assert "Using cached notebook" in second.stdout and "Executed notebook" not in second.stdout
-    source = _tiny_book(tmp_path, "import warnings\nwarnings.warn('drift is approximate')")
-    failed = sphinx(source, tmp_path / "out" / "c")
+    assert _executions(tmp_path / "out" / ".jupyter_cache") == executed
+
+
+@pytest.mark.parametrize("cell, message", [
+    ("import warnings\nwarnings.warn('drift is approximate')", "01_tiny.md:14: WARNING: stderr was found in the cell outputs"),
+    ("raise ValueError('group_size must be an integer >= 2, got 1')", "group_size must be an integer"),
+])
+def test_a_warning_or_an_exception_in_a_cell_fails_the_build(tmp_path, cell, message):
+    failed = sphinx(_tiny_book(tmp_path, cell), tmp_path / "out" / "html")
     assert failed.returncode != 0
-    assert "drift is approximate" in failed.stderr
+    assert message in failed.stderr
