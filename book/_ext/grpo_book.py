@@ -39,7 +39,7 @@ def _record(name: str):
 
 def _prose(text: str) -> str:
     """A record's prose (``$...$`` math in words) as MyST Markdown."""
-    from grpo_theory.theory.prose import to_markdown
+    from grpo_theory.prose import to_markdown
 
     return to_markdown(text)
 
@@ -86,7 +86,7 @@ class ProofLogsDirective(SphinxDirective):
 
     @staticmethod
     def _entry(name: str) -> list[str]:
-        from grpo_theory.theory.latex import METHOD_LABELS   # only sympy is called a proof
+        from grpo_theory.render.latex import METHOD_LABELS   # only sympy is called a proof
 
         record = _record(name)
         lines = [f"**`{name}`**, equation {{eq}}`{record.label}`: {_prose(record.description)}", ""]
@@ -105,14 +105,11 @@ class NotationTableDirective(SphinxDirective):
     has_content = False
 
     def run(self):
-        import sympy as sp
-
-        from grpo_theory.theory import symbols
-        from grpo_theory.theory.latex import NOTATION
+        from grpo_theory.render.latex import NOTATION, math_label
 
         rows = ["| symbol | meaning |", "|---|---|"]
-        for symbol, meaning in NOTATION.values():
-            rows.append(f"| ${sp.latex(symbol, symbol_names=symbols.LATEX_NAMES)}$ | {_prose(meaning)} |")
+        for key, (_, meaning) in NOTATION.items():
+            rows.append(f"| {math_label(key)} | {_prose(meaning)} |")
         return self.parse_text_to_nodes("\n".join(rows))
 
 
@@ -124,9 +121,9 @@ class RunningExampleDirective(SphinxDirective):
     has_content = True
 
     def run(self):
-        from grpo_theory import DEFAULT_MODEL as m
+        from grpo_theory import DEFAULT_MODEL as m, stable_fixed_point
 
-        fp = m.fixed_point()
+        fp = stable_fixed_point(m)
         lag = ", ".join(str(j) for j in range(m.refresh_interval))
         kl = {"k3": "the k3 estimator in the loss", "exact": "the exact KL in the loss",
               "k1_reward": "k1 in the reward", "none": "no KL"}[m.kl]
@@ -201,30 +198,15 @@ def _number_per_lecture():
     TocTreeCollector.assign_figure_numbers = assign_figure_numbers
 
 
-def _derive(name: str) -> str:
-    from grpo_theory import get
-
-    get(name)
-    return name
-
-
 def derive_ahead(app) -> None:
     """Before the lectures run, derive every record of the theory chain that is not yet in the
-    package's disk cache, in two processes: the lectures' kernels and the directives then read
-    the cache instead of deriving the same records again, one kernel after another.  Nothing
-    to do (and no process started) when the cache is warm."""
-    from concurrent.futures import ProcessPoolExecutor
-    import multiprocessing
+    package's disk cache (:func:`grpo_theory.theory.derived.warm_cache`, two processes): the
+    lectures' kernels and the directives then read the cache instead of deriving the same
+    records again, one kernel after another.  Nothing to do when the cache is warm (a test
+    session warms it before the book is built)."""
+    from grpo_theory.theory.derived import warm_cache
 
-    from grpo_theory.theory.derived import all_names, is_cached
-
-    todo = [n for n in all_names() if is_cached(n) is False]
-    if not todo:
-        return
-    # the slow chapters first, so that the two processes finish together
-    todo.sort(key=lambda n: not n.startswith(("drift.expected", "collapse", "closed_forms", "oscillator.traj")))
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
-        list(pool.map(_derive, todo, chunksize=1))
+    warm_cache(workers=2)
 
 
 def execute_ahead(app) -> None:
