@@ -25,10 +25,14 @@ sys.path.insert(0, str(ROOT))   # the directive imports this checkout of grpo_th
 
 # the lectures' kernels import this checkout (not an installed copy), draw figures with
 # matplotlib's inline backend (a test session's MPLBACKEND=Agg would hide every figure),
-# and stay quiet (no progress bars on the page)
+# and stay quiet (no progress bars on the page).  Two lectures run at a time, each on one
+# thread: the networks of lecture 8 are tiny, and torch's second thread only spins while the
+# other core is busy (measured on a loaded 2-core machine: the refresh sweep took 2.9 s of CPU
+# on one thread, 47 s on two)
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 os.environ.pop("MPLBACKEND", None)
 os.environ["GRPO_THEORY_PROGRESS"] = "0"
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 project = "GRPO training dynamics"
 author = "grpo-theory developers"

@@ -17,14 +17,17 @@ second numbered equation of lecture 3 (the number is the file name's prefix, ``0
 
 from __future__ import annotations
 
-import logging
 import re
+import time
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.directives.patches import MathDirective
 from sphinx.domains.math import MathDomain
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+
+LOGGER = logging.getLogger(__name__)
 
 _DERIVED = re.compile(r"^```\{derived\}\s+(\S+)\s*$", re.MULTILINE)
 _TITLE = re.compile(r"^# (.+)$", re.MULTILINE)
@@ -210,25 +213,29 @@ def derive_ahead(app) -> None:
 
 
 def execute_ahead(app) -> None:
-    """Execute the lectures whose code has changed since they were cached, two at a time, into
-    myst-nb's execution cache (jupyter-cache's ``temp-parallel`` executor, in temporary
-    directories): Sphinx then reads every lecture from the cache.  (Sphinx's own parallel
+    """Execute the lectures whose code has changed since they were cached into myst-nb's
+    execution cache before Sphinx reads them: two at a time, each in a fork of one warm
+    interpreter (``lecture_executor``: the imports and the derived records are loaded once, not
+    once per kernel).  Sphinx then reads every lecture from the cache.  (Sphinx's own parallel
     read, ``-j``, is not available: sphinx-proof does not support it.)  A lecture that fails
-    here is not cached, so myst-nb executes it again while reading and the build fails with
-    its traceback."""
+    here is not cached, so myst-nb executes it in a kernel while reading it and the build fails
+    with that kernel's traceback."""
     config = getattr(app.env, "mystnb_config", None)
     if config is None or config.execution_mode != "cache":
         return
     from jupyter_cache import get_cache
-    from jupyter_cache.executors import load_executor
+
+    import lecture_executor
 
     cache = get_cache(config.execution_cache_path or Path(app.outdir).parent / ".jupyter_cache")
     records = [cache.add_nb_to_project(str(path), read_data={"name": "myst_nb_md", "type": "plugin"})
                for path in sorted((Path(app.srcdir) / "lectures").glob("[0-9][0-9]_*.md"))]
-    quiet = logging.getLogger("grpo_book.execute_ahead")   # myst-nb reports each lecture as it reads it
-    quiet.setLevel(logging.WARNING)
-    load_executor("temp-parallel", cache=cache, logger=quiet).run_and_cache(
-        filter_pks=[r.pk for r in records], timeout=config.execution_timeout)
+    start = time.monotonic()
+    done = lecture_executor.execute(cache, records, parallel=2, timeout=config.execution_timeout)
+    for uri, (wall, cpu) in done.items():
+        LOGGER.info(f"executed {Path(uri).name}: {wall:.1f} s wall, {cpu:.1f} s CPU")
+    if done:
+        LOGGER.info(f"executed {len(done) - 1} lecture(s) ahead in {time.monotonic() - start:.1f} s")
 
 
 def setup(app):
