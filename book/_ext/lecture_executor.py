@@ -119,7 +119,12 @@ def _shell():
     config = Config()
     config.HistoryManager.enabled = False
     config.InteractiveShell.colors = "NoColor"
-    shell = RecordingShell.instance(config=config, displayhook_class=Hook, display_pub_class=Publisher)
+    try:   # cells compiled as ipykernel compiles them (tracebacks and warnings name the same files)
+        from ipykernel.compiler import XCachingCompiler as compiler
+    except ImportError:
+        from IPython.core.compilerop import CachingCompiler as compiler
+    shell = RecordingShell.instance(config=config, displayhook_class=Hook, display_pub_class=Publisher,
+                                    compiler_class=compiler)
     return shell
 
 
@@ -236,6 +241,14 @@ def _zygote(jobs: list, parallel: int, timeout: float, result_fd: int) -> None:
     report.close()
 
 
+def _expected_cost(nb) -> tuple:
+    """A guess of a lecture's cost known before running it, to start the longest first (so that
+    the parallel forks finish together): a lecture that trains networks first, then by length
+    of code."""
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    return ("deepnet" in code or "torch" in code, len(code))
+
+
 def execute(cache, records, *, parallel: int = 2, timeout: float = 300.0) -> dict:
     """Execute the project notebooks ``records`` of a jupyter-cache ``cache`` that have no cached
     execution, in forks of a warm zygote, ``parallel`` at a time; store each executed notebook
@@ -251,10 +264,7 @@ def execute(cache, records, *, parallel: int = 2, timeout: float = 300.0) -> dic
         return {}
     with tempfile.TemporaryDirectory(prefix="grpo-book-exec-") as tmp:
         jobs = []
-        # the longest lectures first (by code length, a proxy known before running), so that the
-        # parallel forks finish together
-        todo = sorted(todo, key=lambda r: -sum(len(c.source) for c in cache.get_project_notebook(r.pk).nb.cells
-                                               if c.cell_type == "code"))
+        todo = sorted(todo, key=lambda r: _expected_cost(cache.get_project_notebook(r.pk).nb), reverse=True)
         for record in todo:
             nb = cache.get_project_notebook(record.pk).nb
             workdir = Path(tmp) / f"run{record.pk}"

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+# the book is built once, on one xdist worker (see tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("book")
+
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 LECTURES = sorted((BOOK / "lectures").glob("[0-9][0-9]_*.md"))
@@ -31,20 +34,27 @@ kernelspec:
 """
 
 
-def sphinx(source: Path, out: Path, *, conf: Path = BOOK) -> subprocess.CompletedProcess:
-    """``python -m sphinx -W -b html`` as the README documents it, in a fresh process."""
+def sphinx(source: Path, out: Path, *options: str, conf: Path = BOOK) -> subprocess.CompletedProcess:
+    """``python -m sphinx -W -b html`` as the README documents it, in a fresh process (with the
+    test session's environment: its derivation cache, warmed before the tests started)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-c", str(conf),
-                           str(source), str(out)], capture_output=True, text=True, env=env, cwd=ROOT)
+                           *options, str(source), str(out)], capture_output=True, text=True, env=env, cwd=ROOT)
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory) -> Path:
+def build(tmp_path_factory) -> tuple[Path, str]:
+    """The whole book, built cold (a fresh execution cache): the output directory and the log."""
     out = tmp_path_factory.mktemp("book") / "html"
     done = sphinx(BOOK, out)
     assert done.returncode == 0, f"the book does not build:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-    return out
+    return out, done.stdout
+
+
+@pytest.fixture(scope="session")
+def built(build) -> Path:
+    return build[0]
 
 
 def page(built: Path, lecture: Path) -> str:
@@ -86,6 +96,14 @@ def test_lecture_format(path):
 
 # -- the built book ---------------------------------------------------------------------------
 
+def test_every_lecture_ran_in_the_fast_executor_not_in_a_kernel(build):
+    """Each lecture is executed ahead, in a fork of one warm interpreter; a lecture that fell back
+    on myst-nb's kernel would still build, but slowly (the CI time of the book rests on this)."""
+    _, log = build
+    assert f"executed {len(LECTURES)} lecture(s) ahead" in log
+    assert "Executed notebook" not in log and "Executing notebook" not in log
+
+
 def test_every_lecture_has_a_page_with_figures(built):
     for lecture in LECTURES:
         html = page(built, lecture)
@@ -125,41 +143,85 @@ def test_the_appendix_has_the_proof_log_of_every_record_shown(built):
             assert f"<code class=\"docutils literal notranslate\"><span class=\"pre\">{name}</span></code>" in appendix
 
 
-# -- the toolchain on a two-page book (cheap) --------------------------------------------------
+# -- the toolchain on a two-lecture book (cheap) ---------------------------------------------
 
-def _tiny_book(root: Path, cell: str) -> Path:
+RICH_CELL = """import sys, warnings
+import matplotlib.pyplot as plt
+from IPython.display import Markdown, display
+print("to stdout")
+warnings.warn("drift is approximate")
+display(Markdown("**bold** $x^2$"))
+plt.plot([0, 1], [1, 0]); plt.show()
+1 + 1"""
+
+
+def _tiny_book(root: Path, cells: dict[str, str]) -> Path:
+    """A book with one lecture per entry of ``cells`` (name -> the code of its one cell)."""
     source = root / "src"
     (source / "lectures").mkdir(parents=True, exist_ok=True)
-    (source / "index.md").write_text("# Tiny\n\n```{toctree}\nlectures/01_tiny\n```\n", encoding="utf-8")
-    (source / "lectures" / "01_tiny.md").write_text(
-        FRONT_MATTER + f"\n# 1. Tiny\n\n```{{code-cell}} ipython3\n{cell}\n```\n", encoding="utf-8")
+    toc = "\n".join(f"lectures/{name}" for name in cells)
+    (source / "index.md").write_text(f"# Tiny\n\n```{{toctree}}\n{toc}\n```\n", encoding="utf-8")
+    for name, cell in cells.items():
+        (source / "lectures" / f"{name}.md").write_text(
+            FRONT_MATTER + f"\n# {int(name[:2])}. Tiny\n\n```{{code-cell}} ipython3\n{cell}\n```\n", encoding="utf-8")
     return source
 
 
-def _executions(cache_dir: Path) -> list[tuple[int, float]]:
-    """(record id, creation time) of every executed notebook in a jupyter cache."""
+def _cached(cache_dir: Path) -> dict[str, tuple[int, float]]:
+    """lecture file name -> (record id, creation time) of every executed notebook in a jupyter cache."""
     from jupyter_cache import get_cache
 
-    return sorted((r.pk, r.created.timestamp()) for r in get_cache(str(cache_dir)).list_cache_records())
+    return {Path(r.uri).name: (r.pk, r.created.timestamp()) for r in get_cache(str(cache_dir)).list_cache_records()}
 
 
-def test_an_unchanged_lecture_is_not_executed_again(tmp_path):
-    source = _tiny_book(tmp_path, "print(1 + 1)")
+def _outputs(nb) -> list:
+    """The outputs of a notebook's code cells, without what varies between two runs of one kernel
+    (the process id in the cells' file names, ``/tmp/ipykernel_<pid>/<hash>.py``)."""
+    def same(o):
+        o = {k: v for k, v in o.items() if k != "transient"}
+        if o["output_type"] == "stream":
+            o["text"] = re.sub(r"ipykernel_\d+", "ipykernel_<pid>", o["text"])
+        return o
+
+    return [[same(o) for o in cell.outputs] for cell in nb.cells if cell.cell_type == "code"]
+
+
+def test_the_build_fails_on_a_warning_or_an_exception_caches_what_ran_and_does_not_run_it_again(tmp_path):
+    """One tiny book, two builds.  First: a lecture that writes to stderr and one that raises both
+    fail the build (-W --keep-going reports both), the first is cached, the raising one not (the
+    fast executor leaves it to a kernel, whose traceback is reported).  The cached outputs are
+    those a Jupyter kernel produces.  Second build into a new output directory with the same
+    execution cache: the lecture is read from the cache, not executed again."""
+    import nbformat
+    from jupyter_cache import get_cache
+    from nbclient import NotebookClient
+
+    source = _tiny_book(tmp_path, {"01_rich": RICH_CELL,
+                                   "02_raise": "raise ValueError('group_size must be an integer >= 2, got 1')"})
+    cache_dir = tmp_path / "out" / ".jupyter_cache"
     first = sphinx(source, tmp_path / "out" / "a")
-    assert first.returncode == 0, first.stderr
-    executed = _executions(tmp_path / "out" / ".jupyter_cache")
-    assert len(executed) == 1
-    second = sphinx(source, tmp_path / "out" / "b")          # same execution cache (out/.jupyter_cache)
+    assert first.returncode != 0
+    assert "01_rich.md:14: WARNING: stderr was found in the cell outputs" in first.stderr
+    assert "group_size must be an integer" in first.stderr
+    cached = _cached(cache_dir)
+    assert set(cached) == {"01_rich.md"}
+
+    # the fast executor's outputs are a kernel's
+    cache = get_cache(str(cache_dir))
+    ours = cache.get_cache_bundle(cached["01_rich.md"][0]).nb
+    project = cache.get_project_notebook(str(source / "lectures" / "01_rich.md")).nb
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("MPLBACKEND", None)                 # the kernel's inline backend, as in the build
+    kernel = NotebookClient(nbformat.from_dict(project), timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute(env=env)
+    assert [[o["output_type"] for o in cell] for cell in _outputs(ours)] == \
+        [["stream", "stream", "display_data", "display_data", "execute_result"]]
+    assert _outputs(ours) == _outputs(kernel)
+    assert ours.metadata["language_info"]["pygments_lexer"] == kernel.metadata["language_info"]["pygments_lexer"]
+
+    (source / "lectures" / "02_raise.md").unlink()
+    (source / "index.md").write_text("# Tiny\n\n```{toctree}\nlectures/01_rich\n```\n", encoding="utf-8")
+    second = sphinx(source, tmp_path / "out" / "b", "-D", "nb_output_stderr=show")
     assert second.returncode == 0, second.stderr
     assert "Using cached notebook" in second.stdout and "Executed notebook" not in second.stdout
-    assert _executions(tmp_path / "out" / ".jupyter_cache") == executed
-
-
-@pytest.mark.parametrize("cell, message", [
-    ("import warnings\nwarnings.warn('drift is approximate')", "01_tiny.md:14: WARNING: stderr was found in the cell outputs"),
-    ("raise ValueError('group_size must be an integer >= 2, got 1')", "group_size must be an integer"),
-])
-def test_a_warning_or_an_exception_in_a_cell_fails_the_build(tmp_path, cell, message):
-    failed = sphinx(_tiny_book(tmp_path, cell), tmp_path / "out" / "html")
-    assert failed.returncode != 0
-    assert message in failed.stderr
+    assert _cached(cache_dir) == cached
