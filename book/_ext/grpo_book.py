@@ -201,27 +201,31 @@ def _number_per_lecture():
     TocTreeCollector.assign_figure_numbers = assign_figure_numbers
 
 
-def derive_ahead(app) -> None:
-    """Before the lectures run, derive every record of the theory chain that is not yet in the
-    package's disk cache (:func:`grpo_theory.theory.derived.warm_cache`, two processes): the
-    lectures' kernels and the directives then read the cache instead of deriving the same
-    records again, one kernel after another.  Nothing to do when the cache is warm (a test
-    session warms it before the book is built)."""
+def prepare_reading(app, env, docnames) -> None:
+    """Before Sphinx reads the pages it has to (re)read (none on an unchanged second build):
+
+    1. derive every record of the theory chain that is not yet in the package's disk cache
+       (:func:`grpo_theory.theory.derived.warm_cache`, two processes; nothing to do when the
+       cache is warm, as in a test session, which warms it before the book is built), and the
+       running example's fixed point, which the directive shows on every lecture;
+    2. execute the lectures among them whose code has no cached execution into myst-nb's
+       execution cache: two at a time, each in a fork of one warm interpreter
+       (``lecture_executor``: the imports and the derived records are loaded once, not once per
+       kernel).  Sphinx then reads every lecture from the cache.  (Sphinx's own parallel read,
+       ``-j``, is not available: sphinx-proof does not support it.)  A lecture that fails here
+       is not cached, so myst-nb executes it in a kernel while reading it and the build fails
+       with that kernel's traceback.
+    """
+    lectures = [Path(env.doc2path(d)) for d in sorted(docnames) if _lecture_number(d) is not None]
+    if not docnames:
+        return
+    from grpo_theory import DEFAULT_MODEL, stable_fixed_point
     from grpo_theory.theory.derived import warm_cache
 
     warm_cache(workers=2)
-
-
-def execute_ahead(app) -> None:
-    """Execute the lectures whose code has changed since they were cached into myst-nb's
-    execution cache before Sphinx reads them: two at a time, each in a fork of one warm
-    interpreter (``lecture_executor``: the imports and the derived records are loaded once, not
-    once per kernel).  Sphinx then reads every lecture from the cache.  (Sphinx's own parallel
-    read, ``-j``, is not available: sphinx-proof does not support it.)  A lecture that fails
-    here is not cached, so myst-nb executes it in a kernel while reading it and the build fails
-    with that kernel's traceback."""
-    config = getattr(app.env, "mystnb_config", None)
-    if config is None or config.execution_mode != "cache":
+    stable_fixed_point(DEFAULT_MODEL)     # computed once here, inherited by the lectures' forks
+    config = getattr(env, "mystnb_config", None)
+    if not lectures or config is None or config.execution_mode != "cache":
         return
     from jupyter_cache import get_cache
 
@@ -229,7 +233,7 @@ def execute_ahead(app) -> None:
 
     cache = get_cache(config.execution_cache_path or Path(app.outdir).parent / ".jupyter_cache")
     records = [cache.add_nb_to_project(str(path), read_data={"name": "myst_nb_md", "type": "plugin"})
-               for path in sorted((Path(app.srcdir) / "lectures").glob("[0-9][0-9]_*.md"))]
+               for path in lectures]
     start = time.monotonic()
     done = lecture_executor.execute(cache, records, parallel=2, timeout=config.execution_timeout)
     for uri, (wall, cpu) in done.items():
@@ -239,8 +243,7 @@ def execute_ahead(app) -> None:
 
 
 def setup(app):
-    app.connect("builder-inited", derive_ahead)
-    app.connect("builder-inited", execute_ahead, priority=900)   # after myst-nb has set up its cache
+    app.connect("env-before-read-docs", prepare_reading)
     _number_per_lecture()
     app.add_domain(LectureMathDomain, override=True)
     app.add_directive("derived", DerivedDirective)

@@ -259,14 +259,18 @@ def execute(cache, records, *, parallel: int = 2, timeout: float = 300.0) -> dic
         return {}
     from jupyter_cache.base import CacheBundleIn
 
-    todo = cache.list_unexecuted(filter_pks=[r.pk for r in records])
+    todo = []
+    for record in records:
+        nb = cache.get_project_notebook(record.pk).nb     # read once (each read looks up the reader)
+        try:
+            cache.match_cache_notebook(nb)                # executed before with this code: nothing to do
+        except KeyError:
+            todo.append((record, nb))
     if not todo:
         return {}
     with tempfile.TemporaryDirectory(prefix="grpo-book-exec-") as tmp:
         jobs = []
-        todo = sorted(todo, key=lambda r: _expected_cost(cache.get_project_notebook(r.pk).nb), reverse=True)
-        for record in todo:
-            nb = cache.get_project_notebook(record.pk).nb
+        for record, nb in sorted(todo, key=lambda r_nb: _expected_cost(r_nb[1]), reverse=True):
             workdir = Path(tmp) / f"run{record.pk}"
             workdir.mkdir()
             jobs.append((record.pk, nb, workdir, Path(tmp) / f"{record.pk}.ipynb"))
@@ -302,7 +306,7 @@ def execute(cache, records, *, parallel: int = 2, timeout: float = 300.0) -> dic
         import nbformat
 
         stored = {}
-        by_pk = {r.pk: r for r in todo}
+        by_pk = {r.pk: r for r, _ in todo}
         for pk, seconds, cpu, status in lines:
             if int(pk) == 0:
                 stored["(set-up: imports and derived records)"] = (float(seconds), float(cpu))
