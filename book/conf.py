@@ -8,7 +8,8 @@ again.  Equations are numbered per lecture (3.2 is the second numbered equation 
 lecture 3) and referred to across the book with ``{eq}``; derived formulas are shown with
 the ``{derived}`` directive (``_ext/grpo_book.py``), which renders the package's record.
 MathJax is served from the built book (the copy sphinx-mathjax-offline ships), so pages work
-offline.  Lectures that need executing are executed two at a time before Sphinx reads them.
+offline.  Lectures that need executing are executed two at a time, in forks of one warm
+interpreter, before Sphinx reads them (``_ext/lecture_executor.py``).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ LOGGER = logging.getLogger(__name__)
 _DERIVED = re.compile(r"^```\{derived\}\s+(\S+)\s*$", re.MULTILINE)
 _TITLE = re.compile(r"^# (.+)$", re.MULTILINE)
 _LECTURE_NUMBER = re.compile(r"(?:^|/)(\d\d)_[^/]*$")
+_USES_PACKAGE = re.compile(r"grpo_theory|\{(?:derived|proof-logs|notation-table|running-example)\}")
 
 
 def _record(name: str):
@@ -217,13 +218,13 @@ def prepare_reading(app, env, docnames) -> None:
        with that kernel's traceback.
     """
     lectures = [Path(env.doc2path(d)) for d in sorted(docnames) if _lecture_number(d) is not None]
-    if not docnames:
-        return
-    from grpo_theory import DEFAULT_MODEL, stable_fixed_point
-    from grpo_theory.theory.derived import warm_cache
+    sources = [Path(env.doc2path(d)).read_text(encoding="utf-8") for d in docnames]
+    if any(_USES_PACKAGE.search(text) for text in sources):   # (a page without the package skips this)
+        from grpo_theory import DEFAULT_MODEL, stable_fixed_point
+        from grpo_theory.theory.derived import warm_cache
 
-    warm_cache(workers=2)
-    stable_fixed_point(DEFAULT_MODEL)     # computed once here, inherited by the lectures' forks
+        warm_cache(workers=2)
+        stable_fixed_point(DEFAULT_MODEL)     # computed once here, inherited by the lectures' forks
     config = getattr(env, "mystnb_config", None)
     if not lectures or config is None or config.execution_mode != "cache":
         return

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import re
 import select
 import signal
 import sys
@@ -128,24 +129,28 @@ def _shell():
     return shell
 
 
-def _zygote_setup() -> None:
+def _zygote_setup(code: str) -> None:
+    """The shell, then what the lectures to run import (of :data:`PRELOAD`, the modules whose
+    top-level package their ``code`` names) and, if they use the package, its derived records."""
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"   # what ipykernel sets
     os.environ.setdefault("IPYTHONDIR", tempfile.mkdtemp(prefix="grpo-book-ipython-"))
     _shell()
     import importlib
 
     for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
-    try:   # the derived records into memory (the lectures then never read the disk cache)
-        from grpo_theory.theory.derived import all_names, get
+        if re.search(rf"\b{name.split('.')[0]}\b", code):
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
+    if "grpo_theory" in code:
+        try:   # the derived records into memory (the lectures then never read the disk cache)
+            from grpo_theory.theory.derived import all_names, get
 
-        for name in all_names():
-            get(name)
-    except Exception:   # noqa: BLE001 - a failing derivation fails in the lecture that uses it
-        pass
+            for name in all_names():
+                get(name)
+        except Exception:   # noqa: BLE001 - a failing derivation fails in the lecture that uses it
+            pass
 
 
 def _tail(fd: int, offset: int) -> tuple[str, int]:
@@ -207,7 +212,7 @@ def _zygote(jobs: list, parallel: int, timeout: float, result_fd: int) -> None:
     that runs longer than ``timeout`` seconds is killed (and reported as failed)."""
     report = os.fdopen(result_fd, "w")
     start, cpu0 = time.monotonic(), time.process_time()
-    _zygote_setup()
+    _zygote_setup("\n".join(c.source for _, nb, _, _ in jobs for c in nb.cells if c.cell_type == "code"))
     report.write(f"0 {time.monotonic() - start:.3f} {time.process_time() - cpu0:.3f} ok\n")
     report.flush()
     pending, running = list(jobs), {}
