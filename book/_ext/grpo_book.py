@@ -237,10 +237,14 @@ def prepare_reading(app, env, docnames) -> None:
                for path in lectures]
     start = time.monotonic()
     done = lecture_executor.execute(cache, records, parallel=2, timeout=config.execution_timeout)
-    for uri, (wall, cpu) in done.items():
+    if not done:
+        return
+    if done["setup"] is not None:
+        wall, cpu = done["setup"]
+        LOGGER.info(f"lecture executor set-up (imports, derived records): {wall:.1f} s wall, {cpu:.1f} s CPU")
+    for uri, (wall, cpu) in done["lectures"].items():
         LOGGER.info(f"executed {Path(uri).name}: {wall:.1f} s wall, {cpu:.1f} s CPU")
-    if done:
-        LOGGER.info(f"executed {len(done) - 1} lecture(s) ahead in {time.monotonic() - start:.1f} s")
+    LOGGER.info(f"executed {len(done['lectures'])} lecture(s) ahead in {time.monotonic() - start:.1f} s")
 
 
 def setup(app):

@@ -257,9 +257,9 @@ def _expected_cost(nb) -> tuple:
 def execute(cache, records, *, parallel: int = 2, timeout: float = 300.0) -> dict:
     """Execute the project notebooks ``records`` of a jupyter-cache ``cache`` that have no cached
     execution, in forks of a warm zygote, ``parallel`` at a time; store each executed notebook
-    in the cache.  Returns ``{uri: (wall seconds, CPU seconds)}`` of the lectures stored (and of
-    the set-up), or ``{}`` when nothing was executed or forking is not available (then myst-nb
-    executes every lecture in a kernel)."""
+    in the cache.  Returns ``{"setup": (wall s, CPU s), "lectures": {uri: (wall s, CPU s)}}``
+    (the lectures stored: a failed one is missing), or ``{}`` when nothing was to be executed or
+    forking is not available (then myst-nb executes every lecture in a kernel)."""
     if not hasattr(os, "fork"):
         return {}
     from jupyter_cache.base import CacheBundleIn
@@ -287,6 +287,7 @@ def execute(cache, records, *, parallel: int = 2, timeout: float = 300.0) -> dic
             os.close(read_fd)
             code = 0
             try:
+                os.setpgid(0, 0)          # its own process group: a timeout ends it with its forks
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, 1)
                 os.dup2(devnull, 2)
@@ -301,7 +302,7 @@ def execute(cache, records, *, parallel: int = 2, timeout: float = 300.0) -> dic
             while True:
                 ready, _, _ = select.select([fh], [], [], timeout * len(jobs) + 60)
                 if not ready:
-                    os.kill(pid, signal.SIGKILL)
+                    os.killpg(pid, signal.SIGKILL)
                     break
                 line = fh.readline()
                 if not line:
@@ -310,11 +311,11 @@ def execute(cache, records, *, parallel: int = 2, timeout: float = 300.0) -> dic
         os.waitpid(pid, 0)
         import nbformat
 
-        stored = {}
+        setup, stored = None, {}
         by_pk = {r.pk: r for r, _ in todo}
         for pk, seconds, cpu, status in lines:
             if int(pk) == 0:
-                stored["(set-up: imports and derived records)"] = (float(seconds), float(cpu))
+                setup = (float(seconds), float(cpu))
                 continue
             record = by_pk[int(pk)]
             path = Path(tmp) / f"{pk}.ipynb"
@@ -325,4 +326,4 @@ def execute(cache, records, *, parallel: int = 2, timeout: float = 300.0) -> dic
                                                                      "cpu_seconds": float(cpu)}),
                                         check_validity=False, overwrite=True)
             stored[record.uri] = (float(seconds), float(cpu))
-        return stored
+        return {"setup": setup, "lectures": stored}
