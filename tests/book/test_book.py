@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-# the book is built once, on one xdist worker (see tests/conftest.py)
+# the book is built once, on one xdist worker (see tests/conftest.py); the tiny book's test has
+# its own group, so that it can run on the other worker meanwhile
 pytestmark = pytest.mark.xdist_group("book")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,6 +187,7 @@ def _outputs(nb) -> list:
     return [[same(o) for o in cell.outputs] for cell in nb.cells if cell.cell_type == "code"]
 
 
+@pytest.mark.xdist_group("book-toolchain")
 def test_the_build_fails_on_a_warning_or_an_exception_caches_what_ran_and_does_not_run_it_again(tmp_path):
     """One tiny book, two builds.  First: a lecture that writes to stderr and one that raises both
     fail the build (-W --keep-going reports both), the first is cached, the raising one not (the
