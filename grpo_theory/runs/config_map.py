@@ -219,14 +219,35 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                     "TRL default num_generations = 8", _count)
         _lookup(mp, cfg, "learning_rate", ("learning_rate",), 1e-6,
                 "GRPOConfig default learning_rate = 1e-6", lambda k, v: _real(k, v, **pos))
-        _lookup(mp, cfg, "momentum", ("adam_beta1",), 0.9, "AdamW default adam_beta1 = 0.9",
-                lambda k, v: _real(k, v, low=0, high=1, high_open=True),
-                note="Adam's beta1 = the heavy-ball momentum mu (adam.momentum_form)")
+        ko, optim = _get(cfg, "optim")
+        if ko is not None and str(optim).strip().lower() == "sgd":
+            # torch SGD: buf = mu buf + g, theta -= lr buf (no dampening): the heavy ball
+            _, oargs = _get(cfg, "optim_args")
+            margs = dict(a.split("=", 1) for a in str(oargs or "").replace(" ", "").split(",")
+                         if "=" in a)
+            mu = _real("optim_args momentum", margs.get("momentum", 0.0), low=0, high=1,
+                       high_open=True)
+            mp.put("momentum", mu, f"{ko} = sgd, optim_args momentum = {mu:g}"
+                   + ("" if "momentum" in margs else " (torch SGD default 0)"),
+                   note="torch SGD without dampening: the heavy ball with mu = momentum")
+            mp.put("optimizer", "sgd", ko)
+        else:
+            _lookup(mp, cfg, "momentum", ("adam_beta1",), 0.9, "AdamW default adam_beta1 = 0.9",
+                    lambda k, v: _real(k, v, low=0, high=1, high_open=True),
+                    note="Adam's beta1 = the heavy-ball momentum mu (adam.momentum_form)")
+            mp.put("optimizer", "adam", ko or "TRL default optim = adamw_torch", assumed=ko is None)
         beta = _lookup(mp, cfg, "kl_coef", ("beta",), 0.0,
                        "GRPOConfig default beta = 0.0 (TRL >= 0.18; earlier versions 0.04)",
                        lambda k, v: _real(k, v, **nonneg))
-        mp.put("kl", "k3" if beta > 0 else "none",
-               "TRL puts the per-token k3 estimator in the loss when beta > 0")
+        kb, bias_corr = _get(cfg, "use_bias_correction_kl")
+        if beta > 0 and kb is not None and _bool(kb, bias_corr):
+            mp.put("kl", "exact", f"{kb} = True",
+                   note="TRL multiplies the k3 term by the importance ratio pi/pi_old: its "
+                        "expectation under the sampling policy is the exact KL(pi || pi_ref) of "
+                        "the current policy, so the loss carries the exact-KL force")
+        else:
+            mp.put("kl", "k3" if beta > 0 else "none",
+                   "TRL puts the per-token k3 estimator in the loss when beta > 0")
         k, v = _get(cfg, "scale_rewards")
         if k is None:
             mp.put("normalization", "std", "TRL default scale_rewards = 'group' (group std)",
