@@ -1,11 +1,12 @@
-"""Regenerate the lab's data set: labelled TRL runs (and, with --all, the families and the
-experiments' results).  Run from the repository root:
+"""Regenerate the lab's data set: the labelled failure runs, and the full lab (stiffness,
+refresh sweeps, the unsafe rule, the damping transition, the families, whose members are
+written as labelled healthy runs).  Run from the repository root:
 
-    nice -n 10 python benchmarks/lab_runs/regenerate.py [--only failures|families|experiments] [--settings NAME ...]
+    nice -n 10 python benchmarks/lab_runs/regenerate.py [--only failures|experiments] [--settings NAME ...]
 
 Writes run directories ``benchmarks/lab_runs/<id>/`` (trainer_state.json, config.json,
-run.json) and ``benchmarks/lab_runs/manifest.json``.  A progress bar on a terminal.
-Seeded: the same machine reproduces the same files.
+run.json), ``benchmarks/lab_runs/results/lab.{json,txt}`` and ``manifest.json``.  Progress
+bars on a terminal.  Seeded: the same machine reproduces the same files.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def write_readme():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", choices=("failures", "families", "experiments"), default=None)
+    ap.add_argument("--only", choices=("failures", "experiments"), default=None)
     ap.add_argument("--settings", nargs="*", default=None, help="failure settings to (re)run")
     ap.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
     ap.add_argument("--relabel", action="store_true",
@@ -131,9 +132,32 @@ def main(argv=None):
         for r in recs:
             print(f"{r['id']:32s} {r['mode']:22s} steps {r['observed']['steps']:4d} "
                   f"diverged {r['observed']['diverged_step']}")
+    if args.only in (None, "experiments"):
+        run_experiments()
     n = write_manifest()
     write_readme()
     print(f"{n} runs in the manifest; {time.perf_counter() - t0:.0f} s")
+
+
+def run_experiments():
+    """The full lab (stiffness, sweeps, unsafe rule, transition, families); the result as
+    ``results/lab.json`` and ``results/lab.txt``; the family members as labelled runs."""
+    import tempfile
+
+    from grpo_theory.lab import run_lab
+    from grpo_theory.lab._deps import versions
+    from grpo_theory.lab.dataset import family_runs
+
+    res_dir = OUT / "results"
+    res_dir.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="grpo_lab_full_") as tmp:
+        res = run_lab(experiment="all", out=tmp)
+        d = res.to_dict()
+        (res_dir / "lab.json").write_text(json.dumps(d, indent=1) + "\n")
+        (res_dir / "lab.txt").write_text(str(res) + "\n")
+        recs = family_runs(tmp, str(OUT), d, versions=versions())
+    print(res)
+    print(f"{len(recs)} family runs written")
 
 
 if __name__ == "__main__":

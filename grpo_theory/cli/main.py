@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "compare",
     "collapse_risk",
     "deepnet",
+    "lab",
 )
 
 

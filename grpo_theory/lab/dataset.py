@@ -52,23 +52,31 @@ def trim_history(history) -> list:
 
 def write_run(rec, out_dir, *, record: dict) -> dict:
     """Write ``rec`` (a :class:`~grpo_theory.lab.engine.RunRecord`) to ``out_dir``."""
+    observed = {"steps": rec.steps_done, "diverged_step": rec.diverged_step,
+                "diverged_reason": rec.diverged_reason or None}
+    return write_dir(os.path.dirname(rec.trainer_state_path), out_dir, record=record,
+                     observed=observed)
+
+
+def write_dir(src_dir, out_dir, *, record: dict, observed: dict | None = None) -> dict:
+    """Trim ``src_dir``'s TRL files into ``out_dir`` and write ``run.json``."""
     os.makedirs(out_dir, exist_ok=True)
-    with open(rec.trainer_state_path) as fh:
+    with open(os.path.join(src_dir, "trainer_state.json")) as fh:
         state = json.load(fh)
     state["log_history"] = trim_history(state["log_history"])
     for k in ("stateful_callbacks",):
         state.pop(k, None)
     with open(os.path.join(out_dir, "trainer_state.json"), "w") as fh:
         json.dump(state, fh, indent=1)
-    with open(rec.config_path) as fh:
+    with open(os.path.join(src_dir, "config.json")) as fh:
         cfg = json.load(fh)
     with open(os.path.join(out_dir, "config.json"), "w") as fh:
         json.dump(cfg, fh, indent=1, sort_keys=True)
     record = dict(record)
     record["files"] = {"log": "trainer_state.json", "config": "config.json"}
     record["format"] = "trl_trainer_state"
-    record["observed"] = {"steps": rec.steps_done, "diverged_step": rec.diverged_step,
-                          "diverged_reason": rec.diverged_reason or None}
+    record["observed"] = observed or {"steps": state.get("global_step"), "diverged_step": None,
+                                      "diverged_reason": None}
     with open(os.path.join(out_dir, "run.json"), "w") as fh:
         json.dump(jsonable(record), fh, indent=1)
     return record
@@ -169,3 +177,53 @@ def relabel(root) -> int:
             json.dump(jsonable(r), fh, indent=1)
         n += 1
     return n
+
+
+def family_runs(src_root, root, result: dict, *, versions: dict) -> list:
+    """The family members of a full lab run (``run_lab(out=src_root)``) as labelled healthy
+    runs under ``root`` (``lab_family_*``); ``result`` is the lab result's ``to_dict()``."""
+    from .failures import LABEL_KEYS
+
+    fams = {"group_size": result.get("group_family"), "model_size": result.get("size_family"),
+            "learning_rate": result.get("rate_family")}
+    records = []
+    for varies, fam in fams.items():
+        if not fam:
+            continue
+        for run in fam["runs"]:
+            src = os.path.join(src_root, varies, run["dir"])
+            with open(os.path.join(src, "config.json")) as fh:
+                cfg = json.load(fh)
+            value = {"group_size": run.get("G"), "model_size": run.get("parameters"),
+                     "learning_rate": run.get("learning_rate")}[varies]
+            labels = {k: False for k in LABEL_KEYS}
+            labels["stable"] = True
+            if varies == "group_size" and run["G"] <= 4:
+                labels["advantage_degeneracy"] = "unknown"
+            cause = ("family member (healthy by construction): std advantages, k3 KL beta "
+                     f"{cfg['beta']:g} to a reference at p = 0.1, SGD on-policy (k = 1) at eta K "
+                     "about 0.1 (exact theory: stable), trained from the reference towards the "
+                     f"fixed point; the family varies {varies}")
+            rec = {"id": run["dir"], "setting": f"family_{varies}", "seed": run.get("seed"),
+                   "mode": "healthy", "cause": cause,
+                   "framework": f"TRL {versions['trl']} GRPOTrainer (CPU)",
+                   "task": "single-token arithmetic '(a + b) mod 2', 16 prompts",
+                   "model": f"GPT-2 (random init, width {run.get('width', 32)}, 2 layers), "
+                            "answer-restricted head, supervised warm start",
+                   "hyperparameters": {"group_size": cfg["num_generations"],
+                                       "learning_rate": cfg["learning_rate"], "beta": cfg["beta"],
+                                       "num_iterations": cfg["num_iterations"],
+                                       "steps_per_generation": cfg["steps_per_generation"],
+                                       "loss_type": cfg["loss_type"],
+                                       "scale_rewards": cfg["scale_rewards"],
+                                       "epsilon": cfg["epsilon"], "optimizer": cfg["optim"],
+                                       "max_steps": cfg["max_steps"]},
+                   "reward": {"key": "reward", "binary": True, "range": [0, 1]},
+                   "labels": {**labels, "kind": "grpo"}, "evidence": {},
+                   "facts": {k: v for k, v in run.items() if k not in ("dir",)},
+                   "family": {"id": f"lab-{varies.replace('_', '-')}", "varies": varies,
+                              "value": value},
+                   "split": "dev", "versions": versions,
+                   "generator": "python benchmarks/lab_runs/regenerate.py --only experiments"}
+            records.append(write_dir(src, os.path.join(root, run["dir"]), record=rec))
+    return records

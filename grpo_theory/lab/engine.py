@@ -193,7 +193,7 @@ def _observer_class():
 
         def on_train_begin(self, args, state, control, model=None, optimizer=None, **kw):
             if self.adam_state is not None and optimizer is not None:
-                self.adam_state(optimizer)
+                self.adam_state(optimizer, model)
             self._observe(model, 0)
 
         def on_step_end(self, args, state, control, model=None, **kw):
@@ -206,7 +206,9 @@ def _observer_class():
                 control.should_training_stop = True
 
         def on_log(self, args, state, control, logs=None, **kw):
-            if not state.log_history or "reward" not in state.log_history[-1]:
+            # TRL logs the reward only at generation steps; the lab's keys go into every
+            # training entry (the one with a loss) and the eval entries every eval_every steps
+            if not state.log_history or "loss" not in state.log_history[-1]:
                 return
             t0 = time.perf_counter()
             entry = state.log_history[-1]
@@ -320,12 +322,13 @@ class Lab:
 
     # -- one run -----------------------------------------------------------------------
     def train(self, spec: RunSpec, *, state, reference, kick=None, out_dir=None, eval_every=0,
-              adam_state=None) -> RunRecord:
+              adam_state=None, observe=True, extra_callbacks=()) -> RunRecord:
         """Train with TRL's GRPOTrainer from ``state``; ``reference`` is ``(state, key)``.
 
         ``kick``: a list of tensors (one per trainable parameter, in ``named_parameters``
         order) added to the initial parameters.  ``out_dir``: write ``trainer_state.json``
-        (TRL's own file) and ``config.json`` (the GRPOConfig) there.
+        (TRL's own file) and ``config.json`` (the GRPOConfig) there.  ``observe=False``: a
+        bare ``GRPOTrainer`` without the lab's observer (the overhead benchmark's reference).
         """
         import logging
         import warnings
@@ -373,7 +376,8 @@ class Lab:
                 warnings.simplefilter("ignore")
                 trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args,
                                       train_dataset=ds, processing_class=self.tokenizer,
-                                      callbacks=[observer])
+                                      callbacks=([observer] if observe else [])
+                                      + list(extra_callbacks))
                 for cb in (PrinterCallback, ProgressCallback):   # the lab prints its own results
                     trainer.remove_callback(cb)
                 t0 = time.perf_counter()

@@ -43,7 +43,8 @@ __all__ = ["PlateauSpec", "Plateau", "linear_response", "refresh_sweep", "moment
 @dataclass(frozen=True)
 class PlateauSpec:
     """The plateau of the stability experiments (defaults: std advantages, k3 KL beta = 2 to
-    p_ref = 0.1, G = 8, 16 prompts, width 32: p* = 0.290, fresh fraction 0.31)."""
+    p_ref = 0.1, G = 8, 16 prompts, width 32: p* = 0.290, fresh fraction 0.31).  ``kick``:
+    the linear-response kick per prompt in log-odds (the top mode is close to uniform)."""
 
     p_ref: float = 0.1
     beta: float = 2.0
@@ -53,9 +54,11 @@ class PlateauSpec:
     width: int = 32
     layers: int = 2
     seed: int = 0
+    kick: float = 0.1
 
     def __post_init__(self):
         check_real("p_ref", self.p_ref, low=0, high=1, low_open=True, high_open=True)
+        check_real("kick", self.kick, low=0, low_open=True)
         check_real("beta", self.beta, low=0, low_open=True)
         check_int("group_size", self.group_size, low=2)
 
@@ -78,7 +81,7 @@ class Plateau:
         self.mode = top_mode(self.lab, self.state)
         self.scale = self.mode.ntk_over_n / th.KAPPA
         self.K_ntk = self.fp.stiffness * self.scale
-        self.amplitude = 0.1 * math.sqrt(spec.prompts)
+        self.amplitude = spec.kick * math.sqrt(spec.prompts)   # about `kick` per prompt
 
     @property
     def phi(self) -> float:
@@ -88,9 +91,9 @@ class Plateau:
         return th.lab_model(spec, p_ref=self.spec.p_ref, prompts=self.spec.prompts,
                             ntk_scale=self.scale)
 
-    def response(self, spec, *, pairs, seed, every=1, amplitude=None, adam_state=None):
+    def response(self, spec, *, pairs, seed, every=1, amplitude=None, adam_state=None, mode=None):
         return response_series(self.lab, spec, state=self.state, reference=self.reference,
-                               mode=self.mode, z_star=self.fp.z,
+                               mode=self.mode if mode is None else mode, z_star=self.fp.z,
                                amplitude=self.amplitude if amplitude is None else amplitude,
                                pairs=pairs, seed=seed, every=every, adam_state=adam_state)
 
@@ -224,8 +227,9 @@ def refresh_sweep(plat: Plateau, ks, *, knob="steps_per_generation", momentum=0.
     rows = []
     for i, k in enumerate(sorted({check_int("refresh_interval", k, low=1) for k in ks})):
         spec = base.replace(steps=windows * k, **{knob: k})
-        r, recs = plat.response(spec, pairs=pairs, seed=seed + 1000 * i,
-                                every=k, adam_state=None if adam is None else adam.state)
+        r, recs = plat.response(spec, pairs=pairs, seed=seed + 1000 * i, every=k,
+                                adam_state=None if adam is None else adam.state,
+                                mode=None if adam is None else adam.mode)
         r = _linear_part(r, plat.amplitude)
         est = ar_multiplier(r, order) if r.shape[0] > order + 1 else None
         model_k = theory.replace(refresh_interval=k,

@@ -96,7 +96,7 @@ SETTINGS = (
         "p* 0.290, fresh fraction 0.31): steps_per_generation 4 at eta K = 0.45 (bandit "
         "learning rate 0.75), below the exact largest stable refresh interval 6; clip off "
         "(epsilon 10) as in unstable_refresh",
-        RunSpec(steps_per_generation=4, epsilon=10.0, steps=160, **_PLATEAU),
+        RunSpec(steps_per_generation=4, epsilon=10.0, steps=240, **_PLATEAU),
         _labels(stable=True), reference_z=_z(0.1), start_z="plateau", bandit_lr=0.75, p_ref=0.1),
     FailureSetting(
         "unstable_refresh", "dynamical_instability",
@@ -104,7 +104,7 @@ SETTINGS = (
         "(exact largest stable k = 6 at eta K = 0.45): a real window eigenvalue below -1, so "
         "the deviation flips sign and grows every window; clip off (epsilon 10) - with TRL's "
         "clip 0.2 the growth stops at the clip's scale",
-        RunSpec(steps_per_generation=12, epsilon=10.0, steps=160, **_PLATEAU),
+        RunSpec(steps_per_generation=12, epsilon=10.0, steps=480, **_PLATEAU),
         _labels(instability=True, oscillation=True, stable=False, collapse="unknown",
                 divergence="unknown", entropy_collapse="unknown"),
         reference_z=_z(0.1), start_z="plateau", bandit_lr=0.75, p_ref=0.1),
@@ -112,14 +112,14 @@ SETTINGS = (
         "stable_momentum", "healthy",
         "control with momentum: the plateau of stable_refresh, heavy ball mu = 0.5, "
         "steps_per_generation 3 at eta K = 0.42 (exact largest stable k = 4); clip off",
-        RunSpec(momentum=0.5, steps_per_generation=3, epsilon=10.0, steps=160, **_PLATEAU),
+        RunSpec(momentum=0.5, steps_per_generation=3, epsilon=10.0, steps=240, **_PLATEAU),
         _labels(stable=True), reference_z=_z(0.1), start_z="plateau", bandit_lr=0.70, p_ref=0.1),
     FailureSetting(
         "unstable_momentum", "dynamical_instability",
         "past the exact threshold with momentum: as stable_momentum with steps_per_generation 8 "
         "(exact largest stable k = 4): a complex pair of window eigenvalues outside the unit "
         "circle, a growing oscillation",
-        RunSpec(momentum=0.5, steps_per_generation=8, epsilon=10.0, steps=160, **_PLATEAU),
+        RunSpec(momentum=0.5, steps_per_generation=8, epsilon=10.0, steps=320, **_PLATEAU),
         _labels(instability=True, oscillation=True, stable=False, collapse="unknown",
                 divergence="unknown", entropy_collapse="unknown"),
         reference_z=_z(0.1), start_z="plateau", bandit_lr=0.70, p_ref=0.1),
@@ -159,7 +159,7 @@ SETTINGS = (
         "reused num_iterations = 16 times with epsilon = 1e3 (no clip) at eta K = 0.45: 16 "
         "steps along one noisy batch per window, past the exact largest stable k = 6 (same "
         "mean force as steps_per_generation), nothing bounds the importance ratio",
-        RunSpec(num_iterations=16, epsilon=1e3, steps=160, **_PLATEAU),
+        RunSpec(num_iterations=16, epsilon=1e3, steps=640, **_PLATEAU),
         _labels(instability=True, oscillation=True, stable=False, collapse="unknown",
                 divergence="unknown", entropy_collapse="unknown"),
         reference_z=_z(0.1), start_z="plateau", bandit_lr=0.75, p_ref=0.1),
@@ -168,7 +168,7 @@ SETTINGS = (
         "control for reuse_unclipped: the same batch reuse and learning rate with TRL's clip "
         "epsilon = 0.2; the linear theory still says unstable, the clip stops each window's "
         "push once a sample's ratio leaves [0.8, 1.2], which bounds the excursion",
-        RunSpec(num_iterations=16, steps=160, **_PLATEAU),
+        RunSpec(num_iterations=16, steps=640, **_PLATEAU),
         _labels(instability=True, stable=False, oscillation="unknown", collapse="unknown",
                 divergence="unknown", entropy_collapse="unknown"),
         reference_z=_z(0.1), start_z="plateau", bandit_lr=0.75, p_ref=0.1),
@@ -177,7 +177,7 @@ SETTINGS = (
         "heavy batch reuse without clipping at a large step: as reuse_unclipped at eta K = 1.8 "
         "(bandit learning rate 3): the k3 term of answers pushed towards zero probability grows "
         "like exp(log pi_ref - log pi) on the reused batch and the parameters overflow",
-        RunSpec(num_iterations=16, epsilon=1e3, steps=160, **_PLATEAU),
+        RunSpec(num_iterations=16, epsilon=1e3, steps=640, **_PLATEAU),
         _labels(instability=True, stable=False, divergence=True, collapse="unknown",
                 oscillation="unknown", entropy_collapse="unknown"),
         reference_z=_z(0.1), start_z="plateau", bandit_lr=3.0, p_ref=0.1),

@@ -168,6 +168,7 @@ def size_family(root, *, widths=(24, 32, 48, 64), seeds=(0, 1), steps=150, group
         paths.append(rec.trainer_state_path)
         vals.append(n)
         rows.append({"width": w, "seed": s, "parameters": n, "dir": os.path.basename(d),
+                     "learning_rate": eta,
                      "K_top": fp.stiffness * scales[(w, s)],
                      "eta_K": eta * fp.stiffness * scales[(w, s)]})
         lab.close()

@@ -80,13 +80,15 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, seed: int
                                        seed=seed + 100)
             stiff.update(response=K, response_se=se)
         sweeps = []
+        unsafe = None
         if quick:
             ks = refresh_intervals or [4, 5]
             sweeps.append(refresh_sweep(plat, ks, knob="steps_per_generation", momentum=0.5,
                                         target=4, pairs=2, windows=5, seed=seed,
                                         name="steps_per_generation, SGD heavy ball mu = 0.5"))
         elif want("refresh"):
-            sweeps += _full_sweeps(plat, seed, refresh_intervals)
+            sweeps += _full_sweeps(plat, seed, refresh_intervals, progress=_progress("sweeps"))
+            unsafe = _unsafe_sweep(seed, threads)
         transition = None
         if not quick and want("transition"):
             transition = momentum_transition(plat, seed=seed + 500)
@@ -130,23 +132,55 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, seed: int
             quick=bool(quick), model_parameters=params, prompts=plat.spec.prompts,
             group_size=plat.spec.group_size, plateau=plateau, stiffness=stiff,
             sweeps=tuple(sweeps), transition=transition, group_family=gf, size_family=sf,
-            rate_family=rf, fit_r2=r2, seconds=time.perf_counter() - t0, notes=tuple(notes))
+            rate_family=rf, fit_r2=r2, unsafe=unsafe, seconds=time.perf_counter() - t0,
+            notes=tuple(notes))
     finally:
         if tmp is not None:
             tmp.cleanup()
 
 
-def _full_sweeps(plat, seed, ks=None):
+#: the plateau where the published rule is unsafe on the engine: std advantages, k3 KL with
+#: beta = 3 to a reference at p = 0.005, G = 16 (p* = 0.069, fresh fraction -2.2)
+UNSAFE = dict(p_ref=0.005, beta=3.0, group_size=16, kick=0.2)
+
+
+def _full_sweeps(plat, seed, ks=None, progress=None):
+    from .adam import AdamSetup
     from .experiments import refresh_sweep
 
+    jobs = [
+        dict(ks=ks or range(4, 9), knob="steps_per_generation", target=6,
+             name="steps_per_generation, SGD (clip off)"),
+        dict(ks=ks or range(4, 9), knob="num_iterations", target=6,
+             name="num_iterations, SGD (clip off)"),
+        dict(ks=ks or range(2, 7), knob="steps_per_generation", momentum=0.5, target=4,
+             name="steps_per_generation, SGD heavy ball mu = 0.5 (clip off)"),
+        dict(ks=ks or range(5, 9), knob="steps_per_generation", target=6, epsilon=0.2,
+             name="steps_per_generation, SGD, TRL's clip epsilon = 0.2"),
+        dict(ks=ks or range(3, 7), knob="steps_per_generation", target=4, adam=True,
+             name="steps_per_generation, AdamW beta1 = 0.5 (clip off)"),
+    ]
     out = []
-    out.append(refresh_sweep(plat, ks or range(4, 9), knob="steps_per_generation", target=6,
-                             pairs=4, windows=6, seed=seed,
-                             name="steps_per_generation, SGD"))
-    out.append(refresh_sweep(plat, ks or range(4, 9), knob="num_iterations", target=6,
-                             pairs=4, windows=6, seed=seed + 1,
-                             name="num_iterations, SGD"))
-    out.append(refresh_sweep(plat, ks or range(2, 7), knob="steps_per_generation", momentum=0.5,
-                             target=4, pairs=4, windows=6, seed=seed + 2,
-                             name="steps_per_generation, SGD heavy ball mu = 0.5"))
+    adam = None
+    for i, job in enumerate(progress(jobs) if progress else jobs):
+        job = dict(job)
+        if job.pop("adam", False):
+            adam = adam or AdamSetup.measure(plat, beta1=0.5)
+            job["adam"] = adam
+        out.append(refresh_sweep(plat, job.pop("ks"), pairs=4, windows=6, seed=seed + 10 * i,
+                                 **job))
     return out
+
+
+def _unsafe_sweep(seed, threads=1):
+    from .experiments import Plateau, PlateauSpec, refresh_sweep
+
+    plat = Plateau(PlateauSpec(seed=seed, **UNSAFE), threads=threads)
+    try:
+        sw = refresh_sweep(plat, (7, 8), eta_K=0.12, pairs=4, windows=6, seed=seed + 77,
+                           name=f"published rule unsafe: k3 beta = {UNSAFE['beta']:g} to p_ref = "
+                                f"{UNSAFE['p_ref']:g}, G = {UNSAFE['group_size']} (p* = "
+                                f"{plat.fp.p:.3f}, fresh fraction {plat.phi:.2f}), SGD, clip off")
+    finally:
+        plat.close()
+    return sw

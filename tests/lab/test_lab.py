@@ -1,0 +1,276 @@
+"""Tests of grpo_theory.lab: one shared quick run of TRL's GRPOTrainer, read back by the
+project's readers, plus cheap checks of the pieces against independent references."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytest.importorskip("trl")
+pytest.importorskip("datasets")
+torch = pytest.importorskip("torch")
+
+from grpo_theory.validate import ParameterError  # noqa: E402
+
+CONTRACT = ("engine", "model_parameters", "stiffness", "k_max_predicted", "k_max_published",
+            "k_max_observed", "per_k", "group_family", "seconds")
+
+
+def _env():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GRPO_THEORY_PROGRESS="0")
+    env.pop("PYTHONUNBUFFERED", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def quick(tmp_path_factory):
+    """``grpo-theory lab --quick --json --out DIR``, run once for the whole session."""
+    out = tmp_path_factory.mktemp("lab_quick")
+    p = subprocess.run([sys.executable, "-m", "grpo_theory", "lab", "--quick", "--json",
+                        "--out", str(out)], capture_output=True, text=True, env=_env(),
+                       cwd=ROOT, timeout=600)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    return json.loads(p.stdout), out, p
+
+
+# ----------------------------------------------------------------------------------------
+# the quick run: the JSON contract and what it says
+# ----------------------------------------------------------------------------------------
+
+def test_quick_contract(quick):
+    d, _, p = quick
+    for key in CONTRACT:
+        assert key in d, key
+    assert d["engine"].startswith("trl ") and "GRPOTrainer" in d["engine"]
+    assert set(d["stiffness"]) >= {"ntk", "response", "response_se"}
+    for row in d["per_k"]:
+        assert set(row) >= {"k", "multiplier", "se", "predicted", "stable_observed",
+                            "stable_predicted"}
+    assert set(d["group_family"]) >= {"values", "invariant", "exponent", "exponent_interval",
+                                      "predicted_exponent"}
+    assert d["group_family"]["values"] == [4, 16]
+    assert p.returncode == d["exit_code"]
+
+
+def test_quick_parameter_count_matches_the_formula(quick):
+    """The model's trainable parameters against the closed count of a GPT-2 block."""
+    from grpo_theory.lab.model import ModelSpec, parameter_count
+
+    d, _, _ = quick
+    assert d["model_parameters"] == parameter_count(ModelSpec(width=32, layers=2))
+
+
+def test_quick_stiffness_two_ways_agree(quick):
+    """Tangent kernel x bandit against the linear response of the engine (independent):
+    within 3 standard errors and 25 %."""
+    s = quick[0]["stiffness"]
+    assert s["ntk"] > 0 and s["response_se"] > 0
+    assert abs(s["response"] - s["ntk"]) < 3 * s["response_se"] + 0.05 * s["ntk"]
+    assert abs(s["response"] / s["ntk"] - 1) < 0.25
+
+
+def test_quick_thresholds_are_the_theorys(quick):
+    """k_max and the per-k spectral radii recomputed from the model object at the reported
+    eta K and split; the published rule from its own formula."""
+    from grpo_theory.theory.discrete import max_stable_refresh_interval, spectral_radius
+
+    d, _, _ = quick
+    sw = d["sweeps"][0]
+    a, mu, phi = sw["eta_K"], sw["momentum"], sw["fresh_fraction"]
+    assert d["k_max_predicted"] == max_stable_refresh_interval(a, mu, 1.0, fresh_fraction=phi)
+    assert d["k_max_published"] == math.ceil((1 - mu) / a) - 1
+    for row in d["per_k"]:
+        assert row["predicted"] == pytest.approx(
+            float(spectral_radius(a, mu, row["k"], 1.0, fresh_fraction=phi)), rel=1e-9)
+    # the quick bracket is the exact k_max and k_max + 1
+    assert [r["k"] for r in d["per_k"]] == [d["k_max_predicted"], d["k_max_predicted"] + 1]
+
+
+def test_quick_engine_finds_the_threshold(quick):
+    """The engine's observed k_max is the exact one within 1, and k_max + 1 grows."""
+    d, _, _ = quick
+    assert d["k_max_observed"] is not None
+    assert abs(d["k_max_observed"] - d["k_max_predicted"]) <= 1
+    top = d["per_k"][-1]
+    assert top["multiplier"] > 1 - 2 * top["se"]
+
+
+def test_quick_group_pair_plateaus_follow_the_finite_G_theory(quick):
+    """The exact finite-G fixed point moves with G; the engine's fitted plateaus move the same
+    way (G = 16 above G = 4) and sit within 0.08 of it."""
+    gf = quick[0]["group_family"]
+    pl = {p["G"]: p for p in gf["plateaus"]}
+    assert pl[16]["p_star_exact"] > pl[4]["p_star_exact"]
+    for p in pl.values():
+        assert abs(p["fitted_plateau_mean"] - p["p_star_exact"]) < 0.08
+
+
+# ----------------------------------------------------------------------------------------
+# the written TRL logs: every existing reader runs on them unchanged
+# ----------------------------------------------------------------------------------------
+
+def _logs(out):
+    return sorted(Path(out).rglob("trainer_state.json"))
+
+
+def test_written_logs_are_trl_trainer_states(quick):
+    from grpo_theory.runs.logs import read_log
+
+    logs = _logs(quick[1])
+    assert len(logs) >= 2
+    for p in logs:
+        log = read_log(p)
+        assert log.format == "trl"
+        s, v = log.series("reward")
+        assert s.size >= 10 and np.all((v >= 0) & (v <= 1))
+        assert log.has("lab/expected_reward") and log.has("eval_reward")
+
+
+def test_readers_run_on_the_written_logs(quick):
+    """fit, diagnose, compare and check-config on the quick run's own logs (CLI, exit 0/1)."""
+    out = quick[1]
+    logs = [str(p) for p in _logs(out) if "group_size" in str(p)]
+    cfg = str(Path(logs[0]).parent / "config.json")
+    for cmd in (["fit", logs[0], "--json"], ["diagnose", logs[0], "--json"],
+                ["compare", *logs, "--by", "group_size", "--values", "4,16", "--json"],
+                ["check-config", cfg, "--json"]):
+        p = subprocess.run([sys.executable, "-m", "grpo_theory", *cmd], capture_output=True,
+                           text=True, env=_env(), cwd=ROOT, timeout=300)
+        assert p.returncode in (0, 1), (cmd, p.stderr[-1500:])
+        json.loads(p.stdout)
+
+
+def test_check_config_reads_the_lab_configuration(quick):
+    """TRL's sgd optimizer: the momentum comes from optim_args (not adam_beta1)."""
+    from grpo_theory.runs.config_map import map_config, read_config
+
+    cfg_path = next(Path(quick[1]).rglob("config.json"))
+    cfg, kind = read_config(cfg_path)
+    mp = map_config(cfg, kind)
+    assert kind == "trl" and mp.value("optimizer") == "sgd" and mp.value("momentum") == 0.0
+    assert mp.value("group_size") == cfg["num_generations"]
+    assert mp.value("kl") == "k3" and mp.value("surrogate") == "ratio"
+
+
+def test_trl_callback_reads_the_log_history(quick):
+    from grpo_theory.runs.logs.trl import log_from_history
+    from grpo_theory.runs.watch import new_warnings
+
+    p = _logs(quick[1])[0]
+    hist = json.loads(p.read_text())["log_history"]
+    log = log_from_history(hist, "<trainer state>")
+    new_warnings(log, set())   # runs without raising
+
+
+# ----------------------------------------------------------------------------------------
+# pieces, cheap
+# ----------------------------------------------------------------------------------------
+
+def test_bad_input_one_line_exit_2():
+    for args, word in ((["--group-size", "1"], "group_size"), (["--refresh-intervals", "0"],
+                                                               "refresh_interval"),
+                       (["--modulus", "12"], "modulus")):
+        p = subprocess.run([sys.executable, "-m", "grpo_theory", "lab", "--quick", *args],
+                           capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=120)
+        assert p.returncode == 2 and p.stdout == ""
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and word in lines[0]
+
+
+def test_task_the_tokenizer_cannot_express():
+    from grpo_theory.lab.task import TaskSpec
+
+    with pytest.raises(ParameterError, match="one token"):
+        TaskSpec(modulus=11)
+    with pytest.raises(ParameterError, match="one token"):
+        TaskSpec(operands=12)
+    with pytest.raises(ParameterError, match="distinct prompts"):
+        TaskSpec(prompts=200)
+
+
+def test_missing_extra_gives_the_install_hint(monkeypatch):
+    import importlib
+
+    from grpo_theory.lab import _deps
+
+    real = importlib.import_module
+
+    def fake(name, *a, **k):
+        if name == "trl":
+            raise ImportError("no trl")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(_deps.importlib, "import_module", fake)
+    with pytest.raises(ParameterError) as e:
+        _deps.require_lab()
+    assert "pip install 'grpo-theory[lab]'" in str(e.value)
+
+
+def test_import_does_not_need_torch_or_trl():
+    code = ("import sys, grpo_theory.lab, grpo_theory.cli.lab; "
+            "print('torch' in sys.modules, 'trl' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env())
+    assert p.stdout.strip() == "False False"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    from grpo_theory.lab.engine import Lab
+    from grpo_theory.lab.model import ModelSpec
+    from grpo_theory.lab.task import TaskSpec
+
+    lb = Lab(TaskSpec(prompts=8), ModelSpec(width=16, layers=1))
+    yield lb
+    lb.close()
+
+
+def test_placement_is_exact_and_answers_are_the_only_outputs(lab):
+    """Every prompt at the target log-odds; tokens off the answer set get probability 0."""
+    from grpo_theory.lab.model import log_odds
+
+    state = lab.placed_state([0.3 * i - 1 for i in range(lab.prompts)])
+    m = lab.new_model()
+    m.load_state_dict(state)
+    with torch.no_grad():
+        z = log_odds(m, lab.input_ids, lab.labels).numpy()
+        probs = m(input_ids=lab.input_ids).logits[:, -1].softmax(-1)
+    assert np.allclose(z, [0.3 * i - 1 for i in range(lab.prompts)], atol=1e-4)
+    mask = torch.ones(probs.shape[1], dtype=torch.bool)
+    mask[lab.answer_ids] = False
+    assert float(probs[:, mask].sum()) == 0.0
+
+
+def test_divergence_is_recorded_not_raised(lab):
+    """A run driven to non-finite parameters is stopped and recorded with its step."""
+    from grpo_theory.lab.engine import RunSpec
+
+    state = lab.placed_state(0.0)
+    rec = lab.train(RunSpec(learning_rate=1e30, steps=6, beta=0.1), state=state,
+                    reference=(state, "r"))
+    assert rec.diverged_step is not None and 1 <= rec.diverged_step <= 6
+    assert rec.steps_done <= rec.diverged_step
+
+
+def test_lab_model_maps_trl_knobs_through_the_one_key_map():
+    """steps_per_generation -> fresh batches, num_iterations -> one reused batch, sgd momentum,
+    scale_rewards -> normalization; beta with the bias-corrected KL -> the exact KL."""
+    from grpo_theory.lab import _theory as th
+    from grpo_theory.lab.engine import RunSpec
+
+    m = th.lab_model(RunSpec(steps_per_generation=3, momentum=0.5, beta=0.3), p_ref=0.2,
+                     prompts=16)
+    assert (m.refresh_interval, m.reuse, m.momentum, m.kl, m.normalization, m.surrogate) == (
+        3, "fresh", 0.5, "k3", "std", "ratio")
+    m = th.lab_model(RunSpec(num_iterations=4, scale_rewards="none", beta=0.3,
+                             bias_corrected_kl=True), p_ref=0.2, prompts=16)
+    assert (m.refresh_interval, m.reuse, m.window_batches, m.normalization, m.kl) == (
+        4, "batch", 1, "mean", "exact")
+    assert m.adv_eps == 1e-4 and m.group_size == 8 and m.prompts == 16
