@@ -5,7 +5,7 @@ written as labelled healthy runs).  Run from the repository root:
     nice -n 10 python benchmarks/lab_runs/regenerate.py [--only failures|experiments] [--settings NAME ...]
 
 Writes run directories ``benchmarks/lab_runs/<id>/`` (trainer_state.json, config.json,
-run.json), ``benchmarks/lab_runs/results/lab.{json,txt}`` and ``manifest.json``.  Progress
+run.json), ``benchmarks/lab_runs/results/lab_<part>.{json,txt}`` and ``manifest.json``.  Progress
 bars on a terminal.  Seeded: the same machine reproduces the same files.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -49,11 +48,19 @@ label here is part of the construction: a run is labelled reward hacking because
 verifier was built with an exploitable shortcut, unstable because its refresh interval was set
 past the exact threshold, and so on.  No label was read off a log or a detector.
 
-Regenerate (about 10 minutes on 2 idle cores for the failures; seeded, so the same machine
-reproduces the same files):
+Regenerate (seeded, so the same machine reproduces the same files; about 48 minutes on 2
+cores shared with other work: 14 for the failures, 34 for the full lab):
 
-    nice -n 10 python benchmarks/lab_runs/regenerate.py [--only failures] [--settings NAME ...]
+    nice -n 10 python benchmarks/lab_runs/regenerate.py [--only failures|experiments]
+                   [--settings NAME ...] [--parts refresh transition group-size model-size learning-rate] [--force]
     python benchmarks/lab_runs/regenerate.py --relabel    # labels/causes from the settings, no training
+
+Two kinds of runs: the labelled failures `lab_<setting>_s<seed>` (the table below) and the
+members of the lab's families `lab_family_{G,width,lr}*` (healthy by construction: std
+advantages, k3 beta 0.5 to a reference at p = 0.1, SGD on-policy at eta K 0.04-0.4; `family`
+{id, varies, value} as in `benchmarks/real_runs`; for G <= 4 `advantage_degeneracy` is
+"unknown", such small groups are often all-equal).  `results/lab_<part>.{json,txt}` are the
+full lab's results (docs/lab.md), the data of its tables and figures.
 
 Each `<id>/` holds `trainer_state.json` (TRL's own file, trimmed: keys constant over the run
 and the machine-dependent timings dropped, floats to 6 significant digits), `config.json`
@@ -111,6 +118,10 @@ def main(argv=None):
     ap.add_argument("--only", choices=("failures", "experiments"), default=None)
     ap.add_argument("--settings", nargs="*", default=None, help="failure settings to (re)run")
     ap.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
+    ap.add_argument("--force", action="store_true",
+                    help="rerun the parts of the full lab whose results already exist")
+    ap.add_argument("--parts", nargs="*", default=None,
+                    help="parts of the full lab to run (default all: " + ", ".join(PARTS) + ")")
     ap.add_argument("--relabel", action="store_true",
                     help="only rewrite labels/cause of the existing failure runs from the settings")
     args = ap.parse_args(argv)
@@ -133,15 +144,20 @@ def main(argv=None):
             print(f"{r['id']:32s} {r['mode']:22s} steps {r['observed']['steps']:4d} "
                   f"diverged {r['observed']['diverged_step']}")
     if args.only in (None, "experiments"):
-        run_experiments()
+        run_experiments(force=args.force, parts=args.parts)
     n = write_manifest()
     write_readme()
     print(f"{n} runs in the manifest; {time.perf_counter() - t0:.0f} s")
 
 
-def run_experiments():
-    """The full lab (stiffness, sweeps, unsafe rule, transition, families); the result as
-    ``results/lab.json`` and ``results/lab.txt``; the family members as labelled runs."""
+#: the parts of the full lab, each saved as results/lab_<part>.{json,txt} when it completes
+PARTS = ("refresh", "transition", "group-size", "model-size", "learning-rate")
+
+
+def run_experiments(force=False, parts=None):
+    """The full lab, part by part (stiffness and sweeps incl. the unsafe rule, the damping
+    transition, the three families); each part's result as ``results/lab_<part>.{json,txt}``
+    (a finished part is kept unless ``force``), the family members as labelled runs."""
     import tempfile
 
     from grpo_theory.lab import run_lab
@@ -150,14 +166,22 @@ def run_experiments():
 
     res_dir = OUT / "results"
     res_dir.mkdir(exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="grpo_lab_full_") as tmp:
-        res = run_lab(experiment="all", out=tmp)
-        d = res.to_dict()
-        (res_dir / "lab.json").write_text(json.dumps(d, indent=1) + "\n")
-        (res_dir / "lab.txt").write_text(str(res) + "\n")
-        recs = family_runs(tmp, str(OUT), d, versions=versions())
-    print(res)
-    print(f"{len(recs)} family runs written")
+    for part in PARTS:
+        if parts is not None and part not in parts:
+            continue
+        target = res_dir / f"lab_{part}.json"
+        if target.exists() and not force:
+            print(f"{part}: kept {target.relative_to(ROOT)}")
+            continue
+        t = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="grpo_lab_full_") as tmp:
+            res = run_lab(experiment=part, out=tmp)
+            d = res.to_dict()
+            recs = family_runs(tmp, str(OUT), d, versions=versions())
+        target.write_text(json.dumps(d, indent=1) + "\n")
+        (res_dir / f"lab_{part}.txt").write_text(str(res) + "\n")
+        print(res)
+        print(f"{part}: {time.perf_counter() - t:.0f} s, {len(recs)} family runs written")
 
 
 if __name__ == "__main__":

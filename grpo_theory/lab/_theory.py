@@ -13,7 +13,9 @@ rework of :class:`grpo_theory.model.GRPOModel` needs the lab adapted in one plac
   empirical tangent kernel of the prompts' success log-odds, the top mode moves like the
   bandit with learning rate :math:`\eta\lambda/(N\kappa)` (``ntk_scale``), so
   :math:`\eta K_{top} = \eta_{bandit} K_{bandit}`.
-* fixed point, exact (L2) stability, thresholds, the published rule, critical damping.
+* fixed point, exact (L2) stability, thresholds, the published rule, critical damping;
+* :func:`bandit_response`: the same configuration in the theory's own bandit simulator (L0),
+  the reference for what the engine's ensemble of kicked runs should show.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from grpo_theory.theory.discrete import (_published_k_max, max_stable_learning_r
 from grpo_theory.theory.drift import geometric_factor
 
 __all__ = ["KAPPA", "lab_model", "mapping", "published_k_max", "exact_k_max", "threshold_eta_K",
-           "critical_momentum", "critical_momentum_continuous", "fixed_point_of"]
+           "critical_momentum", "critical_momentum_continuous", "fixed_point_of",
+           "bandit_response"]
 
 #: |grad z|^2 of the two-logit softmax bandit (the theory's geometric factor, two answers)
 KAPPA = float(geometric_factor(2, 1))
@@ -96,3 +99,29 @@ def spectral_radius(model: GRPOModel) -> float:
 
 def is_finite(x) -> bool:
     return x is not None and math.isfinite(x)
+
+
+def bandit_response(model: GRPOModel, *, windows: int, delta: float = 0.15, runs: int = 4000,
+                    seed: int = 1):
+    """The theory's own L0 simulator (the bandit, no network): ensemble-mean half difference
+    of runs started at z* +- delta, at window starts; ``(W + 1,)`` array.  The clip is set
+    out of reach (the lab's sweeps switch TRL's off)."""
+    from scipy.special import expit
+
+    from grpo_theory.simulation import SimulationConfig, simulate
+
+    fp = model.fixed_point()
+    k = model.refresh_interval
+    means = []
+    for sign in (1.0, -1.0):
+        cfg = SimulationConfig(
+            steps=windows * k, runs=runs, group_size=model.group_size, prompts=model.prompts,
+            p_ref=model.p_ref, p0=float(expit(fp.z + sign * delta)),
+            learning_rate=model.learning_rate,
+            optimizer="momentum" if model.momentum > 0 else "sgd", momentum=model.momentum,
+            normalization=model.normalization, adv_eps=model.adv_eps, surrogate=model.surrogate,
+            clip_low=0.99, clip_high=100.0, kl=model.kl, kl_coef=model.kl_coef,
+            refresh_interval=k, reuse=model.reuse, window_batches=model.window_batches,
+            seed=seed, record=("z",))
+        means.append(simulate(cfg).observables["z"].mean(0))
+    return 0.5 * (means[0] - means[1])[::k]

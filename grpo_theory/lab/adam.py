@@ -57,6 +57,8 @@ class AdamSetup:
     mode: TopMode
     K: float
     note: str
+    J: object = None
+    growth: list = None
 
     @classmethod
     def measure(cls, plat, *, beta1=0.9, beta2=0.999, eps=1e-8, steps=32):
@@ -83,7 +85,7 @@ class AdamSetup:
                 f"steps at the plateau (K_Adam = {K:.4g} per unit learning rate); Adam's state "
                 "starts there")
         return cls(beta1=beta1, beta2=beta2, eps=eps, v=[vi.float() for vi in v], mode=mode,
-                   K=K, note=note)
+                   K=K, note=note, J=J, growth=[])
 
     def theory(self, plat, eta_K):
         """The heavy-ball model with mu = beta1 at the given eta K (the bandit's split)."""
@@ -102,3 +104,17 @@ class AdamSetup:
                 opt.state[p] = {"step": torch.tensor(1.0e6),
                                 "exp_avg": torch.zeros_like(p),
                                 "exp_avg_sq": v_of[id(p)].reshape(p.shape).to(p.dtype).clone()}
+
+    def end(self, optimizer, model):
+        """At the end of a kicked run: the preconditioned kernel's top eigenvalue with Adam's
+        final v, relative to the plateau's (appended to ``growth``)."""
+        import torch
+
+        opt = getattr(optimizer, "optimizer", optimizer)
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        v_end = [opt.state[p]["exp_avg_sq"].double() for p in trainable if p in opt.state]
+        if len(v_end) != len(trainable):
+            return
+        P = torch.cat([(1.0 / (v.sqrt() + self.eps)).reshape(-1) for v in v_end])
+        lam = float(torch.linalg.eigvalsh((self.J * P[None, :]) @ self.J.T)[-1])
+        self.growth.append(lam / self.mode.eigenvalue)

@@ -202,8 +202,8 @@ def family_runs(src_root, root, result: dict, *, versions: dict) -> list:
                 labels["advantage_degeneracy"] = "unknown"
             cause = ("family member (healthy by construction): std advantages, k3 KL beta "
                      f"{cfg['beta']:g} to a reference at p = 0.1, SGD on-policy (k = 1) at eta K "
-                     "about 0.1 (exact theory: stable), trained from the reference towards the "
-                     f"fixed point; the family varies {varies}")
+                     "0.04-0.4 (exact theory: stable below 2), trained towards the fixed point; "
+                     f"the family varies {varies}")
             rec = {"id": run["dir"], "setting": f"family_{varies}", "seed": run.get("seed"),
                    "mode": "healthy", "cause": cause,
                    "framework": f"TRL {versions['trl']} GRPOTrainer (CPU)",

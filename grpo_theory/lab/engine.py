@@ -196,6 +196,11 @@ def _observer_class():
                 self.adam_state(optimizer, model)
             self._observe(model, 0)
 
+        def on_train_end(self, args, state, control, model=None, optimizer=None, **kw):
+            end = getattr(getattr(self.adam_state, "__self__", None), "end", None)
+            if callable(end) and optimizer is not None:
+                end(optimizer, model)
+
         def on_step_end(self, args, state, control, model=None, **kw):
             if self.diverged_step is not None:
                 return
@@ -395,7 +400,9 @@ class Lab:
                 observed_steps=np.array(observer.steps),
                 p_correct=np.array(observer.p), log_odds=np.array(observer.z),
                 diverged_step=observer.diverged_step, diverged_reason=reason, seconds=seconds,
-                observer_seconds=observer.seconds, steps_done=int(trainer.state.global_step))
+                observer_seconds=observer.seconds, steps_done=int(trainer.state.global_step),
+                extra={"final_state": {k: v.detach().clone()
+                                       for k, v in trainer.model.state_dict().items()}})
             if out_dir is not None:
                 os.makedirs(out_dir, exist_ok=True)
                 rec.trainer_state_path = os.path.join(out_dir, "trainer_state.json")

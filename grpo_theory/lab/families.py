@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import replace
 
 import numpy as np
 
@@ -68,9 +67,11 @@ def _reg(r):
 
 
 def group_family(root, *, values=(2, 4, 8, 16, 32), seeds=(0, 1, 2), steps=150, width=32,
-                 progress=None, variant=None, start_p=None) -> dict:
+                 progress=None, variant=None, start_p=0.4) -> dict:
     """G family at equal prompts per step; ``compare --by group_size`` on TRL's reward and on
-    the exact expected reward, and the exact finite-G plateaus."""
+    the exact expected reward, and the exact finite-G plateaus.  Every member starts with
+    every prompt at ``start_p`` (the reference stays at p_ref), so that most of the run is
+    the plateau the fluctuation is measured on."""
     v = dict(FAMILY_VARIANT, **(variant or {}))
     t0 = time.perf_counter()
     lab = Lab(TaskSpec(modulus=2, prompts=v["prompts"]), ModelSpec(width=width, seed=0))
@@ -86,8 +87,11 @@ def group_family(root, *, values=(2, 4, 8, 16, 32), seeds=(0, 1, 2), steps=150, 
         fp = th.lab_model(spec, p_ref=v["p_ref"], prompts=v["prompts"]).fixed_point()
         paths.append(rec.trainer_state_path)
         vals.append(G)
+        late = rec.p_correct[len(rec.p_correct) * 2 // 3:].mean(1)
         members.append({"G": G, "seed": seed, "path": d, "p_star_exact": fp.p,
-                        "stiffness_bandit": fp.stiffness, "spec": spec, "record": rec})
+                        "stiffness_bandit": fp.stiffness, "spec": spec, "record": rec,
+                        "late_expected": float(late.mean()),
+                        "late_expected_sd": float(late.std(ddof=1))})
     lab.close()
     norm = "std" if v["scale_rewards"] == "group" else "mean"
     res = _compare(paths, "group_size", vals, normalization=norm)
@@ -96,7 +100,8 @@ def group_family(root, *, values=(2, 4, 8, 16, 32), seeds=(0, 1, 2), steps=150, 
     out = _group_summary(res, res_exp, members, v)
     out["seconds"] = time.perf_counter() - t0
     out["runs"] = [{"G": m["G"], "seed": m["seed"], "dir": os.path.basename(m["path"]),
-                    "p_star_exact": m["p_star_exact"]} for m in members]
+                    "p_star_exact": m["p_star_exact"], "late_expected": m["late_expected"]}
+                   for m in members]
     out["_members"] = members
     out["_comparisons"] = (res, res_exp)
     return out
@@ -106,8 +111,12 @@ def _group_summary(res, res_exp, members, v) -> dict:
     a, b = res.analysis, res_exp.analysis
     by_G = {}
     for f, m in zip(res.runs, members):
-        by_G.setdefault(m["G"], []).append((f.plateau, m["p_star_exact"]))
-    plateaus = [{"G": G, "fitted_plateau_mean": float(np.nanmean([x for x, _ in rows])),
+        by_G.setdefault(m["G"], []).append((f.plateau, m["p_star_exact"], m["late_expected"]))
+    plateaus = [{"G": G, "fitted_plateau_mean": float(np.nanmean([x for x, _, _ in rows])),
+                 "late_expected_reward_mean": float(np.mean([e for _, _, e in rows])),
+                 "late_expected_reward_se": float(np.std([e for _, _, e in rows], ddof=1)
+                                                  / math.sqrt(len(rows))) if len(rows) > 1
+                 else None,
                  "p_star_exact": rows[0][1]} for G, rows in sorted(by_G.items())]
     out = {
         "values": sorted({m["G"] for m in members}),
@@ -131,8 +140,8 @@ def _group_summary(res, res_exp, members, v) -> dict:
         f"(p = {a.p_value:.2g}); TRL reward fluctuation ~ G^{ex:.2f} "
         f"[{out['exponent_interval'][0]:.2f}, {out['exponent_interval'][1]:.2f}] vs exact "
         f"finite-G {a.predicted_exponent:.2f}; exact plateau p*(G) "
-        + ", ".join(f"{p['p_star_exact']:.3f}" for p in plateaus) + " vs fitted "
-        + ", ".join(f"{p['fitted_plateau_mean']:.3f}" for p in plateaus)
+        + ", ".join(f"{p['p_star_exact']:.3f}" for p in plateaus) + " vs the engine's late "
+        "expected reward " + ", ".join(f"{p['late_expected_reward_mean']:.3f}" for p in plateaus)
         if ex is not None and a.p_value is not None else "declined: " + "; ".join(
             f"{k}: {v}" for k, v in a.declined.items()))
     return out
@@ -143,6 +152,8 @@ def size_family(root, *, widths=(24, 32, 48, 64), seeds=(0, 1), steps=150, group
     """Width family at one TRL learning rate (set so that the stiffest member has eta K =
     ``eta_K_max``): ``compare --by model_size`` gives alpha from the reward curves; the
     tangent-kernel stiffness of each member gives it independently."""
+    from scipy.stats import t as student
+
     v = FAMILY_VARIANT
     t0 = time.perf_counter()
     labs = {}
@@ -180,15 +191,31 @@ def size_family(root, *, widths=(24, 32, 48, 64), seeds=(0, 1), steps=150, group
     coef, *_ = np.linalg.lstsq(A, y, rcond=None)
     resid = y - A @ coef
     se = math.sqrt(np.sum(resid ** 2) / max(len(x) - 2, 1) / np.sum((x - x.mean()) ** 2))
-    from scipy.stats import t as student
-
     q = student.ppf(0.975, max(len(x) - 2, 1))
     reg = a.regression
     alpha = None if reg is None else _alpha(reg)
+    # run by run: the fitted time scale against the kernel's prediction 1/(eta K_top)
+    pairs = [(f.tau, 1.0 / r["eta_K"]) for f, r in zip(res.runs, rows) if f.identified]
+    tau_vs_kernel = None
+    if len(pairs) >= 3:
+        xt = np.log([p_[1] for p_ in pairs])
+        yt = np.log([p_[0] for p_ in pairs])
+        At = np.vstack([xt, np.ones_like(xt)]).T
+        ct, *_ = np.linalg.lstsq(At, yt, rcond=None)
+        rt = yt - At @ ct
+        st = math.sqrt(np.sum(rt ** 2) / max(len(xt) - 2, 1) / np.sum((xt - xt.mean()) ** 2))
+        qt = student.ppf(0.975, max(len(xt) - 2, 1)) if len(xt) > 2 else float("nan")
+        tau_vs_kernel = {"slope": float(ct[0]), "interval": [float(ct[0] - qt * st),
+                                                              float(ct[0] + qt * st)],
+                         "runs": len(pairs), "K_top_range": [float(min(r["K_top"] for r in rows)),
+                                                             float(max(r["K_top"] for r in rows))]}
+        for f, r in zip(res.runs, rows):
+            r["tau"] = float(f.tau) if f.identified else None
     out = {"widths": list(widths), "learning_rate": eta, "runs": rows,
            "alpha": None if alpha is None else alpha[0],
            "alpha_interval": None if alpha is None else [alpha[1], alpha[2]],
            "tau_regression": _reg(reg), "reading": a.reading, "declined": a.declined,
+           "tau_vs_kernel": tau_vs_kernel,
            "alpha_kernel": float(coef[0]),
            "alpha_kernel_interval": [float(coef[0] - q * se), float(coef[0] + q * se)],
            "seconds": time.perf_counter() - t0}
@@ -197,7 +224,11 @@ def size_family(root, *, widths=(24, 32, 48, 64), seeds=(0, 1), steps=150, group
         + (f"{out['alpha']:.3g} [{out['alpha_interval'][0]:.3g}, {out['alpha_interval'][1]:.3g}]"
            if alpha else "declined")
         + f"; from the tangent kernel (K_top ~ N^alpha) {out['alpha_kernel']:.3g} "
-          f"[{out['alpha_kernel_interval'][0]:.3g}, {out['alpha_kernel_interval'][1]:.3g}]")
+          f"[{out['alpha_kernel_interval'][0]:.3g}, {out['alpha_kernel_interval'][1]:.3g}]"
+        + ("" if tau_vs_kernel is None else
+           f"; run by run, log tau against log 1/(eta K_top): slope {tau_vs_kernel['slope']:.3g} "
+           f"[{tau_vs_kernel['interval'][0]:.3g}, {tau_vs_kernel['interval'][1]:.3g}] over K_top "
+           f"{tau_vs_kernel['K_top_range'][0]:.3g}-{tau_vs_kernel['K_top_range'][1]:.3g}"))
     out["_paths"] = paths
     return out
 
@@ -245,17 +276,24 @@ def rate_family(root, *, bandit_lrs=(0.1, 0.2, 0.4, 0.8), seeds=(0, 1), steps=15
 
 
 def fit_r2(paths) -> dict:
-    """The closed-form (single exponential) fit's R^2 on each run's TRL reward curve."""
+    """R^2 of the closed-form fits on each run's TRL reward curve: the single exponential (the
+    paper's law) and every family ``fit_log`` knows, with the noise ceiling of each curve."""
     from grpo_theory.runs.fitting import fit_log
     from grpo_theory.runs.logs import read_log
 
-    vals = []
+    per_model, ceilings = {}, []
     for p in paths:
-        rep = fit_log(read_log(p), models=["exponential"])
-        r2 = rep.models["exponential"]["r2"]
-        if r2 is not None:
-            vals.append(float(r2))
-    if not vals:
+        rep = fit_log(read_log(p))
+        ceilings.append(float(rep.applicable["noise_ceiling"]))
+        for name, m in rep.models.items():
+            if m.get("r2") is not None:
+                per_model.setdefault(name, []).append(float(m["r2"]))
+    if "exponential" not in per_model:
         return None
+    vals = per_model["exponential"]
     return {"median": float(np.median(vals)), "min": float(np.min(vals)),
-            "max": float(np.max(vals)), "runs": len(vals), "values": vals}
+            "max": float(np.max(vals)), "runs": len(vals), "values": vals,
+            "noise_ceiling_median": float(np.median(ceilings)),
+            "by_model": {k: {"median": float(np.median(v)), "min": float(np.min(v)),
+                             "fraction_at_least_0.91": float(np.mean(np.array(v) >= 0.91))}
+                         for k, v in per_model.items()}}

@@ -150,9 +150,10 @@ def log_odds(model, input_ids, labels):
     return lp[idx, lab] - lp[idx, 1 - lab]
 
 
-def pretrain(model, input_ids, labels, *, target=2.0, steps=150, lr=3e-3):
+def pretrain(model, input_ids, labels, *, target=2.0, steps=1000, lr=3e-3, tol=1e-4):
     r"""Supervised warm start: Adam on the mean of :math:`(z_n - target_n)^2` over the prompts
-    (``target``: a number or one per prompt).
+    (``target``: a number or one per prompt), until the loss is below ``tol`` or after
+    ``steps`` steps.
 
     A randomly initialised GPT-2 barely tells the prompts apart at the last position (its
     attention averages near-identical embeddings), so placing it would need an enormous head
@@ -182,6 +183,8 @@ def pretrain(model, input_ids, labels, *, target=2.0, steps=150, lr=3e-3):
         else:
             lp = answer_log_probs(model, input_ids)
             loss = -(soft * lp).sum(-1).mean() + (soft * soft.log()).sum(-1).mean()
+        if float(loss.detach()) < tol:
+            break
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -189,7 +192,7 @@ def pretrain(model, input_ids, labels, *, target=2.0, steps=150, lr=3e-3):
     return float(loss.detach())
 
 
-def place(model, input_ids, labels, targets, *, tol=1e-4):
+def place(model, input_ids, labels, targets, *, tol=1e-3):
     r"""Move the two answer rows of the head so that :math:`z_n` = ``targets[n]`` exactly.
 
     :math:`z_n = s_n\,u\cdot h_n` with :math:`u = w_1 - w_0`, :math:`s_n = \pm 1`; the

@@ -24,7 +24,8 @@ def _sweep_dict(s) -> dict:
     d = jsonable(s)
     d["per_k"] = [{k: jsonable(getattr(r, k)) for k in
                    ("k", "multiplier", "se", "predicted", "stable_observed", "stable_predicted",
-                    "misclassified", "windows", "clip_fraction")} for r in s.per_k]
+                    "misclassified", "windows", "clip_fraction", "multiplier_all", "se_all",
+                    "bandit_first", "bandit_all")} for r in s.per_k]
     d["agrees"] = s.agrees
     return d
 
@@ -61,8 +62,12 @@ class LabResult(Result):
 
     @property
     def misclassified(self) -> list:
+        """Refresh intervals classified against the exact theory beyond their SE; sweeps with
+        TRL's clip on are outside the linear theory (reported, not scored)."""
         out = []
-        for s in self.sweeps:
+        for s in self.sweeps + ((self.unsafe,) if self.unsafe is not None else ()):
+            if s.epsilon < 1:
+                continue
             out += [f"{s.name}: k = {r.k}" for r in s.per_k if r.misclassified]
         return out
 
@@ -107,6 +112,11 @@ class LabResult(Result):
         if s.get("response") is not None:
             L.append(f"stiffness (linear response):        K = {s['response']:.4f} +- "
                      f"{s['response_se']:.4f}   ({rel:+.1f} % vs the kernel)")
+        if self.sweeps or self.unsafe is not None:
+            L.append("")
+            L.append("per-window multipliers: 'early' from the first window (with momentum the "
+                     "first three transitions), 'all' pooled over every window, 'bandit' the "
+                     "same from the theory's own bandit simulator (L0, no network)")
         for sw in self.sweeps + ((self.unsafe,) if self.unsafe is not None else ()):
             L.append("")
             kp = "none (every k stable)" if sw.k_max_predicted is None else sw.k_max_predicted
@@ -115,14 +125,20 @@ class LabResult(Result):
             L.append(f"{sw.name}: eta K = {sw.eta_K:.4f}, lr = {sw.learning_rate:.4g}, "
                      f"epsilon = {sw.epsilon:g}; k_max exact {kp}, published rule "
                      f"{sw.k_max_published}, observed {ko}")
-            L.append(f"{'k':>4} {'multiplier':>11} {'se':>7} {'exact':>8}  {'observed':>9} "
-                     f"{'exact':>9}  {'clip':>5}  verdict")
+            L.append(f"{'k':>4} {'early':>7} {'se':>6} {'all':>7} {'se':>6} {'exact':>7} "
+                     f"{'bandit':>7} {'b.all':>6}  {'observed':>9} {'exact':>9}  {'clip':>5}  verdict")
             for r in sw.per_k:
                 v = "MISCLASSIFIED" if r.misclassified else (
                     "agree" if r.stable_observed == r.stable_predicted else "differ within SE")
-                L.append(f"{r.k:>4} {_f(r.multiplier):>11} {_f(r.se):>7} {_f(r.predicted):>8}  "
-                         f"{_f(r.stable_observed):>9} {_f(r.stable_predicted):>9}  "
-                         f"{r.clip_fraction:5.3f}  {v}")
+                L.append(f"{r.k:>4} {_f(r.multiplier, '.3f'):>7} {_f(r.se, '.3f'):>6} "
+                         f"{_f(r.multiplier_all, '.3f'):>7} {_f(r.se_all, '.3f'):>6} "
+                         f"{_f(r.predicted, '.3f'):>7} {_f(r.bandit_first, '.3f'):>7} "
+                         f"{_f(r.bandit_all, '.3f'):>6}  {_f(r.stable_observed):>9} "
+                         f"{_f(r.stable_predicted):>9}  {r.clip_fraction:5.3f}  {v}")
+            if sw.epsilon < 1:
+                L.append("  note: TRL's clip is on: outside the linear theory (the clip stops a "
+                         "sample's push once its ratio leaves [1 - eps, 1 + eps]); reported, not "
+                         "scored")
             for n in sw.notes:
                 L.append(f"  note: {n}")
         t = self.transition
@@ -145,9 +161,15 @@ class LabResult(Result):
                 L.append("")
                 L.append(f"{title}: {fam.get('summary', '')}")
         if self.fit_r2:
+            r = self.fit_r2
             L.append("")
-            L.append(f"closed-form fit R^2 on the family runs: median {self.fit_r2['median']:.3f} "
-                     f"(min {self.fit_r2['min']:.3f}, {self.fit_r2['runs']} runs)")
+            L.append(f"single-exponential fit R^2 on the family runs' TRL reward: median "
+                     f"{r['median']:.3f} (min {r['min']:.3f}, {r['runs']} runs; noise ceiling "
+                     f"median {r.get('noise_ceiling_median', float('nan')):.3f})")
+            for name, m in sorted(r.get("by_model", {}).items()):
+                if name != "exponential":
+                    L.append(f"  {name}: median {m['median']:.3f}, {100 * m['fraction_at_least_0.91']:.0f} % "
+                             "of runs >= 0.91")
         L.append("")
         L.append(f"{self.seconds:.1f} s in all")
         for n in self.notes:

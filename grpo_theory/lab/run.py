@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 import time
@@ -84,7 +83,7 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, seed: int
         if quick:
             ks = refresh_intervals or [4, 5]
             sweeps.append(refresh_sweep(plat, ks, knob="steps_per_generation", momentum=0.5,
-                                        target=4, pairs=2, windows=5, seed=seed,
+                                        target=4, pairs=3, windows=4, seed=seed,
                                         name="steps_per_generation, SGD heavy ball mu = 0.5"))
         elif want("refresh"):
             sweeps += _full_sweeps(plat, seed, refresh_intervals, progress=_progress("sweeps"))
@@ -149,16 +148,16 @@ def _full_sweeps(plat, seed, ks=None, progress=None):
     from .experiments import refresh_sweep
 
     jobs = [
-        dict(ks=ks or range(4, 9), knob="steps_per_generation", target=6,
+        dict(ks=ks or range(4, 9), knob="steps_per_generation", target=6, pairs=6, windows=4,
              name="steps_per_generation, SGD (clip off)"),
-        dict(ks=ks or range(4, 9), knob="num_iterations", target=6,
+        dict(ks=ks or range(4, 9), knob="num_iterations", target=6, pairs=10, windows=4,
              name="num_iterations, SGD (clip off)"),
-        dict(ks=ks or range(2, 7), knob="steps_per_generation", momentum=0.5, target=4,
-             name="steps_per_generation, SGD heavy ball mu = 0.5 (clip off)"),
-        dict(ks=ks or range(5, 9), knob="steps_per_generation", target=6, epsilon=0.2,
-             name="steps_per_generation, SGD, TRL's clip epsilon = 0.2"),
-        dict(ks=ks or range(3, 7), knob="steps_per_generation", target=4, adam=True,
-             name="steps_per_generation, AdamW beta1 = 0.5 (clip off)"),
+        dict(ks=ks or range(2, 7), knob="steps_per_generation", momentum=0.5, target=4, pairs=6,
+             windows=5, name="steps_per_generation, SGD heavy ball mu = 0.5 (clip off)"),
+        dict(ks=ks or range(5, 9), knob="steps_per_generation", target=6, epsilon=0.2, pairs=4,
+             windows=4, name="steps_per_generation, SGD, TRL's clip epsilon = 0.2"),
+        dict(ks=ks or range(3, 7), knob="steps_per_generation", target=4, adam=True, pairs=6,
+             windows=5, name="steps_per_generation, AdamW beta1 = 0.5 (clip off)"),
     ]
     out = []
     adam = None
@@ -167,8 +166,7 @@ def _full_sweeps(plat, seed, ks=None, progress=None):
         if job.pop("adam", False):
             adam = adam or AdamSetup.measure(plat, beta1=0.5)
             job["adam"] = adam
-        out.append(refresh_sweep(plat, job.pop("ks"), pairs=4, windows=6, seed=seed + 10 * i,
-                                 **job))
+        out.append(refresh_sweep(plat, job.pop("ks"), seed=seed + 10 * i, **job))
     return out
 
 
@@ -177,7 +175,7 @@ def _unsafe_sweep(seed, threads=1):
 
     plat = Plateau(PlateauSpec(seed=seed, **UNSAFE), threads=threads)
     try:
-        sw = refresh_sweep(plat, (7, 8), eta_K=0.12, pairs=4, windows=6, seed=seed + 77,
+        sw = refresh_sweep(plat, (7, 8, 9), eta_K=0.12, pairs=8, windows=4, seed=seed + 77,
                            name=f"published rule unsafe: k3 beta = {UNSAFE['beta']:g} to p_ref = "
                                 f"{UNSAFE['p_ref']:g}, G = {UNSAFE['group_size']} (p* = "
                                 f"{plat.fp.p:.3f}, fresh fraction {plat.phi:.2f}), SGD, clip off")
