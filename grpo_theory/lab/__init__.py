@@ -16,7 +16,7 @@ a ``ParameterError`` with the install hint (``pip install 'grpo-theory[lab]'``) 
 
 from __future__ import annotations
 
-__all__ = ["run_lab", "LabResult", "LabExtraMissing", "LAB_MESSAGE", "EXPERIMENTS"]
+__all__ = ["run_lab", "LabResult", "LabExtraMissing", "LAB_MESSAGE", "EXPERIMENTS", "OUT_DIRS"]
 
 
 def __getattr__(name):
@@ -26,9 +26,9 @@ def __getattr__(name):
     if name in ("LabExtraMissing", "LAB_MESSAGE"):
         from . import _deps
         return getattr(_deps, name)
-    if name == "EXPERIMENTS":
-        from .run import EXPERIMENTS
-        return EXPERIMENTS
+    if name in ("EXPERIMENTS", "OUT_DIRS"):
+        from . import run
+        return getattr(run, name)
     if name == "run_lab":
         return run_lab
     raise AttributeError(name)

@@ -8,6 +8,7 @@ the install hint - when any of them is missing; the CLI turns it into exit code 
 from __future__ import annotations
 
 import importlib
+import platform
 
 from grpo_theory.validate import ParameterError
 
@@ -44,8 +45,6 @@ def require_lab() -> dict:
 def versions() -> dict:
     """Versions of the engine's packages (for the run records)."""
     mods = require_lab()
-    import platform
-
     v = {name: getattr(m, "__version__", "unknown") for name, m in mods.items()}
     v["python"] = platform.python_version()
     return v

@@ -59,9 +59,11 @@ class AdamSetup:
     note: str
     J: object = None
     growth: list = None
+    plain_eigenvalue: float = float("nan")
 
     @classmethod
     def measure(cls, plat, *, beta1=0.9, beta2=0.999, eps=1e-8, steps=32):
+        """v on the engine, the preconditioned kernel's top mode and K_Adam at ``plat``."""
         v, torch = measure_second_moment(plat, steps=steps, beta1=beta1, beta2=beta2)
         P = torch.cat([(1.0 / (vi.sqrt() + eps)).reshape(-1) for vi in v])
         J, shapes = jacobian(plat.lab, plat.state)
@@ -85,12 +87,25 @@ class AdamSetup:
                 f"steps at the plateau (K_Adam = {K:.4g} per unit learning rate); Adam's state "
                 "starts there")
         return cls(beta1=beta1, beta2=beta2, eps=eps, v=[vi.float() for vi in v], mode=mode,
-                   K=K, note=note, J=J, growth=[])
+                   K=K, note=note, J=J, growth=[], plain_eigenvalue=plat.mode.eigenvalue)
 
-    def theory(self, plat, eta_K):
-        """The heavy-ball model with mu = beta1 at the given eta K (the bandit's split)."""
-        return plat.theory(plat.base.replace(learning_rate=eta_K / plat.K_ntk,
-                                             momentum=self.beta1))
+    @property
+    def gain(self) -> float:
+        """The preconditioner's gain on the top mode: lambda_P / lambda (plays 1/sqrt(v_hat))."""
+        return self.mode.eigenvalue / self.plain_eigenvalue
+
+    def theory(self, plat, spec):
+        """The heavy-ball model of the AdamW run ``spec`` at the plateau: the lab's Adam model
+        (``optimizer="adam"``, the run's betas) reduced with the measured gain
+        (:func:`grpo_theory.lab._theory.adam_heavy_ball`)."""
+        return th.adam_heavy_ball(plat.theory(spec), self.gain)
+
+    def learning_rate(self, plat, eta_K) -> float:
+        """The AdamW learning rate whose reduced heavy ball has ``eta_K`` on the top mode."""
+        unit = self.theory(plat, plat.base.replace(
+            learning_rate=1.0, optimizer="adamw", adam_beta1=self.beta1, adam_beta2=self.beta2,
+            adam_epsilon=self.eps))
+        return eta_K / (unit.learning_rate * plat.fp.stiffness)
 
     def state(self, optimizer, model):
         """Start Adam's moments at the plateau (called by the observer at train begin)."""

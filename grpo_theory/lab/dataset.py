@@ -19,8 +19,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
+from dataclasses import replace
 
 from grpo_theory.results import jsonable
+
+from ._deps import versions
+from .engine import Lab
+from .failures import LABEL_KEYS, SETTINGS, prepare
 
 __all__ = ["trim_history", "write_run", "failure_runs", "DROP_KEYS"]
 
@@ -98,20 +104,12 @@ def _hyper(spec, cfg) -> dict:
 def failure_runs(root, *, settings=None, seeds=(0, 1, 2), progress=None, keep_going=True):
     """Run every failure setting with every seed and write the run directories under
     ``root``; returns the list of records (one per run)."""
-    import tempfile
-
-    from ._deps import versions
-    from .engine import Lab
-    from .failures import SETTINGS, prepare
-
     settings = SETTINGS if settings is None else settings
     vers = versions()
     records = []
     jobs = [(s, seed) for s in settings for seed in seeds]
     it = progress(jobs) if progress else jobs
     for setting, seed in it:
-        from dataclasses import replace
-
         lab = Lab(setting.task, replace(setting.model, seed=seed))
         try:
             lab_, ref, start, spec, facts = prepare(setting, seed, lab=lab)
@@ -156,8 +154,6 @@ def failure_runs(root, *, settings=None, seeds=(0, 1, 2), progress=None, keep_go
 def relabel(root) -> int:
     """Rewrite the labels, cause and evidence of the failure runs under ``root`` from the
     current :data:`~grpo_theory.lab.failures.SETTINGS` (no training); returns the count."""
-    from .failures import SETTINGS
-
     by_name = {s.name: s for s in SETTINGS}
     n = 0
     for d in sorted(os.listdir(root)):
@@ -182,8 +178,6 @@ def relabel(root) -> int:
 def family_runs(src_root, root, result: dict, *, versions: dict) -> list:
     """The family members of a full lab run (``run_lab(out=src_root)``) as labelled healthy
     runs under ``root`` (``lab_family_*``); ``result`` is the lab result's ``to_dict()``."""
-    from .failures import LABEL_KEYS
-
     fams = {"group_size": result.get("group_family"), "model_size": result.get("size_family"),
             "learning_rate": result.get("rate_family")}
     records = []

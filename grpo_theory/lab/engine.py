@@ -20,17 +20,21 @@ rewards and their means.
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 import math
 import os
 import tempfile
 import time
+import warnings
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
 
+from ._deps import require_lab
 from .model import ModelSpec, answer_log_probs, build_model, place, pretrain
 from .task import VOCAB, Task, TaskSpec, build_tokenizer
 
@@ -238,8 +242,6 @@ class Lab:
 
     def __init__(self, task: TaskSpec | None = None, model: ModelSpec | None = None, *,
                  workdir=None, threads: int = 1):
-        from ._deps import require_lab
-
         mods = require_lab()
         self.torch = mods["torch"]
         self.task = Task(task or TaskSpec())
@@ -261,8 +263,6 @@ class Lab:
         self._pretrained = None
         self._pretrained_target = None
         self.pretrain_loss = None
-        import gc
-
         gc.freeze()   # the frameworks' objects: out of every later collection (accelerate runs one per train)
         self._observer_cls = _observer_class()
 
@@ -335,10 +335,9 @@ class Lab:
         (TRL's own file) and ``config.json`` (the GRPOConfig) there.  ``observe=False``: a
         bare ``GRPOTrainer`` without the lab's observer (the overhead benchmark's reference).
         """
-        import logging
-        import warnings
-
         torch = self.torch
+        # the frameworks are imported here, not at module top: the lab's modules import
+        # without the extra (run_lab names the missing package in one line)
         from datasets import Dataset
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
         from transformers.utils import logging as hf_logging

@@ -74,7 +74,7 @@ class Plateau:
         self.base = RunSpec(group_size=spec.group_size, beta=spec.beta,
                             scale_rewards=spec.scale_rewards)
         model = th.lab_model(self.base, p_ref=spec.p_ref, prompts=spec.prompts)
-        self.fp = model.fixed_point()
+        self.fp = th.fixed_point_of(model)
         self.z_ref = math.log(spec.p_ref / (1 - spec.p_ref))
         self.reference = (self.lab.placed_state(self.z_ref), "reference")
         self.state = self.lab.placed_state(self.fp.z)
@@ -248,10 +248,10 @@ def refresh_sweep(plat: Plateau, ks, *, knob="steps_per_generation", momentum=0.
         theory = plat.theory(base)
         order = 1 if momentum == 0 else 2
     else:
-        eta = eta_K / (K * (1 - adam.beta1))
+        eta = adam.learning_rate(plat, eta_K)
         base = plat.base.replace(learning_rate=eta, optimizer="adamw", adam_beta1=adam.beta1,
                                  adam_beta2=adam.beta2, adam_epsilon=adam.eps, epsilon=epsilon)
-        theory = adam.theory(plat, eta_K)
+        theory = adam.theory(plat, base)
         order = 2
         notes.append(adam.note)
     k_exact = th.exact_k_max(theory)
@@ -268,7 +268,7 @@ def refresh_sweep(plat: Plateau, ks, *, knob="steps_per_generation", momentum=0.
         est_all = _estimate(r, order)
         model_k = theory.replace(refresh_interval=k,
                                  reuse="fresh" if knob == "steps_per_generation" else "batch")
-        pred = float(model_k.stability().spectral_radius)
+        pred = th.spectral_radius(model_k)
         b_first = b_all = float("nan")
         if bandit and adam is None:
             b = th.bandit_response(model_k, windows=windows)
@@ -349,7 +349,7 @@ def momentum_transition(plat: Plateau, *, eta_K=0.05, offsets=(-0.1, -0.05, -0.0
         r = _linear_part(r, plat.amplitude)
         est = ar_multiplier(r, 2)
         osh, osh_se = overshoot(r)
-        dpred = (1 + mu - eta_K) ** 2 - 4 * mu
+        dpred = th.discriminant(eta_K, mu)
         rows.append(TransitionRow(
             momentum=mu, discriminant=est["discriminant"], discriminant_se=est["discriminant_se"],
             discriminant_predicted=float(dpred), oscillatory_observed=bool(est["discriminant"] < 0),

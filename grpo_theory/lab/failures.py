@@ -18,10 +18,12 @@ threshold (the plateau cannot hold in the linear theory).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from .engine import RunSpec
+from . import _theory as th
+from .engine import Lab, RunSpec
 from .model import ModelSpec
+from .stiffness import top_mode
 from .task import TaskSpec
 
 __all__ = ["FailureSetting", "SETTINGS", "LABEL_KEYS"]
@@ -198,19 +200,13 @@ def _targets(spec, lab, plateau_z):
 def prepare(setting: FailureSetting, seed: int, *, lab=None):
     """The lab, reference/start states, the run spec with its learning rate, and the facts
     recorded with the run (fixed point, tangent-kernel scale, exact verdict)."""
-    from dataclasses import replace
-
-    from . import _theory as th
-    from .engine import Lab
-    from .stiffness import top_mode
-
     if lab is None:
         lab = Lab(setting.task, replace(setting.model, seed=seed))
     facts = {}
     plateau_z = None
     if setting.p_ref is not None and setting.spec.beta > 0:
         m = th.lab_model(setting.spec, p_ref=setting.p_ref, prompts=lab.prompts)
-        fp = m.fixed_point()
+        fp = th.fixed_point_of(m)
         plateau_z = fp.z
         facts["fixed_point"] = {"p": fp.p, "z": fp.z, "stiffness_bandit": fp.stiffness,
                                 "fresh_fraction": fp.fresh_fraction}
@@ -229,9 +225,9 @@ def prepare(setting: FailureSetting, seed: int, *, lab=None):
         facts["bandit_learning_rate"] = setting.bandit_lr
         if plateau_z is not None:
             m = th.lab_model(spec, p_ref=setting.p_ref, prompts=lab.prompts, ntk_scale=scale)
-            st = m.stability()
+            st = th.exact(m)
             km = th.exact_k_max(m)
-            facts["eta_K"] = spec.learning_rate * scale * m.fixed_point().stiffness
+            facts["eta_K"] = spec.learning_rate * scale * th.fixed_point_of(m).stiffness
             facts["exact"] = {"stable": bool(st.stable), "spectral_radius": st.spectral_radius,
                               "k_max": None if math.isinf(km) else int(km),
                               "k_max_published": th.published_k_max(m)}

@@ -21,6 +21,12 @@ import os
 import time
 
 import numpy as np
+from scipy.stats import t as student
+
+from grpo_theory.runs.compare import compare
+from grpo_theory.runs.fitting import fit_log
+from grpo_theory.runs.logs import read_log
+from grpo_theory.theory.derived import get
 
 from . import _theory as th
 from .engine import Lab, RunSpec
@@ -55,7 +61,6 @@ def run_member(lab, spec, *, p_ref, out_dir, bandit_lr=None, scale=None, start_p
 
 
 def _compare(paths, by, values, metric=None, normalization="std"):
-    from grpo_theory.runs.compare import compare
 
     return compare(paths, by=by, values=values, metric=metric, normalization=normalization)
 
@@ -84,7 +89,7 @@ def group_family(root, *, values=(2, 4, 8, 16, 32), seeds=(0, 1, 2), steps=150, 
         d = os.path.join(root, f"lab_family_G{G}_s{seed}")
         rec, scale = run_member(lab, spec, p_ref=v["p_ref"], out_dir=d,
                                 bandit_lr=v["bandit_lr"], scale=scale, start_p=start_p)
-        fp = th.lab_model(spec, p_ref=v["p_ref"], prompts=v["prompts"]).fixed_point()
+        fp = th.fixed_point_of(th.lab_model(spec, p_ref=v["p_ref"], prompts=v["prompts"]))
         paths.append(rec.trainer_state_path)
         vals.append(G)
         late = rec.p_correct[len(rec.p_correct) * 2 // 3:].mean(1)
@@ -152,8 +157,6 @@ def size_family(root, *, widths=(24, 32, 48, 64), seeds=(0, 1), steps=150, group
     """Width family at one TRL learning rate (set so that the stiffest member has eta K =
     ``eta_K_max``): ``compare --by model_size`` gives alpha from the reward curves; the
     tangent-kernel stiffness of each member gives it independently."""
-    from scipy.stats import t as student
-
     v = FAMILY_VARIANT
     t0 = time.perf_counter()
     labs = {}
@@ -166,7 +169,7 @@ def size_family(root, *, widths=(24, 32, 48, 64), seeds=(0, 1), steps=150, group
             labs[(w, s)] = lab
     spec0 = RunSpec(group_size=group_size, beta=v["beta"], scale_rewards=v["scale_rewards"],
                     steps=steps)
-    fp = th.lab_model(spec0, p_ref=v["p_ref"], prompts=v["prompts"]).fixed_point()
+    fp = th.fixed_point_of(th.lab_model(spec0, p_ref=v["p_ref"], prompts=v["prompts"]))
     eta = eta_K_max / (fp.stiffness * max(scales.values()))
     paths, vals, rows = [], [], []
     jobs = list(labs)
@@ -234,8 +237,6 @@ def size_family(root, *, widths=(24, 32, 48, 64), seeds=(0, 1), steps=150, group
 
 
 def _alpha(reg):
-    from grpo_theory.theory.derived import get
-
     per_alpha = float(get("oscillator.scaling_exponent").numeric(1.0, 0.0, 1.0, 1.0, 0.0))
     lo, hi = sorted((reg.interval[0] / per_alpha, reg.interval[1] / per_alpha))
     return reg.slope / per_alpha, lo, hi
@@ -278,8 +279,6 @@ def rate_family(root, *, bandit_lrs=(0.1, 0.2, 0.4, 0.8), seeds=(0, 1), steps=15
 def fit_r2(paths) -> dict:
     """R^2 of the closed-form fits on each run's TRL reward curve: the single exponential (the
     paper's law) and every family ``fit_log`` knows, with the noise ceiling of each curve."""
-    from grpo_theory.runs.fitting import fit_log
-    from grpo_theory.runs.logs import read_log
 
     per_model, ceilings = {}, []
     for p in paths:

@@ -6,37 +6,44 @@ import os
 import tempfile
 import time
 
-from grpo_theory.validate import ParameterError, check_choice, check_int
+from grpo_theory.progress import progress
+from grpo_theory.validate import ParameterError, check_choice, check_int, check_output_dir
 
-__all__ = ["run_lab", "EXPERIMENTS"]
+from ._deps import require_lab, versions
+from .adam import AdamSetup
+from .experiments import Plateau, PlateauSpec, linear_response, momentum_transition, refresh_sweep
+from .families import fit_r2, group_family, rate_family, size_family
+from .results import LabResult
+from .task import TaskSpec
+
+__all__ = ["run_lab", "EXPERIMENTS", "OUT_DIRS"]
 
 #: sub-experiments of ``grpo-theory lab``
 EXPERIMENTS = ("all", "stiffness", "refresh", "transition", "group-size", "model-size",
                "learning-rate")
+#: the subdirectories of ``out`` the lab writes its runs' TRL logs into (an earlier output there
+#: is refused unless ``force``)
+OUT_DIRS = ("group_size", "model_size", "learning_rate")
 
 
 def _progress(desc):
-    from grpo_theory.progress import progress
-
     return lambda it: progress(it, desc=desc)
 
 
-def run_lab(*, quick: bool = False, experiment: str = "all", out=None, seed: int = 0,
-            group_size: int = 8, refresh_intervals=None, modulus: int = 2, threads: int = 1):
+def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bool = False,
+            seed: int = 0, group_size: int = 8, refresh_intervals=None, modulus: int = 2,
+            threads: int = 1):
     """Run the lab; returns a :class:`~grpo_theory.lab.results.LabResult`.
 
     ``quick``: the stiffness two ways, one refresh-threshold bracket (steps_per_generation,
     heavy ball mu = 0.5, the exact k_max and k_max + 1) and one group-size pair (G = 4, 16).
     ``experiment``: one of :data:`EXPERIMENTS` (ignored with ``quick``).  ``out``: a
-    directory for the runs' TRL logs (``trainer_state.json``, ``config.json`` per run); a
-    temporary one otherwise.  ``refresh_intervals``: the k of the headline sweep (each >= 1).
+    directory for the runs' TRL logs (``trainer_state.json``, ``config.json`` per run, under
+    :data:`~grpo_theory.lab.OUT_DIRS`), checked before any work: one holding an earlier lab
+    output is refused unless ``force``; a temporary directory otherwise.  ``refresh_intervals``: the k of the headline sweep (each >= 1).
     ``modulus``: the task's answers 0..m-1; the plateau experiments need the two-answer task
     (m = 2, the theory's bandit), and an answer the tokenizer cannot express is refused.
     """
-    from ._deps import require_lab, versions
-
-    from .task import TaskSpec
-
     experiment = check_choice("experiment", experiment, EXPERIMENTS)
     TaskSpec(modulus=modulus)   # the tokenizer must express every answer
     if modulus != 2:
@@ -47,13 +54,8 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, seed: int
     if refresh_intervals is not None:
         refresh_intervals = [check_int("refresh_interval", k, low=1) for k in refresh_intervals]
     if out is not None:
-        from grpo_theory.validate import check_output_dir
-
-        out = check_output_dir("out", out)
+        out = check_output_dir("--out", out, writes=OUT_DIRS, force=force)
     require_lab()
-    from .experiments import Plateau, PlateauSpec, linear_response, momentum_transition, refresh_sweep
-    from .families import fit_r2, group_family, rate_family, size_family
-    from .results import LabResult
 
     t0 = time.perf_counter()
     vers = versions()
@@ -144,9 +146,6 @@ UNSAFE = dict(p_ref=0.005, beta=3.0, group_size=16, kick=0.2)
 
 
 def _full_sweeps(plat, seed, ks=None, progress=None):
-    from .adam import AdamSetup
-    from .experiments import refresh_sweep
-
     jobs = [
         dict(ks=ks or range(4, 9), knob="steps_per_generation", target=6, pairs=6, windows=4,
              name="steps_per_generation, SGD (clip off)"),
@@ -171,8 +170,6 @@ def _full_sweeps(plat, seed, ks=None, progress=None):
 
 
 def _unsafe_sweep(seed, threads=1):
-    from .experiments import Plateau, PlateauSpec, refresh_sweep
-
     plat = Plateau(PlateauSpec(seed=seed, **UNSAFE), threads=threads)
     try:
         sw = refresh_sweep(plat, (7, 8, 9), eta_K=0.12, pairs=8, windows=4, seed=seed + 77,

@@ -57,16 +57,19 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from grpo_theory.runs.fitting import (
+from grpo_theory.progress import progress
+from grpo_theory.results import jsonable
+from grpo_theory.runs.curves import (
     BINARY_FAMILIES,
     MODEL_NAMES,
+    SPECS,
     FitResult,
-    _clean,
-    _finite_sorted,
     applicability,
+    finite_sorted,
     fit_curve,
     is_binary_range,
     noise_ceiling,
+    r2_text,
 )
 from grpo_theory.validate import ParameterError, check_choice, check_real
 
@@ -167,9 +170,7 @@ def rolling_origin(t, y, models, bounds=(-np.inf, np.inf), origins=ORIGINS) -> d
     ``p`` parameters) are used, so the families are compared on the same errors: a
     flexible family is not judged on fewer, later origins than a simple one.
     """
-    from grpo_theory.runs.fitting import _SPECS
-
-    need = max(len(_SPECS[m].params) + 2 for m in models)
+    need = max(len(SPECS[m].params) + 2 for m in models)
     out = {m: ([], []) for m in models}
     done = set()
     for frac in origins:
@@ -281,7 +282,7 @@ class ForecastResult:
                               "plateau": f.plateau, "time_to_90_steps": f.time_to_90,
                               "r2_train": f.r2}
                           for m, f in self.fits.items()}}
-        return _clean(out)
+        return jsonable(out)
 
 
 def _plateau_se(fit: FitResult):
@@ -333,7 +334,7 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     no held-out point.
     """
     f = check_real("train_fraction", train_fraction, low=0, high=1, low_open=True, high_open=True)
-    t, y = _finite_sorted(t, y)
+    t, y = finite_sorted(t, y)
     n_train = int(math.ceil(f * t.size))
     if n_train < 8 or t.size - n_train < 1:
         raise ParameterError("train_fraction", train_fraction,
@@ -356,8 +357,6 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
                              "dense reward (exponential, oscillator)")
     bounds = reward_range or (-np.inf, np.inf)
     tt, yt, th, yh = t[:n_train], y[:n_train], t[n_train:], y[n_train:]
-    from grpo_theory.progress import progress
-
     fits = {m: fit_curve(tt, yt, m) for m in progress(models, total=len(models), desc="forecast")}
     preds = {m: np.clip(fr.predict(th - fr.t0), *bounds) for m, fr in fits.items()}
     rmse = {m: _rmse(p, yh) for m, p in preds.items()}
@@ -368,8 +367,8 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     ceiling = noise_ceiling(yt)
     best_r2 = max((fr.r2 for fr in fits.values() if math.isfinite(fr.r2)), default=0.0)
     if not reasons and best_r2 < 0.5 * ceiling:
-        reasons.append(f"best R^2 on the prefix {best_r2:.2f} is below half its noise ceiling "
-                       f"{ceiling:.2f}: the families miss the curve's shape")
+        reasons.append(f"best R^2 on the prefix {r2_text(best_r2)} is below half its noise "
+                       f"ceiling {r2_text(ceiling)}: the families miss the curve's shape")
     origin, best = {}, None
     if not reasons:  # the rolling origin is the costly part: only where the model applies
         ro = rolling_origin(tt, yt, models, bounds)

@@ -71,3 +71,37 @@ def test_every_command_is_one_library_call():
     for name in COMMAND_MODULES:
         mod = importlib.import_module(f"grpo_theory.cli.{name}")
         assert callable(getattr(mod, "call", None)), f"{name} has no call(args) -> Result"
+
+
+def test_no_command_prints_help_and_exits_2(capsys):
+    """Issue 21 item 12: `grpo-theory` alone exited 0."""
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("usage: grpo-theory") and "COMMAND" in err
+
+
+def test_trajectory_times_by_spaces_or_commas(capsys):
+    """Issue 21 item 11: `--times` read like a list but took only a comma-separated string."""
+    base = ["trajectory", "--mass", "1", "--damping", "0.5", "--spring", "0.1", "--x0", "1"]
+    assert main(base + ["--times", "0,1,2.5"]) == 0
+    commas = capsys.readouterr().out
+    assert main(base + ["--times", "0", "1", "2.5"]) == 0
+    assert capsys.readouterr().out == commas and "2.5" in commas
+    assert main(base + ["--times", "0", "-1"]) == 2
+    assert "times must be" in capsys.readouterr().err
+
+
+def test_report_command_is_one_call_of_build_report(monkeypatch, tmp_path, capsys):
+    """The command's wiring (the report itself is built and checked in tests/report)."""
+    import grpo_theory.report.build as B
+
+    seen = {}
+
+    def fake(out_dir, **kw):
+        seen.update(out=out_dir, **kw)
+        return B.ReportResult(out_dir=tmp_path)
+
+    monkeypatch.setattr(B, "build_report", fake)
+    assert main(["report", "--out", str(tmp_path), "--full", "--no-crosscheck"]) == 0
+    assert seen == {"out": str(tmp_path), "full": True, "crosscheck": False}
+    assert "report written to" in capsys.readouterr().out

@@ -1,5 +1,6 @@
 """Tests of grpo_theory.lab: one shared quick run of TRL's GRPOTrainer, read back by the
-project's readers, plus cheap checks of the pieces against independent references."""
+project's readers, plus cheap checks of the pieces against independent references.  Nothing
+but the quick run trains; the file stays on one xdist worker so the run is made once."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ pytest.importorskip("datasets")
 torch = pytest.importorskip("torch")
 
 from grpo_theory.validate import ParameterError  # noqa: E402
+
+pytestmark = pytest.mark.xdist_group("lab")
 
 CONTRACT = ("engine", "model_parameters", "stiffness", "k_max_predicted", "k_max_published",
             "k_max_observed", "per_k", "group_family", "seconds")
@@ -160,7 +163,8 @@ def test_check_config_reads_the_lab_configuration(quick):
     cfg_path = next(Path(quick[1]).rglob("config.json"))
     cfg, kind = read_config(cfg_path)
     mp = map_config(cfg, kind)
-    assert kind == "trl" and mp.value("optimizer") == "sgd" and mp.value("momentum") == 0.0
+    assert kind == "trl" and cfg["optim"] == "sgd" and cfg["optim_args"] == "momentum=0"
+    assert mp.value("momentum") == 0.0 and "optim" in mp["momentum"]["source"]
     assert mp.value("group_size") == cfg["num_generations"]
     assert mp.value("kl") == "k3" and mp.value("surrogate") == "ratio"
 
@@ -256,14 +260,40 @@ def test_placement_is_exact_and_answers_are_the_only_outputs(lab):
 
 
 def test_divergence_is_recorded_not_raised(lab):
-    """A run driven to non-finite parameters is stopped and recorded with its step."""
-    from grpo_theory.lab.engine import RunSpec
+    """The observer stops a run whose answer log-probabilities (or loss) become non-finite and
+    records the step (driven directly, no training: the callbacks TRL calls)."""
+    from types import SimpleNamespace
 
     state = lab.placed_state(0.0)
-    rec = lab.train(RunSpec(learning_rate=1e30, steps=6, beta=0.1), state=state,
-                    reference=(state, "r"))
-    assert rec.diverged_step is not None and 1 <= rec.diverged_step <= 6
-    assert rec.steps_done <= rec.diverged_step
+    m = lab.new_model()
+    m.load_state_dict(state)
+    obs = lab._observer_cls(lab)
+    ctl = SimpleNamespace(should_training_stop=False)
+    obs.on_step_end(None, SimpleNamespace(global_step=3), ctl, model=m)
+    assert obs.diverged_step is None and not ctl.should_training_stop
+    with torch.no_grad():
+        for p in m.parameters():
+            p.fill_(float("nan"))
+    obs.on_step_end(None, SimpleNamespace(global_step=4), ctl, model=m)
+    assert obs.diverged_step == 4 and ctl.should_training_stop
+    assert obs.diverged_reason == "non-finite answer log-probabilities"
+    obs2 = lab._observer_cls(lab)
+    ctl2 = SimpleNamespace(should_training_stop=False)
+    st = SimpleNamespace(global_step=2, log_history=[{"loss": float("inf"), "step": 2}])
+    obs2.on_log(None, st, ctl2)
+    assert obs2.diverged_step == 2 and ctl2.should_training_stop
+
+
+def test_committed_divergent_runs_stop_at_the_recorded_step():
+    """The data set's divergent runs (built past the exact threshold) were stopped by the
+    observer: the record's step is the last step TRL logged, and the sweep went on."""
+    root = ROOT / "benchmarks" / "lab_runs"
+    div = [json.loads(p.read_text()) for p in sorted(root.glob("lab_reuse_divergence_s*/run.json"))]
+    assert len(div) == 3
+    for rec, d in zip(div, sorted(root.glob("lab_reuse_divergence_s*"))):
+        hist = json.loads((d / "trainer_state.json").read_text())["log_history"]
+        last = max(e["step"] for e in hist if "step" in e)
+        assert rec["observed"]["diverged_step"] == rec["observed"]["steps"] == last
 
 
 def test_lab_model_maps_trl_knobs_through_the_one_key_map():
@@ -281,3 +311,46 @@ def test_lab_model_maps_trl_knobs_through_the_one_key_map():
     assert (m.refresh_interval, m.reuse, m.window_batches, m.normalization, m.kl) == (
         4, "batch", 1, "mean", "exact")
     assert m.adv_eps == 1e-4 and m.group_size == 8 and m.prompts == 16
+
+
+def test_adam_runs_are_the_models_adam_and_reduce_to_heavy_ball():
+    """AdamW knobs -> optimizer 'adam' with the run's betas; frozen second moment -> heavy
+    ball with mu = beta1 and step eta (1 - beta1) x gain (Adam's update with m = (1 - beta1)
+    x the heavy-ball buffer and 1/sqrt(v) = gain, bias corrections 1)."""
+    from grpo_theory.lab import _theory as th
+    from grpo_theory.lab.engine import RunSpec
+
+    m = th.lab_model(RunSpec(optimizer="adamw", adam_beta1=0.5, adam_beta2=0.99,
+                             adam_epsilon=1e-7, learning_rate=0.02, beta=0.3),
+                     p_ref=0.2, prompts=16, ntk_scale=3.0)
+    assert (m.optimizer, m.adam_beta1, m.adam_beta2, m.adam_eps) == ("adam", 0.5, 0.99, 1e-7)
+    assert m.learning_rate == pytest.approx(0.06) and not m.unused_notes()
+    hb = th.adam_heavy_ball(m, 40.0)
+    assert (hb.optimizer, hb.momentum) == ("sgd", 0.5)
+    assert hb.learning_rate == pytest.approx(0.06 * 0.5 * 40.0, rel=1e-12)
+    assert th.exact_k_max(hb) >= 1 and th.published_k_max(hb) >= 0
+
+
+def test_out_holding_an_earlier_output_is_refused_before_any_work(tmp_path, capsys,
+                                                                   monkeypatch):
+    """One rule for every command that writes: --out with an earlier lab output is refused
+    (one line, exit 2, nothing touched) unless --force."""
+    import grpo_theory.lab.run as run
+
+    def no_work():
+        raise AssertionError("the work started before the output was checked")
+
+    monkeypatch.setattr(run, "require_lab", no_work)
+    (tmp_path / "group_size").mkdir()
+    (tmp_path / "afile").write_text("x")
+    from grpo_theory.cli.main import main
+
+    assert main(["lab", "--quick", "--out", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith("grpo-theory lab: error: --out must be") and "--force" in err
+    assert main(["lab", "--quick", "--out", str(tmp_path / "afile")]) == 2
+    assert "existing file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "group_size"]
+    with pytest.raises(AssertionError, match="work started"):   # forced: the work starts
+        main(["lab", "--quick", "--out", str(tmp_path), "--force"])

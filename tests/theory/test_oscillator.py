@@ -29,6 +29,8 @@ def _ivp(m, g, k, x0, v0, t):
     (0.95, 0.2, 0.5, -0.7, 0.3, "oscillatory"),
     (1.0, 2.0, 1.0, 1.0, 2.0, "critical"),
     (0.75, 0.3, 0.03, 2.0, 0.0, "critical"),     # gamma^2 = 4 m k exactly
+    (1.0, 0.0, 1.0, 1.0, 0.0, "undamped"),        # gamma = 0: marginal, not unstable (issue 21)
+    (1.0, -0.1, 1.0, 1.0, 0.0, "unstable"),
 ])
 def test_trajectory_vs_solve_ivp(m, g, k, x0, v0, reg):
     t = np.linspace(0, 30, 61)
@@ -79,8 +81,7 @@ def test_coefficients_and_errors():
     osc = O.coefficients(0.01, 0.9, 8, 1.0)
     assert (osc.mass, osc.damping, osc.spring) == pytest.approx((0.95, 0.02, 0.01))
     assert osc.regime == "oscillatory"
-    for kwargs, name in ((dict(learning_rate=0), "learning_rate"), (dict(momentum=1), "momentum"),
-                         (dict(lag=-1), "lag"), (dict(stiffness=0), "stiffness"),
+    for kwargs, name in ((dict(lag=-1), "lag"), (dict(stiffness=0), "stiffness"),
                          (dict(fresh_fraction=float("nan")), "fresh_fraction")):
         base = dict(learning_rate=0.01, momentum=0.9, lag=8, stiffness=1.0)
         base.update(kwargs)
