@@ -85,7 +85,7 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bo
         if quick:
             ks = refresh_intervals or [4, 5]
             sweeps.append(refresh_sweep(plat, ks, knob="steps_per_generation", momentum=0.5,
-                                        target=4, pairs=3, windows=4, seed=seed,
+                                        target=4, pairs=3, windows=3, seed=seed,
                                         name="steps_per_generation, SGD heavy ball mu = 0.5"))
         elif want("refresh"):
             sweeps += _full_sweeps(plat, seed, refresh_intervals, progress=_progress("sweeps"))

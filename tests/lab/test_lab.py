@@ -147,13 +147,19 @@ def test_readers_run_on_the_written_logs(quick, capsys):
     out = quick[1]
     logs = [str(p) for p in _logs(out) if "group_size" in str(p)]
     cfg = str(Path(logs[0]).parent / "config.json")
+    got = {}
     for cmd in (["fit", logs[0], "--json"], ["diagnose", logs[0], "--json"],
-                ["compare", *logs, "--by", "group_size", "--values", "4,16", "--json"],
+                ["compare", *logs, "--by", "group_size", "--json"],
                 ["check-config", cfg, "--json"]):
         code = main(cmd)
         captured = capsys.readouterr()
         assert code in (0, 1), (cmd, captured.err[-1500:])
-        json.loads(captured.out)
+        got[cmd[0]] = json.loads(captured.out)
+    # G from the GRPOConfig saved next to TRL's state (the state has none): no --values needed
+    G = json.loads(Path(cfg).read_text())["num_generations"]
+    assert got["diagnose"]["group_size"] == G
+    assert sorted(r["value"] for r in got["compare"]["runs"]) == [4, 16]
+    assert got["check-config"]["assumptions"][0].startswith("optimizer torch SGD")
 
 
 def test_check_config_reads_the_lab_configuration(quick):
