@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "compare",
     "collapse_risk",
     "deepnet",
+    "lab",
 )
 
 

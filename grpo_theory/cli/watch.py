@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grpo_theory.cli._common import number
+from grpo_theory.cli.diagnose import GROUP_SIZE_DEFAULT
+from grpo_theory.cli.model_options import add_model_options, model_from_options, model_options_given
 from grpo_theory.results import Result
 
 NAME = "watch"
@@ -18,7 +20,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("log", metavar="LOG", help="the log being written")
     parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS)
     parser.add_argument("--metric", default=None, help="reward metric (default per format)")
-    parser.add_argument("--group-size", type=int, default=None, metavar="G")
+    add_model_options(parser, ("variant",), fields=("group_size",),
+                      defaults={"group_size": GROUP_SIZE_DEFAULT})
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between polls")
     parser.add_argument("--max-polls", type=number, default=None,
                         help="stop after this many polls (default: follow until interrupted)")
@@ -51,10 +54,12 @@ class WatchReport(Result):
 def call(args):
     from grpo_theory.runs.watch import watch
 
+    model_from_options(args)                   # validates a given group size
+    group_size = model_options_given(args).get("group_size")
     fired, state = [], {}
     try:
         for w in watch(args.log, format=None if args.format == "auto" else args.format,
-                       metric=args.metric, group_size=args.group_size, interval=args.interval,
+                       metric=args.metric, group_size=group_size, interval=args.interval,
                        max_polls=args.max_polls, wait=args.wait, state=state):
             fired.append(w)
             if not args.json:

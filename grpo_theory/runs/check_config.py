@@ -53,7 +53,7 @@ from scipy.optimize import brentq
 
 from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result, jsonable
-from grpo_theory.runs.config_map import ConfigMapping, map_config, read_config
+from grpo_theory.runs.config_map import ConfigMapping, map_config, read_config, torch_sgd
 from grpo_theory.runs.curves import fit_curve
 from grpo_theory.runs.logs import read_log
 from grpo_theory.theory.collapse import collapse_risk
@@ -201,7 +201,8 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
     tau, se = fit.params["tau"], fit.stderr["tau"]
     earlier = None
     if log.config:
-        kind = "verl" if any(k.startswith("actor_rollout_ref.") for k in log.config) else None
+        kind = ("verl" if any(k.startswith("actor_rollout_ref.") for k in log.config)
+                else "trl" if "num_generations" in log.config else None)   # trl: runs.logs.trl
         if kind:
             earlier = map_config(log.config, kind)
     src = "given (--from-log-lr)"
@@ -383,6 +384,8 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
     steps = check_int("steps", steps, low=1)
     unknown = []
     assumptions = [
+        "optimizer torch SGD: heavy ball with mu = the momentum of optim_args; eta K is the "
+        "per-step product, K per unit configured learning rate" if torch_sgd(cfg, kind) else
         "optimizer Adam(W): heavy ball with mu = beta1 (adam.momentum_form); eta K is the "
         "per-step product, K per unit configured learning rate (it absorbs Adam's "
         "(1 - beta1)/sqrt(v_hat)); near the threshold Adam's v_hat grows and damps the step "

@@ -36,7 +36,8 @@ import os
 
 from grpo_theory.validate import ParameterError, check_int, check_real
 
-__all__ = ["ConfigFormatError", "ConfigMapping", "read_config", "map_config", "ADV_EPS"]
+__all__ = ["ConfigFormatError", "ConfigMapping", "read_config", "map_config", "torch_sgd",
+           "ADV_EPS"]
 
 #: the advantage epsilon each framework adds to the group std (fixed in their code)
 ADV_EPS = {"trl": 1e-4, "verl": 1e-6, "cs336": 1e-6}
@@ -551,6 +552,13 @@ def _momentum_from_betas(k, v):
     return _real(k, b1, low=0, high=1, high_open=True)
 
 
+def torch_sgd(cfg: dict, kind: str) -> bool:
+    """Whether the config trains with torch SGD (TRL ``optim`` naming sgd: heavy ball with the
+    momentum of ``optim_args``) rather than Adam(W) (every other case the model reads)."""
+    ko, optim = _get(cfg, "optim")
+    return kind == "trl" and bool(ko) and "sgd" in str(optim).lower()
+
+
 def map_config(cfg: dict, kind: str) -> ConfigMapping:
     """Map a flat config of ``kind`` (``trl``/``verl``/``cs336``) to the model's parameters."""
     mp = ConfigMapping()
@@ -561,9 +569,9 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                     "TRL default num_generations = 8", _count)
         _lookup(mp, cfg, "learning_rate", ("learning_rate",), 1e-6,
                 "GRPOConfig default learning_rate = 1e-6", lambda k, v: _real(k, v, **pos))
-        ko, optim = _get(cfg, "optim")
-        if ko and "sgd" in str(optim).lower():
+        if torch_sgd(cfg, kind):
             import re
+            ko, optim = _get(cfg, "optim")
             ka, args = _get(cfg, "optim_args")
             m = re.search(r"momentum\s*=\s*([^,\s]+)", str(args)) if ka else None
             if m:
@@ -579,8 +587,15 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
         beta = _lookup(mp, cfg, "kl_coef", ("beta",), 0.0,
                        "GRPOConfig default beta = 0.0 (TRL >= 0.18; earlier versions 0.04)",
                        lambda k, v: _real(k, v, **nonneg))
-        mp.put("kl", "k3" if beta > 0 else "none",
-               "TRL puts the per-token k3 estimator in the loss when beta > 0")
+        kb, bias_corr = _get(cfg, "use_bias_correction_kl")
+        if beta > 0 and kb is not None and _bool(kb, bias_corr):
+            mp.put("kl", "exact", f"{kb} = True",
+                   note="TRL multiplies the k3 term by the importance ratio pi/pi_old: its "
+                        "expectation under the sampling policy is the exact KL(pi || pi_ref) of "
+                        "the current policy, so the loss carries the exact-KL force")
+        else:
+            mp.put("kl", "k3" if beta > 0 else "none",
+                   "TRL puts the per-token k3 estimator in the loss when beta > 0")
         k, v = _get(cfg, "scale_rewards")
         if k is None:
             mp.put("normalization", "std", "TRL default scale_rewards = 'group' (group std)",

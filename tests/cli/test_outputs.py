@@ -119,7 +119,7 @@ def test_every_command_that_writes_takes_force():
         flags = {s for a in parser._actions for s in a.option_strings}
         if flags & {"--out", "--plot"}:
             writers[name] = "--force" in flags
-    assert set(writers) == {"report", "derive", "simulate", "fit", "compare", "deepnet"}
+    assert set(writers) == {"report", "derive", "simulate", "fit", "compare", "deepnet", "lab"}
     assert all(writers.values()), writers
 
 

@@ -123,6 +123,18 @@ def test_verl_kl_in_reward_is_k1_reward_and_all_stale(tmp_path):
 
 # --- without a stiffness -----------------------------------------------------------------
 
+def test_the_optimizer_assumption_names_torch_sgd_or_adam(tmp_path):
+    """TRL optim 'sgd' trains with torch SGD (heavy ball, momentum from optim_args): the
+    check says so instead of reading it as Adam(W)."""
+    sgd = check_config(_write(tmp_path, "s.json", {"num_generations": 8, "optim": "sgd",
+                                                   "optim_args": "momentum=0.5"}), p_ref=0.3)
+    adam = check_config(_write(tmp_path, "a.json", {"num_generations": 8}), p_ref=0.3)
+    assert sgd.assumptions[0].startswith("optimizer torch SGD")
+    assert sgd.parameters["momentum"]["value"] == 0.5
+    assert adam.assumptions[0].startswith("optimizer Adam(W)")
+    assert adam.parameters["momentum"]["value"] == 0.9
+
+
 def test_trl_default_objective_has_no_refresh_threshold(tmp_path):
     p = _write(tmp_path, "t.json", {"beta": 0.04, "num_generations": 16,
                                     "num_iterations": 2, "steps_per_generation": 4,

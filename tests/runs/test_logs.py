@@ -85,6 +85,37 @@ def test_trl_trainer_state(tmp_path):
     assert any("without a numeric 'step'" in w for w in log.warnings)
 
 
+def test_trl_reads_the_grpo_config_saved_next_to_the_state(tmp_path, capsys):
+    """TRL's trainer state has no num_generations; a GRPOConfig saved next to it as
+    config.json (the lab's runs) gives diagnose its G and check-config --from-log its
+    optimizer; a checkpoint's model config.json is left alone; an unreadable one is named.
+    TRL's train-end entry repeats the epoch of the last step: no duplicate warning."""
+    from grpo_theory.runs.check_config import stiffness_from_log
+    from grpo_theory.runs.diagnostics import diagnose
+
+    state = _trl_state()
+    state["log_history"].append({"step": 20, "epoch": 1.0, "train_loss": 0.1})
+    next(e for e in state["log_history"] if e.get("step") == 20 and "reward" in e)["epoch"] = 1.0
+    (tmp_path / "trainer_state.json").write_text(json.dumps(state))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_embd": 32}))
+    log = read_log(tmp_path)
+    assert "num_generations" not in log.config and log.config["global_step"] == 20
+    assert not any("duplicated" in w for w in log.warnings)
+    assert diagnose(log).group_size is None
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"num_generations": 4, "learning_rate": 0.01, "optim": "sgd",
+         "optim_args": "momentum=0.5", "steps_per_generation": 3, "max_steps": 99}))
+    log = read_log(tmp_path)
+    assert log.config["num_generations"] == 4 and log.config["max_steps"] == 20   # the state's
+    assert diagnose(log).group_size == 4
+    k = stiffness_from_log(tmp_path / "trainer_state.json", learning_rate=0.01)
+    assert (k["momentum"], k["refresh_interval"]) == (0.5, 3)      # not Adam's 0.9, k = 1
+    (tmp_path / "config.json").write_text("{not json")
+    log = read_log(tmp_path)
+    assert "num_generations" not in log.config
+    assert any("config.json: not read as the run's GRPOConfig" in w for w in log.warnings)
+
+
 def test_trl_malformed(tmp_path):
     p = tmp_path / "trainer_state.json"
     p.write_text('{"log_history": [\n {"step": 1, "reward": 0.1},\n {"step": 2 "reward": 0.2}\n]}')

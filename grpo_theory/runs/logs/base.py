@@ -229,7 +229,8 @@ def records_to_metrics(records, *, warnings: list, source: str = "<log>",
                     t[0] += 1
                 continue
             d = per.setdefault(name, {})
-            if step in d:
+            # the same value again is no conflict (TRL's train-end entry repeats the epoch)
+            if step in d and not (d[step] == v or (math.isnan(d[step]) and math.isnan(v))):
                 dup.setdefault(name, []).append(step)
             d[step] = v
     if dup:
