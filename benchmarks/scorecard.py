@@ -65,12 +65,13 @@ def _series_log(series: dict, source: str):
     return TrainingLog(metrics=metrics, source=source, format="benchmark")
 
 
-def _float(x):
+def _float(x, *, keep_nan=False):
+    """A float, or ``None``; ``keep_nan``: a NaN/inf written in the file stays (it is evidence)."""
     try:
         v = float(x)
     except (TypeError, ValueError):
         return None
-    return v if math.isfinite(v) else None
+    return v if (keep_nan or math.isfinite(v)) else None
 
 
 def _wide_csv(path, series):
@@ -81,7 +82,7 @@ def _wide_csv(path, series):
     for row in rows[1:]:
         s = _float(row[0]) if row else None
         for name, cell in zip(head[1:], row[1:]):
-            v = _float(cell)
+            v = _float(cell, keep_nan=True)
             if s is not None and v is not None:
                 series[name].append((s, v))
 

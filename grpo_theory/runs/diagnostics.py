@@ -28,13 +28,24 @@ Detectors and their thresholds (justified in ``docs/logs_and_fitting.md``):
     training gain exceeds the held-out gain by > ``0.1`` reward *and* the
     held-out gain is < half the training gain.  KL growth over the plateau is
     reported as supporting evidence.
+``divergence``
+    Unbounded growth of the policy's drift away from where it was, seen in the metrics
+    that move before the reward falls: KL to the reference, entropy, response length,
+    gradient norm, KL to the sampling policy.  A bounded relaxation decelerates and a
+    steady drift is linear, so neither gains an e-fold within a tenth of the run above
+    every level it reached before; runaway growth does (:func:`growth_scan`).  Flag when
+    two channels do so in the same stretch of the run, one channel gains two e-folds, a
+    training metric turns non-finite and stays so, the median response reaches the
+    length cap (truncated fraction crossing one half), or the entropy rises an e-fold
+    above its start.
 ``dynamical_instability``
     The damping ratio :math:`\zeta` of the L3 fit, plus growth of the detrended
     fluctuation and a late collapse of the reward.  Flag when the run is
     lightly damped (:math:`\zeta < 0.3`, near the stability boundary, with a first
     overshoot larger than 2 noise standard deviations), the late fluctuation is > 2× the mid-run one,
     or the reward falls from a (smoothed) peak reached after the first third of
-    the run by more than 4 noise sd and 25 % of its rise.
+    the run by more than 4 noise sd and 25 % of its rise; a diverging run (``divergence``)
+    is dynamically unstable too, whether or not its reward has fallen yet.
 """
 
 from __future__ import annotations
@@ -58,6 +69,9 @@ __all__ = [
     "entropy_explosion",
     "degenerate_group_probability",
     "group_size_from_config",
+    "divergence",
+    "growth_scan",
+    "DIVERGENCE_CHANNELS",
 ]
 
 _GROUP_KEYS = ("group_size", "num_generations", "actor_rollout_ref.rollout.n", "rollout.n",
@@ -339,6 +353,203 @@ def reward_hacking(log, reward_metric=None, *, min_evaluations=5, z=2.0):
                    train_gain_sd=zt, heldout_gain_sd=zv, correlation=corr)
 
 
+#: Metrics whose runaway growth marks a diverging run: role -> what it measures.
+DIVERGENCE_CHANNELS = {
+    "kl": "KL to the reference",
+    "entropy": "entropy",
+    "response_length": "response length",
+    "grad_norm": "gradient norm",
+    "policy_lag_kl": "KL to the sampling policy",
+}
+#: Roles whose non-finite values (after finite ones) mean the numbers blew up.
+_FINITE_ROLES = ("reward", "kl", "entropy", "grad_norm", "policy_lag_kl")
+#: Fewest logged values for the growth scan (warm-up, history and window of >= 3 points each).
+GROWTH_MIN_POINTS = 12
+
+
+def growth_scan(steps, values, *, factor=math.e):
+    r"""Largest rise of a positive series above every level it reached before (its new territory).
+
+    The series is smoothed by a centred rolling median (window ~5 % of the run) so that isolated
+    spikes do not count.  The first tenth of the run (the transient away from the initial policy,
+    where a KL starts from 0) is excluded from the history; from then on, at each point
+    :math:`t` the smoothed value :math:`\tilde x_t` is compared with the highest smoothed value
+    of the history :math:`[w_0, t - w]`, :math:`w` a tenth of the run:
+    :math:`r_t = \tilde x_t / \max_{w_0 \le s \le t-w}\tilde x_s`.  A relaxation to a plateau
+    (decelerating) never exceeds 1 by much; a drift growing like :math:`t^d` gains at most
+    :math:`1.5^d` (2.25 for a quadratic; the scan starts at :math:`t = 3w`, so the history holds
+    at least :math:`w + 1` points); growth faster than an e-fold per
+    tenth of the run gains more than ``factor`` = e.  The rise must also exceed 4 noise sd (the
+    step-to-step noise of the history, lag-1 differences).
+
+    Returns ``{"ratio", "step" (first point where the ratio exceeds ``factor``, else ``None``),
+    "step_max", "index", "window", "reference", "peak", "noise"}`` or ``None`` when the series
+    has fewer than :data:`GROWTH_MIN_POINTS` positive values.
+    """
+    s = np.asarray(steps, dtype=float)
+    v = np.abs(np.asarray(values, dtype=float))
+    ok = np.isfinite(v)
+    s, v = s[ok], v[ok]
+    n = v.size
+    if n < GROWTH_MIN_POINTS or not np.any(v > 0):
+        return None
+    w = max(3, n // 10)
+    sm = _smooth(v, max(3, (n // 20) | 1))
+    noise = float(np.std(np.diff(v[w: n - w])) / math.sqrt(2.0)) if n - 2 * w >= 3 else 0.0
+    best = {"ratio": 0.0, "step": None, "step_max": None, "index": None, "window": w,
+            "reference": None, "peak": None, "noise": noise}
+    run_max = float(np.max(sm[w: 2 * w]))
+    for t in range(3 * w, n):
+        run_max = max(run_max, float(sm[t - w]))          # history [w, t - w], >= w + 1 points
+        if run_max <= 0:
+            continue
+        r = float(sm[t]) / run_max
+        significant = float(sm[t]) - run_max > 4.0 * noise
+        if r > factor and significant and best["step"] is None:
+            best["step"] = float(s[t])
+            best["index"] = t
+        if r > best["ratio"] and (significant or r <= factor):
+            best.update(ratio=r, step_max=float(s[t]), reference=run_max, peak=float(sm[t]))
+    return best
+
+
+#: A finite value this many e-folds above the series' 90th percentile is a numerical blow-up
+#: (overflow scale): 10 e-folds (x 2.2e4), two orders of magnitude above the largest isolated
+#: spike of a healthy log in the benchmark (a gradient norm x 63 its 90th percentile).  Only
+#: for unbounded quantities (KL, gradient norm, loss), never for entropy or reward.
+BLOWUP_EFOLDS = 10.0
+_UNBOUNDED_ROLES = ("kl", "grad_norm", "policy_lag_kl")
+
+
+def _nonfinite(log):
+    """Training metrics whose numbers blow up: non-finite after finite values, or overflow-scale.
+
+    Returns ``{name: (step, kind)}``.  Non-finite: two values in a row, or a single last one in a
+    series that had already blown up (a lone NaN at the end is otherwise a logging convention,
+    e.g. the update metrics of a simulation's last step).  Overflow-scale: a finite value more
+    than :data:`BLOWUP_EFOLDS` e-folds above the 90th percentile of the series' absolute values
+    (KL, gradient norm, loss only: robust to a series that collapses towards 0).
+    """
+    out = {}
+    unbounded = {log.role(r) for r in _UNBOUNDED_ROLES} | {n for n in log.names if n.endswith("loss")}
+    names = {log.role(r) for r in _FINITE_ROLES} | unbounded
+    for name in sorted(n for n in names if n is not None):
+        s, v = log.series(name, dropna=False)
+        fin_mask = np.isfinite(v)
+        fin = np.abs(v[fin_mask])
+        if fin.size < 3:
+            continue
+        top = float(np.percentile(fin, 90))
+        huge = (np.nonzero(fin_mask & (np.abs(np.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0))
+                                       > math.exp(BLOWUP_EFOLDS) * top))[0]
+                if top > 0 and name in unbounded else [])
+        bad = ~fin_mask
+        good = np.nonzero(fin_mask)[0]
+        if len(huge):
+            out[name] = (float(s[huge[0]]), "overflow-scale value")
+        if not bad[good[0]:].any():
+            continue
+        first = int(good[0] + np.argmax(bad[good[0]:]))
+        run = int(np.argmin(bad[first:])) if not bad[first:].all() else v.size - first
+        if run >= 2 or (len(huge) and huge[0] < first):
+            out.setdefault(name, (float(s[first]), "non-finite"))
+    return out
+
+
+def _truncation(log):
+    """The median response reaching the length cap: truncated fraction crossing one half."""
+    name = log.role("truncation_frac")
+    if name is None:
+        return None, None
+    s, v = log.series(name)
+    if v.size < GROWTH_MIN_POINTS or np.nanmin(v) < 0 or np.nanmax(v) > 1:
+        return None, None
+    sm = _smooth(v, max(3, (v.size // 20) | 1))
+    k = max(3, v.size // 10)
+    start = float(np.median(v[:k]))
+    noise = float(np.std(np.diff(v)) / math.sqrt(2.0))
+    late = sm[k:]
+    ev = (f"{name}: {start:.2f} of the responses truncated at the start, at most "
+          f"{np.max(late):.2f} later (smoothed)")
+    # after the start, the smoothed fraction crosses one half and stays above it for half a
+    # start window (or to the end): the median response sits at the cap, not a blip
+    above = late > 0.5
+    for i in np.nonzero(above)[0]:
+        hold = above[i:i + max(2, k // 2)]
+        if hold.all() and start < 0.5 and float(late[i]) - start > 4 * noise:
+            return float(s[k + i]), ev + " (> 0.5: the median response hits the length cap)"
+    return None, ev
+
+
+def divergence(log, reward_metric=None, *, factor=math.e):
+    """Runaway growth of KL, entropy, response length, gradient norm; blow-up; length saturation."""
+    channels, parts = {}, []
+    for role, what in DIVERGENCE_CHANNELS.items():
+        name = log.role(role)
+        if name is None:
+            continue
+        s, v = log.series(name)
+        g = growth_scan(s, v, factor=factor)
+        if g is None:
+            continue
+        channels[name] = g
+        parts.append(f"{name} {g['ratio']:.2f}x" + (f" (e-fold at step {g['step']:g})"
+                                                    if g["step"] is not None else ""))
+    nonfinite = _nonfinite(log)
+    trunc_step, trunc_ev = _truncation(log)
+    hname, hs, hv = _entropy_series(log)
+    ent_step = None
+    if hname is not None and hs.size >= 10:
+        h0 = float(np.median(hv[:min(3, hs.size)]))
+        if h0 > 0:
+            ent_step = _first_crossing(hs, _smooth(hv, _window(hv.size)), factor * h0)
+    if not channels and not nonfinite and trunc_ev is None and ent_step is None:
+        return _absent("divergence", "KL, entropy, response length, gradient norm or truncation "
+                       "fraction (>= %d values)" % GROWTH_MIN_POINTS)
+    crossed = {n: g for n, g in channels.items() if g["step"] is not None}
+    strong = {n: g for n, g in channels.items() if g["ratio"] > factor * factor and g["step"] is not None}
+    reasons, firsts = [], []
+    names = sorted(crossed, key=lambda n: crossed[n]["index"])
+    for i, a in enumerate(names):       # two channels gaining an e-fold in the same stretch
+        for b in names[i + 1:]:
+            if abs(crossed[a]["index"] - crossed[b]["index"]) <= 2 * max(crossed[a]["window"],
+                                                                       crossed[b]["window"]):
+                reasons.append(f"{a} and {b} both gained an e-fold above every earlier level")
+                firsts.append(max(crossed[a]["step"], crossed[b]["step"]))
+    for n, g in strong.items():
+        reasons.append(f"{n} gained two e-folds ({g['ratio']:.1f}x) above every earlier level")
+        firsts.append(g["step"])
+    for n, (st, kind) in nonfinite.items():
+        reasons.append(f"{n} blew up at step {st:g} ({kind})")
+        firsts.append(st)
+    if trunc_step is not None:
+        reasons.append("the median response reached the length cap")
+        firsts.append(trunc_step)
+    if ent_step is not None:
+        reasons.append(f"{hname} rose an e-fold above its start")
+        firsts.append(ent_step)
+    flag = bool(reasons)
+    score = max((g["ratio"] for g in channels.values()), default=None)
+    ev = ("new territory within a tenth of the run (flag: two channels > e-fold, or one > "
+          "e-fold^2): " + (", ".join(parts) if parts else "no channel with enough values"))
+    if trunc_ev:
+        ev += "; " + trunc_ev
+    if nonfinite:
+        ev += "; blow-up: " + ", ".join(f"{n} at step {st:g} ({kind})"
+                                         for n, (st, kind) in nonfinite.items())
+    if reasons:
+        ev += "; diverging: " + "; ".join(reasons)
+    knob = ("learning rate (halve it); one pass per batch (num_iterations / ppo_epochs = 1) with "
+            "the clip on (epsilon 0.2); a KL anchor (beta > 0)")
+    if trunc_step is not None:
+        knob += "; the length cap or an overlong penalty"
+    return _result(flag, score, ev, first_step=min(firsts) if firsts else None, knob=knob,
+                   channels={n: {k: g[k] for k in ("ratio", "step", "step_max")}
+                             for n, g in channels.items()},
+                   blow_up={n: {"step": st, "kind": kind} for n, (st, kind) in nonfinite.items()},
+                   truncation_step=trunc_step, reasons=reasons)
+
+
 #: fewest reward points for the oscillation rule (the L3 fit's damping ratio is not resolved below)
 OSCILLATION_MIN_POINTS = 30
 
@@ -443,7 +654,11 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
             if i.size:
                 spikes[name] = float(s[i[0] + 1])
     # spikes are reported as evidence; alone they do not flag (healthy runs show isolated ones)
-    flag = oscillating or growing or collapse
+    div = divergence(log, reward_metric)
+    diverging = bool(div["flag"])
+    if diverging:
+        first["divergence"] = div["first_step"]
+    flag = oscillating or growing or collapse or diverging
     first_step = min(first.values()) if first and all(v is not None for v in first.values()) else None
     parts = [f"rise {rise:.3g} to the smoothed peak at step {rs[peak]:g}, then a fall of {drop:.3g} "
              f"(noise sd {noise:.3g}; collapse = rise and fall > 4 sd, fall > half the rise)"]
@@ -456,12 +671,14 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     if spikes:
         parts.append("evidence only, spikes > {:g}x the running median: ".format(spike_factor)
                      + ", ".join(f"{k} at step {v:g}" for k, v in spikes.items()))
+    if diverging:
+        parts.append("diverging before (or without) a reward fall: " + "; ".join(div["reasons"]))
     return _result(flag, drop / rise if rise > 0 else None, "; ".join(parts), first_step=first_step,
                    knob="learning rate (halve it); num_iterations / ppo_epochs = 1; clip epsilon 0.2",
                    damping_ratio=zeta, regime=regime, overshoot=overshoot, noise_sd=noise,
                    fluctuation_growth=growth, rise=rise, drop_from_peak=drop,
                    oscillating=oscillating, growing=growing, collapsed=bool(collapse),
-                   spikes=spikes)
+                   diverging=diverging, spikes=spikes)
 
 
 DETECTORS = {
@@ -469,6 +686,7 @@ DETECTORS = {
     "policy_concentration": policy_concentration,
     "entropy_explosion": entropy_explosion,
     "reward_hacking": reward_hacking,
+    "divergence": divergence,
     "dynamical_instability": dynamical_instability,
 }
 
@@ -531,6 +749,7 @@ def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis
         "policy_concentration": policy_concentration(log, reward_metric),
         "entropy_explosion": entropy_explosion(log, reward_metric),
         "reward_hacking": reward_hacking(log, reward_metric),
+        "divergence": divergence(log, reward_metric),
         "dynamical_instability": dynamical_instability(log, reward_metric, fit=fit),
     }
     return Diagnosis(source=str(log.source), format=log.format, run=log.run, metric=metric,

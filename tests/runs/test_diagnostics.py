@@ -119,7 +119,7 @@ def test_diagnose_cli_real_log(capsys):
     out = json.loads(capsys.readouterr().out)
     d = out["diagnostics"]
     assert set(d) == {"advantage_degeneracy", "policy_concentration", "reward_hacking",
-                      "dynamical_instability", "entropy_explosion"}
+                      "dynamical_instability", "entropy_explosion", "divergence"}
     for v in d.values():
         assert set(v) >= {"flag", "score", "missing", "evidence", "first_step", "knob"}
     assert out["group_size"] == 5  # from the launch script's rollout.n
@@ -127,4 +127,82 @@ def test_diagnose_cli_real_log(capsys):
     # training and held-out reward rise together (correlation 0.68): not hacking
     assert d["reward_hacking"]["flag"] is False
     assert d["dynamical_instability"]["flag"] is False
+    # KL saturates at ~0.1 and entropy only falls over 1,119 steps: drift, not divergence
+    assert d["divergence"]["flag"] is False
     assert main(["diagnose", str(VERL), "--group-size", "1"]) == 2
+
+
+# ----------------------------------------------------------------------------------
+# divergence: runaway growth of KL / entropy / length before the reward falls
+# ----------------------------------------------------------------------------------
+
+def _channels_log(n, seed, *, kl, entropy, length, reward=None, extra=None):
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1.0, n + 1)
+    noisy = lambda x, rel: x * (1 + rel * rng.standard_normal(n))  # noqa: E731
+    m = {"reward": (steps, reward if reward is not None else
+                    np.clip(0.3 + 0.4 * (1 - np.exp(-steps / 20)) + 0.03 * rng.standard_normal(n), 0, 1)),
+         "kl": (steps, noisy(kl, 0.1)), "entropy": (steps, noisy(entropy, 0.05)),
+         "response_length/mean": (steps, noisy(length, 0.05))}
+    m.update(extra or {})
+    return TrainingLog(metrics=m)
+
+
+@pytest.mark.parametrize("n", [40, 150, 600])
+def test_divergence_no_false_alarm_on_drift(n):
+    # healthy shapes: KL relaxing to a plateau, KL growing linearly or quadratically (drift),
+    # entropy falling, length creeping up 30 %: none gains an e-fold above its earlier range
+    t = np.arange(1.0, n + 1) / n
+    shapes = {"saturating": 0.1 * (1 - np.exp(-5 * t)), "linear": 0.5 * t, "quadratic": 0.5 * t * t}
+    for seed in range(10):
+        for kl in shapes.values():
+            log = _channels_log(n, seed, kl=kl + 1e-4, entropy=0.8 * np.exp(-2 * t) + 0.05,
+                                length=400 * (1 + 0.3 * t))
+            d = D.divergence(log)
+            assert d["flag"] is False, (seed, d["evidence"])
+            assert D.dynamical_instability(log)["flag"] is False
+
+
+def test_divergence_before_the_reward_falls():
+    # KL, entropy and length run away from 70 % of the run while the reward is still flat
+    n = 100
+    t = np.arange(1.0, n + 1)
+    blow = np.exp(np.clip(t - 70, 0, None) / 5.0)          # an e-fold every 5 steps after 70
+    log = _channels_log(n, 0, kl=0.05 * (1 - np.exp(-t / 20)) * blow, entropy=0.3 * blow ** 0.5,
+                        length=500 * blow ** 0.3, reward=np.full(n, 0.6))
+    d = D.divergence(log)
+    assert d["flag"] is True
+    assert 70 <= d["first_step"] <= 85
+    assert "learning rate" in d["knob"]
+    di = D.dynamical_instability(log)
+    assert di["flag"] is True and di["diverging"] is True and di["collapsed"] is False
+
+
+def test_divergence_length_cap_and_blow_up():
+    n = 80
+    t = np.arange(1.0, n + 1)
+    trunc = np.clip(0.05 + 0.9 / (1 + np.exp(-(t - 50) / 3)), 0, 1)
+    flat = dict(kl=np.full(n, 0.05), entropy=np.full(n, 0.4), length=np.full(n, 900.0))
+    d = D.divergence(_channels_log(n, 1, **flat, extra={
+        "response_length/clip_ratio": (t, trunc)}))
+    assert d["flag"] is True and 45 <= d["truncation_step"] <= 60
+    # the same fraction staying low: no flag
+    low = D.divergence(_channels_log(n, 1, **flat, extra={
+        "response_length/clip_ratio": (t, np.full(n, 0.1))}))
+    assert low["flag"] is False
+    # gradient norm growing to overflow, then NaN: blow-up; a lone NaN after stable values: not
+    g = np.concatenate([np.geomspace(0.3, 1e12, n - 1), [np.nan]])
+    assert D.divergence(_channels_log(n, 2, **flat, extra={"grad_norm": (t, g)}))["flag"] is True
+    g = np.concatenate([np.full(n - 1, 0.3), [np.nan]])
+    assert D.divergence(_channels_log(n, 2, **flat, extra={"grad_norm": (t, g)}))["flag"] is False
+
+
+def test_growth_scan_thresholds_from_the_mechanism():
+    # t^d since 3 windows gains at most 1.5^d: cubic is flagged by an e-fold factor, quadratic not
+    n = 200
+    t = np.arange(1.0, n + 1)
+    quad = D.growth_scan(t, t ** 2)
+    cubic = D.growth_scan(t, t ** 3)
+    assert quad["ratio"] == pytest.approx(1.5 ** 2, rel=0.05) and quad["step"] is None
+    assert cubic["ratio"] == pytest.approx(1.5 ** 3, rel=0.05) and cubic["step"] is not None
+    assert D.growth_scan(t[:5], t[:5]) is None
