@@ -21,13 +21,12 @@ Detectors and their thresholds (justified in ``docs/logs_and_fitting.md``):
     with a KL anchor every observable is stationary; a continuing entropy fall at
     constant reward is concentration not bought by reward.  Flag when > ``0.5``.
 ``reward_hacking``
-    Gain of the training reward minus gain of the held-out reward between the
-    first and the last held-out evaluation (both smoothed).  The mean-field
-    dynamics act on the prompt distribution, so a policy that improves on it
-    improves the held-out reward by a comparable amount.  Flag when the
-    training gain exceeds the held-out gain by > ``0.1`` reward *and* the
-    held-out gain is < half the training gain.  KL growth over the plateau is
-    reported as supporting evidence.
+    Gain of the training reward and of the held-out reward between the first and the
+    last held-out evaluation, each against its noise (the held-out one binomial on the
+    evaluation set, whose size is read off the lattice of the logged values).  The
+    mean-field dynamics act on the prompt distribution, so a policy that improves on it
+    improves held-out prompts of the same distribution.  Flag when the training gain
+    exceeds 4 sd while the held-out gain stays below 2 of its sd (flat or falling).
 ``divergence``
     Unbounded growth of the policy's drift away from where it was, seen in the metrics
     that move before the reward falls: KL to the reference, entropy, response length,
@@ -71,6 +70,7 @@ __all__ = [
     "group_size_from_config",
     "divergence",
     "growth_scan",
+    "eval_set_size",
     "DIVERGENCE_CHANNELS",
 ]
 
@@ -313,8 +313,53 @@ def entropy_explosion(log, reward_metric=None, *, factor=math.e):
                    knob="learning rate (halve it) or the clip epsilon (e.g. 0.2)")
 
 
-def reward_hacking(log, reward_metric=None, *, min_evaluations=5, z=2.0):
-    """Training vs held-out reward, scale-free: standardised gains and their correlation."""
+#: Name prefixes of held-out metrics (a reward under one of them is not a training reward).
+_HELDOUT_PREFIXES = ("val", "eval", "test", "heldout")
+#: Largest evaluation-set size searched for when the held-out values' lattice is inferred.
+EVAL_LATTICE_MAX = 100_000
+
+
+def eval_set_size(values):
+    r"""Number of trials behind a held-out success rate, from the lattice of its logged values.
+
+    An accuracy on :math:`n` problems (or mean@k on :math:`n/k` of them) is a multiple of
+    :math:`1/n`; the smallest :math:`n \le` :data:`EVAL_LATTICE_MAX` that puts every logged value
+    on that lattice (to float precision) is returned.  ``None`` when no such :math:`n` exists,
+    when fewer than 3 distinct values are logged, or when the lattice is only the printing
+    precision (:math:`n = 10^d` with every value written with at most :math:`d` decimals, e.g.
+    ``0.648``): the true set size is then not recoverable.
+    """
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size < 3 or np.unique(x).size < 3 or np.any(x < 0) or np.any(x > 1):
+        return None
+    frac = x[(x > 0) & (x < 1)]
+    if frac.size == 0:
+        return None
+    for n in range(2, EVAL_LATTICE_MAX + 1):
+        k = frac * n
+        if np.all(np.abs(k - np.round(k)) <= 1e-9 * n):
+            d = round(math.log10(n))
+            if 10 ** d == n and np.all(np.abs(frac * 10 ** d - np.round(frac * 10 ** d)) < 1e-9 * n):
+                return None          # the printing grid, not the evaluation set
+            return n
+    return None
+
+
+def reward_hacking(log, reward_metric=None, *, min_evaluations=5, z=4.0, flat=2.0):
+    r"""Training reward rising while the held-out reward stays flat, against their noise.
+
+    Both gains are taken between the first and the last held-out evaluation (means of the first
+    and last quarter of the evaluations; of the training reward over a tenth of the run around
+    the same steps).  The held-out noise is binomial, :math:`\sqrt{v(1-v)/n}` per evaluation with
+    :math:`n` the evaluation set's size (:func:`eval_set_size`, from the lattice of the logged
+    values); where the lattice is not recoverable, the step-to-step spread of the evaluations
+    (lag-1 differences, which also holds real change: fewer flags).  The training noise is the
+    lag-1 spread of the training reward.  Flag when the training gain exceeds ``z`` = 4 sd while
+    the held-out gain is below ``flat`` = 2 of its sd (flat or falling): the mean-field drift acts
+    on the prompt distribution, so a gain on it shows on held-out prompts of the same
+    distribution unless it is not a gain on the task.
+    """
     try:
         rname = log.reward_metric(reward_metric)
     except ParameterError:
@@ -322,35 +367,62 @@ def reward_hacking(log, reward_metric=None, *, min_evaluations=5, z=2.0):
     vname = log.role("val_reward")
     if vname is None or vname == rname:
         return _absent("reward_hacking", "held-out reward (eval_*/val/*) next to the training reward")
+    if rname.lower().startswith(_HELDOUT_PREFIXES):
+        return _na(f"the reward metric {rname} is itself a held-out one: no training reward to "
+                   "compare it with", "training reward")
     rs, rv = log.series(rname)
     vs, vv = log.series(vname)
-    ok = np.isfinite(vv)
-    vs, vv = vs[ok], vv[ok]
     if vs.size < min_evaluations or rs.size < 10:
         return _na(f"{vs.size} held-out evaluations ({vname}), need >= {min_evaluations}; "
                    f"{rs.size} training rewards, need >= 10", vname)
-    rsm = _smooth(rv, _window(rv.size))
-    train_at = np.interp(vs, rs, rsm)
+    inside = (vs >= rs[0]) & (vs <= rs[-1])
+    vs, vv = vs[inside], vv[inside]
+    if vs.size < min_evaluations:
+        return _na(f"{vs.size} held-out evaluations inside the logged training steps, need >= "
+                   f"{min_evaluations}", vname)
     m = max(1, vs.size // 4)
-    sd_t = float(np.std(rv - rsm)) or float(np.std(rv)) or 1e-12
-    sd_v = float(np.std(np.diff(vv)) / math.sqrt(2)) or float(np.std(vv)) or 1e-12
-    zt = float(np.median(train_at[-m:]) - np.median(train_at[:m])) / sd_t
-    zv = float(np.median(vv[-m:]) - np.median(vv[:m])) / sd_v
-    corr = float(np.corrcoef(train_at, vv)[0, 1]) if np.std(train_at) > 0 and np.std(vv) > 0 else None
-    # the training reward rose by more than z noise sd while the held-out reward did not rise by
-    # one sd and does not follow it (correlation below 0.3)
-    flag = zt > z and zv < 1 and (corr is None or corr < 0.3)
+    g_v = float(np.mean(vv[-m:]) - np.mean(vv[:m]))
+    n_eval = eval_set_size(vv)
+    if n_eval is not None:
+        p = float(np.clip(np.mean(vv), 1.0 / n_eval, 1 - 1.0 / n_eval))
+        sd_eval = math.sqrt(p * (1 - p) / n_eval)
+        noise_src = f"binomial on {n_eval} trials (the lattice of the logged values)"
+    else:
+        sd_eval = float(np.std(np.diff(vv)) / math.sqrt(2.0))
+        noise_src = "lag-1 spread of the evaluations (set size not recoverable from the values)"
+    sd_gv = sd_eval * math.sqrt(2.0 / m) or 1e-12
+    half = max(1, rs.size // 20)
+
+    def around(step):
+        i = int(np.searchsorted(rs, step))
+        return rv[max(0, i - half): i + half + 1]
+
+    a, b = around(vs[:m].mean()), around(vs[-m:].mean())
+    g_t = float(np.mean(b) - np.mean(a))
+    sd_t = float(np.std(np.diff(rv)) / math.sqrt(2.0))
+    sd_gt = sd_t * math.sqrt(1.0 / a.size + 1.0 / b.size) or 1e-12
+    zt, zv = g_t / sd_gt, g_v / sd_gv
+    flag = zt > z and zv < flat
     first = None
-    if flag:
-        best = int(np.argmax(_smooth(vv, 3)))
-        first = float(vs[min(best + 1, vs.size - 1)])
-    ev = (f"standardised gains between held-out evaluations at steps {vs[0]:g} and {vs[-1]:g}: "
-          f"training {rname} {zt:+.1f} sd, held-out {vname} {zv:+.1f} sd"
-          + (f", correlation {corr:.2f}" if corr is not None else "")
-          + f" (flag: training > {z:g} sd, held-out < 1 sd, correlation < 0.3)")
+    if flag:   # the first evaluation from which the held-out reward no longer follows
+        for j in range(m, vs.size):
+            tj = float(np.mean(around(vs[j])) - np.mean(a))
+            vj = float(vv[j] - np.mean(vv[:m]))
+            if tj / sd_gt > z and vj / (sd_eval * math.sqrt(1 + 1.0 / m)) < flat:
+                first = float(vs[j])
+                break
+    same_scale = (np.nanmin(rv) >= 0 and np.nanmax(rv) <= 1)
+    gap = (g_t - g_v) / math.hypot(sd_gt, sd_gv) if same_scale else None
+    ev = (f"between held-out evaluations at steps {vs[0]:g} and {vs[-1]:g}: training {rname} "
+          f"gained {g_t:+.3g} ± {sd_gt:.2g} ({zt:+.1f} sd), held-out {vname} {g_v:+.3g} ± "
+          f"{sd_gv:.2g} ({zv:+.1f} sd; noise: {noise_src})"
+          + (f"; divergence of the two {gap:+.1f} sd" if gap is not None else "")
+          + f" (flag: training > {z:g} sd while held-out < {flat:g} sd)")
     return _result(flag, zt - zv, ev, first_step=first,
-                   knob="beta (KL to the reference), e.g. 0.04; stop at the held-out peak",
-                   train_gain_sd=zt, heldout_gain_sd=zv, correlation=corr)
+                   knob="beta (KL to the reference), e.g. 0.04; stop at the held-out peak; check "
+                        "the reward function for exploitable shortcuts",
+                   train_gain=g_t, train_gain_sd=sd_gt, heldout_gain=g_v, heldout_gain_sd=sd_gv,
+                   eval_set_size=n_eval, divergence_sd=gap)
 
 
 #: Metrics whose runaway growth marks a diverging run: role -> what it measures.

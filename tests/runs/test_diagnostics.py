@@ -206,3 +206,50 @@ def test_growth_scan_thresholds_from_the_mechanism():
     assert quad["ratio"] == pytest.approx(1.5 ** 2, rel=0.05) and quad["step"] is None
     assert cubic["ratio"] == pytest.approx(1.5 ** 3, rel=0.05) and cubic["step"] is not None
     assert D.growth_scan(t[:5], t[:5]) is None
+
+
+# ----------------------------------------------------------------------------------
+# reward hacking against the binomial error of a finite evaluation set
+# ----------------------------------------------------------------------------------
+
+def test_eval_set_size_from_the_lattice():
+    rng = np.random.default_rng(3)
+    assert D.eval_set_size(rng.binomial(1319, 0.7, 20) / 1319) == 1319
+    assert D.eval_set_size(rng.binomial(500 * 4, 0.4, 12) / 2000) in (2000, 1000, 500)
+    # values printed with three decimals: the grid of the printout, not the set
+    assert D.eval_set_size(np.round(rng.binomial(1319, 0.7, 20) / 1319, 3)) is None
+    assert D.eval_set_size([0.5, 0.5, 0.5]) is None
+
+
+@pytest.mark.parametrize("n_eval", [64, 1319, 1000])
+def test_reward_hacking_against_the_binomial_error(n_eval):
+    # training reward rises 0.3 -> 0.8 (400 steps, batch noise 0.03); held-out accuracy on n_eval
+    # problems every 20 steps either follows (at 0.8x the gain: a harder held-out set) or stays
+    # flat.  Flat is flagged at both set sizes, following never is.
+    steps = np.arange(1.0, 401)
+    p = 0.3 + 0.5 * (1 - np.exp(-steps / 80))
+    ev = np.arange(20.0, 401, 20)
+    p_ev = 0.3 + 0.5 * (1 - np.exp(-ev / 80))
+    flags = {"follow": [], "flat": []}
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        train = p + 0.03 * rng.standard_normal(steps.size)
+        for kind, q in (("follow", 0.25 + 0.8 * (p_ev - 0.3)), ("flat", np.full(ev.size, 0.25))):
+            held = rng.binomial(n_eval, q) / n_eval
+            log = TrainingLog(metrics={"reward": (steps, train), "eval_reward": (ev, held)})
+            d = D.reward_hacking(log)
+            if n_eval == 1000:   # k/1000 cannot be told from a printout rounded to 3 decimals
+                assert d["eval_set_size"] is None and "lag-1" in d["evidence"]
+            else:
+                assert n_eval % d["eval_set_size"] == 0
+            flags[kind].append(d["flag"])
+    assert np.mean(flags["follow"]) == 0.0
+    assert np.mean(flags["flat"]) >= 0.9
+
+
+def test_reward_hacking_na_when_the_reward_is_itself_held_out():
+    steps = np.arange(0.0, 50, 5)
+    log = TrainingLog(metrics={"eval/reward_total": (steps, np.linspace(0.2, 0.5, 10)),
+                               "eval/reward_answer": (steps, np.linspace(0.2, 0.5, 10))})
+    d = D.reward_hacking(log, "eval/reward_total")
+    assert d["flag"] is None and "itself a held-out" in d["evidence"]
