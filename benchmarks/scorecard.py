@@ -10,15 +10,17 @@ for every run, its ``run.json`` (format, reward key, labels).  Prints
   "unknown" are not scored; then the flag counts of every detector ``diagnose`` returns;
 - per fit family: the median R^2 over the runs where the model applies (the reward's
   kind, binary or dense, from ``run.json``);
-- forecasts from the first 25 % and 50 % of the steps: how many were made and declined
-  (the model does not apply to the prefix), the median ratio of the forecast's held-out
+- forecasts from the first 20 % and 50 % of the steps: how many were made, declined, or not
+  possible (a prefix of fewer than 8 points), the median ratio of the forecast's held-out
   RMSE to each baseline's and to the best baseline of each run, the coverage of the 90 %
   interval (pooled over held-out points, and the mean of the runs' coverages, which a long
-  run cannot dominate), and the bound no forecast can beat (the held-out noise from lag-1
-  differences, and the exponential/oscillator fitted on *all* the data) as a ratio to the
-  best baseline.
+  run cannot dominate), the noise floor (RMSE of the held-out points about their own smoothed
+  curve) as a ratio to the best baseline, and the fraction of the gap from the best baseline
+  to that floor that the forecast closes;
+- the same for the lab's labelled runs (``benchmarks/lab_runs``, or ``--lab DIR``) as a
+  separate table.
 
-Run: ``PYTHONPATH=. python benchmarks/scorecard.py [--json]``.  Thresholds are the
+Run: ``PYTHONPATH=. python benchmarks/scorecard.py [--json] [--lab DIR]``.  Thresholds are the
 detectors' own (from mechanisms); nothing here is tuned to these runs.
 """
 
@@ -37,10 +39,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks" / "real_runs"
 
-#: benchmark label -> detector that answers it
+#: benchmark label -> detector that answers it (the lab's ``instability`` is the dynamical one)
 LABEL_DETECTOR = {
     "collapse": "dynamical_instability",
     "divergence": "dynamical_instability",
+    "instability": "dynamical_instability",
     "oscillation": "dynamical_instability",
     "entropy_collapse": "policy_concentration",
     "entropy_explosion": "entropy_explosion",
@@ -154,27 +157,43 @@ def _reward_kind(info: dict):
     return "auto", "auto"
 
 
-def score(runs):
+def noise_floor(y) -> float:
+    """RMSE of held-out points about their own smoothed curve (centred moving mean over ~10 % of
+    them, odd window >= 3): what no forecast of the curve can beat."""
+    y = np.asarray(y, dtype=float)
+    n = y.size
+    if n < 5:
+        return math.nan
+    h = max(3, (n // 10) | 1) // 2
+    sm = np.array([np.mean(y[max(0, i - h): i + h + 1]) for i in range(n)])
+    return float(np.sqrt(np.mean((y - sm) ** 2)))
+
+
+FRACTIONS = (0.2, 0.5)
+
+
+def score(runs, bench=BENCH):
     from grpo_theory.progress import progress
     from grpo_theory.runs.diagnostics import diagnose
-    from grpo_theory.runs.fitting import fit_curve, fit_log
-    from grpo_theory.runs.forecast import forecast, noise_sd
+    from grpo_theory.runs.fitting import fit_log
+    from grpo_theory.runs.forecast import forecast
     from grpo_theory.validate import ParameterError
 
-    labels_seen = [lab for lab in LABEL_DETECTOR]
     tally = defaultdict(lambda: {"TP": 0, "FN": 0, "FP": 0, "TN": 0, "abstain": 0, "unread": 0})
     answered_by = {}
     flags = defaultdict(lambda: {"true": 0, "false": 0, "null": 0})
     r2 = defaultdict(list)
-    fracs = (0.25, 0.5)
-    ratios = {f: defaultdict(list) for f in fracs}
-    bounds = {f: defaultdict(list) for f in fracs}
-    cover = {f: [0, 0, []] for f in fracs}
-    counts = {f: {"made": 0, "declined": 0, "reasons": defaultdict(int)} for f in fracs}
+    ratios = {f: defaultdict(list) for f in FRACTIONS}
+    gaps = {f: [] for f in FRACTIONS}
+    floors = {f: [] for f in FRACTIONS}
+    cover = {f: [0, 0, []] for f in FRACTIONS}
+    counts = {f: {"made": 0, "declined": 0, "too_short": 0, "reasons": defaultdict(int)}
+              for f in FRACTIONS}
     per_run = {}
+    labels_seen = list(LABEL_DETECTOR)
     for meta in progress(runs, total=len(runs), desc="scorecard"):
-        run_dir = BENCH / Path(meta["run_json"]).parent
-        info = json.loads((BENCH / meta["run_json"]).read_text())
+        run_dir = bench / Path(meta["run_json"]).parent
+        info = json.loads((bench / meta["run_json"]).read_text())
         labels = info.get("labels", {})
         key = (info.get("reward") or {}).get("key")
         try:
@@ -204,7 +223,8 @@ def score(runs):
                 t["abstain"] += 1
             else:
                 t[("T" if bool(flag) == truth else "F") + ("P" if flag else "N")] += 1
-        if log is None or meta.get("kind") != "grpo" or key not in log.metrics:
+        if log is None or info.get("labels", {}).get("kind", meta.get("kind")) != "grpo" \
+                or key not in log.metrics:
             continue
         steps, values = log.series(key)
         ok = np.isfinite(values)
@@ -213,18 +233,19 @@ def score(runs):
         try:
             rep = fit_log(log, key, reward=reward)
         except ParameterError:
-            continue
-        if rep.applicable["fit"]:
+            rep = None
+        if rep is not None and rep.applicable["fit"]:
             for m, d in rep.models.items():
                 if d["r2"] is not None:
                     r2[m].append(d["r2"])
         ent = log.role("entropy")
         models = None if reward != "dense" else ["exponential", "oscillator"]
-        for f in fracs:
+        for f in FRACTIONS:
             try:
                 fc = forecast(steps, values, f, models, reward_range=rrange,
                               entropy=log.series(ent) if ent else None)
             except ParameterError:
+                counts[f]["too_short"] += 1
                 continue
             base = {b: d["holdout_rmse"] for b, d in fc.baselines.items()
                     if d["holdout_rmse"] is not None and d["holdout_rmse"] > 0}
@@ -234,62 +255,57 @@ def score(runs):
                     counts[f]["reasons"][_reason_kind(r)] += 1
                 continue
             counts[f]["made"] += 1
-            ours = fc.holdout_rmse[fc.best]
+            yh = fc.y_holdout
+            ours = float(np.sqrt(np.mean((fc.prediction - yh) ** 2)))
             for b, v in base.items():
                 ratios[f][b].append(ours / v)
             best_base = min(base.values())
             ratios[f]["best baseline"].append(ours / best_base)
-            # what no forecast can beat: the held-out noise, and a fit made on all the data
-            yh = fc.y_holdout
-            floor = noise_sd(yh) if yh.size >= 3 else math.nan
+            floor = noise_floor(yh)
             if math.isfinite(floor):
-                bounds[f]["noise floor"].append(floor / best_base)
-            full = []
-            for m in ("exponential", "oscillator"):
-                fr = fit_curve(steps, values, m)
-                pred = fr.predict(fc.t_holdout - fr.t0)
-                if fc.reward_range is not None:
-                    pred = np.clip(pred, *fc.reward_range)
-                full.append(float(np.sqrt(np.mean((pred - yh) ** 2))))
-            bounds[f]["full-data fit"].append(min(full) / best_base)
-            inside = round(fc.interval_coverage * fc.n_holdout)
+                floors[f].append(floor / best_base)
+                if best_base > floor:
+                    gaps[f].append((best_base - ours) / (best_base - floor))
+            lo, hi = fc.band
+            inside = int(np.sum((yh >= lo) & (yh <= hi)))
             cover[f][0] += inside
-            cover[f][1] += fc.n_holdout
-            cover[f][2].append(fc.interval_coverage)
+            cover[f][1] += yh.size
+            cover[f][2].append(inside / yh.size)
     med = lambda v: (float(np.median(v)), len(v)) if v else (None, 0)  # noqa: E731
     return {"detectors": {lab: dict(tally[lab], detector=answered_by.get(lab, LABEL_DETECTOR[lab]))
                           for lab in labels_seen},
             "detector_flags": {k: dict(v) for k, v in flags.items()},
             "fit_r2_median": {m: med(v) for m, v in r2.items()},
             "forecast": {str(f): {"made": counts[f]["made"], "declined": counts[f]["declined"],
+                                  "too_short": counts[f]["too_short"],
+                                  "answer_rate": (counts[f]["made"] / (counts[f]["made"]
+                                                                       + counts[f]["declined"])
+                                                  if counts[f]["made"] + counts[f]["declined"]
+                                                  else None),
                                   "declined_reasons": dict(counts[f]["reasons"]),
                                   "rmse_ratio_median": {b: med(v) for b, v in ratios[f].items()},
-                                  "bound_ratio_median": {b: med(v) for b, v in bounds[f].items()},
+                                  "noise_floor_ratio_median": med(floors[f]),
+                                  "gap_closed_median": med(gaps[f]),
                                   "interval90_coverage": (cover[f][0] / cover[f][1]
                                                           if cover[f][1] else None),
                                   "interval90_coverage_per_run_mean":
                                       float(np.mean(cover[f][2])) if cover[f][2] else None}
-                         for f in fracs},
+                         for f in FRACTIONS},
             "unread": per_run}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    manifest = json.loads((BENCH / "manifest.json").read_text())
-    res = score(manifest["runs"])
-    if args.json:
-        print(json.dumps(res, indent=2))
-        return 0
-    print(f"benchmark: {len(manifest['runs'])} runs ({BENCH})")
+def _print(res, title, n_runs, bench):
+    print(f"{title}: {n_runs} runs ({bench})")
     print("detectors: diagnose(log).diagnostics[name]['flag'] against the labels "
           "(null = abstain; unknown labels not scored)")
     print(f"{'label':<22} {'detector':<22} {'TP':>3} {'FN':>3} {'FP':>3} {'TN':>3} {'n/a':>4} "
-          f"{'unread':>6}")
+          f"{'unread':>6} {'recall':>6} {'FA rate':>7}")
     for lab, t in res["detectors"].items():
+        pos, neg = t["TP"] + t["FN"], t["FP"] + t["TN"]
+        rec = f"{t['TP'] / pos:.2f}" if pos else "n/a"
+        fa = f"{t['FP'] / neg:.2f}" if neg else "n/a"
         print(f"{lab:<22} {t['detector']:<22} {t['TP']:>3} {t['FN']:>3} {t['FP']:>3} "
-              f"{t['TN']:>3} {t['abstain']:>4} {t['unread']:>6}")
+              f"{t['TN']:>3} {t['abstain']:>4} {t['unread']:>6} {rec:>6} {fa:>7}")
     print("flags per detector over the runs read (true / false / null):")
     for name, c in res["detector_flags"].items():
         print(f"  {name:<26} {c['true']:>3} / {c['false']:>3} / {c['null']:>3}")
@@ -297,21 +313,49 @@ def main(argv=None) -> int:
     for m, (v, n) in res["fit_r2_median"].items():
         print(f"  {m:<16} {v:.3f} ({n})")
     for f, d in res["forecast"].items():
-        cov, covr = d["interval90_coverage"], d["interval90_coverage_per_run_mean"]
+        cov, covr, ar = (d["interval90_coverage"], d["interval90_coverage_per_run_mean"],
+                         d["answer_rate"])
         print(f"forecast from the first {float(f):.0%}: {d['made']} made, {d['declined']} declined "
-              f"(model n/a on the prefix); 90 % interval coverage "
-              f"{'n/a' if cov is None else f'{cov:.0%}'} pooled, "
-              f"{'n/a' if covr is None else f'{covr:.0%}'} mean over runs")
+              f"(answer rate {'n/a' if ar is None else f'{ar:.0%}'}), {d['too_short']} with a "
+              f"prefix of < 8 points; 90 % interval coverage "
+              f"{'n/a' if cov is None else f'{cov:.3f}'} pooled, "
+              f"{'n/a' if covr is None else f'{covr:.3f}'} mean over runs")
         for r, n in d["declined_reasons"].items():
             print(f"    declined: {r} ({n})")
         print("  median RMSE ratio ours / baseline (runs)")
         for b, (v, n) in d["rmse_ratio_median"].items():
             print(f"    vs {b:<16} {'n/a' if v is None else f'{v:.2f}'} ({n})")
-        print("  the bound: median ratio to the best baseline that no forecast can beat")
-        for b, (v, n) in d["bound_ratio_median"].items():
-            print(f"    {b:<19} {'n/a' if v is None else f'{v:.2f}'} ({n})")
+        fl, nf = d["noise_floor_ratio_median"]
+        g, ng = d["gap_closed_median"]
+        print(f"  noise floor / best baseline (median): {'n/a' if fl is None else f'{fl:.2f}'} "
+              f"({nf}); fraction of the gap best baseline -> floor closed (median): "
+              f"{'n/a' if g is None else f'{g:.2f}'} ({ng})")
     for rid, why in res["unread"].items():
         print(f"  {rid}: {why}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--lab", default=str(ROOT / "benchmarks" / "lab_runs"),
+                    help="directory of the lab's labelled runs (scored as a separate table)")
+    args = ap.parse_args(argv)
+    manifest = json.loads((BENCH / "manifest.json").read_text())
+    out = {"public": score(manifest["runs"])}
+    lab = Path(args.lab)
+    lab_runs = sorted(p for p in lab.glob("*/run.json")) if lab.is_dir() else []
+    if lab_runs:
+        metas = [{"id": p.parent.name, "run_json": f"{p.parent.name}/run.json",
+                  "kind": json.loads(p.read_text()).get("labels", {}).get("kind", "grpo")}
+                 for p in lab_runs]
+        out["lab"] = score(metas, bench=lab)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    _print(out["public"], "public benchmark", len(manifest["runs"]), BENCH)
+    if "lab" in out:
+        print()
+        _print(out["lab"], "lab runs (separate table: the cause of each is known)", len(lab_runs), lab)
     return 0
 
 

@@ -72,6 +72,7 @@ __all__ = [
     "growth_scan",
     "eval_set_size",
     "DIVERGENCE_CHANNELS",
+    "alternation",
 ]
 
 _GROUP_KEYS = ("group_size", "num_generations", "actor_rollout_ref.rollout.n", "rollout.n",
@@ -302,14 +303,19 @@ def entropy_explosion(log, reward_metric=None, *, factor=math.e):
     if hs.size < 10:
         return _na(f"fewer than 10 logged values of {hname}", hname)
     hsm = _smooth(hv, _window(hv.size))
-    h_start = float(np.median(hv[:min(3, hs.size)]))
+    k0 = min(3, hs.size)
+    h_start = float(np.median(hv[:k0]))
     if not h_start > 0:
         return _na(f"{hname} at the start is {h_start:.3g} (not positive)", hname)
-    score = float(np.max(hsm)) / h_start
+    # the rise is measured after the start window (a first value far above the start median,
+    # e.g. an entropy falling fast from ln 2, is the start, not an explosion)
+    after = hsm[k0:] if hs.size > k0 else hsm
+    score = float(np.max(after)) / h_start
     flag = score > factor
-    ev = (f"{hname}: {h_start:.4g} at the start, smoothed maximum {np.max(hsm):.4g} "
+    ev = (f"{hname}: {h_start:.4g} at the start, smoothed maximum after it {np.max(after):.4g} "
           f"({score:.2f}x; flag above e-fold {factor:.2f}x)")
-    return _result(flag, score, ev, first_step=_first_crossing(hs, hsm, factor * h_start),
+    return _result(flag, score, ev,
+                   first_step=_first_crossing(hs[k0:], after, factor * h_start) if flag else None,
                    knob="learning rate (halve it) or the clip epsilon (e.g. 0.2)")
 
 
@@ -572,9 +578,10 @@ def divergence(log, reward_metric=None, *, factor=math.e):
     hname, hs, hv = _entropy_series(log)
     ent_step = None
     if hname is not None and hs.size >= 10:
-        h0 = float(np.median(hv[:min(3, hs.size)]))
-        if h0 > 0:
-            ent_step = _first_crossing(hs, _smooth(hv, _window(hv.size)), factor * h0)
+        k0 = min(3, hs.size)
+        h0 = float(np.median(hv[:k0]))
+        if h0 > 0:       # after the start window, as in entropy_explosion
+            ent_step = _first_crossing(hs[k0:], _smooth(hv, _window(hv.size))[k0:], factor * h0)
     if not channels and not nonfinite and trunc_ev is None and ent_step is None:
         return _absent("divergence", "KL, entropy, response length, gradient norm or truncation "
                        "fraction (>= %d values)" % GROWTH_MIN_POINTS)
@@ -620,6 +627,69 @@ def divergence(log, reward_metric=None, *, factor=math.e):
                              for n, g in channels.items()},
                    blow_up={n: {"step": st, "kind": kind} for n, (st, kind) in nonfinite.items()},
                    truncation_step=trunc_step, reasons=reasons)
+
+
+#: Significance of the alternation test (as the growth F-test): a false alarm in 1e3 noise logs.
+ALTERNATION_ALPHA = 1e-3
+#: Window eigenvalue magnitude implied by the alternation, |lambda| = 1 - 1/V, above which the
+#: window map is at the edge of stability: deviations shrink by less than 10 % per window (a
+#: stationary flip-flop with eigenvalue -|lambda| has V = 1/(1 - |lambda|)).
+ALTERNATION_EDGE = 0.9
+#: Monte-Carlo draws of white noise for the alternation test's null distribution (its mean and
+#: sd; the tail is the normal one), and the longest lag tried.
+_ALT_DRAWS = 1000
+_ALT_MAX_LAG = 24
+
+
+def _alternation_ratio(x, lag):
+    """mean (x_{t+L} - x_t)^2 / mean (x_{t+2L} - x_t)^2: 1 for white noise, < 1 for a trend, >> 1
+    when deviations flip sign every L points."""
+    d1 = x[..., lag:] - x[..., :-lag]
+    d2 = x[..., 2 * lag:] - x[..., :-2 * lag]
+    return np.mean(d1 * d1, axis=-1) / np.maximum(np.mean(d2 * d2, axis=-1), 1e-300)
+
+
+def alternation(steps, values, *, alpha=ALTERNATION_ALPHA, edge=ALTERNATION_EDGE):
+    r"""Deviations that flip sign every :math:`L` points: the signature of a window eigenvalue at
+    or beyond :math:`-1` (L2 chapter: a real eigenvalue crossing :math:`-1`, or a complex pair near
+    it), where the deviation from the fixed point changes sign every refresh window.
+
+    For each lag :math:`L = 1, \dots, \min(n/6, 24)` the ratio
+    :math:`V_L = \overline{(x_{t+L} - x_t)^2} / \overline{(x_{t+2L} - x_t)^2}` is 1 for white
+    noise, below 1 for a trend and far above 1 for a sign flip every :math:`L` points.  Its
+    p-value comes from white-noise logs of the same length (Monte Carlo, fixed seed): the null
+    of :math:`\log V_L` is close to normal, so the tail beyond the draws is the normal tail with
+    the draws' mean and sd; it is corrected for the number of lags tried (Bonferroni).  A
+    stationary flip-flop driven by a window eigenvalue :math:`-|\lambda|` has
+    :math:`V = 1/(1 - |\lambda|)`, so :math:`|\hat\lambda| = 1 - 1/V`; ``alternating`` when the
+    corrected p-value is below ``alpha`` *and* :math:`|\hat\lambda| \ge` ``edge`` = 0.9 (the edge of
+    stability: a lightly damped but stable oscillation, e.g. heavy-ball momentum's, gives a
+    significant but small :math:`V`).  Returns ``{"alternating", "lag", "lag_steps", "ratio",
+    "eigenvalue", "p_value"}`` or ``None`` for fewer than 12 points.
+    """
+    x = np.asarray(values, dtype=float)
+    s = np.asarray(steps, dtype=float)
+    ok = np.isfinite(x)
+    x, s = x[ok], s[ok]
+    n = x.size
+    lags = [L for L in range(1, min(n // 6, _ALT_MAX_LAG) + 1) if n - 2 * L >= 5]
+    if n < 12 or np.std(x) == 0 or not lags:
+        return None
+    z = np.random.default_rng(0).standard_normal((_ALT_DRAWS, n))
+    best = (1.0, None, None)
+    for L in lags:
+        obs = float(_alternation_ratio(x, L))
+        null = np.log(_alternation_ratio(z, L))
+        m, sd = float(np.mean(null)), float(np.std(null))
+        p = 0.5 * math.erfc((math.log(max(obs, 1e-300)) - m) / (sd * math.sqrt(2.0))) if sd > 0 else 1.0
+        if p < best[0] or best[1] is None:
+            best = (p, L, obs)
+    p = min(1.0, best[0] * len(lags))
+    lag = best[1]
+    lam = 1.0 - 1.0 / best[2] if best[2] and best[2] > 0 else None
+    return {"alternating": bool(p < alpha and lam is not None and lam >= edge), "lag": lag,
+            "lag_steps": float(np.median(np.diff(s)) * lag) if lag else None,
+            "ratio": best[2], "eigenvalue": lam, "p_value": p}
 
 
 #: fewest reward points for the oscillation rule (the L3 fit's damping ratio is not resolved below)
@@ -712,6 +782,16 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
                and growth_p < 1e-3)
     if growing:
         first["growth"] = float(rs[2 * third])
+    # the reward's deviations flipping sign every L points (a window eigenvalue at -1); only the
+    # reward: per-step metrics such as the KL carry a deterministic saw-tooth over every refresh
+    # window (the lag cycles 0..k-1) even when the window map is stable
+    alt = {}
+    a = alternation(rs, rv)
+    if a is not None:
+        alt[rname] = a
+    flipping = [n_ for n_, a in alt.items() if a["alternating"]]
+    if flipping:
+        first["alternation"] = float(rs[n // 3])
     spikes = {}
     for role in ("grad_norm", "kl"):
         name = log.role(role)
@@ -730,7 +810,7 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     diverging = bool(div["flag"])
     if diverging:
         first["divergence"] = div["first_step"]
-    flag = oscillating or growing or collapse or diverging
+    flag = oscillating or growing or collapse or diverging or bool(flipping)
     first_step = min(first.values()) if first and all(v is not None for v in first.values()) else None
     parts = [f"rise {rise:.3g} to the smoothed peak at step {rs[peak]:g}, then a fall of {drop:.3g} "
              f"(noise sd {noise:.3g}; collapse = rise and fall > 4 sd, fall > half the rise)"]
@@ -745,12 +825,19 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
                      + ", ".join(f"{k} at step {v:g}" for k, v in spikes.items()))
     if diverging:
         parts.append("diverging before (or without) a reward fall: " + "; ".join(div["reasons"]))
+    if alt:
+        parts.append("sign flips: " + ", ".join(
+            f"{n_} every {a['lag']} points, V = {a['ratio']:.3g} (|lambda| ~ "
+            f"{a['eigenvalue']:.2f}), p = {a['p_value']:.2g}" for n_, a in alt.items())
+            + f" (flag: p < {ALTERNATION_ALPHA:g} and |lambda| >= {ALTERNATION_EDGE:g}, a window "
+            "eigenvalue at the edge of -1)")
     return _result(flag, drop / rise if rise > 0 else None, "; ".join(parts), first_step=first_step,
                    knob="learning rate (halve it); num_iterations / ppo_epochs = 1; clip epsilon 0.2",
                    damping_ratio=zeta, regime=regime, overshoot=overshoot, noise_sd=noise,
                    fluctuation_growth=growth, rise=rise, drop_from_peak=drop,
                    oscillating=oscillating, growing=growing, collapsed=bool(collapse),
-                   diverging=diverging, spikes=spikes)
+                   diverging=diverging, alternating=bool(flipping),
+                   alternation={n_: a for n_, a in alt.items()}, spikes=spikes)
 
 
 DETECTORS = {

@@ -253,3 +253,36 @@ def test_reward_hacking_na_when_the_reward_is_itself_held_out():
                                "eval/reward_answer": (steps, np.linspace(0.2, 0.5, 10))})
     d = D.reward_hacking(log, "eval/reward_total")
     assert d["flag"] is None and "itself a held-out" in d["evidence"]
+
+
+def test_alternation_marks_a_window_eigenvalue_at_minus_one():
+    # one reward per refresh window: a deviation that flips sign every window and grows
+    # (eigenvalue -1.15), against white noise and a stable flip-flop (eigenvalue -0.5)
+    rng = np.random.default_rng(4)
+    n = 20
+    steps = np.arange(1.0, n + 1)
+    dev = 0.01 * (-1.15) ** np.arange(n)
+    flip = 0.3 + np.clip(dev, -0.2, 0.2) + 0.01 * rng.standard_normal(n)
+    a = D.alternation(steps, flip)
+    assert a["alternating"] is True and a["lag"] == 1 and a["eigenvalue"] > 0.9
+    for seed in range(30):
+        noise = 0.3 + 0.05 * np.random.default_rng(seed).standard_normal(60)
+        assert D.alternation(np.arange(60.0), noise)["alternating"] is False
+    x = np.zeros(200)
+    e = 0.05 * np.random.default_rng(9).standard_normal(200)
+    for t in range(1, 200):
+        x[t] = -0.5 * x[t - 1] + e[t]
+    stable = D.alternation(np.arange(200.0), 0.3 + x)
+    assert stable["p_value"] < 1e-3 and stable["alternating"] is False   # significant, not at the edge
+    log = TrainingLog(metrics={"reward": (steps, flip)})
+    d = D.dynamical_instability(log)
+    assert d["flag"] is True and d["alternating"] is True
+
+
+def test_entropy_falling_from_its_first_value_is_not_an_explosion():
+    # an entropy that drops from ln 2 within the first steps (start median far below the first
+    # value) then keeps falling: no explosion, no divergence
+    h = np.concatenate([[0.693, 0.142, 0.085], np.geomspace(0.056, 0.003, 117)])
+    log = _entropy_log(h)
+    assert D.entropy_explosion(log)["flag"] is False
+    assert D.divergence(log)["flag"] is False
