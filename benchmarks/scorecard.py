@@ -41,8 +41,8 @@ BENCH = ROOT / "benchmarks" / "real_runs"
 
 #: benchmark label -> detector that answers it (the lab's ``instability`` is the dynamical one)
 LABEL_DETECTOR = {
-    "collapse": "dynamical_instability",
-    "divergence": "dynamical_instability",
+    "collapse": "collapse",
+    "divergence": "divergence",
     "instability": "dynamical_instability",
     "oscillation": "dynamical_instability",
     "entropy_collapse": "policy_concentration",

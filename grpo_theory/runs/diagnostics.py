@@ -69,6 +69,7 @@ __all__ = [
     "degenerate_group_probability",
     "group_size_from_config",
     "divergence",
+    "collapse",
     "growth_scan",
     "eval_set_size",
     "DIVERGENCE_CHANNELS",
@@ -840,6 +841,27 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
                    alternation={n_: a for n_, a in alt.items()}, spikes=spikes)
 
 
+def collapse(log, reward_metric=None, *, instability=None):
+    """The reward collapsing: a rise then a fall of half of it, a fall to the floor, or a run
+    diverging in KL / entropy / length whose reward has begun to fall (more than 4 noise sd below
+    its smoothed peak): the collapse seen before the reward has finished falling."""
+    di = instability if instability is not None else dynamical_instability(log, reward_metric)
+    if di["flag"] is None:
+        return dict(di)
+    fell = (di.get("drop_from_peak") is not None and di.get("noise_sd") is not None
+            and di["drop_from_peak"] > 4 * di["noise_sd"])
+    early = bool(di.get("diverging")) and fell
+    flag = bool(di.get("collapsed")) or early
+    ev = ("reward collapsed (rise then fall of half of it, or fall to the floor)" if di.get("collapsed")
+          else "diverging, and the reward has fallen {:.3g} (> 4 noise sd {:.3g}) below its peak".format(
+              di["drop_from_peak"], di["noise_sd"]) if early else
+          "no reward collapse" + (" (diverging, but the reward has not fallen yet)"
+                                  if di.get("diverging") else ""))
+    return _result(flag, di.get("score"), ev + "; " + di["evidence"],
+                   first_step=di.get("first_step") if flag else None,
+                   knob=di.get("knob"), collapsed=bool(di.get("collapsed")), early=early)
+
+
 DETECTORS = {
     "advantage_degeneracy": advantage_degeneracy,
     "policy_concentration": policy_concentration,
@@ -847,6 +869,7 @@ DETECTORS = {
     "reward_hacking": reward_hacking,
     "divergence": divergence,
     "dynamical_instability": dynamical_instability,
+    "collapse": collapse,
 }
 
 
@@ -911,5 +934,6 @@ def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis
         "divergence": divergence(log, reward_metric),
         "dynamical_instability": dynamical_instability(log, reward_metric, fit=fit),
     }
+    out["collapse"] = collapse(log, reward_metric, instability=out["dynamical_instability"])
     return Diagnosis(source=str(log.source), format=log.format, run=log.run, metric=metric,
                      group_size=G, diagnostics=out, warnings=warnings)

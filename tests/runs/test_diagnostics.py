@@ -119,7 +119,7 @@ def test_diagnose_cli_real_log(capsys):
     out = json.loads(capsys.readouterr().out)
     d = out["diagnostics"]
     assert set(d) == {"advantage_degeneracy", "policy_concentration", "reward_hacking",
-                      "dynamical_instability", "entropy_explosion", "divergence"}
+                      "dynamical_instability", "entropy_explosion", "divergence", "collapse"}
     for v in d.values():
         assert set(v) >= {"flag", "score", "missing", "evidence", "first_step", "knob"}
     assert out["group_size"] == 5  # from the launch script's rollout.n
@@ -286,3 +286,17 @@ def test_entropy_falling_from_its_first_value_is_not_an_explosion():
     log = _entropy_log(h)
     assert D.entropy_explosion(log)["flag"] is False
     assert D.divergence(log)["flag"] is False
+
+
+def test_collapse_seen_in_the_divergence_before_the_reward_has_finished_falling():
+    n = 100
+    t = np.arange(1.0, n + 1)
+    blow = np.exp(np.clip(t - 70, 0, None) / 5.0)
+    falling = np.where(t < 80, 0.6, 0.6 - 0.01 * (t - 80))          # a late, slow fall of 0.2
+    log = _channels_log(n, 0, kl=0.05 * (1 - np.exp(-t / 20)) * blow, entropy=0.3 * blow ** 0.5,
+                        length=500 * blow ** 0.3, reward=falling)
+    c = D.collapse(log)
+    assert c["flag"] is True and c["early"] is True and c["collapsed"] is False
+    flat = _channels_log(n, 0, kl=0.05 * (1 - np.exp(-t / 20)) * blow, entropy=0.3 * blow ** 0.5,
+                         length=500 * blow ** 0.3, reward=np.full(n, 0.6))
+    assert D.collapse(flat)["flag"] is False and D.divergence(flat)["flag"] is True
