@@ -297,7 +297,8 @@ def policy_concentration(log, reward_metric=None, *, threshold=ENTROPY_EFOLD):
 
 
 def entropy_explosion(log, reward_metric=None, *, factor=math.e):
-    """Entropy rising an e-fold above its start: the policy spreading out (divergence)."""
+    """Entropy rising an e-fold above its start, or re-expanding an e-fold above its lowest
+    level after having concentrated and ending above its start: the policy spreading out."""
     hname, hs, hv = _entropy_series(log)
     if hname is None:
         return _absent("entropy_explosion", "entropy")
@@ -313,11 +314,24 @@ def entropy_explosion(log, reward_metric=None, *, factor=math.e):
     after = hsm[k0:] if hs.size > k0 else hsm
     score = float(np.max(after)) / h_start
     flag = score > factor
+    first = _first_crossing(hs[k0:], after, factor * h_start) if flag else None
+    # re-expansion: after concentrating, the entropy climbs an e-fold above its running minimum
+    # and the run ends above where it started (a bump that comes back down is bounded)
+    run_min = np.minimum.accumulate(after)
+    rebound = after / np.maximum(run_min, 1e-300)
+    k = max(1, hs.size // 20)
+    end = float(np.median(hv[-k:]))
+    re_exp = bool(np.max(rebound) > factor and end > h_start)
+    if re_exp and not flag:
+        i = int(np.nonzero(rebound > factor)[0][0])
+        first = float(hs[k0 + i])
     ev = (f"{hname}: {h_start:.4g} at the start, smoothed maximum after it {np.max(after):.4g} "
-          f"({score:.2f}x; flag above e-fold {factor:.2f}x)")
-    return _result(flag, score, ev,
-                   first_step=_first_crossing(hs[k0:], after, factor * h_start) if flag else None,
-                   knob="learning rate (halve it) or the clip epsilon (e.g. 0.2)")
+          f"({score:.2f}x), largest rise above its running minimum {np.max(rebound):.2f}x, "
+          f"{end:.4g} at the end (flag: e-fold {factor:.2f}x above the start, or above the "
+          f"running minimum while ending above the start)")
+    return _result(flag or re_exp, score, ev, first_step=first,
+                   knob="learning rate (halve it) or the clip epsilon (e.g. 0.2)",
+                   rebound=float(np.max(rebound)))
 
 
 #: Name prefixes of held-out metrics (a reward under one of them is not a training reward).

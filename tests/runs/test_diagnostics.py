@@ -300,3 +300,13 @@ def test_collapse_seen_in_the_divergence_before_the_reward_has_finished_falling(
     flat = _channels_log(n, 0, kl=0.05 * (1 - np.exp(-t / 20)) * blow, entropy=0.3 * blow ** 0.5,
                          length=500 * blow ** 0.3, reward=np.full(n, 0.6))
     assert D.collapse(flat)["flag"] is False and D.divergence(flat)["flag"] is True
+
+
+def test_entropy_re_expanding_after_concentrating():
+    # falls 3x, then climbs 4x above its minimum and ends above its start: an explosion; the
+    # same bump coming back down below the start is bounded: not one
+    down = np.geomspace(0.2, 0.066, 60)
+    up = np.geomspace(0.066, 0.26, 12)
+    assert D.entropy_explosion(_entropy_log(np.concatenate([down, up])))["flag"] is True
+    back = np.concatenate([down, up, np.geomspace(0.26, 0.07, 30)])
+    assert D.entropy_explosion(_entropy_log(back))["flag"] is False
