@@ -51,8 +51,53 @@ def _clip_fraction_model(delta, passes, clip):
                for p in range(1, passes + 1)) / passes
 
 
-def self_push_from_log(log, passes, *, clip=REFERENCE_CLIP) -> dict | None:
+def _first_clip_pass(log, passes, window_batches, clip):
+    """delta from the pass at which clipping first appears in each refresh window.
+
+    With per-optimizer-step clipped fractions, step ``s`` (1-based, as TRL and verl count) is at
+    position ``(s - 1) % k`` of its window, pass ``position // m + 1``.  A window whose first
+    clipped step is at pass ``j >= 2`` had its samples' log-ratios reach ``log(1 + eps)`` within
+    ``j - 1`` passes: ``delta ~ log(1 + eps) / (j - 1)``; a window never clipped over its ``P``
+    passes bounds ``delta < log(1 + eps) / (P - 1)``.  Returns the median over windows (censored
+    windows at their bound) with the quartiles, or ``None`` without per-step fractions.
+    """
+    name = log.role("clip_frac")
+    if name is None:
+        return None
+    s, v = log.series(name)
+    m = int(window_batches)
+    k = passes * m
+    if s.size < 2 * k or np.any(np.diff(s) != 1):
+        return None
+    c = math.log1p(clip)
+    win = ((s - 1) // k).astype(int)
+    est, censored = [], 0
+    for w in np.unique(win):
+        sel = win == w
+        if sel.sum() < k:
+            continue
+        pas = ((s[sel] - 1) % k).astype(int) // m + 1
+        hit = pas[(v[sel] > 0) & (pas >= 2)]
+        if hit.size:
+            est.append(c / (int(hit.min()) - 1))
+        else:
+            est.append(c / (passes - 1))
+            censored += 1
+    if not est:
+        return None
+    q1, med, q3 = np.percentile(est, [25, 50, 75])
+    return {"value": float(med), "interval": [float(q1), float(q3)], "metric": name,
+            "method": f"first clipped pass in each of {len(est)} refresh windows ({censored} never "
+                      f"clipped, counted at the bound log(1 + {clip:g})/(P - 1)): "
+                      "delta = log(1 + eps)/(j - 1)"}
+
+
+def self_push_from_log(log, passes, *, clip=REFERENCE_CLIP, window_batches=1) -> dict | None:
     r"""Per-pass self push :math:`\delta` of a run that made ``passes`` passes over each batch.
+
+    - from the pass at which clipping first appears in each window, where the clipped fraction
+      is logged at every optimizer step (:func:`_first_clip_pass`; no distributional
+      assumption);
 
     - from the KL to the sampling policy measured on the batch (``policy_lag_kl``, verl
       ``actor/ppo_kl``), averaged over the window's steps: with a sample's log-ratio
@@ -68,6 +113,9 @@ def self_push_from_log(log, passes, *, clip=REFERENCE_CLIP) -> dict | None:
     P = check_int("passes", passes, low=1)
     if P < 2:
         return None
+    first = _first_clip_pass(log, P, window_batches, clip)
+    if first is not None:
+        return first
     name = log.role("policy_lag_kl")
     if name is not None:
         _, v = log.series(name)
@@ -93,10 +141,13 @@ def self_push_from_log(log, passes, *, clip=REFERENCE_CLIP) -> dict | None:
                     mid = math.sqrt(lo * hi)
                     lo, hi = (mid, hi) if _clip_fraction_model(mid, P, clip) < fr else (lo, mid)
                 return math.sqrt(lo * hi)
-            q1, med, q3 = np.percentile(v, [25, 50, 75])
-            return {"value": invert(med), "interval": [invert(q1), invert(q3)], "metric": name,
-                    "method": "median clipped fraction inverted for delta: log-ratio (p - 1) x at "
-                              f"pass p, x ~ N(0, delta^2), clipped beyond log(1 + {clip:g})"}
+            mean = float(np.mean(v))
+            se = float(np.std(v) / math.sqrt(v.size))
+            return {"value": invert(mean), "interval": [invert(max(mean - 2 * se, 0.0)),
+                                                        invert(mean + 2 * se)], "metric": name,
+                    "method": "mean clipped fraction (+- 2 se) inverted for delta: log-ratio "
+                              f"(p - 1) x at pass p, x ~ N(0, delta^2), clipped beyond "
+                              f"log(1 + {clip:g})"}
     return None
 
 

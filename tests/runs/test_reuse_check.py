@@ -63,6 +63,24 @@ def test_self_push_from_the_clipped_fraction():
     frac = np.mean([np.mean(np.abs((p - 1) * x) > math.log1p(eps), axis=1)
                     for p in range(1, P + 1)], axis=0)
     assert np.mean(frac) == pytest.approx(_clip_fraction_model(delta, P, eps), rel=0.05)
-    est = self_push_from_log(_log("clip_ratio/region_mean", frac), P, clip=eps)
-    assert est["value"] == pytest.approx(delta, rel=0.03)
+    # one mean fraction per window (logged every P steps): the distribution is inverted
+    steps = P * np.arange(1.0, frac.size + 1)
+    log = TrainingLog(metrics={"reward": (steps, np.linspace(0.2, 0.6, frac.size)),
+                               "clip_ratio/region_mean": (steps, frac)})
+    est = self_push_from_log(log, P, clip=eps)
+    assert est["value"] == pytest.approx(delta, rel=0.03) and "inverted" in est["method"]
     assert self_push_from_log(_log("loss", frac), P) is None
+
+
+def test_self_push_from_the_first_clipped_pass():
+    # P = 4 passes over one batch per window, clipping first appears at pass 3 in every window:
+    # the samples crossed log(1.2) within 2 passes
+    P, windows = 4, 10
+    steps = np.arange(1.0, P * windows + 1)
+    frac = np.array([0.0 if (int(s - 1) % P) + 1 < 3 else 0.2 for s in steps])
+    est = self_push_from_log(_log("clip_ratio/region_mean", frac), P, clip=0.2)
+    assert est["value"] == pytest.approx(math.log1p(0.2) / 2)
+    assert "first clipped pass" in est["method"]
+    never = self_push_from_log(_log("clip_ratio/region_mean", np.zeros(P * windows)), P, clip=0.2)
+    assert never["value"] == pytest.approx(math.log1p(0.2) / (P - 1))     # the censoring bound
+    assert reuse_check(P, clip=(0.2, 0.2), self_push=est["value"])["verdict"] == "at risk"
