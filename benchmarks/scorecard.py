@@ -10,8 +10,8 @@ for every run, its ``run.json`` (format, reward key, labels).  Prints
   "unknown" are not scored; then the flag counts of every detector ``diagnose`` returns;
 - per fit family: the median R^2 over the runs where the model applies (the reward's
   kind, binary or dense, from ``run.json``);
-- forecasts from the first 20 % and 50 % of the steps: how many were made, declined, or not
-  possible (a prefix of fewer than 8 points), the median ratio of the forecast's held-out
+- forecasts (:func:`grpo_theory.runs.projection.project`) from the first 20 % and 50 % of the
+  steps: how many were made, declined, or not possible (a prefix of fewer than 5 points), the median ratio of the forecast's held-out
   RMSE to each baseline's and to the best baseline of each run, the coverage of the 90 %
   interval (pooled over held-out points, and the mean of the runs' coverages, which a long
   run cannot dominate), the noise floor (RMSE of the held-out points about their own smoothed
@@ -176,7 +176,7 @@ def score(runs, bench=BENCH):
     from grpo_theory.progress import progress
     from grpo_theory.runs.diagnostics import diagnose
     from grpo_theory.runs.fitting import fit_log
-    from grpo_theory.runs.forecast import forecast
+    from grpo_theory.runs.projection import project as forecast
     from grpo_theory.validate import ParameterError
 
     tally = defaultdict(lambda: {"TP": 0, "FN": 0, "FP": 0, "TN": 0, "abstain": 0, "unread": 0})
@@ -317,7 +317,7 @@ def _print(res, title, n_runs, bench):
                          d["answer_rate"])
         print(f"forecast from the first {float(f):.0%}: {d['made']} made, {d['declined']} declined "
               f"(answer rate {'n/a' if ar is None else f'{ar:.0%}'}), {d['too_short']} with a "
-              f"prefix of < 8 points; 90 % interval coverage "
+              f"prefix of < 5 points; 90 % interval coverage "
               f"{'n/a' if cov is None else f'{cov:.3f}'} pooled, "
               f"{'n/a' if covr is None else f'{covr:.3f}'} mean over runs")
         for r, n in d["declined_reasons"].items():
