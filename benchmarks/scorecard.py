@@ -176,7 +176,7 @@ def score(runs, bench=BENCH):
     from grpo_theory.progress import progress
     from grpo_theory.runs.diagnostics import diagnose
     from grpo_theory.runs.fitting import fit_log
-    from grpo_theory.runs.projection import project as forecast
+    from grpo_theory.runs.forecast import forecast
     from grpo_theory.validate import ParameterError
 
     tally = defaultdict(lambda: {"TP": 0, "FN": 0, "FP": 0, "TN": 0, "abstain": 0, "unread": 0})

@@ -80,14 +80,28 @@ class FitReport(Result):
                     f"{f(fc['split_step'], 'g')}), {fc['n_holdout']} held out")
             if fc["applicable"]["forecast"]:
                 iv = fc["interval"]
+
+                def span(d, key="interval"):
+                    return ("" if not d or not d.get(key) else
+                            f" [{f(d[key][0])}, {f(d[key][1])}]")
+
                 lines.append(f"{head}; family by rolling origin: {fc['best']}, holdout RMSE "
-                             f"{f(fc['holdout_rmse'])}, plateau {f(fc['plateau'])}"
-                             + (" (cut to the reward's range)" if fc["plateau_clipped"] else ""))
-                lines.append(f"  90 % interval ± {f(iv['halfwidth_first'])} (first held-out step) "
-                             f"to ± {f(iv['halfwidth_last'])} (last); covers "
-                             f"{f(100 * iv['holdout_coverage'], '.0f')} % of the held-out points")
+                             f"{f(fc['holdout_rmse'])}")
+                for r in fc["fallback"]:
+                    lines.append(f"  the relaxation families do not apply, the level is carried "
+                                 f"forward: {r}")
+                end, pl, t90 = fc["end_level"], fc["plateau"], fc["time_to_90"]
+                lines.append(f"  end level {f(end['value'])}{span(end)} at step {f(end['step'], 'g')}"
+                             f"; plateau {f(pl['value'])}{span(pl)}"
+                             + (" (cut to the reward's range)" if pl.get("clipped") else "")
+                             + ("" if not t90 else f"; time to 90 % {f(t90['steps'])}"
+                                f"{span(t90, 'interval_steps')} steps"))
+                lines.append(f"  90 % band: the family's predictive sd x max(1, kappa = "
+                             f"{f(iv['kappa'])}); covers "
+                             f"{f(100 * iv['holdout_coverage'], '.0f')} % of the held-out points "
+                             "(the curve: --json, forecast.curve)")
             else:
-                lines.append(f"{head}; the model does not apply to the prefix, no forecast:")
+                lines.append(f"{head}; no forecast:")
                 lines += [f"  - {r}" for r in fc["applicable"]["reasons"]]
             for name, m in fc["models"].items():
                 mark = "*" if name == fc["best"] else " "

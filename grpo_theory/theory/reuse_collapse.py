@@ -219,9 +219,10 @@ def _window_noise() -> Derived:
     ok = True
     for g, p, kv, e, b in ((8, 0.3, 4, 0.05, 16), (5, 0.6, 16, 0.01, 64)):
         va = float(get("reuse_collapse.advantage_mass_variance_mean").numeric(p, 1 - p, g))
+        from grpo_theory.model import GRPOModel
         from grpo_theory.theory.drift import update_variance
-        per_step = float(update_variance(p, normalization="mean", kl="none", group_size=g,
-                                         prompts=b))
+        per_step = float(update_variance(GRPOModel(normalization="mean", kl="none", group_size=g,
+                                                   prompts=b), p))
         ours = float(expr.subs({k: kv, S.eta: e, S.kappa: 2, V_A: va, B: b}))
         ok &= abs(ours - kv**2 * e**2 * per_step) <= 1e-12 * ours
     out.check(r"with $V_{A}$ from its closed form, $k^{2}\eta^{2}$ times the drift chapter's exact "

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from grpo_theory.model import GRPOModel
 from grpo_theory.simulation.engine import simulate
 from grpo_theory.theory.derived import get
 from grpo_theory.theory.reuse_collapse import (advantage_mass_variance_mean, passes_to_clip,
@@ -47,9 +48,10 @@ def test_window_noise_grows_like_k_with_reuse(reuse):
     # log-prob surrogate, mean normalisation, two actions, B groups: the displacement of the
     # success logit over the first window of k passes
     k, eta, G, B, p0, R = 8, 0.05, 6, 4, 0.35, 6000
-    res = simulate(steps=k, runs=R, group_size=G, prompts=B, p_ref=p0, learning_rate=eta,
-                   surrogate="stale", normalization="mean", refresh_interval=k, reuse=reuse,
-                   seed=11, record=("z",))
+    model = GRPOModel(group_size=G, prompts=B, p_ref=p0, learning_rate=eta, momentum=0.0,
+                      surrogate="stale", normalization="mean", kl="none", refresh_interval=k,
+                      reuse=reuse)
+    res = simulate(model, steps=k, runs=R, seed=11, record=("z",))
     dz = res.z[:, k] - res.z[:, 0]
     mean_pred = k * eta * 2 * float(get("drift.expected_advantage_mean").numeric(p0, 1 - p0, G))
     var_pred = window_noise_variance(eta, k, p0, G, B, reuse=reuse)
@@ -72,10 +74,10 @@ def test_logprob_push_is_exactly_linear_in_the_passes_for_many_actions():
     # five actions, two correct: one pass and five passes over the same batch (same seed, so the
     # same batch) move every logit by exactly 1x and 5x the same amount; unsampled actions do
     # not move and the moves sum to zero (the advantages of a batch sum to zero)
-    base = dict(runs=200, group_size=4, prompts=1, actions=5, correct=2, p_ref=0.3,
-                learning_rate=0.1, surrogate="stale", normalization="std", seed=5)
-    one = simulate(steps=1, refresh_interval=1, **base)
-    five = simulate(steps=5, refresh_interval=5, reuse="batch", **base)
+    base = dict(group_size=4, prompts=1, actions=5, correct=2, p_ref=0.3, learning_rate=0.1,
+                momentum=0.0, surrogate="stale", normalization="std", kl="none")
+    one = simulate(GRPOModel(**base, refresh_interval=1), steps=1, runs=200, seed=5)
+    five = simulate(GRPOModel(**base, refresh_interval=5, reuse="batch"), steps=5, runs=200, seed=5)
     d1 = one.final_logits - one.theta0
     d5 = five.final_logits - five.theta0
     np.testing.assert_allclose(d5, 5 * d1, rtol=1e-12, atol=1e-12)
@@ -84,9 +86,11 @@ def test_logprob_push_is_exactly_linear_in_the_passes_for_many_actions():
 
 
 def _window(surrogate_kw, k, seed=3):
-    return simulate(steps=k, runs=400, group_size=8, prompts=1, p_ref=0.3, learning_rate=0.02,
-                    surrogate="ratio", normalization="mean", refresh_interval=k, reuse="batch",
-                    seed=seed, record=("z", "kl", "zero_var_frac", "clip_frac"), **surrogate_kw)
+    model = GRPOModel(group_size=8, prompts=1, p_ref=0.3, learning_rate=0.02, momentum=0.0,
+                      surrogate="ratio", normalization="mean", kl="none", refresh_interval=k,
+                      reuse="batch", **surrogate_kw)
+    return simulate(model, steps=k, runs=400, seed=seed,
+                    record=("z", "kl", "zero_var_frac", "clip_frac"))
 
 
 def test_clip_saturates_the_window_and_no_clip_does_not():
