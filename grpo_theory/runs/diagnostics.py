@@ -284,11 +284,14 @@ def policy_concentration(log, reward_metric=None, *, threshold=ENTROPY_EFOLD):
     ev = (f"{hname}: {h_start:.4g} at the start, {h_end:.4g} at the end: {100 * score:.0f} % "
           f"lost (flag above {100 * threshold:.0f} %, one e-fold)")
     try:
+        from grpo_theory.runs.curves import curve_gain
+
         rname = log.reward_metric(reward_metric)
         rs, rv = log.series(rname)
         if rs.size >= 3:
-            gain = float(np.median(rv[-max(1, rs.size // 10):]) - np.median(rv[:3]))
-            ev += f"; reward {rname} gained {gain:+.3g} over the run"
+            g = curve_gain(rv)
+            ev += (f"; reward {rname} gained {g['gain']:+.3g} ± {g['gain_sd']:.2g} over the run "
+                   "(medians of the first and last fifth)")
     except ParameterError:
         pass
     return _result(flag, score, ev, first_step=first,
@@ -723,7 +726,10 @@ def _rise_and_fall(steps, values, noise):
 
 def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold=2.0,
                           zeta_threshold=0.3, spike_factor=10.0):
-    """Collapse (rise then fall), lightly damped oscillation, fluctuation growth, grad-norm spikes."""
+    """Collapse (rise then fall), lightly damped oscillation, fluctuation growth, grad-norm spikes.
+
+    ``fit``: the reward curve's :class:`~grpo_theory.runs.fitting.CurveSummary` (computed here
+    when not given), so the regime and damping ratio are the ones ``fit`` reports."""
     try:
         rname = log.reward_metric(reward_metric)
     except ParameterError:
@@ -758,26 +764,34 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
         first["floor"] = _first_crossing(rs, -sm, -0.5 * start)
     collapse = collapse or to_floor
     zeta, overshoot, regime = None, None, None
-    try:
-        from grpo_theory.runs.curves import fit_curve
-        if fit is None:
-            fit = fit_curve(rs, rv, "oscillator")
-        zeta = float(fit.params["zeta"])
-        regime = fit.reading.get("regime")
-        if zeta < 1 and fit.r2 is not None and fit.r2 > 0.5:
-            # the fitted oscillator (m = 1, gamma = 2 zeta omega0, spring omega0^2) with its free
-            # initial slope: the overshoot -x(t_1)/x0 from the derived record, in reward units
-            from grpo_theory.theory.derived import get
+    # the L3 fit read from the one summary of the reward curve (runs.fitting.summarize_curve), as
+    # `fit` reads it: a regime and a damping ratio only where the model applies
+    from grpo_theory.runs.fitting import summarize_curve
 
-            om, x0 = fit.params["omega0"], fit.params["initial"] - fit.params["plateau"]
-            with np.errstate(divide="ignore", invalid="ignore"):  # numpy evaluates both cases
-                rel = float(get("oscillator.overshoot").numeric(1.0, 2 * zeta * om, om * om, x0,
-                                                                fit.params["slope0"]))
-            if not np.isfinite(rel):
-                raise ValueError(f"overshoot of the fitted oscillator is not finite ({rel})")
-            overshoot = abs(x0) * max(rel, 0.0)
-    except (ParameterError, ValueError) as exc:
-        regime = f"fit failed: {exc}"
+    summary = fit if fit is not None else summarize_curve(rs, rv, metric=rname)
+    if not summary.applicable:
+        regime = "no regime is named, the fit does not apply: " + "; ".join(summary.reasons)
+    elif summary.oscillator is None:
+        regime = "no L3 fit"
+    else:
+        fit_ = summary.oscillator
+        zeta, regime = summary.damping_ratio, summary.regime
+        try:
+            if zeta < 1 and fit_.r2 is not None and fit_.r2 > 0.5:
+                # the fitted oscillator (m = 1, gamma = 2 zeta omega0, spring omega0^2) with its
+                # free initial slope: the overshoot -x(t_1)/x0 from the derived record, in reward
+                # units
+                from grpo_theory.theory.derived import get
+
+                om, x0 = fit_.params["omega0"], fit_.params["initial"] - fit_.params["plateau"]
+                with np.errstate(divide="ignore", invalid="ignore"):  # both cases evaluated
+                    rel = float(get("oscillator.overshoot").numeric(1.0, 2 * zeta * om, om * om,
+                                                                    x0, fit_.params["slope0"]))
+                if not np.isfinite(rel):
+                    raise ValueError(f"overshoot of the fitted oscillator is not finite ({rel})")
+                overshoot = abs(x0) * max(rel, 0.0)
+        except (ParameterError, ValueError) as exc:
+            regime = f"{regime} (overshoot not computed: {exc})"
     # lightly damped by the L3 fit *and* an overshoot seen in the data: the smoothed reward
     # came back down from its peak by more than 2 noise sd (a fit's extrapolated overshoot
     # alone is not evidence); an L3 fit to fewer than OSCILLATION_MIN_POINTS points cannot
@@ -831,7 +845,7 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
              f"(noise sd {noise:.3g}; collapse = rise and fall > 4 sd, fall > half the rise)"]
     parts.append(f"start {start:.3g} -> end {end:.3g}" + (" (fell to the floor)" if to_floor else ""))
     parts.append(f"L3 fit damping ratio zeta = {zeta:.3g} ({regime})" if zeta is not None
-                 else f"no L3 fit ({regime})")
+                 else regime)
     parts.append("fluctuation sd late/mid = " + (f"{growth:.2f} (F-test p = {growth_p:.2g})"
                                                   if growth is not None and growth_p is not None
                                                   else "n/a (mid-run fluctuation unresolved)"))
@@ -898,6 +912,7 @@ class Diagnosis(Result):
     group_size: int | None
     diagnostics: dict
     warnings: list
+    curve: dict | None = None
 
     @property
     def flags(self) -> list:
@@ -910,6 +925,8 @@ class Diagnosis(Result):
         lines = [f"{self.source} ({self.format}), reward metric {self.metric}, group size "
                  f"{self.group_size if self.group_size is not None else 'unknown'}"]
         lines += [f"  warning: {w}" for w in self.warnings]
+        if self.curve:
+            lines.append(f"  reward curve (as fit reads it): {self.curve['summary']}")
         for name, d in self.diagnostics.items():
             mark = "n/a " if d["flag"] is None else ("FLAG" if d["flag"] else "ok  ")
             score = "" if d["score"] is None else f" (score {d['score']:.3g})"
@@ -921,7 +938,11 @@ class Diagnosis(Result):
 
 
 def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis:
-    """Run every detector on ``log``; checks that cannot run have ``flag = None``."""
+    """Run every detector on ``log``; checks that cannot run have ``flag = None``.
+
+    The reward curve is read once (:func:`~grpo_theory.runs.fitting.summarize_curve`, or
+    ``fit`` when given): its gain, whether the model applies and the L3 regime are the ones
+    ``fit`` reports, in ``curve`` and in the instability evidence."""
     G = group_size if group_size is not None else group_size_from_config(log.config)
     if G is not None:
         G = check_int("group_size", G, low=2)
@@ -940,6 +961,17 @@ def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis
         if rv.size and (rv.min() < 0 or rv.max() > 1):
             warnings.append(f"{metric} is not in [0, 1] (a dense or shaped reward): the binary "
                             "mean-field predictions are switched off")
+    curve = None
+    if metric is not None and fit is None:
+        from grpo_theory.runs.fitting import summarize_curve
+
+        rs, rv = log.series(metric)
+        if rs.size >= 12:      # the instability checks' minimum
+            fit = summarize_curve(rs, rv, metric=metric)
+    if fit is not None:
+        curve = {"gain": fit.gain, "applicable": fit.applicable, "reasons": list(fit.reasons),
+                 "regime": fit.regime, "damping_ratio": fit.damping_ratio,
+                 "summary": fit.describe()}
     out = {
         "advantage_degeneracy": advantage_degeneracy(log, reward_metric, G),
         "policy_concentration": policy_concentration(log, reward_metric),
@@ -950,4 +982,4 @@ def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis
     }
     out["collapse"] = collapse(log, reward_metric, instability=out["dynamical_instability"])
     return Diagnosis(source=str(log.source), format=log.format, run=log.run, metric=metric,
-                     group_size=G, diagnostics=out, warnings=warnings)
+                     group_size=G, diagnostics=out, warnings=warnings, curve=curve)

@@ -88,11 +88,25 @@ def test_na_on_sft_and_one_point_logs():
 
 
 def test_dynamical_instability_on_simulation():
-    base = dict(steps=400, runs=RUNS, group_size=8, prompts=32, optimizer="momentum",
-                momentum=0.9, kl="k3", kl_coef=0.5, p_ref=0.5, seed=1)
-    clean = _rate(D.dynamical_instability, simulate(**base, learning_rate=0.05))
-    hit = _rate(D.dynamical_instability, simulate(**base, learning_rate=1.5))
+    # at its fixed point (std, k3 beta 2 in the loss, p_ref 0.1, the ratio surrogate: fresh
+    # fraction 0.31) at eta K = 0.45 the exact largest stable refresh interval is 6
+    # (discrete.max_stable_refresh_interval): k = 4 is stable, k = 12 has a window eigenvalue
+    # below -1 and the deviation flips sign every window (the alternation, at lag 12)
+    from grpo_theory.theory.discrete import max_stable_refresh_interval
+    from grpo_theory.theory.fixed_points import stable_fixed_point
+
+    kw = dict(group_size=8, prompts=32, kl="k3", kl_coef=2.0, p_ref=0.1, surrogate="ratio",
+              clip_low=0.99, clip_high=10.0, adv_eps=1e-4)
+    fp = stable_fixed_point(GRPOModel(**kw))
+    assert max_stable_refresh_interval(0.45, 0.0, 1.0, fresh_fraction=fp.fresh_fraction) == 6
+    lr = 0.45 / fp.stiffness
+    clean = _rate(D.dynamical_instability, simulate(steps=400, runs=RUNS, learning_rate=lr,
+                                                    refresh_interval=4, seed=1, **kw))
+    res = simulate(steps=400, runs=RUNS, learning_rate=lr, refresh_interval=12, seed=1, **kw)
+    hit = _rate(D.dynamical_instability, res)
     assert clean == 0.0 and hit >= 0.9
+    d = D.dynamical_instability(from_simulation(res, 0))
+    assert d["alternation"]["reward"]["lag"] == 12
 
 
 def test_reward_hacking_injected_heldout():
