@@ -219,9 +219,21 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                     "TRL default num_generations = 8", _count)
         _lookup(mp, cfg, "learning_rate", ("learning_rate",), 1e-6,
                 "GRPOConfig default learning_rate = 1e-6", lambda k, v: _real(k, v, **pos))
-        _lookup(mp, cfg, "momentum", ("adam_beta1",), 0.9, "AdamW default adam_beta1 = 0.9",
-                lambda k, v: _real(k, v, low=0, high=1, high_open=True),
-                note="Adam's beta1 = the heavy-ball momentum mu (adam.momentum_form)")
+        ko, optim = _get(cfg, "optim")
+        if ko is not None and str(optim).lower().startswith("sgd"):
+            # torch SGD: the heavy-ball momentum is in optim_args ("momentum=0.5"), default 0
+            ka, args = _get(cfg, "optim_args")
+            mom = 0.0
+            for part in str(args or "").split(","):
+                key, _, val = part.partition("=")
+                if key.strip() == "momentum":
+                    mom = _real(ka, val.strip(), low=0, high=1, high_open=True)
+            mp.put("momentum", mom, f"{ko} = {optim}" + (f", {ka} = {args}" if ka else ""),
+                   note="SGD's heavy-ball momentum (torch default 0)")
+        else:
+            _lookup(mp, cfg, "momentum", ("adam_beta1",), 0.9, "AdamW default adam_beta1 = 0.9",
+                    lambda k, v: _real(k, v, low=0, high=1, high_open=True),
+                    note="Adam's beta1 = the heavy-ball momentum mu (adam.momentum_form)")
         beta = _lookup(mp, cfg, "kl_coef", ("beta",), 0.0,
                        "GRPOConfig default beta = 0.0 (TRL >= 0.18; earlier versions 0.04)",
                        lambda k, v: _real(k, v, **nonneg))
