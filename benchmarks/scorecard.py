@@ -31,6 +31,7 @@ import csv
 import json
 import math
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -294,6 +295,119 @@ def score(runs, bench=BENCH):
             "unread": per_run}
 
 
+def _p_ref_for(config_path, p_star):
+    """The reference success rate that puts the config's bandit fixed point at ``p_star`` (the
+    lab states p* and eta K, not p_ref): a 1-D root of stable_fixed_point(p_ref).p - p*."""
+    from scipy.optimize import brentq
+
+    from grpo_theory.runs.check_config import config_model, map_config, read_config
+    from grpo_theory.theory.fixed_points import stable_fixed_point
+    from grpo_theory.validate import ParameterError
+
+    cfg, kind = read_config(config_path)
+    mp = map_config(cfg, kind)
+
+    def gap(pr):
+        try:
+            return stable_fixed_point(config_model(mp, pr)).p - p_star
+        except ParameterError:
+            return math.nan
+
+    grid = np.linspace(0.01, 0.99, 99)
+    vals = np.array([gap(g) for g in grid])
+    for a, b, va, vb in zip(grid[:-1], grid[1:], vals[:-1], vals[1:]):
+        if np.isfinite(va) and np.isfinite(vb) and va * vb <= 0:
+            return float(brentq(gap, a, b, xtol=1e-10))
+    return None
+
+
+def _config_row(run_dir, info, *, stiffness=None, from_log=None, from_log_config=None,
+                metric=None, p_ref=None):
+    """check-config's verdict on a run's own config: 'stable', 'unstable', 'at risk' or
+    'unknown', with the reason."""
+    from grpo_theory.runs.check_config import check_config
+    from grpo_theory.validate import ParameterError
+
+    cfg = (info.get("files") or {}).get("config")
+    if not cfg:
+        return None
+    try:
+        res = check_config(run_dir / cfg, stiffness=stiffness, from_log=from_log,
+                           from_log_config=from_log_config, metric=metric, p_ref=p_ref)
+    except (ParameterError, OSError) as exc:
+        return {"verdict": "unknown", "why": f"not checked: {exc}"}
+    p = res.prediction
+    verdict = ("stable" if p["stable"] is True else "unstable" if p["stable"] is False
+               else "at risk" if p.get("risk") else "unknown")
+    why = p.get("risk") or (p["unknown"][-1] if p["unknown"] else "")
+    return {"verdict": verdict, "why": why, "eta_K": p.get("eta_K"),
+            "reuse": (p.get("reuse") or {}).get("verdict")}
+
+
+def score_configs(runs, bench, *, lab=False):
+    """check-config against the runs' outcome: a collapse (or a lab run labelled unstable) should
+    be called unstable or at risk, a healthy run of the same family stable.  Stiffness: the lab's
+    own eta K (its facts: the theory and the criteria given the right K) for lab runs; for the
+    public off-policy families, K measured from the family's on-policy run (a different run)."""
+    rows = []
+    for meta in runs:
+        run_dir = bench / Path(meta["run_json"]).parent
+        info = json.loads((bench / meta["run_json"]).read_text())
+        lab_ = info.get("labels", {})
+        if lab:
+            truth = lab_.get("stable")
+            truth = None if truth not in (True, False) else (not truth)
+            facts = info.get("facts") or {}
+            lr = (info.get("hyperparameters") or {}).get("learning_rate")
+            K = facts["eta_K"] / lr if facts.get("eta_K") and lr else None
+            fp = (facts.get("fixed_point") or {}).get("p")
+            cfg = (info.get("files") or {}).get("config")
+            pr = _p_ref_for(run_dir / cfg, fp) if (K and fp and cfg) else None
+            row = _config_row(run_dir, info, stiffness=K, p_ref=pr) if K else None
+            source = "the lab's eta K and p*" + (f" (p_ref {pr:.3g})" if pr else "")
+        else:
+            truth = lab_.get("collapse")
+            truth = truth if truth in (True, False) else None
+            fam = (info.get("family") or {}).get("id") or ""
+            if not meta["id"].startswith("garg_math1p5b_offpolicy"):
+                continue
+            ref = "garg_math1p5b_offpolicy_e1_tb256_50step"
+            if meta["id"] == ref:
+                ref = "garg_math1p5b_offpolicy_e1_tb128_50step"
+            rinfo = json.loads((bench / ref / "run.json").read_text())
+            key = rinfo["reward"]["key"]
+            # the author's long-format W&B export, rewritten as a plain step,value CSV that
+            # the package's readers take (values copied, nothing invented)
+            rs, rv = load_run(bench / ref, rinfo).series(key)
+            tmp = Path(tempfile.gettempdir()) / f"scorecard_{ref}.csv"
+            tmp.write_text("step," + key + "\n" + "".join(f"{float(a):g},{float(b)!r}\n" for a, b in zip(rs, rv)))
+            row = _config_row(run_dir, info, from_log=tmp,
+                              from_log_config=bench / ref / rinfo["files"]["config"],
+                              metric=key)
+            source = f"K measured from {ref}"
+            del fam
+        if row is None or truth is None:
+            continue
+        rows.append({"id": meta["id"], "collapse_or_unstable": truth, "source": source, **row})
+    return rows
+
+
+def _print_configs(rows):
+    if not rows:
+        return
+    print("check-config on the runs' own configs (collapse / unstable should be called unstable "
+          "or at risk; healthy runs stable):")
+    hit = sum(r["collapse_or_unstable"] and r["verdict"] in ("unstable", "at risk") for r in rows)
+    pos = sum(r["collapse_or_unstable"] for r in rows)
+    ok = sum((not r["collapse_or_unstable"]) and r["verdict"] == "stable" for r in rows)
+    neg = sum(not r["collapse_or_unstable"] for r in rows)
+    print(f"  unstable/collapse called unstable or at risk: {hit}/{pos}; healthy called stable: "
+          f"{ok}/{neg}")
+    for r in rows:
+        print(f"  {r['id']:<44} {'bad' if r['collapse_or_unstable'] else 'ok ':<4} -> "
+              f"{r['verdict']:<9} (reuse {r.get('reuse')}; {r['source']}) {r['why'][:90]}")
+
+
 def _print(res, title, n_runs, bench):
     print(f"{title}: {n_runs} runs ({bench})")
     print("detectors: diagnose(log).diagnostics[name]['flag'] against the labels "
@@ -332,6 +446,7 @@ def _print(res, title, n_runs, bench):
               f"{'n/a' if g is None else f'{g:.2f}'} ({ng})")
     for rid, why in res["unread"].items():
         print(f"  {rid}: {why}")
+    _print_configs(res.get("check_config"))
 
 
 def main(argv=None) -> int:
@@ -342,6 +457,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     manifest = json.loads((BENCH / "manifest.json").read_text())
     out = {"public": score(manifest["runs"])}
+    out["public"]["check_config"] = score_configs(manifest["runs"], BENCH)
     lab = Path(args.lab)
     lab_runs = sorted(p for p in lab.glob("*/run.json")) if lab.is_dir() else []
     if lab_runs:
@@ -349,6 +465,7 @@ def main(argv=None) -> int:
                   "kind": json.loads(p.read_text()).get("labels", {}).get("kind", "grpo")}
                  for p in lab_runs]
         out["lab"] = score(metas, bench=lab)
+        out["lab"]["check_config"] = score_configs(metas, lab, lab=True)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
