@@ -283,7 +283,7 @@ def test_reward_hacking_na_when_the_reward_is_itself_held_out():
 
 def test_alternation_marks_a_window_eigenvalue_at_minus_one():
     # one reward per refresh window: a deviation that flips sign every window and grows
-    # (eigenvalue -1.15), against white noise and a stable flip-flop (eigenvalue -0.5)
+    # (eigenvalue -1.15), against white noise and a stable flip-flop (eigenvalue -0.3)
     rng = np.random.default_rng(4)
     n = 20
     steps = np.arange(1.0, n + 1)
@@ -297,9 +297,10 @@ def test_alternation_marks_a_window_eigenvalue_at_minus_one():
     x = np.zeros(200)
     e = 0.05 * np.random.default_rng(9).standard_normal(200)
     for t in range(1, 200):
-        x[t] = -0.5 * x[t - 1] + e[t]
+        x[t] = -0.3 * x[t - 1] + e[t]
     stable = D.alternation(np.arange(200.0), 0.3 + x)
-    assert stable["p_value"] < 1e-3 and stable["alternating"] is False   # significant, not at the edge
+    assert stable["p_value"] < 1e-3 and stable["alternating"] is False   # significant, |lambda| < 1/2
+    assert stable["eigenvalue"] == pytest.approx(0.3, abs=0.1)
     log = TrainingLog(metrics={"reward": (steps, flip)})
     d = D.dynamical_instability(log)
     assert d["flag"] is True and d["alternating"] is True
