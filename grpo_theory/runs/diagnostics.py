@@ -740,6 +740,14 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     ok = np.isfinite(rv)
     rs, rv = rs[ok], rv[ok]
     if rs.size < 12:
+        # too few rewards for the reward-based checks; a divergence seen in the per-step
+        # metrics (KL, entropy, gradient norm, blow-up) is a dynamical instability all the same
+        div = divergence(log, reward_metric)
+        if div["flag"]:
+            return _result(True, div["score"], f"{rs.size} logged reward values (the reward-based "
+                           "checks need >= 12); diverging: " + "; ".join(div["reasons"]),
+                           first_step=div["first_step"], knob=div["knob"], diverging=True,
+                           collapsed=False, oscillating=False, growing=False, alternating=False)
         return _na(f"{rs.size} logged reward values, need >= 12", rname)
     n = rv.size
     third = n // 3

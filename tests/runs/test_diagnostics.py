@@ -337,3 +337,15 @@ def test_entropy_re_expanding_after_concentrating():
     assert D.entropy_explosion(_entropy_log(np.concatenate([down, up])))["flag"] is True
     back = np.concatenate([down, up, np.geomspace(0.26, 0.07, 30)])
     assert D.entropy_explosion(_entropy_log(back))["flag"] is False
+
+
+def test_instability_from_a_divergence_when_the_reward_is_too_short():
+    # a few rewards (one per generation) but a per-step gradient norm that overflows: unstable
+    t = np.arange(1.0, 41)
+    log = TrainingLog(metrics={"reward": (t[:4], np.array([0.3, 0.2, 0.35, 0.1])),
+                               "grad_norm": (t, np.concatenate([np.full(30, 0.3),
+                                                                np.geomspace(1, 1e12, 9),
+                                                                [np.nan]]))})
+    d = D.dynamical_instability(log)
+    assert d["flag"] is True and d["diverging"] is True
+    assert D.dynamical_instability(TrainingLog(metrics={"reward": (t[:4], np.ones(4) * 0.3)}))["flag"] is None
