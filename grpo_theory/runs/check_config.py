@@ -318,7 +318,7 @@ class ConfigCheck(Result):
                  f"{f(v['kl_coef'])}), {v['surrogate']} surrogate, G = {v['group_size']}")
         if v["fresh_fraction_range"]:
             lo, hi = v["fresh_fraction_range"]
-            L.append(f"  fresh fraction phi = K_f/K: {lo:.4g}" + ("" if lo == hi else f" .. {hi:.4g}"))
+            L.append(f"  fresh fraction phi = K_f/K: {_span(lo, hi)}")
             L.append(f"  split from {v['split_source']}")
         if v["reason"]:
             L.append(f"  note: {v['reason']}")
@@ -327,8 +327,8 @@ class ConfigCheck(Result):
             lo, hi = t["exact_eta_K"]
             L.append(f"thresholds (mu = {f(self.parameters['momentum']['value'])}, k = "
                      f"{self.parameters['refresh_interval']['value']}):")
-            L.append(f"  exact L2: unstable above eta K = {lo:.4g}" + ("" if lo == hi else
-                     f" .. {hi:.4g}") + f"   (published rule eta K k < 1 - mu: "
+            L.append(f"  exact L2: unstable above eta K = {_span(lo, hi)}"
+                     + f"   (published rule eta K k < 1 - mu: "
                      f"{t['published_eta_K']:.4g})")
             L.append(f"  refresh threshold: {t['refresh_threshold']}")
             L.append("  largest stable refresh interval at eta K = "
@@ -377,6 +377,12 @@ class ConfigCheck(Result):
         return "\n".join(L)
 
 
+def _span(lo, hi, spec=".4g") -> str:
+    """``lo .. hi``, or one number when both print the same (never ``3.8 .. 3.8``)."""
+    a, b = format(lo, spec), format(hi, spec)
+    return a if a == b else f"{a} .. {b}"
+
+
 def _same_file(a, b) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -390,6 +396,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
 
     ``path`` is a config file, or a mapping of TRL trainer arguments (e.g.
     ``GRPOConfig.to_dict()``, as the TRL callback passes them)."""
+    warnings = []                      # the file's own (keys not read, ...) come first
     if isinstance(path, Mapping):
         cfg, kind, path = dict(path), "trl", "<trainer arguments>"
     else:
@@ -397,7 +404,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
             raise ParameterError("--from-log", os.fspath(from_log), "the log of a different run "
                                  "than CONFIG (fitting a run's own curve predicts it stable by "
                                  "construction)")
-        cfg, kind = read_config(path)
+        cfg, kind = read_config(path, warnings=warnings)
     mp = map_config(cfg, kind)
     if stiffness is not None and from_log is not None:
         raise ParameterError("--stiffness/--from-log", "both", "only one of them")
@@ -406,7 +413,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
     if steps is None:
         steps = mp.value("steps") if "steps" in mp else 1000
     steps = check_int("steps", steps, low=1)
-    warnings, unknown = [], []
+    unknown = []
     assumptions = [
         "optimizer Adam(W): heavy ball with mu = beta1 (adam.momentum_form); eta K is the "
         "per-step product, K per unit configured learning rate (it absorbs Adam's "

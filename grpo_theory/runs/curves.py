@@ -57,6 +57,7 @@ __all__ = [
     "applicability",
     "curve_gain",
     "noise_ceiling",
+    "r2_text",
     "is_binary_range",
     "finite_sorted",
     "BINARY_FAMILIES",
@@ -492,6 +493,13 @@ def fit_models(t, y, models=None) -> dict:
 
 BINARY_FAMILIES = ("mean_field_std", "mean_field_mean", "mixture_std", "mixture_mean")
 
+
+def r2_text(x) -> str:
+    """The one format of an R^2 and of the noise ceiling in every message (0.045, never 0.04
+    in one line and 0.045 in the next)."""
+    return format(float(x), ".3f")
+
+
 def noise_ceiling(y) -> float:
     """Largest R^2 any smooth curve can reach: 1 - sigma^2 / Var y, sigma^2 from lag-1 differences."""
     y = np.asarray(y, dtype=float)
@@ -522,7 +530,7 @@ def applicability(t, y, *, min_points=8) -> list:
         return [f"{y.size} points, need >= {min_points}"]
     ceiling = noise_ceiling(y)
     if ceiling < 0.3:
-        reasons.append(f"noise ceiling R^2 = {ceiling:.2f} (< 0.3): the log's own step-to-step "
+        reasons.append(f"noise ceiling R^2 = {r2_text(ceiling)} (< 0.3): the log's own step-to-step "
                        "noise leaves no curve to fit")
     g = curve_gain(y)
     sd = g["noise_sd"] or 1e-12

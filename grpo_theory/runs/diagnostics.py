@@ -959,9 +959,9 @@ def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis
     warnings = list(log.warnings)
     try:
         metric = log.reward_metric(reward_metric)
-    except ParameterError:
-        if reward_metric is not None:
-            raise
+    except ParameterError as exc:
+        if reward_metric is not None or getattr(exc, "name", None) == "log file":
+            raise                     # asked for, or a reward column of text: not an SFT log
         metric = None
         warnings.append("no reward metric in the log (an SFT or evaluation-only log?): the "
                         "reward-based checks do not apply")

@@ -15,7 +15,8 @@ import numpy as np
 
 from grpo_theory.results import Result
 from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability, curve_gain,
-                                     finite_sorted, fit_curve, is_binary_range, noise_ceiling)
+                                     finite_sorted, fit_curve, is_binary_range, noise_ceiling,
+                                     r2_text)
 from grpo_theory.runs.forecast import forecast
 from grpo_theory.validate import ParameterError, check_choice
 
@@ -106,7 +107,8 @@ def summarize_curve(steps, values, *, metric="reward", models=None, binary=None)
         core = [fr.r2 for fr in fits.values() if math.isfinite(fr.r2)]
     best_r2 = max(core, default=0.0)
     if not reasons and best_r2 < 0.5 * ceiling:
-        reasons.append(f"best R^2 {best_r2:.2f} is below half the noise ceiling {ceiling:.2f}: "
+        reasons.append(f"best R^2 {r2_text(best_r2)} is below half the noise ceiling "
+                       f"{r2_text(ceiling)}: "
                        "the families miss the curve's shape")
     return CurveSummary(metric=metric, steps=steps, values=values,
                         binary=is_binary_range(values) if binary is None else bool(binary),
@@ -158,7 +160,7 @@ class FitReport(Result):
         if not self.applicable["fit"]:
             lines.append("the model does not apply; no regime is named:")
             lines += [f"  - {r}" for r in self.applicable["reasons"]]
-        lines.append(f"  noise ceiling R^2 = {f(self.applicable['noise_ceiling'], '.3f')}")
+        lines.append(f"  noise ceiling R^2 = {r2_text(self.applicable['noise_ceiling'])}")
         lines.append(f"    {'model':<16} {'R^2':>8} {'AIC':>11} {'plateau':>9} {'t90 (steps)':>12}")
         for name, m in self.models.items():
             mark = "*" if name == self.best else " "
@@ -246,8 +248,9 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
         dropped = [m for m in chosen if m in BINARY_FAMILIES]
         chosen = [m for m in chosen if m not in BINARY_FAMILIES]
         why = "leaves [0, 1]" if not in_unit else "is declared dense"
-        warnings.append(f"{name} {why} (a dense reward): the mean-field families "
-                        f"{', '.join(dropped) or '(none requested)'} assume binary rewards and are off")
+        if dropped:      # nothing to say when none of them was asked for
+            warnings.append(f"{name} {why} (a dense reward): the mean-field families "
+                            f"{', '.join(dropped)} assume binary rewards and are off")
     if not chosen:
         raise ParameterError("models", models, "at least one family that applies to a dense reward "
                              "(exponential, oscillator)")

@@ -59,8 +59,15 @@ def test_the_same_bad_value_gives_the_same_line(command, capsys):
 
 @pytest.mark.parametrize("command", ["stability", "simulate", "fixed-points", "collapse-risk"])
 def test_k1_reward_needs_mean_normalization_in_every_command(command, capsys):
+    """Issue 21 item 8: `simulate --kl k1_reward` ran with std normalization (exit 0) while
+    the other commands refused it: the same one line, exit 2, nothing printed."""
     assert main([command, "--kl", "k1_reward", "--kl-coef", "0.5"]) == 2
-    assert "normalization must be 'mean' with kl 'k1_reward'" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert out == "" and err == (f"grpo-theory {command}: error: normalization must be 'mean' "
+                                 "with kl 'k1_reward' (KL in the reward), got 'std'\n")
+    assert main([command, "--kl", "k1_reward", "--kl-coef", "0.5", "--normalization", "mean"]
+                + {"simulate": ["--steps", "2", "--runs", "4"]}.get(command, [])) in (0, 1)
+    assert capsys.readouterr().err == ""
 
 
 def test_adam_takes_the_same_arguments_in_simulate_and_stability(capsys):

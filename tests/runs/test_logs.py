@@ -202,3 +202,26 @@ def test_wandb_csv_with_train_global_step(tmp_path):
     assert log.format == "wandb"
     steps, values = log.series(log.reward_metric())
     assert steps.tolist() == [1.0, 2.0, 3.0] and values.tolist() == [0.1, 0.2, 0.3]
+
+
+def test_long_csv_one_row_per_metric_is_pivoted(tmp_path):
+    """Newcomer pass: a W&B/pandas long export (run_name,metric,step,value) read as one metric
+    called 'value'."""
+    from grpo_theory.runs.logs import read_log
+    from grpo_theory.validate import ParameterError
+
+    rows = ["run_name,metric,step,value"]
+    for run, scale in (("a", 1.0), ("b", 2.0)):
+        for s in range(5):
+            rows += [f"{run},reward,{s},{scale * 0.1 * s}", f"{run},entropy,{s},{scale}"]
+    p = tmp_path / "long.csv"
+    p.write_text("\n".join(rows) + "\n")
+    log = read_log(p)
+    assert set(log.names) == {"reward", "entropy"} and log.runs == ["a", "b"] and log.run == "a"
+    assert any("2 runs" in w for w in log.warnings)
+    _, r = log.series("reward")
+    assert list(r) == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
+    _, rb = read_log(p, run="b").series("reward")
+    assert list(rb) == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8])
+    with pytest.raises(ParameterError, match="one of 'a', 'b'"):
+        read_log(p, run="c")

@@ -48,11 +48,13 @@ def log_from_history(history, source: str, *, config=None, path=None) -> Trainin
             skipped += 1
             continue
         values = {k: v for k, v in entry.items() if k != "step"}
-        records.append((float(step), None, values))
+        records.append((float(step), f"log_history entry {i}", values))
     if skipped:
         warnings.append(f"{source}: {skipped} log_history entries without a numeric 'step' skipped")
     if not records:
         raise LogFormatError(path or source, None, "log_history holds no entry with a 'step'")
-    metrics = records_to_metrics(records, warnings=warnings, source=source)
+    text_columns: dict = {}
+    metrics = records_to_metrics(records, warnings=warnings, source=source,
+                                 text_columns=text_columns)
     return TrainingLog(metrics=metrics, source=source, format="trl", config=dict(config or {}),
-                       warnings=warnings, default_metric="reward")
+                       warnings=warnings, default_metric="reward", text_columns=text_columns)
