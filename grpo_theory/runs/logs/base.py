@@ -71,6 +71,8 @@ ROLES: dict[str, tuple[str, ...]] = {
     "grad_norm": ("grad_norm", "train/grad_norm", "actor/grad_norm", "train/train_norm"),
     "response_length": ("completions/mean_length", "train/completions/mean_length",
                         "response_length/mean", "completion_length"),
+    "truncation_frac": ("completions/clipped_ratio", "train/completions/clipped_ratio",
+                        "response_length/clip_ratio"),
     "val_reward": ("eval_reward", "eval/reward", "val_reward", "heldout_reward"),
 }
 _VAL_PREFIXES = ("val-core/", "val/", "eval_", "eval/", "test/")
