@@ -361,9 +361,12 @@ def eval_set_size(values):
     frac = x[(x > 0) & (x < 1)]
     if frac.size == 0:
         return None
-    for n in range(2, EVAL_LATTICE_MAX + 1):
-        k = frac * n
-        if np.all(np.abs(k - np.round(k)) <= 1e-9 * n):
+    for start in range(2, EVAL_LATTICE_MAX + 1, 4096):     # candidates in blocks, smallest first
+        ns = np.arange(start, min(start + 4096, EVAL_LATTICE_MAX + 1), dtype=float)[:, None]
+        k = frac[None, :] * ns
+        on = np.all(np.abs(k - np.round(k)) <= 1e-9 * ns, axis=1)
+        if on.any():
+            n = int(ns[np.argmax(on), 0])
             d = round(math.log10(n))
             if 10 ** d == n and np.all(np.abs(frac * 10 ** d - np.round(frac * 10 ** d)) < 1e-9 * n):
                 return None          # the printing grid, not the evaluation set
