@@ -36,7 +36,8 @@ from grpo_theory.model import GRPOModel
 from grpo_theory.runs.config_map import map_config
 from grpo_theory.simulation import simulate
 from grpo_theory.theory.derived import get
-from grpo_theory.theory.discrete import critical_momentum, max_stable_learning_rate
+from grpo_theory.theory.discrete import (continuous_lag, critical_momentum,
+                                         max_stable_learning_rate)
 from grpo_theory.theory.discrete import window_discriminant as discriminant
 from grpo_theory.theory.drift import geometric_factor
 from grpo_theory.theory.fixed_points import stable_fixed_point
@@ -120,8 +121,10 @@ def threshold_eta_K(momentum, refresh_interval, fresh_fraction) -> float:
 
 
 def critical_momentum_continuous(eta_K) -> float:
-    """The continuous (L3) oscillator's critical momentum at k = 1."""
-    return float(get("oscillator.critical_momentum").numeric(eta_K, 1.0, 1.0))
+    """The continuous (L3) oscillator's critical momentum at k = 1, with the one lag convention
+    (the effective lag (k - 1)/2 of ``discrete.refresh_effective_lag``: 0 on-policy)."""
+    return float(get("oscillator.critical_momentum").numeric(eta_K, 1.0,
+                                                             continuous_lag("refresh", 1)))
 
 
 def is_finite(x) -> bool:
