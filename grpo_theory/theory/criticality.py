@@ -31,14 +31,14 @@ Bifurcation Theory*, the invariant form of the Neimark--Sacker normal form)
 
 .. math::
 
-    d = \tfrac12 \operatorname{Re}\Big\{ e^{-i\theta}\, \bar p^{\top}\big[ C(q, q, \bar q)
+    l_1 = \tfrac12 \operatorname{Re}\Big\{ e^{-i\theta}\, \bar p^{\top}\big[ C(q, q, \bar q)
         + 2 B\big(q, (I - A)^{-1} B(q, \bar q)\big)
         + B\big(\bar q, (e^{2i\theta} I - A)^{-1} B(q, q)\big) \big] \Big\}.
 
-:math:`d < 0`: supercritical, an attracting invariant circle of radius
-:math:`r = \sqrt{(\rho - 1)/(-d)}` in the normal-form coordinate past the boundary
+:math:`l_1 < 0`: supercritical, an attracting invariant circle of radius
+:math:`r = \sqrt{(\rho - 1)/(-l_1)}` in the normal-form coordinate past the boundary
 (:math:`\rho` the modulus of the critical multipliers), so the window-start logit oscillates
-quasi-periodically with half peak-to-peak amplitude :math:`2 r |q_z|`.  :math:`d > 0`:
+quasi-periodically with half peak-to-peak amplitude :math:`2 r |q_z|`.  :math:`l_1 > 0`:
 subcritical.  The formula does not apply at the strong resonances
 :math:`\theta = \pi/2, 2\pi/3` (1:4, 1:3) and :math:`\theta = \pi` (1:2, a double eigenvalue
 :math:`-1`, where the Neimark--Sacker and flip boundaries meet: the codimension-two points of
@@ -65,9 +65,13 @@ both boundaries were supercritical at every point computed (:math:`\beta` from 0
 :math:`G = 4, 16, \infty`, :math:`\mu` from 0.3 to 0.97, :math:`k` from 2 to 34): past the
 threshold the reward does not run away but oscillates, with an amplitude growing like
 :math:`\sqrt{\eta - \eta_c}`.  A fresh KL force changes the boundaries and can change their
-criticality: with std normalisation and the exact KL (:math:`\beta = 1`, :math:`G = 4`,
-:math:`\mu = 0.5`) the Neimark--Sacker boundary at :math:`k = 6, 8` and the flip at
-:math:`\mu = 0.3`, :math:`k = 21` are subcritical, a hard loss of stability.  Where a
+criticality: with std normalisation and the exact KL at :math:`\beta = 1` the
+Neimark--Sacker boundary is subcritical (a hard loss of stability) for :math:`G = 16` at
+:math:`\mu \ge 0.6` and :math:`k` between 5 and 21 (:math:`\eta K \approx 0.05`; there
+:math:`l_1` is small, 0.001 to 0.03, and the subcritical window sits next to supercritical
+points: the boundary passes near a degenerate, Bautin-type point) and for :math:`G = 4`,
+:math:`\mu = 0.5` at :math:`k = 6, 8`; the flip at :math:`G = 4`, :math:`\mu = 0.3`,
+:math:`k = 21` is subcritical too.  Where a
 multiplier crosses :math:`+1` instead (fresh stiffness above the total, an even :math:`k`) the
 window map's boundary is neither a flip nor a Neimark--Sacker point and no coefficient is
 given.
@@ -307,7 +311,7 @@ class BoundaryPoint:
     ``kind`` is ``"neimark-sacker"`` (a complex pair crosses the unit circle) or ``"flip"``
     (an eigenvalue crosses :math:`-1`); ``learning_rate`` :math:`\eta_c` and ``eta_K``
     :math:`\eta_c K`; ``theta`` the angle of the critical multipliers (:math:`\pi` for a flip);
-    ``coefficient`` the first Lyapunov coefficient :math:`d` (Neimark--Sacker) or the flip
+    ``coefficient`` the first Lyapunov coefficient :math:`l_1` (Neimark--Sacker) or the flip
     coefficient :math:`c`; ``q`` the critical eigenvector (:math:`|q| = 1`, in
     :math:`(x, v)`) and ``p`` the adjoint one (:math:`\bar p^{\top} q = 1`); ``criticality``
     ``"supercritical"`` or ``"subcritical"``.
@@ -381,11 +385,11 @@ def boundary_point(wm: WindowMap) -> BoundaryPoint:
         h11 = np.linalg.solve(I2 - A, _B(T2, q, qb))
         h20 = np.linalg.solve(L * L * I2 - A, _B(T2, q, q))
         g21 = np.vdot(p, _C(T3, q, q, qb) + 2 * _B(T2, q, h11) + _B(T2, qb, h20))
-        d = 0.5 * float(np.real(np.conj(L) / abs(L) * g21))
+        l1 = 0.5 * float(np.real(np.conj(L) / abs(L) * g21))
         theta = float(abs(np.angle(L)))
         return BoundaryPoint("neimark-sacker", wm.momentum, wm.refresh_interval, eta_c, eta_c * K,
-                             wm.fresh_fraction, theta, d, tuple(q), tuple(p),
-                             "supercritical" if d < 0 else "subcritical", _strong_resonance(theta))
+                             wm.fresh_fraction, theta, l1, tuple(q), tuple(p),
+                             "supercritical" if l1 < 0 else "subcritical", _strong_resonance(theta))
     i = int(np.argmax(np.abs(lam)))
     if not lam[i].real < 0:
         a_f, a_flip = eta_c * wm.stiffness_fresh, 2 * (1 + wm.momentum)
@@ -419,7 +423,7 @@ def check_amplitude(wm: WindowMap, point: BoundaryPoint, *, offsets=(0.02, 0.01,
 
     At :math:`\eta = \eta_c(1 + \delta)` the critical multipliers have modulus
     :math:`\rho > 1`.  Neimark--Sacker: an invariant circle on which the window-start deviation
-    oscillates with half peak-to-peak amplitude :math:`2|q_z|\sqrt{(\rho - 1)/(-d)}`; flip: a
+    oscillates with half peak-to-peak amplitude :math:`2|q_z|\sqrt{(\rho - 1)/(-l_1)}`; flip: a
     period-two orbit of half amplitude :math:`|q_z|\sqrt{(\rho - 1)/c}`.  The float map is
     started on the predicted attractor, run ``settle``/(rho - 1) windows, and the half
     peak-to-peak amplitude is measured over the next ``measure`` windows.  Passed: every
@@ -453,9 +457,9 @@ def measure_coefficient(wm: WindowMap, point: BoundaryPoint, *, amplitude=0.02, 
                         change=0.5, windows_only=False):
     r"""Measure the normal-form coefficient by iterating the float L1 map *at* the boundary.
 
-    At :math:`\eta_c` the normal form gives :math:`|w|^2 \mapsto |w|^2 (1 + 2d|w|^2)`
+    At :math:`\eta_c` the normal form gives :math:`|w|^2 \mapsto |w|^2 (1 + 2 l_1 |w|^2)`
     (Neimark--Sacker) or :math:`w^2 \mapsto w^2 (1 - 2c\,w^2)` (flip), so :math:`1/|w|^2`
-    moves by :math:`-2d` (or :math:`+2c`) per window.  The map is started on the critical
+    moves by :math:`-2 l_1` (or :math:`+2c`) per window.  The map is started on the critical
     eigenvector with window-start half amplitude ``amplitude`` (logits; smaller where the
     cubic term would move :math:`|w|^2` by more than ``rate`` of itself per window), iterated until
     :math:`1/|w|^2` has moved by ``change`` of its start, with :math:`w = \bar p^{\top}(x, v)`
