@@ -244,26 +244,24 @@ def window_map(model, *, momentum=None, refresh_interval=None, dps=_DPS) -> Wind
         raise ParameterError("lag_model", model.lag_model, "'refresh' (the window map)")
     z_star, parts, force = _at_fixed_point(model.normalization, model.kl, model.surrogate,
                                            model.group_size, model.p_ref, model.kl_coef,
-                                           model.adv_eps, model.actions, model.correct, dps)
+                                           model.adv_eps, model.actions, model.correct,
+                                           model.fixed_point().z, dps)
     return WindowMap(z_star, parts, mu, k, force)
 
 
 @functools.lru_cache(maxsize=64)
 def _at_fixed_point(normalization, kl, surrogate, group_size, p_ref, kl_coef, adv_eps, actions,
-                    correct, dps):
-    """(z*, partial derivatives of F at (z*, z*), float force) of one variant."""
-    from grpo_theory.model import GRPOModel
+                    correct, z_guess, dps):
+    """(z*, partial derivatives of F at (z*, z*), float force) of one variant; z* refined from
+    ``z_guess`` on F(z, z) = 0 at ``dps`` digits."""
     from grpo_theory.theory.drift import geometric_factor
 
     Fm, Ff = _drift_functions(normalization, kl, surrogate, group_size)
     consts = (p_ref, geometric_factor(actions, correct), kl_coef, adv_eps)
-    z0 = GRPOModel(p_ref=p_ref, group_size=group_size, normalization=normalization, kl=kl,
-                   kl_coef=kl_coef, adv_eps=adv_eps, surrogate=surrogate, actions=actions,
-                   correct=correct).fixed_point().z
     with mpmath.workdps(dps):
         c_mp = tuple(mpmath.mpf(c) for c in consts)
         Fz = lambda z, zo: Fm(z, zo, *c_mp)  # noqa: E731
-        z_star = mpmath.findroot(lambda z: Fz(z, z), mpmath.mpf(z0))
+        z_star = mpmath.findroot(lambda z: Fz(z, z), mpmath.mpf(z_guess))
         parts = _partials(Fz, z_star, dps)
     return float(z_star), parts, functools.partial(_call_float, Ff, consts)
 
