@@ -4,18 +4,24 @@
 (b) lambdified numerics vs sympy ``evalf`` on 10^5 points (evalf timed on a sample, scaled);
 (c) the exact stability phase diagram on a 256 x 256 grid;
 (d) ``grpo-theory report`` on the default model, cold (fresh disk cache) and warm, in
-    subprocesses (the goal is a cold report under a minute on 2 cores).
+    subprocesses (the goal is a cold report under a minute on 2 cores);
+(e) the test suite, the README's command ``python -m pytest -q`` with ``CI=true`` and a
+    fresh derivation cache (the goal is at most 180 s on 2 cores), printed last next to the
+    cold chain and the cold report.
 
-Run:  python benchmarks/bench_core.py
+Run:  python benchmarks/bench_core.py [--only chain,lambdify,phase,report,suite]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -37,6 +43,11 @@ print(len(all_names()), len(failed), *failed, sep="\\n", file=sys.stderr)
 """
 
 
+ROOT = Path(__file__).resolve().parents[1]
+#: wall times of the cold runs, printed together at the end
+COLD: dict[str, float] = {}
+
+
 def bench_chain() -> None:
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, GRPO_THEORY_CACHE=cache)
@@ -45,6 +56,8 @@ def bench_chain() -> None:
             proc = subprocess.run([sys.executable, "-c", CHAIN], env=env, check=True,
                                   capture_output=True, text=True)
             dt = time.perf_counter() - t0
+            if label == "cold":
+                COLD["derivation chain"] = dt
             total, nfail, *failed = proc.stderr.strip().splitlines()[-1:] and \
                 proc.stderr.strip().split("\n")
             goal = 30.0 if label == "cold" else 2.0
@@ -106,12 +119,38 @@ def bench_report() -> None:
             proc = subprocess.run([sys.executable, "-m", "grpo_theory", "report", "--out", out],
                                   env=env, capture_output=True, text=True)
             dt = time.perf_counter() - t0
+            if label == "cold":
+                COLD["report"] = dt
             status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
             print(f"(d) report {label:4s}: {dt:7.2f} s wall ({status}; goal for cold < 60 s)")
 
 
+def bench_suite() -> None:
+    """The README's test command, cold: a fresh derivation cache, CI=true."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, GRPO_THEORY_CACHE=cache, CI="true",
+                   PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+        COLD["test suite"] = dt
+        tail = [ln for ln in proc.stdout.strip().splitlines() if re.search(r"\d+ (passed|failed)", ln)]
+        print(f"(e) test suite cold: {dt:7.2f} s wall ({tail[-1] if tail else 'no summary'}; "
+              f"exit {proc.returncode}; goal <= 180 s on 2 cores)")
+
+
+STAGES = {"chain": bench_chain, "lambdify": bench_lambdify, "phase": bench_phase_diagram,
+          "report": bench_report, "suite": bench_suite}
+
+
 if __name__ == "__main__":
-    bench_chain()
-    bench_lambdify()
-    bench_phase_diagram()
-    bench_report()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default=",".join(STAGES), help="comma-separated subset of "
+                    + ", ".join(STAGES))
+    args = ap.parse_args()
+    for name in args.only.split(","):
+        STAGES[name.strip()]()
+    if COLD:
+        print(f"cold wall times on {os.cpu_count()} cores: "
+              + "; ".join(f"{k} {v:.1f} s" for k, v in COLD.items()))

@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from grpo_theory.deepnet import run_deepnet  # noqa: E402
-from grpo_theory.deepnet import _theory as th  # noqa: E402
+from grpo_theory.theory.discrete import linear_stability  # noqa: E402
 from grpo_theory.deepnet.experiments import fluctuation_law, setup_plateau  # noqa: E402
 from grpo_theory.deepnet.grpo import OptimizerConfig, run_ensemble  # noqa: E402
 from grpo_theory.deepnet.results import jsonable  # noqa: E402
@@ -156,7 +156,7 @@ def _figures(out, results, fluct):
     for ax, mu in zip(axes, (0.0, 0.5, 0.9)):
         r = results[f"sgd_mu{mu:g}"]
         ks = np.arange(1, max(x.k for x in r.per_k) + 1)
-        pred = [th.stability(r.effective_learning_rate, mu, int(k), r.stiffness_ntk).spectral_radius
+        pred = [linear_stability(r.effective_learning_rate, mu, int(k), r.stiffness_ntk).spectral_radius
                 for k in ks]
         ax.plot(ks, pred, "-", color="0.5", label="exact theory (NTK stiffness)")
         ax.errorbar([x.k for x in r.per_k], [x.multiplier for x in r.per_k],

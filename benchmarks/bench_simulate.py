@@ -34,7 +34,15 @@ import tracemalloc
 
 import numpy as np
 
-from grpo_theory.simulation.engine import simulate
+from grpo_theory.model import GRPOModel
+from grpo_theory.simulation import simulate as simulate_model
+
+
+def simulate(*, group_size=8, **kw):
+    """The benchmarked setting: on-policy SGD, eta = 0.1, std advantages, no KL."""
+    model = GRPOModel(group_size=group_size, learning_rate=0.1, momentum=0.0, adv_eps=1e-4,
+                      kl="none", kl_coef=0.0, refresh_interval=1)
+    return simulate_model(model, **kw)
 
 
 def loop_grpo(runs, steps, group_size, p_ref=0.3, learning_rate=0.1, adv_eps=1e-4, seed=0):

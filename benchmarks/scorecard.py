@@ -156,7 +156,8 @@ def _reward_kind(info: dict):
 def score(runs):
     from grpo_theory.progress import progress
     from grpo_theory.runs.diagnostics import diagnose
-    from grpo_theory.runs.fitting import fit_curve, fit_log
+    from grpo_theory.runs.curves import fit_curve
+    from grpo_theory.runs.fitting import fit_log
     from grpo_theory.runs.forecast import forecast, noise_sd
     from grpo_theory.validate import ParameterError
 

@@ -7,24 +7,26 @@ training logs.
 
 The curated API (everything a user needs; the subpackages hold the rest):
 
-- the model: :class:`GRPOModel`, :data:`DEFAULT_MODEL`;
-- theory: :func:`get` (a derived record: expression, LaTeX, lambdified numerics, proof
-  log), :func:`derive_chain`, :func:`fixed_points`, :func:`stable_fixed_point`,
-  :func:`stability` (exact L2 at a given stiffness and split),
-  :func:`stability_at_fixed_point` (a variant: its stiffness, split and fluctuation),
-  :func:`stability_report` (a given stiffness and split), :func:`fixed_point_report`,
-  :func:`trajectory_report` (the L3 trajectory),
-  :func:`collapse_risk`, :func:`atlas`, :func:`findings`, :func:`citation`;
-- simulation: :func:`simulate`, :class:`SimulationConfig`;
+- the model: :class:`GRPOModel` (variant, optimizer and lag; the one set of defaults and all
+  validation), :data:`DEFAULT_MODEL`;
+- theory, each a function of a model: :func:`fixed_points`, :func:`stable_fixed_point`,
+  :func:`fixed_point_report`, :func:`stability` (exact L2 at the fixed point, or at a given
+  stiffness), :func:`fluctuation`, :func:`collapse_risk`, :func:`adam_reduction`; the
+  derivation records :func:`get` and :func:`derive_chain`; :func:`trajectory_report` (the L3
+  trajectory), :func:`atlas`, :func:`findings`, :func:`citation`;
+- simulation: :func:`simulate` ``(model, steps=..., runs=..., seed=...)``;
 - cross-checks: :func:`run_crosschecks`;
 - real runs: :func:`read_log`, :func:`fit_log`, :func:`diagnose`, :func:`check_config`,
   :func:`compare` (families of runs);
 - the neural-policy test: :func:`run_deepnet` (needs PyTorch);
 - the report: :func:`build_report`.
 
-Names are imported on first use, so ``import grpo_theory`` stays light.
+Names are imported on first use, so ``import grpo_theory`` stays light (sympy and the
+derivation chain load only when a name that needs them is used).
 
-Subpackages by level: :mod:`.theory` (the derivation chain), :mod:`.simulation` (L0),
+Subpackages by level: :mod:`.model` (the ground floor, with :mod:`.validate`,
+:mod:`.results`, :mod:`.prose`), :mod:`.theory` (the derivation chain),
+:mod:`.simulation` (L0), :mod:`.render` (equations, the printed chain, findings),
 :mod:`.crosscheck`, :mod:`.runs` (real training logs), :mod:`.report`, :mod:`.cli`.
 """
 
@@ -37,20 +39,19 @@ _API = {
     "Result": "grpo_theory.results",
     "ParameterError": "grpo_theory.validate",
     "get": "grpo_theory.theory.derived",
-    "derive_chain": "grpo_theory.theory.chain",
+    "derive_chain": "grpo_theory.render.chain",
     "fixed_points": "grpo_theory.theory.fixed_points",
     "stable_fixed_point": "grpo_theory.theory.fixed_points",
-    "stability": "grpo_theory.theory.discrete",
-    "stability_at_fixed_point": "grpo_theory.theory.stability",
-    "stability_report": "grpo_theory.theory.stability",
     "fixed_point_report": "grpo_theory.theory.fixed_points",
-    "trajectory_report": "grpo_theory.theory.oscillator",
+    "stability": "grpo_theory.theory.stability",
+    "fluctuation": "grpo_theory.theory.noise",
+    "adam_reduction": "grpo_theory.theory.adam",
     "collapse_risk": "grpo_theory.theory.collapse",
+    "trajectory_report": "grpo_theory.theory.oscillator",
     "atlas": "grpo_theory.theory.atlas",
-    "findings": "grpo_theory.theory.findings",
-    "citation": "grpo_theory.theory.latex",
+    "findings": "grpo_theory.render.findings",
+    "citation": "grpo_theory.render.latex",
     "simulate": "grpo_theory.simulation",
-    "SimulationConfig": "grpo_theory.simulation",
     "run_crosschecks": "grpo_theory.crosscheck",
     "read_log": "grpo_theory.runs.logs",
     "fit_log": "grpo_theory.runs.fitting",

@@ -3,9 +3,13 @@
 Each public job returns one frozen dataclass deriving from :class:`Result`.
 ``str(result)`` is what the terminal shows; ``result.to_dict()`` is what
 ``--json`` prints.  :func:`jsonable` is the project's one JSON cleaner: numpy
-scalars and arrays become Python numbers and lists, NaN becomes ``None``,
-infinities become the strings ``"inf"``/``"-inf"``, complex numbers ``[re, im]``,
+scalars and arrays become Python numbers and lists, complex numbers ``[re, im]``,
 paths strings and nested results their ``to_dict()``.
+
+**The JSON rule for non-finite numbers** (also in the README): every NaN or infinity
+becomes ``null``; JSON numbers are always finite.  Where a ``null`` could mean two things,
+the result carries a key beside it that says which (a boolean or a reason), e.g.
+``max_stable_refresh_interval_exact: null`` with ``stable_for_every_refresh_interval: true``.
 """
 
 from __future__ import annotations
@@ -41,11 +45,7 @@ def jsonable(obj):
         return int(obj)
     if isinstance(obj, (float, np.floating)):
         v = float(obj)
-        if math.isnan(v):
-            return None
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return v
+        return v if math.isfinite(v) else None
     if isinstance(obj, (complex, np.complexfloating)):
         return [jsonable(obj.real), jsonable(obj.imag)]
     if isinstance(obj, Path):
@@ -63,8 +63,8 @@ class Result:
     """Base of the typed results.  Subclasses are frozen dataclasses.
 
     ``to_dict()`` serialises every dataclass field through :func:`jsonable`;
-    subclasses extend it (``super().to_dict()`` then add keys) or override
-    :meth:`_json_fields` to drop internal fields.  ``exit_code`` is the process
+    subclasses extend it (``super().to_dict()`` then add keys) or list internal fields
+    in ``_json_exclude``.  ``exit_code`` is the process
     exit status the CLI uses (0 unless a subclass says otherwise).
     """
 

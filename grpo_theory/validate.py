@@ -8,8 +8,12 @@ The CLI turns :class:`ParameterError` into exit code 2 and a one-line message.
 from __future__ import annotations
 
 import math
+import tempfile
 from numbers import Integral, Real
+from pathlib import Path
 from typing import Iterable
+
+import numpy as np
 
 __all__ = [
     "ParameterError",
@@ -115,8 +119,6 @@ def check_choice(name: str, value, choices: Iterable[str]) -> str:
 
 def check_finite_array(name: str, values):
     """Return ``numpy.asarray(values, float)`` after checking every entry is finite."""
-    import numpy as np
-
     arr = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(arr)):
         bad = arr[~np.isfinite(arr)].ravel()[0]
@@ -128,9 +130,6 @@ def check_output_dir(name: str, path):
     """``path`` as a :class:`~pathlib.Path` if a directory can be written there, checked before
     any work: an existing non-directory, a file on the way, or a place where no file can be
     created raises :class:`ParameterError` naming ``name``.  Nothing is left behind."""
-    import tempfile
-    from pathlib import Path
-
     out = Path(path).expanduser()
     if out.exists() and not out.is_dir():
         raise ParameterError(name, str(out), "a directory (it is an existing file)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from grpo_theory.cli._common import number
+from grpo_theory.cli.model_options import add_model_options, model_from_options, model_options_given
 
 NAME = "check-config"
 HELP = ("Check a TRL GRPOConfig, a verl config or launch script, or a CS336 config before "
@@ -21,9 +22,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--from-log-lr", type=number, default=None, metavar="ETA",
                         help="learning rate of the earlier run (default: logged, or its config)")
     parser.add_argument("--metric", default=None, help="reward metric of the --from-log log")
-    parser.add_argument("--p-ref", type=number, default=None, metavar="P",
-                        help="reward of the reference policy in (0, 1) (default: scan a grid; "
-                             "with --from-log the fit's initial reward)")
+    add_model_options(parser, ("variant",), fields=("p_ref",),
+                      defaults="a grid of values; with --from-log the fit's initial reward")
     parser.add_argument("--steps", type=number, default=None, metavar="N",
                         help="horizon of the collapse risk (default: the config's, else 1000)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -32,6 +32,7 @@ def add_arguments(parser) -> None:
 def call(args):
     from grpo_theory.runs.check_config import check_config
 
+    p_ref = model_from_options(args).p_ref if model_options_given(args) else None
     return check_config(args.config, stiffness=args.stiffness, from_log=args.from_log,
-                        from_log_lr=args.from_log_lr, metric=args.metric, p_ref=args.p_ref,
+                        from_log_lr=args.from_log_lr, metric=args.metric, p_ref=p_ref,
                         steps=args.steps)

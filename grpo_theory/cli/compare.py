@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from grpo_theory.cli.model_options import add_model_options, model_from_options
+
 NAME = "compare"
 HELP = ("Compare a family of runs differing in one knob: group-size invariance and the 1/G "
         "fluctuation law, or the time-scale law in model size, learning rate or refresh interval.")
@@ -9,7 +11,6 @@ HELP = ("Compare a family of runs differing in one knob: group-size invariance a
 
 def add_arguments(parser) -> None:
     from grpo_theory.runs.compare import BY
-    from grpo_theory.theory.drift import NORMALIZATIONS
 
     parser.add_argument("logs", metavar="LOG", nargs="+", help="training logs of the family "
                         "(any format `fit` reads), at least 2")
@@ -18,8 +19,7 @@ def add_arguments(parser) -> None:
                         help="the knob's value for each log, in order (default: read from the "
                              "logs' configs)")
     parser.add_argument("--metric", default=None, help="reward metric (default: the logs' reward)")
-    parser.add_argument("--normalization", default="std", choices=NORMALIZATIONS,
-                        help="advantage normalization of the runs (for the finite-G noise prediction)")
+    add_model_options(parser, ("variant",), fields=("normalization",))
     parser.add_argument("--fresh-fraction", type=float, default=None, metavar="PHI",
                         help="K_f/K of the runs, for the refresh-interval prediction (default: "
                              "the range over [0, 1])")
@@ -39,5 +39,5 @@ def call(args):
         except ValueError:
             raise ParameterError("--values", args.values, "comma-separated numbers") from None
     return compare(args.logs, by=args.by, values=values, metric=args.metric,
-                   normalization=args.normalization,
+                   normalization=model_from_options(args).normalization,
                    fresh_fraction=args.fresh_fraction, plot=args.plot)

@@ -1,6 +1,7 @@
 """``grpo-theory deepnet``: the exact stability theory tested on a neural policy (real GRPO, CPU).
 
-One library call, :func:`grpo_theory.deepnet.run_deepnet`; the CLI core prints
+One library call, :func:`grpo_theory.deepnet.run_deepnet`; the optimizer options are the
+model's (:mod:`grpo_theory.cli.model_options`), with the experiment's own defaults; the CLI core prints
 ``str(result)`` or ``result.to_dict()`` as JSON and exits with ``result.exit_code``
 (1 when any refresh interval is misclassified outside its standard error).  Without
 PyTorch the call raises a ``ParameterError`` whose message is the install hint
@@ -12,6 +13,10 @@ from __future__ import annotations
 import argparse
 
 from grpo_theory.cli._common import number
+from grpo_theory.cli.model_options import add_model_options, model_from_options, model_options_given
+
+#: the model fields the experiment takes (the variant is --variant, the refresh interval swept)
+EXPERIMENT_FIELDS = ("optimizer", "learning_rate", "momentum", "adam_beta1", "reuse")
 
 NAME = "deepnet"
 HELP = ("Test the exact discrete stability theory (largest stable refresh interval, critical "
@@ -27,16 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--variant", default="dr-grpo-k1",
       help="dr-grpo-k1 (mean advantages, KL in the reward, k1; the theory's case) | "
            "trl-default (std advantages, clipped ratio, k3 KL in the loss; the negative control)")
-    a("--momentum", type=number, default=None,
-      help="heavy-ball mu in [0, 1) (SGD, default 0); Adam: beta1 (default 0.9)")
-    a("--learning-rate", type=number, default=None,
-      help="eta > 0 (default: eta*K between the exact thresholds of k = 10 and 11)")
     a("--refresh-intervals", type=number, nargs="+", default=None,
       help="refresh intervals k to test (default: around the exact k_max)")
-    a("--optimizer", default="sgd", help="sgd (heavy-ball) | adam | adamw")
-    a("--reuse", choices=("fresh", "batch"), default="fresh",
-      help="fresh: a new batch from the stale policy every step (TRL steps_per_generation) | "
-           "batch: one batch reused by the window's k steps (TRL num_iterations, verl ppo_epochs)")
+    add_model_options(parser, ("optimizer", "lag"), fields=EXPERIMENT_FIELDS,
+                      defaults={"learning_rate": "eta K between the exact thresholds of "
+                                                 "k = 10 and 11", "momentum": "0"})
     a("--flip-probability", type=number, default=None,
       help="noisy verifier: reward flip probability (Adam default 0.1, else 0)")
     a("--seed", type=number, default=0, help="seed of the sampling noise")
@@ -49,8 +49,11 @@ def call(args):
     """Exactly one library call; returns a :class:`grpo_theory.deepnet.DeepnetResult`."""
     from grpo_theory.deepnet import run_deepnet
 
-    return run_deepnet(quick=args.quick, variant=args.variant, momentum=args.momentum,
-                       learning_rate=args.learning_rate,
-                       refresh_intervals=args.refresh_intervals, optimizer=args.optimizer,
-                       reuse=args.reuse, flip_probability=args.flip_probability, seed=args.seed,
+    given = model_options_given(args)
+    model = model_from_options(args)           # validates the given options
+    momentum = given.get("adam_beta1" if model.optimizer == "adam" else "momentum")
+    return run_deepnet(quick=args.quick, variant=args.variant, momentum=momentum,
+                       learning_rate=given.get("learning_rate"),
+                       refresh_intervals=args.refresh_intervals, optimizer=model.optimizer,
+                       reuse=model.reuse, flip_probability=args.flip_probability, seed=args.seed,
                        transition=not args.no_transition, out=args.out)

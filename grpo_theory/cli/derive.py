@@ -19,7 +19,7 @@ def add_arguments(p):
 
 
 def call(args):
-    from grpo_theory.theory.chain import derive_chain
+    from grpo_theory.render.chain import derive_chain
     from grpo_theory.theory.chapters import chapter
     from grpo_theory.validate import check_output_dir
 

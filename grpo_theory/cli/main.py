@@ -6,7 +6,11 @@ returning a typed :class:`~grpo_theory.results.Result`.  The core prints
 ``str(result)`` (or ``result.to_dict()`` as JSON with ``--json``) and exits with
 ``result.exit_code``.  Bad input exits with code 2 and one line naming the
 parameter, its value and what is allowed; nothing is written and no traceback is
-shown.  A closed pipe (``grpo-theory derive --json | head -1``) ends quietly.
+shown; no command at all prints the help and exits with code 2.  A closed pipe
+(``grpo-theory derive --json | head -1``) ends quietly.  The commands that take a model
+get its options from :func:`grpo_theory.cli.model_options.add_model_options`.  A command
+module imports its library inside ``call`` (the laziness is the point: ``--help`` and a bad
+option answer without loading sympy and the derivation chain).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import importlib
 import os
 import sys
 
+from grpo_theory import __version__
 from grpo_theory.validate import ParameterError
 
 #: Sub-command modules, in the order shown by --help.
@@ -53,8 +58,6 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from grpo_theory import __version__
-
     parser = _Parser(prog="grpo-theory", formatter_class=_Formatter,
                      description="Symbolic-numeric theory workbench for GRPO training dynamics.")
     parser.add_argument("--version", action="version", version=f"grpo-theory {__version__}")
@@ -81,10 +84,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     mod = getattr(args, "_module", None)
     if mod is None:
-        parser.print_help()
-        return 0
+        parser.print_help(sys.stderr)
+        return 2
     try:
-        code = _emit(args, mod.call(args)) if hasattr(mod, "call") else int(mod.run(args) or 0)
+        code = _emit(args, mod.call(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
         return code
     except ParameterError as exc:

@@ -8,10 +8,12 @@ transition located where predicted.  Each comparison reports its numbers."
 :func:`run_crosschecks` runs the checks of :data:`CHECKS` and returns a :class:`CrosscheckReport`.  Every
 band is derived from the number of replications (standard errors of means over
 independent runs, 4σ), plus, where stated, a *computed* model bias (never a hand-tuned
-tolerance).  The base setting is the two-action bandit with p_ref = 0.3, std advantages
-(ε_adv = 1e-4, the simulator default), exact KL with β = 1, the stale surrogate and G = 8:
-its stable fixed point has p* ≈ 0.737, z* ≈ 1.031, K ≈ 0.293 (per unit η, fresh fraction
-K_f/K ≈ 0.145).  Time is in optimizer steps, z in logits.
+tolerance).  Every check simulates models (:func:`grpo_theory.simulation.simulate`) built
+from :data:`~.base.BASE_MODEL` — the two-action bandit with p_ref = 0.3, std advantages
+(ε_adv = 1e-4), exact KL with β = 2, the stale surrogate and G = 8, on-policy SGD — or from
+a model of its own (the refresh threshold's KL-in-the-loss setting has β = 1: p* ≈ 0.737,
+z* ≈ 1.031, K ≈ 0.293 per unit η, fresh fraction K_f/K ≈ 0.145).  Time is in optimizer
+steps, z in logits.
 """
 
 from __future__ import annotations
@@ -19,15 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from grpo_theory.crosscheck.adam import check_adam, check_adam_critical_damping
-from grpo_theory.crosscheck.base import (
-    BASE,
-    BASE_MODEL,
-    N_SIGMA,
-    Check,
-    CrosscheckReport,
-    mean_field_trajectory,
-    moment_closure_trajectory,
-)
+from grpo_theory.crosscheck.base import BASE_MODEL, N_SIGMA, Check, CrosscheckReport
 from grpo_theory.crosscheck.batch_reuse import check_reuse_batch, check_reuse_fresh
 from grpo_theory.crosscheck.collapse import check_collapse, check_collapse_reuse
 from grpo_theory.crosscheck.damping_transition import check_damping_transition
@@ -40,7 +34,6 @@ from grpo_theory.progress import progress as _progress
 from grpo_theory.validate import check_int
 
 __all__ = [
-    "BASE",
     "BASE_MODEL",
     "CHECKS",
     "N_SIGMA",
@@ -58,8 +51,6 @@ __all__ = [
     "check_refresh_threshold",
     "check_reuse_batch",
     "check_reuse_fresh",
-    "mean_field_trajectory",
-    "moment_closure_trajectory",
     "run_crosschecks",
 ]
 

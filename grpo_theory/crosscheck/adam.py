@@ -9,19 +9,28 @@ import numpy as np
 from grpo_theory.crosscheck.base import (
     N_SIGMA,
     Check,
-    _sim,
     _stationary_var,
     as_base,
     band_reason,
     g2,
     headline,
+    heavy_ball,
+    seed_of,
 )
-from grpo_theory.theory.adam import adam_reduction
-from grpo_theory.theory.drift import update_variance
+from grpo_theory.simulation import simulate
+from grpo_theory.theory.adam import adam_reduction, critical_learning_rate
+from grpo_theory.theory.derived import get
 from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.theory.noise import noise_at_fixed_point
 
 #: the stated criterion (variances within 10 %, see docs/crosscheck.md)
 RELATIVE_TOLERANCE = 0.10
+
+
+def _adam(base, learning_rate, betas):
+    """The base variant on-policy with Adam at ``learning_rate`` and ``betas``."""
+    return heavy_ball(as_base(base), learning_rate).replace(
+        optimizer="adam", momentum=0.0, adam_beta1=betas[0], adam_beta2=betas[1])
 
 
 def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(0.9, 0.999)) -> Check:
@@ -32,19 +41,16 @@ def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(
     reduction (v = sigma^2/4) is reported beside it.  The runs start at p* and are measured
     after 1/(1 - beta2) steps, so v_hat has forgotten the start.
     """
-    base = as_base(base)
+    model = _adam(base, learning_rate, betas)
     seed_seq = seed_seq or np.random.SeedSequence(5)
     R = 400 if quick else 3000
     b2 = betas[1]
     t0 = int(2 / (1 - b2))
     T = t0 + (1500 if quick else 4000)
-    fp = stable_fixed_point(**base)
-    s2 = float(update_variance(fp.p, normalization=base["normalization"], kl=base["kl"],
-                               group_size=base["group_size"], kl_coef=base["kl_coef"],
-                               p_ref=base["p_ref"], adv_eps=base["adv_eps"]))
-    red = adam_reduction(learning_rate, fp.stiffness, s2, betas=betas)
-    res = _sim(seed_seq, steps=T, runs=R, learning_rate=learning_rate, optimizer="adam",
-               adam_betas=tuple(betas), p0=fp.p, record=("z",), **base)
+    fp = stable_fixed_point(model)
+    s2 = noise_at_fixed_point(model, fp)
+    red = adam_reduction(model)
+    res = simulate(model, steps=T, runs=R, p0=fp.p, record=("z",), seed=seed_of(seed_seq))
     var_meas, var_se, _ = _stationary_var(res.z, t0, 20)
     pred = red.stationary_variance_z
     rel = (var_meas - pred) / pred
@@ -89,22 +95,16 @@ def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9
     r"""Adam at the learning rate predicted to be critically damped: the measured step
     :math:`\hat a = (1+\beta_1)(1-\hat\rho_1)` (from the lag-1 autocorrelation of the
     stationary deviations, AR(2) Yule-Walker) against :math:`a_c = (1-\sqrt{\beta_1})^2`."""
-    from grpo_theory.theory.adam import critical_learning_rate
-    from grpo_theory.theory.derived import get
-
-    base = as_base(base)
+    model = _adam(base, as_base(base).learning_rate, betas)
     seed_seq = seed_seq or np.random.SeedSequence(6)
     R = 400 if quick else 2000
     t0 = int(2 / (1 - betas[1]))
     T = t0 + 2000
-    fp = stable_fixed_point(**base)
-    s2 = float(update_variance(fp.p, normalization=base["normalization"], kl=base["kl"],
-                               group_size=base["group_size"], kl_coef=base["kl_coef"],
-                               p_ref=base["p_ref"], adv_eps=base["adv_eps"]))
-    eta_c = critical_learning_rate(fp.stiffness, s2, betas=betas)
+    fp = stable_fixed_point(model)
+    eta_c = critical_learning_rate(model)
     a_c = float(get("adam.critical_step").numeric(betas[0]))
-    res = _sim(seed_seq, steps=T, runs=R, learning_rate=eta_c, optimizer="adam",
-               adam_betas=tuple(betas), p0=fp.p, record=("z",), **base)
+    res = simulate(model.replace(learning_rate=eta_c), steps=T, runs=R, p0=fp.p, record=("z",),
+                   seed=seed_of(seed_seq))
     x = res.z[:, t0:]
     x = x - x.mean(axis=0)                 # deviations from the ensemble mean at each time
     num = (x[:, :-1] * x[:, 1:]).mean(axis=1)

@@ -1,23 +1,23 @@
 """Shared base of the cross-checks: the base model, the check and report objects, the
-L1 mean-field and moment-closure trajectories, and per-run stationary statistics."""
+headline of a check and its table row, and per-run stationary statistics."""
 
 from __future__ import annotations
 
 import math
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import expit
 
 from grpo_theory.model import GRPOModel
+from grpo_theory.prose import to_plain_or_as_is
 from grpo_theory.results import Result, jsonable
-from grpo_theory.simulation import simulate
 from grpo_theory.theory.drift import drift, update_variance
-from grpo_theory.validate import check_int
+from grpo_theory.validate import ParameterError
 
 __all__ = [
-    "BASE",
     "BASE_MODEL",
     "N_SIGMA",
     "TABLE_COLUMNS",
@@ -31,32 +31,38 @@ __all__ = [
     "format_headline_numbers",
     "g2",
     "headline",
-    "mean_field_trajectory",
-    "moment_closure_trajectory",
+    "heavy_ball",
+    "seed_of",
     "table_row",
 ]
 
-#: The base model of the checks: two-action bandit, p_ref = 0.3, std advantages with the
-#: simulator's epsilon_adv = 1e-4, exact KL with beta = 2, the stale surrogate, G = 8.
+#: The base model of the checks: two-action bandit, p_ref = 0.3, std advantages with
+#: TRL's epsilon_adv = 1e-4, exact KL with beta = 2, the stale surrogate, G = 8, on-policy
+#: SGD (refresh interval 1, no momentum) at learning rate 0.1; each check varies it.
 BASE_MODEL = GRPOModel(p_ref=0.3, normalization="std", kl="exact", kl_coef=2.0, group_size=8,
-                       adv_eps=1e-4, surrogate="stale", learning_rate=0.1, momentum=0.0)
+                       adv_eps=1e-4, surrogate="stale", learning_rate=0.1, momentum=0.0,
+                       refresh_interval=1)
 
-_BASE_KEYS = ("p_ref", "normalization", "kl", "kl_coef", "group_size", "adv_eps", "surrogate")
 
-
-def as_base(model: GRPOModel | None = None) -> dict:
-    """The variant keywords of ``model`` (default :data:`BASE_MODEL`) that the checks pass to
-    the simulator and the drift."""
+def as_base(model: GRPOModel | None = None) -> GRPOModel:
+    """``model``, or :data:`BASE_MODEL` when it is ``None`` (the base a check varies)."""
     model = BASE_MODEL if model is None else model
     if not isinstance(model, GRPOModel):
-        from grpo_theory.validate import ParameterError
         raise ParameterError("base", type(model).__name__, "a GRPOModel or None")
-    v = model.variant()
-    return {k: v[k] for k in _BASE_KEYS}
+    return model
 
 
-#: the base variant as simulate/drift keywords
-BASE = as_base()
+def heavy_ball(model: GRPOModel, learning_rate, momentum=0.0, refresh_interval=1) -> GRPOModel:
+    """``model``'s variant with heavy-ball SGD at ``learning_rate``/``momentum`` and fresh
+    batches refreshed every ``refresh_interval`` steps (the optimizer and lag of a check)."""
+    return model.replace(optimizer="sgd", learning_rate=float(learning_rate),
+                         momentum=float(momentum), lag_model="refresh", delay=None,
+                         refresh_interval=int(refresh_interval), reuse="fresh", window_batches=1)
+
+
+def seed_of(seed_seq) -> int:
+    """The integer seed of one simulation, drawn from its ``SeedSequence`` child."""
+    return int(seed_seq.generate_state(1)[0])
 
 N_SIGMA = 4.0
 
@@ -65,7 +71,7 @@ def headline(quantity, units, setting, predicted, measured, band, band_kind, *,
              compare="measured", statistic=None) -> dict:
     r"""The physical headline of a check.
 
-    ``quantity``/``setting``: prose (LaTeX between dollars, :mod:`grpo_theory.theory.prose`);
+    ``quantity``/``setting``: prose (LaTeX between dollars, :mod:`grpo_theory.prose`);
     ``units``: words; ``predicted``/``measured``: numbers in ``units`` (``measured`` may be a
     ``[low, high]`` pair when the measurement is itself an interval, e.g. a bracket on a grid);
     ``band``: ``[low, high]`` in ``units`` (an end may be ``None``: not established);
@@ -266,10 +272,7 @@ class CrosscheckReport(Result):
         measured values and band, in the quantity's physical units), then one block per check
         with the quantity, setting, the reason for its verdict, how its band is derived, its
         decisive statistic and its notes, wrapped to ``width`` columns."""
-        import textwrap
-
-        from grpo_theory.theory.prose import to_plain_or_as_is as plain
-
+        plain = to_plain_or_as_is
         def wrap(label, text):
             return textwrap.fill(text, width, initial_indent=f"    {label}",
                                  subsequent_indent=" " * (4 + len(label)))
@@ -312,78 +315,6 @@ class CrosscheckReport(Result):
         return "\n".join(lines)
 
 
-def _variant(kw):
-    return {k: kw[k] for k in ("p_ref", "normalization", "kl", "kl_coef", "group_size",
-                               "adv_eps", "surrogate") if k in kw}
-
-
-def mean_field_trajectory(steps, z0, learning_rate, momentum=0.0, refresh_interval=1, **variant):
-    r"""Iterate the exact L1 map :math:`v_{t+1}=\mu v_t+\eta F(z_t, z_{s(t)})`, :math:`z_{t+1}=z_t+v_{t+1}`.
-
-    Vectorised over ``z0``/``learning_rate``/``momentum`` (broadcast); ``refresh_interval``
-    k: :math:`z_{s(t)}` is refreshed at t ≡ 0 (mod k).  Returns shape ``(..., steps+1)``.
-    """
-    z0, eta, mu = np.broadcast_arrays(np.asarray(z0, float), np.asarray(learning_rate, float),
-                                      np.asarray(momentum, float))
-    z = z0.astype(float).copy()
-    v = np.zeros_like(z)
-    zold = z.copy()
-    out = np.empty(z.shape + (steps + 1,))
-    out[..., 0] = z
-    k = check_int("refresh_interval", refresh_interval, low=1)
-    for t in range(steps):
-        if t % k == 0:
-            zold = z.copy()
-        v = mu * v + eta * drift(z, zold, **variant)
-        z = z + v
-        out[..., t + 1] = z
-    return out
-
-
-def moment_closure_trajectory(steps, z0, learning_rate, momentum=0.0, h=1e-3, **variant):
-    r"""Second-order moment closure of the on-policy dynamics (refresh interval 1).
-
-    Mean :math:`m` and covariance :math:`C` of (x, v):
-    :math:`E[F(z)] \approx F(m) + \tfrac12 F''(m) C_{xx}`, and :math:`C` propagated
-    through the Jacobian with the exact per-step noise :math:`\eta^2\sigma^2(m)`
-    (:func:`grpo_theory.theory.drift.update_variance`).  The difference to the L1 map is the
-    leading :math:`O(\eta^2 \mathrm{Var})` mean-field bias.  Returns ``(mean, var)``
-    arrays of shape ``(..., steps+1)``.
-    """
-    z0, eta, mu = np.broadcast_arrays(np.asarray(z0, float), np.asarray(learning_rate, float),
-                                      np.asarray(momentum, float))
-    m = z0.astype(float).copy()
-    v = np.zeros_like(m)
-    cxx, cxv, cvv = (np.zeros_like(m) for _ in range(3))
-    means = np.empty(m.shape + (steps + 1,))
-    vars_ = np.empty_like(means)
-    means[..., 0], vars_[..., 0] = m, cxx
-    nk = {k: variant[k] for k in ("normalization", "kl", "group_size", "kl_coef", "p_ref",
-                                  "adv_eps") if k in variant}
-    for t in range(steps):
-        zz = np.stack([m, m + h, m - h])
-        F0, Fp, Fm = drift(zz, zz, **variant)
-        d1 = (Fp - Fm) / (2 * h)
-        d2 = (Fp - 2 * F0 + Fm) / h**2
-        s2 = np.asarray(update_variance(expit(m).ravel(), **nk), float).reshape(m.shape)
-        v = mu * v + eta * (F0 + 0.5 * d2 * cxx)
-        m = m + v
-        # linear map of (x, v): v' = mu v + eta d1 x + eta xi ; x' = x + v'
-        a11, a12 = 1 + eta * d1, mu
-        a21, a22 = eta * d1, mu
-        n = eta**2 * s2
-        nxx = a11 * a11 * cxx + 2 * a11 * a12 * cxv + a12 * a12 * cvv + n
-        nxv = a11 * a21 * cxx + (a11 * a22 + a12 * a21) * cxv + a12 * a22 * cvv + n
-        nvv = a21 * a21 * cxx + 2 * a21 * a22 * cxv + a22 * a22 * cvv + n
-        cxx, cxv, cvv = nxx, nxv, nvv
-        means[..., t + 1], vars_[..., t + 1] = m, cxx
-    return means, vars_
-
-
-def _sim(seed_seq, **kw):
-    return simulate(seed=int(seed_seq.generate_state(1)[0]), **kw)
-
-
 def _times(steps, n):
     return np.unique(np.linspace(1, steps, min(n, steps)).round().astype(int))
 
@@ -406,13 +337,13 @@ def _stationary_mean(x, t_from):
     return float(per_run.mean()), float(per_run.std(ddof=1) / math.sqrt(per_run.size))
 
 
-def _second_order_offsets(fp, eta, var_z, variant, h=1e-3):
+def _second_order_offsets(fp, eta, var_z, model, h=1e-3):
     """Leading noise-induced offsets at a stable fixed point (on-policy SGD).
 
     dz = F''(z*) Var z / (2K) (mean logit shift) and
     dp = sigma'(z*) dz + sigma''(z*) Var z / 2 (mean reward shift)."""
     zz = np.array([fp.z, fp.z + h, fp.z - h])
-    F0, Fp, Fm = drift(zz, zz, **variant)
+    F0, Fp, Fm = drift(model, zz, zz)
     d2 = (Fp - 2 * F0 + Fm) / h**2
     dz = 0.5 * d2 * var_z / fp.stiffness
     p = fp.p
@@ -421,18 +352,16 @@ def _second_order_offsets(fp, eta, var_z, variant, h=1e-3):
     return float(dz), float(s1 * dz + 0.5 * s2 * var_z)
 
 
-def _variance_second_order(fp, var_z, s2, variant, h=0.02):
+def _variance_second_order(fp, var_z, s2, model, h=0.02):
     r"""Leading relative correction to the linear stationary variance (on-policy SGD).
 
     Two O(Var) effects the L2 AR variance leaves out: the noise variance averaged over
     the fluctuations, E[sigma^2(z)] = sigma^2 + (sigma^2)'' Var/2, and the effective
     stiffness E[-F'(z)] = K - F3 Var/2 (F3 the third derivative; Var is proportional to
     1/K).  Returns (sigma^2)'' Var/(2 sigma^2) + F3 Var/(2K)."""
-    nk = {k: variant[k] for k in ("normalization", "kl", "group_size", "kl_coef", "p_ref",
-                                  "adv_eps")}
     zz = fp.z + np.array([-2 * h, -h, 0.0, h, 2 * h])
-    sv = np.asarray(update_variance(expit(zz), **nk), float)
+    sv = np.asarray(update_variance(model, expit(zz)), float)
     d2s = (sv[1] - 2 * sv[2] + sv[3]) / h**2
-    F = drift(zz, zz, **variant)
+    F = drift(model, zz, zz)
     d3F = (F[4] - 2 * F[3] + 2 * F[1] - F[0]) / (2 * h**3)
     return float(0.5 * d2s * var_z / s2 + 0.5 * d3F * var_z / fp.stiffness)

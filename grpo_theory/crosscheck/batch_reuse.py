@@ -5,35 +5,36 @@ from __future__ import annotations
 import numpy as np
 
 from grpo_theory.crosscheck.base import (
-    BASE_MODEL,
     N_SIGMA,
     Check,
-    _sim,
     _stationary_var,
-    _variant,
+    as_base,
     band_reason,
     headline,
+    heavy_ball,
+    seed_of,
 )
+from grpo_theory.simulation import simulate
+from grpo_theory.theory.noise import fluctuation
 
 REFRESH_INTERVAL = 4
 LEARNING_RATE = 0.1
 
 
 def _check(reuse, quick, seed_seq, base):
-    model = (BASE_MODEL if base is None else base).replace(
-        refresh_interval=REFRESH_INTERVAL, learning_rate=LEARNING_RATE, momentum=0.0)
+    fresh = heavy_ball(as_base(base), LEARNING_RATE, 0.0, REFRESH_INTERVAL)
+    models = {"fresh": fresh, "batch": fresh.replace(reuse="batch")}
+    model = models[reuse]
     seed_seq = seed_seq or np.random.SeedSequence(7)
     R = 200 if quick else 800
     T = 3000 if quick else 6000
-    pred = {mode: model.fluctuation(reuse=mode) for mode in ("fresh", "batch")}
+    pred = {mode: fluctuation(m) for mode, m in models.items()}
     if pred[reuse].stationary_variance_z is None:
         return Check(name=f"reuse_{reuse}",
                      description=rf"stationary $\operatorname{{Var}} z$, reuse {reuse}",
                      predicted=None, measured=None, error=None,
                      band={"derivation": "n/a: " + pred[reuse].reason}, verdict="n/a")
-    res = _sim(seed_seq, steps=T, runs=R, learning_rate=LEARNING_RATE,
-               refresh_interval=REFRESH_INTERVAL, reuse=reuse, record=("z",), **_variant(
-                   model.variant()))
+    res = simulate(model, steps=T, runs=R, record=("z",), seed=seed_of(seed_seq))
     t0 = T // 3
     # stride 7 is coprime to k = 4: the sampled times visit every phase of the window
     var, se, ts = _stationary_var(res.z, t0, 7)

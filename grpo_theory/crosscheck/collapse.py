@@ -7,14 +7,16 @@ import math
 
 import numpy as np
 
-from grpo_theory.crosscheck.base import N_SIGMA, Check, _sim, band_reason, headline
+from grpo_theory.crosscheck.base import N_SIGMA, Check, band_reason, headline, seed_of
 from grpo_theory.model import GRPOModel
+from grpo_theory.simulation import simulate
 from grpo_theory.theory.collapse import collapse_risk
 
 #: std advantages, exact KL beta = 0.7, G = 8, on-policy SGD eta = 0.5: p* ~ 0.908, and the
 #: degenerate level 1/(10G) = 0.0125 is a shallow basin depth (~4 noise temperatures) away.
 COLLAPSE_MODEL = GRPOModel(p_ref=0.3, normalization="std", kl="exact", kl_coef=0.7,
-                           group_size=8, adv_eps=1e-4, learning_rate=0.5, momentum=0.0)
+                           group_size=8, adv_eps=1e-4, learning_rate=0.5, momentum=0.0,
+                           refresh_interval=1)
 STEPS = 400
 #: the same variant with eta = 0.25, k = 4 and one batch reused per window: lag and reuse
 #: enter the model only through the exact L2 variance (an approximation off-policy)
@@ -42,12 +44,8 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
         return Check(name=name, description="fraction collapsed by step $T$",
                      predicted=None, measured=None, error=None,
                      band={"derivation": "n/a: " + risk.reason}, verdict="n/a")
-    v = model.variant()
-    res = _sim(seed_seq, steps=steps, runs=R, learning_rate=model.learning_rate,
-               refresh_interval=model.refresh_interval, reuse=model.reuse,
-               p0=risk.p_star, record=("reward",),
-               **{k: v[k] for k in ("p_ref", "normalization", "kl", "kl_coef", "group_size",
-                                    "adv_eps", "surrogate")})
+    res = simulate(model, steps=steps, runs=R, p0=risk.p_star, record=("reward",),
+                   seed=seed_of(seed_seq))
     p = res.reward
     d = risk.degenerate_level
     hit = ((p <= d) | (p >= 1 - d)).any(axis=1)

@@ -11,14 +11,15 @@ from scipy.special import expit
 from grpo_theory.crosscheck.base import (
     N_SIGMA,
     Check,
-    _sim,
     _stationary_mean,
     _times,
-    _variant,
     as_base,
     band_reason,
     headline,
+    heavy_ball,
+    seed_of,
 )
+from grpo_theory.simulation import simulate
 from grpo_theory.theory import discrete, oscillator
 from grpo_theory.theory.fixed_points import stable_fixed_point
 
@@ -39,7 +40,7 @@ def check_damping_transition(quick=True, seed_seq=None, base=None, momentum=0.5,
     seed_seq = seed_seq or np.random.SeedSequence(3)
     R = 1000 if quick else 8000
     mu = momentum
-    fp = stable_fixed_point(**_variant(base))
+    fp = stable_fixed_point(base)
     K = fp.stiffness
     _, _, a_c = discrete.refresh_thresholds(mu, 1)
     a_c = float(a_c)
@@ -53,8 +54,8 @@ def check_damping_transition(quick=True, seed_seq=None, base=None, momentum=0.5,
         eta = f * eta_c
         a = eta * K
         T = int(min(400, max(60, math.ceil(12 * (1 + mu) / max(1 - mu, 1e-9) / a ** 0.5))))
-        res = _sim(children[i], steps=T, runs=R, learning_rate=eta, optimizer="momentum",
-                   momentum=mu, p0=float(expit(fp.z + x0)), record=("z",), **base)
+        res = simulate(heavy_ball(base, eta, mu), steps=T, runs=R, p0=float(expit(fp.z + x0)),
+                       record=("z",), seed=seed_of(children[i]))
         m, sem = res.mean("z"), res.sem("z")
         t_late = (3 * T) // 4
         plateau, plateau_se = _stationary_mean(res.z, t_late)
@@ -76,7 +77,7 @@ def check_damping_transition(quick=True, seed_seq=None, base=None, momentum=0.5,
         ok = (expected == "none" and not detected) or (expected == "overshoot" and detected) \
             or expected == "below resolution"
         rows.append({"factor": f, "learning_rate": eta, "eta_K": a, "damping_ratio_L3": osc.damping_ratio,
-                     "regime_L2": discrete.stability(eta, mu, 1, K, fresh_fraction=fp.fresh_fraction
+                     "regime_L2": discrete.linear_stability(eta, mu, 1, K, fresh_fraction=fp.fresh_fraction
                                                      ).discrete_regime,
                      "overshoot_sim": float(np.max(over)), "overshoot_band": float(np.median(band)),
                      "overshoot_pred_L2": amp_pred, "detected": detected, "expected": expected,

@@ -9,45 +9,41 @@ import numpy as np
 from grpo_theory.crosscheck.base import (
     N_SIGMA,
     Check,
-    _sim,
     _stationary_var,
     _times,
     _variance_second_order,
-    _variant,
     as_base,
     band_reason,
     g2,
     headline,
-    mean_field_trajectory,
-    moment_closure_trajectory,
+    heavy_ball,
+    seed_of,
 )
+from grpo_theory.simulation import simulate
 from grpo_theory.theory import noise
-from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.theory.mean_field import mean_field_trajectory, moment_closure_trajectory
 
 
 def check_group_temperature(quick=True, seed_seq=None, base=None,
                             group_sizes=(4, 8, 16, 32), normalizations=("mean", "std")) -> Check:
-    base = as_base(base)
+    eta = 0.2
+    base = heavy_ball(as_base(base), eta)
     seed_seq = seed_seq or np.random.SeedSequence(1)
     R = 500 if quick else 4000
     T = 150 if quick else 400
-    eta = 0.2
     rows = []
     worst = 0.0
     children = iter(seed_seq.spawn(4 * len(group_sizes) * len(normalizations)))
     mean_rows = []
     for norm in normalizations:
         for G in group_sizes:
-            var = dict(_variant(base), normalization=norm, group_size=G)
-            fp = stable_fixed_point(**var)
-            s2 = float(update_variance(fp.p, normalization=norm, kl=var["kl"], group_size=G,
-                                       kl_coef=var["kl_coef"], p_ref=var["p_ref"],
-                                       adv_eps=var["adv_eps"]))
+            m = base.replace(normalization=norm, group_size=G)
+            fp = stable_fixed_point(m)
+            s2 = noise.noise_at_fixed_point(m, fp)
             pred = noise.stationary_variance(eta, 0.0, fp.stiffness, s2)
-            corr = _variance_second_order(fp, pred, s2, var)
-            res = _sim(next(children), steps=T, runs=R, learning_rate=eta, p0=fp.p,
-                       record=("z",), **dict(base, normalization=norm, group_size=G))
+            corr = _variance_second_order(fp, pred, s2, m)
+            res = simulate(m, steps=T, runs=R, p0=fp.p, record=("z",), seed=seed_of(next(children)))
             relax = math.ceil(5.0 / (eta * fp.stiffness))
             meas, se, _ts = _stationary_var(res.z, max(relax, T // 3), max(1, relax // 5 * 2))
             dev = abs(meas - pred) / (N_SIGMA * se + abs(corr) * pred)
@@ -66,20 +62,18 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
         spreads[norm] = {"measured": float(gv.max() / gv.min() - 1),
                          "predicted": float(gp.max() / gp.min() - 1)}
     # mean trajectory: G-invariance at the precision of the finite-G drift
-    z0 = math.log(base["p_ref"] / (1 - base["p_ref"]))
     Tm = 60 if quick else 120
     tsm = _times(Tm, 20)
     worst_mean = 0.0
     for norm in normalizations:
-        var_lo = dict(_variant(base), normalization=norm, group_size=group_sizes[0])
-        var_hi = dict(_variant(base), normalization=norm, group_size=group_sizes[-1])
-        sims = [_sim(next(children), steps=Tm, runs=R, learning_rate=eta, record=("z",),
-                     **dict(base, normalization=norm, group_size=v["group_size"]))
-                for v in (var_lo, var_hi)]
+        pair = [base.replace(normalization=norm, group_size=G) for G in (group_sizes[0],
+                                                                          group_sizes[-1])]
+        sims = [simulate(m, steps=Tm, runs=R, record=("z",), seed=seed_of(next(children)))
+                for m in pair]
         resid = sims[0].mean("z") - sims[1].mean("z")
         se = np.hypot(sims[0].sem("z"), sims[1].sem("z"))
-        L = [mean_field_trajectory(Tm, z0, eta, **v) for v in (var_lo, var_hi)]
-        mcs = [moment_closure_trajectory(Tm, z0, eta, **v)[0] for v in (var_lo, var_hi)]
+        L = [mean_field_trajectory(m, Tm) for m in pair]
+        mcs = [moment_closure_trajectory(m, Tm)[0] for m in pair]
         pred = L[0] - L[1]
         bias = np.abs((mcs[0] - L[0]) - (mcs[1] - L[1]))
         r = np.abs(resid[tsm] - pred[tsm]) / (N_SIGMA * se[tsm] + bias[tsm])

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_theory.crosscheck.base import Check, _sim, band_reason, headline
+from grpo_theory.crosscheck.base import Check, band_reason, headline, heavy_ball, seed_of
 from grpo_theory.model import GRPOModel
+from grpo_theory.simulation import simulate
+from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.theory.stability import stability
 
 #: |z_T - z*| (logits) below which a run has contracted onto z*: without noise at z* a stable
 #: run converges geometrically (1e-9 at the threshold k = 6 after 600 steps), an unstable one
@@ -27,21 +30,19 @@ def check_k1_refresh_threshold(quick=True, seed_seq=None, base=None) -> Check:
     model = K1_MODEL if base is None else base
     seed_seq = seed_seq or np.random.SeedSequence(11)
     R, T = (64, 600) if quick else (256, 1500)
-    fp = model.fixed_point()
-    k_pred = model.stability().max_stable_refresh_interval
-    v = model.variant()
+    fp = stable_fixed_point(model)
+    k_pred = stability(model).exact.max_stable_refresh_interval
     rows, children = [], seed_seq.spawn(k_pred + 2)
     for k, ss in zip(range(1, k_pred + 3), children):
-        res = _sim(ss, steps=T, runs=R, learning_rate=model.learning_rate, refresh_interval=k,
-                   record=("z",), **{n: v[n] for n in ("p_ref", "normalization", "kl", "kl_coef",
-                                                       "group_size", "adv_eps", "surrogate")})
+        res = simulate(heavy_ball(model, model.learning_rate, 0.0, k), steps=T, runs=R,
+                       record=("z",), seed=seed_of(ss))
         late = float(np.median(np.abs(res.z[:, T] - fp.z)))
         rows.append({"refresh_interval": k, "median_deviation_T": late,
                      "stable": late < CONVERGED})
     stable = [r["refresh_interval"] for r in rows if r["stable"]]
     k_meas = max(stable) if stable else 0
     consistent = stable == list(range(1, k_meas + 1))
-    k3 = model.replace(kl="k3").stability()
+    k3 = stability(model.replace(kl="k3")).exact
     k3_text = ("every refresh interval is stable: no threshold" if k3.stable_for_every_refresh_interval
                else rf"L2 $k_{{\max}} = {k3.max_stable_refresh_interval}$")
     notes = [(r"$z^{*} = z_{\mathrm{ref}} + 1/\beta = "

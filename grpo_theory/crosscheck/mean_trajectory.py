@@ -2,61 +2,50 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from grpo_theory.crosscheck.base import (
-    N_SIGMA,
-    Check,
-    _sim,
-    _times,
-    _variant,
-    as_base,
-    band_reason,
-    g2,
-    headline,
-    mean_field_trajectory,
-    moment_closure_trajectory,
-)
+from grpo_theory.crosscheck.base import (N_SIGMA, Check, _times, as_base, band_reason, g2, headline,
+                                         heavy_ball, seed_of)
+from grpo_theory.simulation import simulate
 from grpo_theory.theory import discrete, oscillator
 from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.theory.mean_field import mean_field_trajectory, moment_closure_trajectory
 
 
 def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
-    base = as_base(base)
+    base = heavy_ball(as_base(base), as_base(base).learning_rate)
     seed_seq = seed_seq or np.random.SeedSequence(0)
     R = 500 if quick else 5000
     T = 120 if quick else 240
-    fp = stable_fixed_point(**_variant(base))
+    fp = stable_fixed_point(base)
     K = fp.stiffness
     mu = 0.5
     # discrete (on-policy, k=1) critical damping in a = eta K: (1 - sqrt(mu))^2
     _, _, a_crit = discrete.refresh_thresholds(mu, 1)
     etas = {"overdamped": 0.25 * float(a_crit) / K, "critical": float(a_crit) / K,
             "underdamped": 4.0 * float(a_crit) / K}
-    z0 = math.log(base["p_ref"] / (1 - base["p_ref"]))
+    z0 = base.z_ref
     names = list(etas)
     eta_arr = np.array([etas[n] for n in names])
-    var = _variant(base)
-    L1 = mean_field_trajectory(T, np.full(3, z0), eta_arr, mu, **var)
-    mc, _ = moment_closure_trajectory(T, np.full(3, z0), eta_arr, mu, **var)
-    var_inf = dict(var, group_size=None)
-    L1_inf = mean_field_trajectory(T, np.full(3, z0), eta_arr, mu, **var_inf)
+    L1 = mean_field_trajectory(base, T, z0=np.full(3, z0), learning_rate=eta_arr, momentum=mu)
+    mc, _ = moment_closure_trajectory(base, T, z0=np.full(3, z0), learning_rate=eta_arr,
+                                      momentum=mu)
+    L1_inf = mean_field_trajectory(base.replace(group_size=None), T, z0=np.full(3, z0),
+                                   learning_rate=eta_arr, momentum=mu)
     ts = _times(T, 30)
     t_all = np.arange(T + 1)
     rows, worst, worst_l3 = [], 0.0, 0.0
     curves = {}
     children = seed_seq.spawn(3)
     for i, name in enumerate(names):
-        res = _sim(children[i], steps=T, runs=R, learning_rate=eta_arr[i], optimizer="momentum",
-                   momentum=mu, record=("z",), **base)
+        res = simulate(heavy_ball(base, eta_arr[i], mu), steps=T, runs=R, record=("z",),
+                       seed=seed_of(children[i]))
         m, sem = res.mean("z"), res.sem("z")
         bias = mc[i] - L1[i]
         ratio = np.abs(m[ts] - L1[i, ts]) / (N_SIGMA * sem[ts] + np.abs(bias[ts]))
         z_closure = np.abs(m[ts] - mc[i, ts]) / sem[ts]
         osc = oscillator.coefficients(eta_arr[i], mu, 0.0, K, fresh_fraction=fp.fresh_fraction)
-        st = discrete.stability(eta_arr[i], mu, 1, K, fresh_fraction=fp.fresh_fraction)
+        st = discrete.linear_stability(eta_arr[i], mu, 1, K, fresh_fraction=fp.fresh_fraction)
         l3 = fp.z + osc.trajectory(t_all, z0 - fp.z, 0.0)
         rms_l3 = float(np.sqrt(np.mean((m - l3) ** 2)))
         j = int(np.argmax(ratio))

@@ -10,46 +10,38 @@ from grpo_theory.crosscheck.base import (
     N_SIGMA,
     Check,
     _second_order_offsets,
-    _sim,
     _stationary_mean,
-    _variant,
     as_base,
     band_reason,
     g2,
     headline,
+    heavy_ball,
+    seed_of,
 )
+from grpo_theory.simulation import simulate
 from grpo_theory.theory import noise
-from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import mroueh_fixed_point, stable_fixed_point
 
 
 def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_rate=0.1) -> Check:
     """``p_shift`` is added to every predicted plateau (a test hook for a wrong prediction)."""
-    base = as_base(base)
+    eta = learning_rate
+    base = heavy_ball(as_base(base), eta)
     seed_seq = seed_seq or np.random.SeedSequence(4)
     R = 300 if quick else 2000
     T = 200 if quick else 500
-    eta = learning_rate
-    cases = [(n, k, base["group_size"], False) for n in ("std", "mean") for k in ("exact", "k3")]
+    cases = [(n, k, base.group_size, False) for n in ("std", "mean") for k in ("exact", "k3")]
     cases.append(("std", "exact", 64, True))
     children = seed_seq.spawn(len(cases))
     rows, worst = [], 0.0
     for i, (norm, kl, G, mroueh) in enumerate(cases):
-        var = dict(_variant(base), normalization=norm, kl=kl, group_size=G)
-        fp = stable_fixed_point(**var)
-        s2 = float(update_variance(fp.p, normalization=norm, kl=kl, group_size=G,
-                                   kl_coef=var["kl_coef"], p_ref=var["p_ref"],
-                                   adv_eps=var["adv_eps"]))
+        m_ = base.replace(normalization=norm, kl=kl, group_size=G)
+        fp = stable_fixed_point(m_)
+        s2 = noise.noise_at_fixed_point(m_, fp)
         vz = noise.stationary_variance(eta, 0.0, fp.stiffness, s2)
-        _, dp = _second_order_offsets(fp, eta, vz, var)
-        if mroueh:
-            pred = mroueh_fixed_point(p_ref=var["p_ref"], kl_coef=var["kl_coef"],
-                                      adv_eps=var["adv_eps"])
-        else:
-            pred = fp.p
-        pred = pred + p_shift
-        res = _sim(children[i], steps=T, runs=R, learning_rate=eta, record=("reward",),
-                   **dict(base, normalization=norm, kl=kl, group_size=G))
+        _, dp = _second_order_offsets(fp, eta, vz, m_)
+        pred = (mroueh_fixed_point(m_) if mroueh else fp.p) + p_shift
+        res = simulate(m_, steps=T, runs=R, record=("reward",), seed=seed_of(children[i]))
         relax = math.ceil(5.0 / (eta * fp.stiffness))
         m, se = _stationary_mean(res.reward, min(max(relax, T // 2), T - 10))
         tol = N_SIGMA * se + abs(dp)

@@ -8,23 +8,16 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from grpo_theory.crosscheck.base import (
-    BASE,
-    N_SIGMA,
-    Check,
-    _sim,
-    as_base,
-    band_reason,
-    headline,
-)
-from grpo_theory.model import GRPOModel
+from grpo_theory.crosscheck.base import BASE_MODEL, N_SIGMA, Check, band_reason, headline, heavy_ball, seed_of
+from grpo_theory.simulation import simulate
 from grpo_theory.theory import discrete
 from grpo_theory.theory.drift import drift, update_variance
+from grpo_theory.theory.fixed_points import stable_fixed_point
 
 #: KL in the loss (exact, beta = 1): p* = 0.737, K = 0.293 per unit eta, K_f/K = 0.145
-THRESHOLD_VARIANT = dict(BASE, kl_coef=1.0)
+THRESHOLD_VARIANT = BASE_MODEL.replace(kl_coef=1.0)
 #: KL in the reward (k1, mean normalization, beta = 0.5): K_fresh = 0 exactly, and no noise at z*
-K1_VARIANT = as_base(GRPOModel(kl="k1_reward", normalization="mean", kl_coef=0.5))
+K1_VARIANT = BASE_MODEL.replace(kl="k1_reward", normalization="mean", kl_coef=0.5, adv_eps=1e-6)
 
 #: prompts per step (groups averaged into one update) for the KL-in-the-loss settings
 PROMPTS = 256
@@ -40,11 +33,11 @@ WINDOWS = 3         #: windows followed per refresh interval
 BATCHES = 10        #: jackknife batches
 
 
-def _derivatives(fpz, variant, h=1e-2):
+def _derivatives(fpz, model, h=1e-2):
     """Second and third derivatives of the drift F(z, z_old) at (z*, z*) as symmetric
     tensors over (z, z_old), by central differences of the lambdified drift."""
     def f(d):
-        return float(drift(fpz + d[0], fpz + d[1], **variant))
+        return float(drift(model, fpz + d[0], fpz + d[1]))
     e = np.eye(2) * h
 
     def hess(c):
@@ -123,30 +116,26 @@ def _radius_jackknife(D, batches=BATCHES):
 
 
 def _one_setting(label, variant, prompts, mu, aK, factors, R, seed_seq, stiffness_scale, x0, windows):
-    model = GRPOModel(**variant)
-    fp = model.fixed_point()
+    model = variant.replace(prompts=prompts)
+    fp = stable_fixed_point(model)
     K, phi = fp.stiffness, fp.fresh_fraction
     eta = aK / K
     K_used = K * stiffness_scale
     k_pred = discrete.max_stable_refresh_interval(eta, mu, K_used, fresh_fraction=phi)
     k_true = discrete.max_stable_refresh_interval(eta, mu, K, fresh_fraction=phi)
     ks = sorted({max(1, round(k_true * f)) for f in factors})
-    derivs = _derivatives(fp.z, dict(variant))
-    nk = {n: variant[n] for n in ("normalization", "kl", "group_size", "kl_coef", "p_ref",
-                                  "adv_eps")}
-    nk["prompts"] = prompts
+    derivs = _derivatives(fp.z, model)
 
     def noise(xs):
-        return float(update_variance(expit(fp.z + xs), **nk))
+        return float(update_variance(model, expit(fp.z + xs)))
 
     rows = []
     for k, ss in zip(ks, seed_seq.spawn(len(ks))):
         # antithetic pair: runs from z* + x0 and z* - x0 with the same seed; the odd part
         # (D+ - D-)/2 cancels the noise-driven mean shift and every even order in x0
-        Ds = [_measure(_sim(ss, steps=windows * k, runs=R, learning_rate=eta,
-                            optimizer="momentum", momentum=mu, refresh_interval=k,
-                            p0=float(expit(fp.z + sgn * x0)), prompts=prompts, record=("z",),
-                            **variant).z,
+        Ds = [_measure(simulate(heavy_ball(model, eta, mu, k), steps=windows * k, runs=R,
+                                p0=float(expit(fp.z + sgn * x0)), record=("z",),
+                                seed=seed_of(ss)).z,
                        k, fp.z, windows) for sgn in (1, -1)]
         D = 0.5 * (Ds[0] - Ds[1])
         mean = D.mean(axis=0)
@@ -163,7 +152,7 @@ def _one_setting(label, variant, prompts, mu, aK, factors, R, seed_seq, stiffnes
         rho_L2 = float(discrete.spectral_radius(eta, mu, k, K_used, fresh_fraction=phi))
         status = ("growing" if rho > 1 + N_SIGMA * rho_se else
                   "contracting" if rho < 1 - N_SIGMA * rho_se else "undecided")
-        rows.append({"setting": label, "setting_text": _label_text(variant["kl"], mu, aK),
+        rows.append({"setting": label, "setting_text": _label_text(model.kl, mu, aK),
                      "refresh_interval": k, "steps": windows * k,
                      "mean_x": mean[:, 0].tolist(), "mean_x_se": se[:, 0].tolist(),
                      "pred_x_L2": lin[:, 0].tolist(), "bias_second_order": bias.tolist(),
@@ -177,7 +166,7 @@ def _one_setting(label, variant, prompts, mu, aK, factors, R, seed_seq, stiffnes
     growing = [r["refresh_interval"] for r in rows if r["status"] == "growing"]
     k_lo = max(contracting) if contracting else None
     k_hi = min(growing) if growing else None
-    name = _label_text(variant["kl"], mu, aK)
+    name = _label_text(model.kl, mu, aK)
     reasons = [rf"{name}: runs grow at $k = {k} \le k_{{\max}} = {k_pred}$" for k in growing
                if k <= k_pred]
     reasons += [rf"{name}: runs contract at $k = {k} > k_{{\max}} = {k_pred}$"
@@ -186,11 +175,11 @@ def _one_setting(label, variant, prompts, mu, aK, factors, R, seed_seq, stiffnes
     reasons += [f"{name}: no $k$ measured growing"] if not growing else []
     reasons += [f"{name}, $k = {r['refresh_interval']}$: the mean deviation is off L2 by "
                 f"{r['agreement_ratio']:.2f} × (4 SE + |bias|)" for r in rows if not r["consistent"]]
-    summary = {"setting": label, "kl": variant["kl"], "kl_coef": variant["kl_coef"],
-               "normalization": variant["normalization"], "prompts": prompts, "momentum": mu, "eta_K": aK, "learning_rate": eta,
+    summary = {"setting": label, "kl": model.kl, "kl_coef": model.kl_coef,
+               "normalization": model.normalization, "prompts": prompts, "momentum": mu, "eta_K": aK, "learning_rate": eta,
                "stiffness": K, "fresh_fraction": phi, "k_max_L2": k_pred,
                "k_max_L2_true_K": k_true,
-               "k_max_published": discrete.stability(eta, mu, 1, K, fresh_fraction=phi)
+               "k_max_published": discrete.linear_stability(eta, mu, 1, K, fresh_fraction=phi)
                .max_stable_refresh_interval_continuous,
                "bracket": [k_lo, k_hi], "reasons": reasons}
     return summary, rows

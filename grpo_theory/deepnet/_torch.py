@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._theory import ParameterError
+from grpo_theory.validate import ParameterError
 
 TORCH_MESSAGE = ("deepnet needs PyTorch: pip install 'grpo-theory[deepnet]' "
                  "(CPU: pip install torch==2.13.0)")

@@ -11,7 +11,6 @@ spectral radius of the fitted map.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -111,7 +110,3 @@ def predicted_overshoot(a, mu, steps):
         x = x + v
         lo = min(lo, x)
     return max(0.0, -lo)
-
-
-def finite_or_none(v):
-    return None if v is None or not math.isfinite(v) else float(v)

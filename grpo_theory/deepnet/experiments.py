@@ -23,14 +23,22 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
 
 import numpy as np
 from scipy.optimize import brentq
 
-from . import _theory as th
+from grpo_theory.theory.derived import get
+from grpo_theory.theory.discrete import (linear_stability, max_stable_refresh_interval,
+                                         published_k_max, refresh_thresholds)
+from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.theory.noise import stationary_variance
+from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
+
 from .analysis import ar_multiplier, overshoot, predicted_overshoot
-from .grpo import VARIANTS, GRPOConfig, OptimizerConfig, run_ensemble
+from .bandit import bandit_stiffness_k1_reward
+from ._torch import require_torch
+from .grpo import (OPTIMIZERS, VARIANTS, NetObjective, OptimizerConfig, grpo_loss, run_ensemble,
+                   sample_batch)
 from .policy import Policy, TaskSpec
 from .results import DeepnetResult, KRow, TransitionRow
 from .stiffness import linear_response, ntk_top_mode
@@ -46,25 +54,24 @@ CONTROL_P_REF = 0.3
 class Plateau:
     """Policy at the bandit fixed point + its per-prompt bandit stiffness and split."""
 
-    def __init__(self, cfg: GRPOConfig, p_star=0.7, p_ref=CONTROL_P_REF, spec=None, dtype=None):
+    def __init__(self, cfg: NetObjective, p_star=0.7, p_ref=CONTROL_P_REF, spec=None, dtype=None):
         self.cfg = cfg
         if cfg.kl == "k1_reward":
             if cfg.normalization != "mean" or cfg.surrogate != "stale":
-                raise th.ParameterError("variant", cfg, "k1_reward with mean advantages and the "
-                                        "stale surrogate (the only k1 case with a theory here)")
-            b = th.bandit_stiffness_k1_reward(p_star, cfg.group_size, cfg.kl_coef,
-                                              cfg.flip_probability)
+                raise ParameterError("variant", cfg.model.variant_text(), "k1_reward with mean "
+                                     "advantages and the stale surrogate (the only k1 case with "
+                                     "a theory here)")
+            b = bandit_stiffness_k1_reward(p_star, cfg.group_size, cfg.kl_coef,
+                                           cfg.flip_probability)
             self.p, self.z, self.z_ref = b["p"], b["z"], b["z_ref"]
             self.K_b, self.phi = b["stiffness"], b["fresh_fraction"]
             self.noise_variance = b["noise_variance"]
         else:
             if cfg.flip_probability:
-                raise th.ParameterError("flip_probability", cfg.flip_probability,
-                                        "0 for the theory variants (no noisy-verifier theory)")
-            fp = th.stable_fixed_point(p_ref=p_ref, kl_coef=cfg.kl_coef,
-                                       normalization=cfg.normalization, kl=cfg.kl,
-                                       surrogate=cfg.surrogate, group_size=cfg.group_size,
-                                       adv_eps=cfg.adv_eps if cfg.normalization == "std" else 0.0)
+                raise ParameterError("flip_probability", cfg.flip_probability,
+                                     "0 for the theory variants (no noisy-verifier theory)")
+            fp = stable_fixed_point(cfg.model.replace(
+                p_ref=p_ref, adv_eps=cfg.adv_eps if cfg.normalization == "std" else 0.0))
             self.p, self.z = fp.p, fp.z
             self.z_ref = math.log(p_ref / (1 - p_ref))
             self.K_b, self.phi = fp.stiffness, fp.fresh_fraction
@@ -78,15 +85,17 @@ class Plateau:
 
 
 def setup_plateau(variant="dr-grpo-k1", **kw) -> Plateau:
-    cfg = VARIANTS[th.check_choice("variant", variant, tuple(VARIANTS))]
-    over = {k: kw.pop(k) for k in ("group_size", "kl_coef", "flip_probability") if k in kw
-            and kw[k] is not None}
+    """The plateau of a named variant (:data:`~.grpo.VARIANTS`, a model) with optional
+    ``group_size``, ``kl_coef`` and ``flip_probability``, ``p_star``, ``p_ref``, ``spec``."""
+    model = VARIANTS[check_choice("variant", variant, tuple(VARIANTS))]
+    over = {k: kw.pop(k) for k in ("group_size", "kl_coef") if k in kw and kw[k] is not None}
+    flip = kw.pop("flip_probability", None) or 0.0
     kw = {k: v for k, v in kw.items() if v is not None}
-    return Plateau(replace(cfg, **over), **kw)
+    return Plateau(NetObjective(model.replace(**over), flip), **kw)
 
 
 def _a_star(mu, k) -> float:
-    flip, cx, _ = th.refresh_thresholds(mu, k)
+    flip, cx, _ = refresh_thresholds(mu, k)
     return float(min(flip, cx))
 
 
@@ -97,7 +106,7 @@ def auto_eta_K(mu, target=TARGET_K) -> float:
 
 def critical_momentum(eta_K) -> float:
     """Exact discrete mu_c at k = 1: root of (eta K)_c(mu) = eta_K (refresh_thresholds)."""
-    return float(brentq(lambda m: th.critical_damping_eta_K(m, 1) - eta_K, 1e-6, 0.999,
+    return float(brentq(lambda m: float(refresh_thresholds(m, 1)[2]) - eta_K, 1e-6, 0.999,
                         xtol=1e-14))
 
 
@@ -112,7 +121,7 @@ def refresh_sweep(plat: Plateau, opt: OptimizerConfig, ks, *, K, phi, lr_eff, mu
     mode = mode or plat.mode
     rows, secs, run_steps = [], 0.0, 0
     for i, k in enumerate(ks):
-        k = th.check_int("refresh_interval", k, low=1)
+        k = check_int("refresh_interval", k, low=1)
         rec = run_ensemble(plat.policy, plat.cfg, opt, steps=windows * k, runs=2 * pairs,
                            refresh_interval=k, reuse=reuse, seed=seed + 1000 * i + k,
                            kick=mode.direction, amplitudes=_amplitudes(pairs, amplitude),
@@ -127,7 +136,7 @@ def refresh_sweep(plat: Plateau, opt: OptimizerConfig, ks, *, K, phi, lr_eff, mu
         if big.size:
             s = s[:max(big[0], 4)]
         est = ar_multiplier(s, 1 if mu_eff == 0 else 2)
-        pred = float(th.stability(lr_eff, mu_eff, k, K, fresh_fraction=phi).spectral_radius)
+        pred = float(linear_stability(lr_eff, mu_eff, k, K, fresh_fraction=phi).spectral_radius)
         m, se = est["multiplier"], est["se"]
         so, sp_ = m < 1, pred < 1
         mis = (so != sp_) and abs(m - 1) > se
@@ -188,8 +197,6 @@ def adam_preconditioner(plat: Plateau, *, samples=64, seed=11, eps=1e-8):
     """Adam's stationary second moment v = E[g^2] at the plateau (R sampled gradients), and
     the preconditioner P = 1/(sqrt v + eps)."""
     torch = plat.policy.torch
-    from .grpo import grpo_loss, sample_batch
-
     pol = plat.policy
     params = pol.replicate(samples)
     for p in params:
@@ -228,7 +235,7 @@ def fluctuation_law(group_sizes=(4, 8, 16, 32), *, flip_probability=0.1, p_star=
         per_run = np.mean(x ** 2, axis=0)
         se = float(per_run.std(ddof=1) / math.sqrt(runs))
         s2 = (plat.mode.ntk_over_n / KAPPA) ** 2 * plat.noise_variance
-        pred = th.stationary_variance(eta, 0.0, K, s2)
+        pred = stationary_variance(eta, 0.0, K, s2)
         out.append({"G": G, "var": var, "se": se, "predicted": pred, "G_times_var": G * var,
                     "K": K, "eta": eta, "noise_variance_bandit": plat.noise_variance})
     return out
@@ -246,8 +253,6 @@ def run_deepnet(*, quick=True, variant="dr-grpo-k1", momentum=None, learning_rat
     ``optimizer="adam"``/``"adamw"`` uses ``momentum`` as beta1 (default 0.9) and needs the
     noisy verifier (default flip probability 0.1): at a noise-free plateau Adam's v is 0.
     """
-    from ._torch import require_torch
-
     torch = require_torch()
     t_start = time.perf_counter()
     old_threads = torch.get_num_threads()
@@ -265,20 +270,20 @@ def run_deepnet(*, quick=True, variant="dr-grpo-k1", momentum=None, learning_rat
 
 def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimizer, reuse, p_star,
          kl_coef, group_size, flip_probability, seed, pairs, windows, transition, t_start):
-    th.check_choice("optimizer", optimizer, ("sgd", "adam", "adamw"))
+    check_choice("optimizer", optimizer, OPTIMIZERS)
     adam = optimizer != "sgd"
     if momentum is None:
         momentum = 0.9 if adam else 0.0
-    mu = th.check_real("momentum", momentum, low=0, high=1, high_open=True)
+    mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
     if adam and flip_probability is None:
         flip_probability = 0.1
     if adam and not flip_probability:
-        raise th.ParameterError("flip_probability", flip_probability,
+        raise ParameterError("flip_probability", flip_probability,
                                 "> 0 with Adam (at a noise-free plateau Adam's second moment is 0)")
     plat = setup_plateau(variant, p_star=p_star, kl_coef=kl_coef, group_size=group_size,
                          flip_probability=flip_probability)
-    pairs = th.check_int("pairs", pairs, low=2)
-    windows = th.check_int("windows", windows, low=5)
+    pairs = check_int("pairs", pairs, low=2)
+    windows = check_int("windows", windows, low=5)
     notes = []
     K_ntk = plat.network_stiffness()
     phi = plat.phi
@@ -309,11 +314,11 @@ def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimize
         notes.append(f"learning rate chosen so that eta*K = {a:.4f} lies between the exact "
                      f"thresholds of k = {TARGET_K} and {TARGET_K + 1}")
     else:
-        learning_rate = th.check_real("learning_rate", learning_rate, low=0, low_open=True)
+        learning_rate = check_real("learning_rate", learning_rate, low=0, low_open=True)
         lr_eff = learning_rate * (1 - mu) if adam else learning_rate
     a = lr_eff * K_sys
-    k_pred = th.max_stable_refresh_interval(lr_eff, mu_eff, K_sys, fresh_fraction=phi)
-    k_pub = th.published_k_max(mu_eff, lr_eff, K_sys)
+    k_pred = max_stable_refresh_interval(lr_eff, mu_eff, K_sys, fresh_fraction=phi)
+    k_pub = published_k_max(mu_eff, lr_eff, K_sys)
     if math.isinf(k_pred):
         k_pred_out = None
         notes.append(f"exact theory: no refresh threshold (fresh fraction {phi:.3f}; the window "
@@ -328,7 +333,7 @@ def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimize
         else:
             ks = list(range(1, k_pred + 5))
     else:
-        ks = sorted({th.check_int("refresh_interval", k, low=1) for k in refresh_intervals})
+        ks = sorted({check_int("refresh_interval", k, low=1) for k in refresh_intervals})
     if adam:
         opt = OptimizerConfig(optimizer, learning_rate, 0.0, betas=(mu, 0.999))
     else:
@@ -344,7 +349,7 @@ def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimize
     if transition:
         eK = 0.05
         mu_c = critical_momentum(eK)
-        mu_c_l3 = float(th._get("oscillator.critical_momentum").numeric(eK, 1.0, 1.0))
+        mu_c_l3 = float(get("oscillator.critical_momentum").numeric(eK, 1.0, 1.0))
         grid = ([mu_c - 0.05, mu_c + 0.05] if quick else
                 [mu_c + d for d in (-0.1, -0.05, -0.02, 0.0, 0.02, 0.05, 0.1)])
         trans, s3, n3 = momentum_transition(plat, K_ntk, grid, eta_K=eK, pairs=pairs,

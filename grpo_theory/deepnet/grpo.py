@@ -14,8 +14,8 @@ One step for every run of the ensemble at once:
 4. *Loss* (mean over the group and the prompts; one token per answer, so token-mean
    and Dr. GRPO's constant normaliser coincide):
    ``surrogate="stale"``: :math:`-A\log\pi_\theta(a)`; ``"ratio"``:
-   :math:`-\min(\rho A, \operatorname{clip}(\rho, 1\pm c)A)` with
-   :math:`\rho = \pi_\theta(a)/\pi_{old}(a)` (``clip=None``: no clip); plus
+   :math:`-\min(\rho A, \operatorname{clip}(\rho, 1-\epsilon_{low}, 1+\epsilon_{high})A)` with
+   :math:`\rho = \pi_\theta(a)/\pi_{old}(a)` (the model's ``clip_low``/``clip_high``); plus
    ``kl="k3"``: :math:`+\beta\,k_3`, :math:`k_3 = e^{\ell_{ref}-\ell} - (\ell_{ref}-\ell) - 1`
    at :math:`\ell = \log\pi_\theta(a)` (TRL's default).
 5. *Refresh lag.*  :math:`\pi_{old}` is the policy at the start of the current
@@ -30,53 +30,64 @@ One step for every run of the ensemble at once:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._theory import ParameterError, check_choice, check_int, check_real
+from grpo_theory.model import REUSE_MODES, GRPOModel
+from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
+
 from ._torch import require_torch
 
-__all__ = ["GRPOConfig", "OptimizerConfig", "VARIANTS", "Batch", "sample_batch", "grpo_loss",
+__all__ = ["NetObjective", "OptimizerConfig", "VARIANTS", "Batch", "sample_batch", "grpo_loss",
            "Optimizer", "RunRecord", "run_ensemble", "grpo_step"]
 
-NORMALIZATIONS = ("mean", "std")
-SURROGATES = ("stale", "ratio")
-KLS = ("none", "k3", "k1_reward")
-REUSE_MODES = ("fresh", "batch")
+#: the torch optimizers of the experiments (``adamw``: Adam with decoupled weight decay)
 OPTIMIZERS = ("sgd", "adam", "adamw")
+#: the KL estimators a sampled network step implements (the exact KL needs the full policy)
+KLS = ("none", "k3", "k1_reward")
 
 
 @dataclass(frozen=True)
-class GRPOConfig:
-    """The GRPO objective (see the module docstring)."""
+class NetObjective:
+    """The GRPO objective of a network run: the variant of a :class:`~grpo_theory.model.GRPOModel`
+    (group size, normalization and epsilon, surrogate and clip, KL estimator and coefficient)
+    and the verifier's ``flip_probability`` (see the module docstring)."""
 
-    group_size: int = 8
-    normalization: str = "mean"
-    surrogate: str = "stale"
-    clip: float | None = None
-    kl: str = "k1_reward"
-    kl_coef: float = 0.5
-    adv_eps: float = 1e-4
+    model: GRPOModel
     flip_probability: float = 0.0
 
     def __post_init__(self):
-        check_int("group_size", self.group_size, low=2)
-        check_choice("normalization", self.normalization, NORMALIZATIONS)
-        check_choice("surrogate", self.surrogate, SURROGATES)
-        check_choice("kl", self.kl, KLS)
-        if self.clip is not None:
-            check_real("clip", self.clip, low=0, low_open=True)
-        check_real("kl_coef", self.kl_coef, low=0)
-        check_real("adv_eps", self.adv_eps, low=0)
-        check_real("flip_probability", self.flip_probability, low=0, high=0.5, high_open=True)
+        if not isinstance(self.model, GRPOModel):
+            raise ParameterError("model", type(self.model).__name__, "a GRPOModel")
+        if self.model.group_size is None:
+            raise ParameterError("group_size", "inf", "a finite group size for sampled groups")
+        check_choice("kl", self.model.kl, KLS)
+        object.__setattr__(self, "flip_probability", check_real(
+            "flip_probability", self.flip_probability, low=0, high=0.5, high_open=True))
+
+    group_size = property(lambda self: self.model.group_size)
+    normalization = property(lambda self: self.model.normalization)
+    surrogate = property(lambda self: self.model.surrogate)
+    kl = property(lambda self: self.model.kl)
+    kl_coef = property(lambda self: self.model.effective_kl_coef)
+    adv_eps = property(lambda self: self.model.adv_eps)
+    clip_range = property(lambda self: self.model.clip_range)
+
+    def replace(self, flip_probability=None, **changes) -> "NetObjective":
+        """A copy with model fields (and the flip probability) changed."""
+        return NetObjective(self.model.replace(**changes),
+                            self.flip_probability if flip_probability is None else flip_probability)
 
 
-#: named objectives: the theory's clean case and TRL's default (the negative control)
+#: named variants: the theory's clean case (Dr. GRPO, k1 in the reward) and TRL's default
+#: (std, clipped ratio, k3 in the loss: the negative control), as models
 VARIANTS = {
-    "dr-grpo-k1": GRPOConfig(normalization="mean", surrogate="stale", clip=None, kl="k1_reward"),
-    "trl-default": GRPOConfig(normalization="std", surrogate="ratio", clip=0.2, kl="k3",
-                              kl_coef=0.5),
+    "dr-grpo-k1": GRPOModel(normalization="mean", surrogate="stale", kl="k1_reward", kl_coef=0.5,
+                            adv_eps=1e-4, group_size=8),
+    "trl-default": GRPOModel(normalization="std", surrogate="ratio", kl="k3", kl_coef=0.5,
+                             adv_eps=1e-4, group_size=8, clip_low=0.2, clip_high=0.2),
 }
 
 
@@ -114,7 +125,7 @@ class Batch:
     reward: object       # (R, N, G) verifier reward (before shaping)
 
 
-def sample_batch(policy, logp_old, cfg: GRPOConfig, u_action, u_flip=None) -> Batch:
+def sample_batch(policy, logp_old, cfg: NetObjective, u_action, u_flip=None) -> Batch:
     """Draw one group per prompt from ``logp_old`` (R, N, 2) using uniforms (R, N, G)."""
     torch = policy.torch
     y = policy.labels[None, :, None]
@@ -134,7 +145,7 @@ def sample_batch(policy, logp_old, cfg: GRPOConfig, u_action, u_flip=None) -> Ba
     return Batch(actions, adv, lo, lr, reward)
 
 
-def grpo_loss(log_probs, batch: Batch, cfg: GRPOConfig):
+def grpo_loss(log_probs, batch: Batch, cfg: NetObjective):
     """Per-run GRPO loss (R,) at the current ``log_probs`` (R, N, 2)."""
     torch = require_torch()
     lp = torch.gather(log_probs, 2, batch.actions)
@@ -144,8 +155,8 @@ def grpo_loss(log_probs, batch: Batch, cfg: GRPOConfig):
     else:
         ratio = torch.exp(lp - batch.logp_old)
         pg = ratio * A
-        if cfg.clip is not None:
-            pg = torch.minimum(pg, torch.clamp(ratio, 1 - cfg.clip, 1 + cfg.clip) * A)
+        lo, hi = cfg.clip_range
+        pg = torch.minimum(pg, torch.clamp(ratio, lo, hi) * A)
     loss = -pg.mean((-1, -2))
     if cfg.kl == "k3":
         d = batch.logp_ref - lp
@@ -236,7 +247,7 @@ def grpo_step(policy, params, opt, cfg, batch_or_none, logp_old, u_action, u_fli
     return logp.detach(), batch
 
 
-def run_ensemble(policy, cfg: GRPOConfig, opt_cfg: OptimizerConfig, *, steps: int, runs: int,
+def run_ensemble(policy, cfg: NetObjective, opt_cfg: OptimizerConfig, *, steps: int, runs: int,
                  refresh_interval: int = 1, reuse: str = "fresh", seed: int = 0,
                  kick=None, amplitudes=None, paired: bool = False, observe=None,
                  adam_v=None, adam_step=0, stop_abs=None, params=None) -> RunRecord:
@@ -250,7 +261,6 @@ def run_ensemble(policy, cfg: GRPOConfig, opt_cfg: OptimizerConfig, *, steps: in
     :math:`e\cdot(z - z^*)` before every step and after the last.  ``stop_abs``:
     stop early once every run has :math:`|x|` beyond it (the rest is NaN).
     """
-    import time
 
     torch = policy.torch
     steps = check_int("steps", steps, low=1)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._theory import check_int, check_real
+from grpo_theory.validate import check_int, check_real
 from ._torch import require_torch
 
 __all__ = ["TaskSpec", "Policy", "parameter_count"]

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from grpo_theory.theory.latex import math_label
+from grpo_theory.render.latex import math_label
+from grpo_theory.theory.discrete import REGIME_CODES
 
 __all__ = ["STYLE", "style", "save", "phase_diagram", "trajectories", "fluctuation_law",
            "bifurcation", "log_fit", "atlas_folds", "atlas_discrete"]
@@ -59,6 +60,8 @@ PALETTE = ["#1f4e79", "#c0504d", "#4f8f3a", "#8064a2", "#d08a1f", "#3c9fb0"]
 
 
 def _plt():
+    # matplotlib is imported on first drawing, after selecting the non-interactive backend
+    # (the laziness is the point: pyplot must not pick a GUI backend first)
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -91,8 +94,6 @@ def save(fig, out_dir, stem) -> list[Path]:
 def _regime_image(ax, x_edges, y_edges, code, *, logy=True):
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
-
-    from grpo_theory.theory.discrete import REGIME_CODES
 
     names = sorted(REGIME_CODES, key=REGIME_CODES.get)
     cmap = ListedColormap([REGIME_COLORS[n] for n in names])

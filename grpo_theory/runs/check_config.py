@@ -48,11 +48,24 @@ import math
 import os
 from dataclasses import dataclass, field
 
+import numpy as np
+from scipy.optimize import brentq
+
+from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result, jsonable
 from grpo_theory.runs.config_map import ConfigMapping, map_config, read_config
+from grpo_theory.runs.curves import fit_curve
+from grpo_theory.runs.logs import read_log
+from grpo_theory.theory.collapse import collapse_risk
+from grpo_theory.theory.derived import get
+from grpo_theory.theory.discrete import (continuous_lag, linear_stability, max_stable_learning_rate,
+                                         max_stable_refresh_interval)
+from grpo_theory.theory.drift import drift_components
+from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.theory.oscillator import coefficients
 from grpo_theory.validate import ParameterError, check_int, check_real
 
-__all__ = ["ConfigCheck", "check_config", "variant_thresholds", "stiffness_from_log",
+__all__ = ["ConfigCheck", "check_config", "config_model", "variant_thresholds", "stiffness_from_log",
            "read_config", "map_config"]
 
 #: reference rewards scanned when the config does not say p_ref
@@ -63,17 +76,29 @@ ETA_K_TABLE = (1e-3, 1e-2, 0.1, 0.5, 1.0)
 FLOW_P_GRID = (0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
 
+def config_model(mp: ConfigMapping, p_ref=None, **changes) -> GRPOModel:
+    """The model of a mapped config: its variant, optimizer (heavy ball with mu = Adam's beta1,
+    see the module docstring), refresh window and reuse, at reference reward ``p_ref``
+    (default: the model's) and with ``changes``."""
+    fields = dict(group_size=mp.value("group_size"), normalization=mp.value("normalization"),
+                  kl=mp.value("kl"), kl_coef=mp.value("kl_coef"), adv_eps=mp.value("adv_eps"),
+                  surrogate=mp.value("surrogate"), prompts=mp.value("prompts"),
+                  learning_rate=mp.value("learning_rate"), momentum=mp.value("momentum"),
+                  refresh_interval=mp.value("refresh_interval"), reuse=mp.value("reuse"),
+                  window_batches=mp.value("window_batches"))
+    if p_ref is not None:
+        fields["p_ref"] = p_ref
+    return GRPOModel(**{**fields, **changes})
+
+
 def _flow_split(mp, out, p_refs):
     """Split of the drift's slope on the approach to p = 1 (variants without a fixed point)."""
-    from grpo_theory.theory.drift import drift_components
-
     rows = []
     for pr in (p_refs if out["kl"] != "none" else (0.5,)):
+        model = config_model(mp, pr)
         for p in FLOW_P_GRID:
             z = math.log(p / (1 - p))
-            c = drift_components(z, normalization=out["normalization"], kl=out["kl"],
-                                 surrogate=out["surrogate"], group_size=out["group_size"],
-                                 kl_coef=out["kl_coef"], p_ref=pr, adv_eps=mp.value("adv_eps"))
+            c = drift_components(model, z)
             kf, ks = -float(c["dF_dz"]), -float(c["dF_dzold"])
             if kf + ks > 0:
                 rows.append({"p_ref": pr if out["kl"] != "none" else None, "p": p,
@@ -83,8 +108,6 @@ def _flow_split(mp, out, p_refs):
 
 def _variant_split(mp: ConfigMapping, p_ref=None) -> dict:
     """The fresh fraction of the variant's bandit fixed point over p_ref (or at p_ref)."""
-    from grpo_theory.model import GRPOModel
-
     out = {"normalization": mp.value("normalization"), "kl": mp.value("kl"),
            "kl_coef": mp.value("kl_coef"), "surrogate": mp.value("surrogate"),
            "group_size": mp.value("group_size"), "fresh_fraction": None,
@@ -103,10 +126,7 @@ def _variant_split(mp: ConfigMapping, p_ref=None) -> dict:
     misses = []
     for p in grid:
         try:
-            model = GRPOModel(p_ref=p, group_size=out["group_size"], normalization=out["normalization"],
-                              kl=out["kl"], kl_coef=out["kl_coef"], adv_eps=mp.value("adv_eps"),
-                              surrogate=out["surrogate"])
-            fp = model.fixed_point()
+            fp = stable_fixed_point(config_model(mp, p))
         except ParameterError as exc:
             misses.append(f"p_ref = {p:g}: {exc.allowed}")
             continue
@@ -137,9 +157,6 @@ def variant_thresholds(momentum, refresh_interval, fresh_fractions) -> dict:
     published rule's, the largest stable k at each eta K of :data:`ETA_K_TABLE`
     (``None`` = every k stable) and whether a refresh threshold exists at small eta K.
     """
-    from grpo_theory.theory.derived import get
-    from grpo_theory.theory.discrete import max_stable_learning_rate, max_stable_refresh_interval
-
     mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
     k = check_int("refresh_interval", refresh_interval, low=1)
     stars = [max_stable_learning_rate(mu, k, 1.0, fresh_fraction=phi) for phi in fresh_fractions]
@@ -177,14 +194,6 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
     order: ``learning_rate``, the median learning rate logged over the fitted rise,
     the log's own config; otherwise an error asks for it.
     """
-    import numpy as np
-    from scipy.optimize import brentq
-
-    from grpo_theory.runs.fitting import fit_curve
-    from grpo_theory.runs.logs import read_log
-    from grpo_theory.theory.discrete import continuous_lag
-    from grpo_theory.theory.oscillator import coefficients
-
     log = read_log(path)
     name = log.reward_metric(metric)
     steps, values = log.series(name)
@@ -427,8 +436,6 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
 
 
 def _predict(pred, mp, K_info, phis, variant, p_ref, steps, unknown):
-    from grpo_theory.theory.discrete import stability
-
     eta, mu, k = mp.value("learning_rate"), mp.value("momentum"), mp.value("refresh_interval")
     K = K_info["value"]
     pred["eta_K"] = eta * K
@@ -440,7 +447,7 @@ def _predict(pred, mp, K_info, phis, variant, p_ref, steps, unknown):
                        "thresholds depend on it")
         return
     ends = [K] if iv is None else [iv[0], K] + ([iv[1]] if math.isfinite(iv[1]) else [])
-    results = [stability(eta, mu, k, Kx, fresh_fraction=phi) for Kx in ends for phi in phis]
+    results = [linear_stability(eta, mu, k, Kx, fresh_fraction=phi) for Kx in ends for phi in phis]
     verdicts = {r.stable for r in results}
     if iv is not None and not math.isfinite(iv[1]):
         verdicts.add(False)            # K unbounded above: an unstable K is in the interval
@@ -472,28 +479,20 @@ def _predict(pred, mp, K_info, phis, variant, p_ref, steps, unknown):
 
 def _collapse(mp, K, variant, p_ref, steps) -> dict:
     """Collapse risk of the bandit run with the config's eta K, G, B, window and reuse."""
-    from grpo_theory.model import GRPOModel
-    from grpo_theory.theory.collapse import collapse_risk
-
     if p_ref is None:
         return {"probability": None, "steps": steps, "reason": "needs p_ref (--p-ref, or a "
                 "--from-log fit whose initial reward is in (0, 1))"}
     if variant["normalization"] is None or variant["group_size"] < 2 or (
             variant["kl"] == "k1_reward" and variant["normalization"] != "mean"):
         return {"probability": None, "steps": steps, "reason": variant["reason"]}
-    base = dict(p_ref=p_ref, group_size=variant["group_size"],
-                normalization=variant["normalization"], kl=variant["kl"],
-                kl_coef=variant["kl_coef"], adv_eps=mp.value("adv_eps"),
-                surrogate=variant["surrogate"], prompts=mp.value("prompts"),
-                momentum=mp.value("momentum"), refresh_interval=mp.value("refresh_interval"),
-                reuse=mp.value("reuse"), window_batches=mp.value("window_batches"))
+    model = config_model(mp, p_ref)
     try:
-        fp = GRPOModel(**base).fixed_point()
+        fp = stable_fixed_point(model)
     except ParameterError as exc:
         return {"probability": None, "steps": steps,
                 "reason": f"no stable bandit fixed point at p_ref = {p_ref:.4g} ({exc.allowed})"}
     eta_b = mp.value("learning_rate") * K / fp.stiffness
-    risk = collapse_risk(GRPOModel(**base, learning_rate=eta_b), steps=steps)
+    risk = collapse_risk(model.replace(learning_rate=eta_b), steps=steps)
     out = risk.to_dict()
     out["bandit_learning_rate"] = eta_b
     out["meaning"] = ("the bandit run with the same eta K (bandit lr = eta K / K_bandit), "

@@ -48,16 +48,22 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.optimize
 import scipy.stats
 
+from grpo_theory.model import NORMALIZATIONS, GRPOModel
 from grpo_theory.progress import progress
 from grpo_theory.results import Result
+from grpo_theory.runs.curves import finite_sorted, fit_curve
+from grpo_theory.runs.logs import TrainingLog, read_log
+from grpo_theory.runs.logs.base import flatten
+from grpo_theory.theory import oscillator
 from grpo_theory.theory.derived import get
+from grpo_theory.theory.drift import update_variance
+from grpo_theory.theory.noise import reward_fluctuation, stationary_variance
 from grpo_theory.validate import ParameterError, check_choice, check_real
 
 __all__ = ["BY", "CONFIG_KEYS", "MIN_POINTS", "Comparison", "GroupSizeAnalysis", "Regression",
@@ -133,39 +139,19 @@ class RunFit:
 
 def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
     """Fit R(t) = R_inf - (R_inf - R_0) e^{-t/tau} to one run (t = steps - first step)."""
-    steps = np.asarray(steps, float)
-    values = np.asarray(values, float)
+    steps, values = finite_sorted(steps, values)
     t = steps - steps[0]
     span = float(t[-1])
     dt = float(np.median(np.diff(t)))
     base = dict(source=source, value=value, n_points=int(t.size), first_step=float(steps[0]),
                 last_step=float(steps[-1]))
-    head = values[: max(3, t.size // 10)].mean()
-    tail = values[-max(3, t.size // 5):].mean()
-    lo, hi = math.log(dt / 10), math.log(100 * span)
-    def model(tt, plateau, initial, log_tau):
-        return _law(tt, plateau, initial, math.exp(log_tau))
-
-    best = None
-    for guess in (span / 10, span / 3, span):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", scipy.optimize.OptimizeWarning)
-                popt, pcov = scipy.optimize.curve_fit(
-                    model, t, values, p0=(tail, head, math.log(guess)),
-                    bounds=((-np.inf, -np.inf, lo), (np.inf, np.inf, hi)), maxfev=4000)
-        except (RuntimeError, ValueError):
-            continue
-        rss = float(np.sum((values - model(t, *popt)) ** 2))
-        if best is None or rss < best[0]:
-            best = (rss, popt, pcov)
-    if best is None:
+    fit = fit_curve(steps, values, "exponential")     # the one curve fitter
+    if not fit.success:
         return RunFit(**base, identified=False, reason="the single exponential did not converge")
-    rss, (plateau, initial, log_tau), pcov = best
-    tau = math.exp(log_tau)
+    plateau, initial, tau = (fit.params[k] for k in ("plateau", "initial", "tau"))
     resid = values - _law(t, plateau, initial, tau)
     f = _inflation(resid)
-    var = rss / max(t.size - 3, 1)
+    var = fit.rss / max(t.size - 3, 1)
     if tau > span:
         return RunFit(**base, identified=False, residual_variance=var, inflation=f,
                       reason=f"not saturated: the fitted time scale exceeds the run ({span:g} steps), "
@@ -173,13 +159,13 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
     if tau < dt:
         return RunFit(**base, identified=False, residual_variance=var, inflation=f,
                       reason=f"relaxes within one logging interval ({dt:g} steps)")
-    se = math.sqrt(max(pcov[2, 2], 0.0) * f)
+    se = fit.stderr["tau"] / tau * math.sqrt(f)      # of log tau (delta method)
     if not math.isfinite(se):
         return RunFit(**base, identified=False, residual_variance=var, inflation=f,
                       reason="tau not constrained by the data (singular least-squares Jacobian)")
     z = scipy.stats.norm.ppf(0.5 + LEVEL / 2)
     fit = dict(plateau=float(plateau), initial=float(initial), tau=tau,
-               tau_interval=(math.exp(log_tau - z * se), math.exp(log_tau + z * se)),
+               tau_interval=(tau * math.exp(-z * se), tau * math.exp(z * se)),
                log_tau_se=se, residual_variance=var, inflation=f)
     on_plateau = t >= 3 * tau
     if on_plateau.sum() < MIN_PLATEAU_POINTS:
@@ -243,14 +229,17 @@ def _regress(x, y, se) -> Regression:
 # Group size
 # ----------------------------------------------------------------------------------
 
+def _noise_model(normalization, group_size) -> GRPOModel:
+    """The runs' variant for the per-step noise: no KL, no advantage epsilon, two actions."""
+    return GRPOModel(normalization=normalization, kl="none", kl_coef=0.0, adv_eps=0.0,
+                     group_size=int(group_size))
+
+
 def fluctuation_regime(p, group_size, *, normalization="std") -> tuple[float, str]:
     r"""Local exponent :math:`d\log\sigma^2/d\log G` of the exact finite-G per-step noise
     (``drift.update_variance``, between G and 2G) at reward level ``p``, and its regime."""
-    from grpo_theory.theory.drift import update_variance
-
     G = int(group_size)
-    v1, v2 = (update_variance(p, group_size=g, kl="none", normalization=normalization)
-              for g in (G, 2 * G))
+    v1, v2 = (update_variance(_noise_model(normalization, g), p) for g in (G, 2 * G))
     e = math.log(v2 / v1) / math.log(2)
     rare = G * min(p, 1 - p)
     if abs(e + 1) <= ONE_OVER_G_BAND:
@@ -337,16 +326,12 @@ def _group_size(series, fits, binary, normalization) -> GroupSizeAnalysis:
         declined["theory"] = ("rewards outside [0, 1]: the 1/G prediction is for a 0/1 verifier "
                               "reward")
         return GroupSizeAnalysis(**out, declined=declined)
-    from grpo_theory.theory.drift import update_variance
-    from grpo_theory.theory.noise import reward_fluctuation, stationary_variance
-
     ps = [min(max(f.plateau, 1e-6), 1 - 1e-6) for f in usable]
     local = [fluctuation_regime(p, f.value, normalization=normalization) for p, f in zip(ps, usable)]
     # Var p = (p(1-p))^2 Var z, Var z the exact L2 stationary variance with the per-step noise at
     # (p, G) and the relaxation rate eta K = 1/tau measured on the run (eta common to the family)
     pred = np.log([reward_fluctuation(p, stationary_variance(
-        1.0, 0.0, 1 / f.tau, update_variance(p, group_size=int(f.value), kl="none",
-                                             normalization=normalization)))
+        1.0, 0.0, 1 / f.tau, update_variance(_noise_model(normalization, f.value), p)))
         for p, f in zip(ps, usable)])
     predicted = _regress(x, pred, se).slope
     lo, hi = reg.interval
@@ -425,8 +410,6 @@ def _joint_fit(series, fits):
 
 
 def _scaling(by, series, fits, fresh_fraction) -> ScalingAnalysis:
-    from grpo_theory.theory import oscillator
-
     ok = [i for i, f in enumerate(fits) if f.identified]
     declined = {}
     skipped = [f"{_short(f.source)}: {f.reason}" for f in fits if not f.identified]
@@ -506,8 +489,6 @@ class Comparison(Result):
 
 
 def _config_value(log, by):
-    from grpo_theory.runs.logs.base import flatten
-
     cfg = flatten(log.config, ".")
     for key in CONFIG_KEYS[by]:
         for k, v in cfg.items():
@@ -534,9 +515,6 @@ def compare(logs, *, by: str, values=None, metric: str | None = None, normalizat
         K_f/K in [0, 1].
     plot : write a figure of the family with the fitted law to this file.
     """
-    from grpo_theory.runs.logs import TrainingLog, read_log
-    from grpo_theory.theory.drift import NORMALIZATIONS
-
     by = check_choice("by", by, BY)
     normalization = check_choice("normalization", normalization, NORMALIZATIONS)
     if fresh_fraction is not None:

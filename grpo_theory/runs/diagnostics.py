@@ -391,7 +391,7 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     collapse = collapse or to_floor
     zeta, overshoot, regime = None, None, None
     try:
-        from grpo_theory.runs.fitting import fit_curve
+        from grpo_theory.runs.curves import fit_curve
         if fit is None:
             fit = fit_curve(rs, rv, "oscillator")
         zeta = float(fit.params["zeta"])

@@ -57,13 +57,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from grpo_theory.runs.fitting import (
+from grpo_theory.progress import progress
+from grpo_theory.results import jsonable
+from grpo_theory.runs.curves import (
     BINARY_FAMILIES,
     MODEL_NAMES,
+    SPECS,
     FitResult,
-    _clean,
-    _finite_sorted,
     applicability,
+    finite_sorted,
     fit_curve,
     is_binary_range,
     noise_ceiling,
@@ -167,9 +169,7 @@ def rolling_origin(t, y, models, bounds=(-np.inf, np.inf), origins=ORIGINS) -> d
     ``p`` parameters) are used, so the families are compared on the same errors: a
     flexible family is not judged on fewer, later origins than a simple one.
     """
-    from grpo_theory.runs.fitting import _SPECS
-
-    need = max(len(_SPECS[m].params) + 2 for m in models)
+    need = max(len(SPECS[m].params) + 2 for m in models)
     out = {m: ([], []) for m in models}
     done = set()
     for frac in origins:
@@ -281,7 +281,7 @@ class ForecastResult:
                               "plateau": f.plateau, "time_to_90_steps": f.time_to_90,
                               "r2_train": f.r2}
                           for m, f in self.fits.items()}}
-        return _clean(out)
+        return jsonable(out)
 
 
 def _plateau_se(fit: FitResult):
@@ -333,7 +333,7 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     no held-out point.
     """
     f = check_real("train_fraction", train_fraction, low=0, high=1, low_open=True, high_open=True)
-    t, y = _finite_sorted(t, y)
+    t, y = finite_sorted(t, y)
     n_train = int(math.ceil(f * t.size))
     if n_train < 8 or t.size - n_train < 1:
         raise ParameterError("train_fraction", train_fraction,
@@ -356,8 +356,6 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
                              "dense reward (exponential, oscillator)")
     bounds = reward_range or (-np.inf, np.inf)
     tt, yt, th, yh = t[:n_train], y[:n_train], t[n_train:], y[n_train:]
-    from grpo_theory.progress import progress
-
     fits = {m: fit_curve(tt, yt, m) for m in progress(models, total=len(models), desc="forecast")}
     preds = {m: np.clip(fr.predict(th - fr.t0), *bounds) for m, fr in fits.items()}
     rmse = {m: _rmse(p, yh) for m, p in preds.items()}

@@ -2,7 +2,7 @@
 
 :func:`watch` re-reads the log whenever its size or modification time changes, runs
 :func:`grpo_theory.runs.diagnostics.diagnose` on what is there, and yields a
-:class:`Warning` for every detector whose flag turns on (once per detector).  A log
+:class:`FiredWarning` for every detector whose flag turns on (once per detector).  A log
 that is mid-write (a partial last line) is read again at the next poll.
 """
 
@@ -12,13 +12,15 @@ import os
 import time
 from dataclasses import dataclass
 
+from grpo_theory.runs.diagnostics import diagnose
+from grpo_theory.runs.logs import LogFormatError, read_log
 from grpo_theory.validate import ParameterError, check_real
 
-__all__ = ["Warning", "watch", "new_warnings"]
+__all__ = ["FiredWarning", "watch", "new_warnings"]
 
 
 @dataclass(frozen=True)
-class Warning:
+class FiredWarning:
     """One detector that fired: its name, the step it first fired at, evidence and knob."""
 
     detector: str
@@ -40,12 +42,10 @@ def _signature(path):
 
 def watch(path, *, format=None, metric=None, group_size=None, interval=10.0, max_polls=None,
           sleep=time.sleep):
-    """Yield a :class:`Warning` each time a detector first fires on the growing log ``path``.
+    """Yield a :class:`FiredWarning` each time a detector first fires on the growing log ``path``.
 
     Polls every ``interval`` seconds; stops after ``max_polls`` polls (``None``: never).
     """
-    from grpo_theory.runs.logs import LogFormatError, read_log
-
     interval = check_real("interval", interval, low=0)
     fired, seen, polls = set(), None, 0
     while max_polls is None or polls < max_polls:
@@ -70,15 +70,13 @@ def watch(path, *, format=None, metric=None, group_size=None, interval=10.0, max
 
 
 def new_warnings(log, fired: set, *, metric=None, group_size=None) -> list:
-    """Diagnose ``log`` and return a :class:`Warning` for each detector that fires and is not
+    """Diagnose ``log`` and return a :class:`FiredWarning` for each detector that fires and is not
     in ``fired`` (which is updated): the shared core of :func:`watch` and the TRL callback."""
-    from grpo_theory.runs.diagnostics import diagnose
-
     diag = diagnose(log, metric, group_size)
     last = max((float(s[-1]) for s, _ in log.metrics.values() if len(s)), default=None)
     out = []
     for name, d in diag.diagnostics.items():
         if d["flag"] and name not in fired:
             fired.add(name)
-            out.append(Warning(name, d["first_step"], last, d["evidence"], d["knob"]))
+            out.append(FiredWarning(name, d["first_step"], last, d["evidence"], d["knob"]))
     return out

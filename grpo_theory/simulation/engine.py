@@ -5,6 +5,11 @@ bandit, vectorized over runs.  This is the ground truth the mean-field theory
 (L1–L3) is checked against, so it computes everything from sampled groups —
 no mean-field formula is used anywhere.
 
+One entry point, :func:`simulate` ``(model, steps=..., runs=..., seed=...)``: the model
+(:class:`~grpo_theory.model.GRPOModel`) is the variant, the optimizer and the lag; the
+keyword arguments are the simulation-only knobs (ensemble size, seed, start, per-prompt
+difficulty, divergence bound, what to record).
+
 Conventions (see ``docs/theory.md`` and ``docs/simulation.md``):
 
 - Shared logits :math:`\theta \in \mathbb R^K`; prompt ``b`` sees
@@ -21,7 +26,7 @@ Conventions (see ``docs/theory.md`` and ``docs/simulation.md``):
 - One step: per prompt a group of ``G`` actions from :math:`\pi_{old}` drawn as
   multinomial counts (one binomial for ``K = 2``), group-normalized advantages,
   clipped-ratio or ratio-free ("stale") surrogate, optional KL (exact or k3), the
-  analytic gradient averaged over prompts, then SGD / heavy-ball / Adam
+  analytic gradient averaged over prompts, then heavy ball (plain SGD at μ = 0) or Adam
   (PyTorch conventions).
 - Lag: ``refresh`` (π_old := π_θ at t ≡ 0 mod k) or ``delay`` (groups from the
   policy of step t − d).  Within a refresh window the k steps draw fresh batches
@@ -39,23 +44,110 @@ column (t = T) is NaN.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.optimize import brentq
 
+from grpo_theory.model import GRPOModel
 from grpo_theory.progress import progress as _progress
 from grpo_theory.simulation import kernels as _k
-from grpo_theory.simulation.config import SimulationConfig
 from grpo_theory.simulation.result import SimulationResult
-from grpo_theory.validate import ParameterError
+from grpo_theory.validate import (ParameterError, check_choice, check_finite_array, check_int,
+                                  check_probability, check_real)
 
-__all__ = ["simulate", "logits_for_success"]
+__all__ = ["simulate", "logits_for_success", "EnsembleSettings", "MAX_DIVERGENCE_BOUND"]
+
+#: Largest allowed ``divergence_bound`` (logits): below it every intermediate of a
+#: step (ratios π/π_old ≤ K·e^bound, their squares in Adam) stays far from overflow.
+MAX_DIVERGENCE_BOUND = 300.0
 
 
-def _prompt_offsets(config: SimulationConfig, rng: np.random.Generator) -> np.ndarray:
-    offsets = np.zeros((config.prompts, config.actions))
-    if config.difficulty_spread > 0:
-        shift = rng.normal(0.0, config.difficulty_spread, size=config.prompts)
-        offsets[:, config.correct_mask()] = shift[:, None]
+@dataclass(frozen=True)
+class EnsembleSettings:
+    """The simulation-only arguments of one :func:`simulate` call, validated (their
+    defaults are :func:`simulate`'s; the model holds everything else)."""
+
+    steps: int
+    runs: int
+    seed: int
+    p0: float | None
+    theta0: tuple | None
+    rewards: tuple | None
+    theta_ref: tuple | None
+    difficulty_spread: float
+    divergence_bound: float
+    record: tuple
+    progress: bool | None = field(compare=False)
+
+    def reward_vector(self, model: GRPOModel) -> np.ndarray:
+        """Rewards per action ``(K,)``: ``rewards``, or 1 for the model's first ``correct``
+        actions and 0 for the others."""
+        if self.rewards is not None:
+            return np.asarray(self.rewards, dtype=float)
+        r = np.zeros(model.actions)
+        r[: model.correct] = 1.0
+        return r
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    arr = np.asarray(x, dtype=float)
+    return tuple(map(tuple, arr)) if arr.ndim == 2 else tuple(arr.tolist())
+
+
+def _settings(model, steps, runs, seed, p0, theta0, rewards, theta_ref, difficulty_spread,
+              divergence_bound, record, progress) -> EnsembleSettings:
+    """Validate the simulation-only arguments (the model was validated at construction)."""
+    K = model.actions
+    steps = check_int("steps", steps, low=0)
+    runs = check_int("runs", runs, low=1)
+    bound = check_real("divergence_bound", divergence_bound, low=0.0, low_open=True,
+                       high=MAX_DIVERGENCE_BOUND)
+    if rewards is not None:
+        r = check_finite_array("rewards", rewards)
+        if r.shape != (K,):
+            raise ParameterError("rewards", rewards, f"a sequence of {K} rewards (one per action)")
+        if np.any(r < 0) or np.any(r > 1):
+            raise ParameterError("rewards", rewards, "rewards in [0, 1]")
+    if p0 is not None:
+        p0 = check_probability("p0", p0)
+    if theta0 is not None:
+        if p0 is not None:
+            raise ParameterError("p0", p0, "None when theta0 is given")
+        th = check_finite_array("theta0", theta0)
+        if th.shape not in {(K,), (runs, K)}:
+            raise ParameterError("theta0", f"an array of shape {th.shape}",
+                                 f"an array of shape ({K},) or ({runs}, {K})")
+        spread = float((th.max(axis=-1) - th.min(axis=-1)).max())
+        if spread > bound:
+            raise ParameterError("theta0", f"logits with spread {spread:g}",
+                                 "logits whose spread max - min is at most "
+                                 f"divergence_bound = {bound:g}")
+    if theta_ref is not None:
+        th = check_finite_array("theta_ref", theta_ref)
+        if th.shape != (K,):
+            raise ParameterError("theta_ref", f"an array of shape {th.shape}",
+                                 f"an array of shape ({K},)")
+    spread = check_real("difficulty_spread", difficulty_spread, low=0.0)
+    seed = check_int("seed", seed, low=0)
+    record = (record,) if isinstance(record, str) else tuple(record)
+    for name in record:
+        check_choice("record", name, _k.OBSERVABLES)
+    if len(set(record)) != len(record):
+        raise ParameterError("record", record, "distinct observable names")
+    if progress not in (None, True, False):
+        raise ParameterError("progress", progress, "None, True or False")
+    return EnsembleSettings(steps, runs, seed, p0, _as_tuple(theta0), _as_tuple(rewards),
+                            _as_tuple(theta_ref), spread, bound, record, progress)
+
+
+def _prompt_offsets(model, settings, mask, rng: np.random.Generator) -> np.ndarray:
+    offsets = np.zeros((model.prompts, model.actions))
+    if settings.difficulty_spread > 0:
+        shift = rng.normal(0.0, settings.difficulty_spread, size=model.prompts)
+        offsets[:, mask] = shift[:, None]
     return offsets
 
 
@@ -73,8 +165,6 @@ def logits_for_success(p: float, *, rewards, correct_mask=None, offsets=None) ->
     of ``K`` actions and no offsets, :math:`u = \log\frac{p (K - c)}{c (1 - p)}`;
     otherwise :math:`u` is found by root bracketing (p is increasing in u).
     """
-    from scipy.optimize import brentq
-
     rewards = np.asarray(rewards, dtype=float)
     K = rewards.size
     mask = rewards == rewards.max() if correct_mask is None else np.asarray(correct_mask, bool)
@@ -102,23 +192,23 @@ def logits_for_success(p: float, *, rewards, correct_mask=None, offsets=None) ->
 # entry point
 # ---------------------------------------------------------------------------
 
-def simulate(config: SimulationConfig | None = None, /, *, _kernel: str = "auto",
-             **params) -> SimulationResult:
-    r"""Simulate an ensemble of GRPO runs on the softmax bandit.
+def simulate(model: GRPOModel, *, steps: int, runs: int = 256, seed: int = 0, p0=None,
+             theta0=None, rewards=None, theta_ref=None, difficulty_spread: float = 0.0,
+             divergence_bound: float = MAX_DIVERGENCE_BOUND, record=_k.OBSERVABLES,
+             progress=None, _kernel: str = "auto") -> SimulationResult:
+    r"""Simulate an ensemble of ``runs`` GRPO trainings of ``model`` on the softmax bandit.
 
-    Call as ``simulate(steps=200, group_size=8, ...)`` or ``simulate(config)``
-    (keyword arguments then override fields of ``config``).  Parameters are the
-    fields of :class:`SimulationConfig`:
-
-    steps, runs, group_size, prompts, actions, correct, rewards, p_ref, p0, theta0,
-    theta_ref, learning_rate, optimizer (``sgd``/``momentum``/``adam``), momentum,
-    adam_betas, adam_eps, normalization (``std``/``mean``), adv_eps, surrogate
-    (``stale``/``ratio``), clip_low, clip_high, kl (``none``/``exact``/``k3``/
-    ``k1_reward``), kl_coef, lag_model (``refresh``/``delay``), refresh_interval, delay,
-    reuse (``fresh``: a new batch from π_old at every step of a refresh window;
-    ``batch``: the window's first ``window_batches`` batches, cycled through by its steps),
-    window_batches,
-    difficulty_spread, seed, record, progress.
+    The model (:class:`~grpo_theory.model.GRPOModel`) is the variant, the optimizer and
+    the lag; it needs a finite group size.  The simulation-only arguments: ``steps``
+    (optimizer steps), ``runs``, ``seed``; the start: the reference policy, or the policy
+    with success probability ``p0``, or given logits ``theta0`` (``(K,)`` or ``(runs, K)``);
+    ``rewards`` per action in [0, 1] (default: 1 for the model's ``correct`` actions) and
+    reference logits ``theta_ref`` (default: the policy with p = ``p_ref``);
+    ``difficulty_spread`` σ of the per-prompt logit offset of the correct actions;
+    ``divergence_bound`` (logits, in (0, 300]): a run whose logit spread exceeds it is
+    frozen; ``record``: the observables to keep
+    (:data:`grpo_theory.simulation.OBSERVABLES`); ``progress``: None (a bar on a
+    terminal), True or False.
 
     For ``K = 2`` and the stale surrogate on-policy, the expected update of
     :math:`z = \theta_0 - \theta_1` is :math:`2\eta\,E[\frac1G\sum_{correct}\hat A_i]`.
@@ -126,59 +216,60 @@ def simulate(config: SimulationConfig | None = None, /, *, _kernel: str = "auto"
     Same seed ⇒ bit-for-bit identical arrays.  Memory: ``8·runs·(steps+1)`` bytes
     per recorded observable.
     """
-    if config is None:
-        config = SimulationConfig(**params)
-    elif not isinstance(config, SimulationConfig):
-        raise ParameterError("config", type(config).__name__, "a SimulationConfig")
-    elif params:
-        config = config.replace(**params)
-
-    offsets_seq, sample_seq = np.random.SeedSequence(config.seed).spawn(2)
-    offsets = _prompt_offsets(config, np.random.default_rng(offsets_seq))
-    rewards = config.reward_vector()
-    mask = config.correct_mask()
-    K, R = config.actions, config.runs
-    if config.theta_ref is not None:
-        theta_ref = np.asarray(config.theta_ref, dtype=float)
+    if not isinstance(model, GRPOModel):
+        raise ParameterError("model", type(model).__name__, "a GRPOModel")
+    if model.group_size is None:
+        raise ParameterError("group_size", "inf", "a finite integer >= 2 to simulate")
+    st = _settings(model, steps, runs, seed, p0, theta0, rewards, theta_ref, difficulty_spread,
+                   divergence_bound, record, progress)
+    offsets_seq, sample_seq = np.random.SeedSequence(st.seed).spawn(2)
+    rewards = st.reward_vector(model)
+    mask = rewards == rewards.max()
+    offsets = _prompt_offsets(model, st, mask, np.random.default_rng(offsets_seq))
+    K, R = model.actions, st.runs
+    if st.theta_ref is not None:
+        theta_ref = np.asarray(st.theta_ref, dtype=float)
     else:
         try:
-            theta_ref = logits_for_success(config.p_ref, rewards=rewards, correct_mask=mask,
+            theta_ref = logits_for_success(model.p_ref, rewards=rewards, correct_mask=mask,
                                            offsets=offsets)
         except ParameterError as exc:
-            raise ParameterError("p_ref", config.p_ref, exc.allowed) from None
-    if config.theta0 is not None:
-        theta0 = np.broadcast_to(np.asarray(config.theta0, dtype=float), (R, K)).copy()
-    elif config.p0 is not None:
+            raise ParameterError("p_ref", model.p_ref, exc.allowed) from None
+    if st.theta0 is not None:
+        theta0 = np.broadcast_to(np.asarray(st.theta0, dtype=float), (R, K)).copy()
+    elif st.p0 is not None:
         try:
-            start = logits_for_success(config.p0, rewards=rewards, correct_mask=mask,
-                                       offsets=offsets)
+            start = logits_for_success(st.p0, rewards=rewards, correct_mask=mask, offsets=offsets)
         except ParameterError as exc:
-            raise ParameterError("p0", config.p0, exc.allowed) from None
+            raise ParameterError("p0", st.p0, exc.allowed) from None
         theta0 = np.broadcast_to(start, (R, K)).copy()
     else:
         theta0 = np.broadcast_to(theta_ref, (R, K)).copy()
 
+    if model.optimizer == "adam":
+        optimizer, momentum = "adam", 0.0
+    else:   # heavy ball; its mu = 0 case takes the buffer-free step (the same increments)
+        optimizer, momentum = ("momentum" if model.momentum > 0 else "sgd"), model.momentum
     plan = _k.KernelPlan(
         theta0=theta0, theta_ref=theta_ref, offsets=offsets, rewards=rewards,
-        steps=config.steps, group_size=config.group_size,
-        normalization=config.normalization, adv_eps=config.adv_eps,
-        surrogate=config.surrogate, clip_low=config.clip_low, clip_high=config.clip_high,
-        kl=config.kl, kl_coef=config.kl_coef, optimizer=config.optimizer,
-        learning_rate=config.learning_rate, momentum=config.momentum,
-        adam_betas=config.adam_betas, adam_eps=config.adam_eps,
-        lag_model=config.lag_model, refresh_interval=config.refresh_interval,
-        delay=config.delay, record=config.record, reuse=config.reuse,
-        window_batches=config.window_batches,
-        divergence_bound=config.divergence_bound)
-    steps_iter = _progress(range(config.steps), total=config.steps, desc="simulate",
-                           enabled=config.progress)
+        steps=st.steps, group_size=model.group_size,
+        normalization=model.normalization, adv_eps=model.adv_eps,
+        surrogate=model.surrogate, clip_low=model.clip_low, clip_high=model.clip_high,
+        kl=model.kl, kl_coef=model.effective_kl_coef, optimizer=optimizer,
+        learning_rate=model.learning_rate, momentum=momentum,
+        adam_betas=(model.adam_beta1, model.adam_beta2), adam_eps=model.adam_eps,
+        lag_model=model.lag_model, refresh_interval=model.window,
+        delay=model.delay or 0, record=st.record, reuse=model.reuse,
+        window_batches=model.window_batches, divergence_bound=st.divergence_bound)
+    steps_iter = _progress(range(st.steps), total=st.steps, desc="simulate",
+                           enabled=st.progress)
     rng = np.random.default_rng(sample_seq)
     try:
         observables, final, diverged_at = _k.run(plan, rng, steps_iter=steps_iter,
                                                  kernel=_kernel)
     finally:
         steps_iter.close()
-    return SimulationResult(config=config, t=np.arange(config.steps + 1),
+    return SimulationResult(model=model, settings=st, t=np.arange(st.steps + 1),
                             observables=observables, final_logits=final,
                             theta0=theta0, theta_ref=theta_ref, offsets=offsets,
                             diverged_at=diverged_at)

@@ -65,7 +65,8 @@ OBSERVABLES = ("reward", "z", "entropy", "zero_var_frac", "kl", "grad_norm", "cl
 class KernelPlan:
     """Everything a kernel needs, already validated.
 
-    See :class:`grpo_theory.simulation.SimulationConfig` for the meaning of the fields.
+    The fields are those of the model and of :class:`grpo_theory.simulation.EnsembleSettings`
+    (see :func:`grpo_theory.simulation.simulate`).
     """
 
     theta0: np.ndarray        # (R, K) initial logits

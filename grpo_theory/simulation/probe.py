@@ -29,15 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from grpo_theory.simulation.config import SimulationConfig
+from grpo_theory.model import GRPOModel
 from grpo_theory.simulation.engine import simulate
 from grpo_theory.simulation.result import Comparison
 from grpo_theory.validate import ParameterError, check_int, check_real
 
 __all__ = ["StiffnessMeasurement", "measure_stiffness", "measure_drift"]
-
-_FIXED = {"steps": 1, "optimizer": "sgd", "momentum": 0.0, "lag_model": "refresh",
-          "refresh_interval": 1, "delay": 0, "p0": None, "theta0": None}
 
 
 @dataclass(frozen=True)
@@ -70,73 +67,62 @@ class StiffnessMeasurement:
         return Comparison(self.value, self.stderr, float(predicted), float(n_sigma))
 
 
-def _one_step_drift(z0, learning_rate, runs, seed_seq, sim_kwargs):
-    """Per-run Δz/η of one on-policy SGD step from the policy with logit ``z0``."""
-    config = SimulationConfig(steps=1, runs=runs, learning_rate=learning_rate,
-                              record=("z",), seed=0, **sim_kwargs)
+def _probe_model(model: GRPOModel) -> GRPOModel:
+    """The model's variant with one on-policy SGD step: the probe's optimizer and lag."""
+    if not isinstance(model, GRPOModel):
+        raise ParameterError("model", type(model).__name__, "a GRPOModel")
+    return model.replace(optimizer="sgd", momentum=0.0, lag_model="refresh", refresh_interval=1,
+                         delay=None, reuse="fresh", window_batches=1)
+
+
+def _one_step_drift(model, z0, runs, seed_seq):
+    """Per-run Δz/η of one on-policy SGD step of ``model`` from the policy with logit ``z0``."""
     p0 = float(expit(z0))
     if not 0.0 < p0 < 1.0:
         raise ParameterError("z_star", z0, "a finite logit whose success probability is "
                              "strictly inside (0, 1) in floating point")
-    res = simulate(config.replace(p0=p0, seed=int(seed_seq.generate_state(1)[0])))
-    dz = (res.z[:, 1] - res.z[:, 0]) / learning_rate
-    return dz
+    res = simulate(model, steps=1, runs=runs, p0=p0, record=("z",),
+                   seed=int(seed_seq.generate_state(1)[0]))
+    return (res.z[:, 1] - res.z[:, 0]) / model.learning_rate
 
 
-def measure_drift(z, *, learning_rate=0.1, runs=100_000, seed=0, **sim_kwargs):
-    """Mean one-step update :math:`\\Delta z/\\eta` from logit ``z`` and its standard error."""
+def measure_drift(model: GRPOModel, z, *, runs=100_000, seed=0):
+    """Mean one-step update :math:`\\Delta z/\\eta` of the model's variant from logit ``z`` (one
+    on-policy SGD step at the model's learning rate) and its standard error."""
     z = check_real("z", z)
-    learning_rate = check_real("learning_rate", learning_rate, low=0.0, low_open=True)
     runs = check_int("runs", runs, low=2)
-    _check_fixed(sim_kwargs)
     seed_seq = np.random.SeedSequence(check_int("seed", seed, low=0))
-    dz = _one_step_drift(z, learning_rate, runs, seed_seq, sim_kwargs)
+    dz = _one_step_drift(_probe_model(model), z, runs, seed_seq)
     return float(dz.mean()), float(dz.std(ddof=1) / math.sqrt(dz.size))
 
 
-def _check_fixed(sim_kwargs):
-    for name in _FIXED:
-        if name in sim_kwargs and sim_kwargs[name] != _FIXED[name]:
-            raise ParameterError(name, sim_kwargs[name],
-                                 f"{_FIXED[name]!r} in the stiffness probe (one on-policy "
-                                 "SGD step from z* ± delta)")
-    for name in list(sim_kwargs):
-        if name in _FIXED:
-            del sim_kwargs[name]
-    if "record" in sim_kwargs or "seed" in sim_kwargs:
-        raise ParameterError("record", sim_kwargs.get("record"), "set by the probe")
-
-
-def measure_stiffness(z_star, *, delta=0.1, runs=100_000, learning_rate=0.1, seed=0,
-                      **sim_kwargs) -> StiffnessMeasurement:
-    r"""Measure the stiffness :math:`K = -F'(z^*)` by a central difference of simulated drifts.
+def measure_stiffness(model: GRPOModel, z_star, *, delta=0.1, runs=100_000,
+                      seed=0) -> StiffnessMeasurement:
+    r"""Measure the stiffness :math:`K = -F'(z^*)` of the model's variant by a central
+    difference of simulated drifts.
 
     ``z_star`` (logits) is the point to probe, normally the stable fixed point from
     the symbolic core; ``delta`` the half-width of the difference (logits);
-    ``runs`` replications per side; ``learning_rate`` η (the measured drift is
-    per unit η, so small η keeps the one step local).  Further keyword arguments
-    (``group_size``, ``normalization``, ``kl``, ``kl_coef``, ``p_ref``, ``surrogate``,
-    ``actions``, ``correct``, ``prompts``, ...) go to :func:`grpo_theory.simulation.simulate`;
-    the step count, optimizer and lag are fixed (one on-policy SGD step).
+    ``runs`` replications per side.  The step is one on-policy SGD step at the model's
+    learning rate η (the measured drift is per unit η, so a small η keeps the one step
+    local); the model's optimizer and lag are not used.
 
     Standard error: independent streams for the two sides (see module docstring).
     """
     z_star = check_real("z_star", z_star)
     delta = check_real("delta", delta, low=0.0, low_open=True)
-    learning_rate = check_real("learning_rate", learning_rate, low=0.0, low_open=True)
     runs = check_int("runs", runs, low=2)
     seed = check_int("seed", seed, low=0)
-    sim_kwargs = dict(sim_kwargs)
-    _check_fixed(sim_kwargs)
+    probe = _probe_model(model)
     plus_seq, minus_seq = np.random.SeedSequence(seed).spawn(2)
-    dz_plus = _one_step_drift(z_star + delta, learning_rate, runs, plus_seq, sim_kwargs)
-    dz_minus = _one_step_drift(z_star - delta, learning_rate, runs, minus_seq, sim_kwargs)
+    dz_plus = _one_step_drift(probe, z_star + delta, runs, plus_seq)
+    dz_minus = _one_step_drift(probe, z_star - delta, runs, minus_seq)
     mp, mm = float(dz_plus.mean()), float(dz_minus.mean())
     sp = float(dz_plus.std(ddof=1) / math.sqrt(runs))
     sm = float(dz_minus.std(ddof=1) / math.sqrt(runs))
     value = -(mp - mm) / (2.0 * delta)
     stderr = math.hypot(sp, sm) / (2.0 * delta)
     return StiffnessMeasurement(value=value, stderr=stderr, z_star=z_star, delta=delta,
-                                runs=runs, learning_rate=learning_rate, drift_plus=mp,
+                                runs=runs, learning_rate=probe.learning_rate, drift_plus=mp,
                                 drift_plus_stderr=sp, drift_minus=mm,
                                 drift_minus_stderr=sm)

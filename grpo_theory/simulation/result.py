@@ -9,9 +9,8 @@ from typing import Mapping
 
 import numpy as np
 
-from grpo_theory.results import Result
+from grpo_theory.results import Result, jsonable
 from grpo_theory.simulation import kernels as _k
-from grpo_theory.simulation.config import SimulationConfig
 from grpo_theory.validate import ParameterError
 
 __all__ = ["Comparison", "compare", "SimulationResult", "EnsembleSummary"]
@@ -80,7 +79,7 @@ class SimulationResult:
     reference logits; ``offsets`` ``(prompts, K)`` the difficulty offsets.
 
     Divergence: ``diverged_at`` (``(runs,)`` int) is the first step whose state
-    left the safe region (logit spread above ``config.divergence_bound`` or not
+    left the safe region (logit spread above ``settings.divergence_bound`` or not
     finite), ``-1`` for runs that never did; ``diverged`` is ``diverged_at >= 0``.
     A diverged run is frozen at its last accepted state, so its raw arrays stay
     finite but hold placeholders from ``diverged_at`` on (``active`` is the mask of
@@ -91,7 +90,8 @@ class SimulationResult:
     NaN (``None`` in :meth:`summary`) where fewer runs than needed are left.
     """
 
-    config: SimulationConfig
+    model: object             # the GRPOModel simulated
+    settings: object          # engine.EnsembleSettings: the simulation-only arguments
     t: np.ndarray
     observables: Mapping[str, np.ndarray]
     final_logits: np.ndarray
@@ -102,7 +102,7 @@ class SimulationResult:
 
     def __post_init__(self):
         if self.diverged_at is None:
-            object.__setattr__(self, "diverged_at", np.full(self.config.runs, -1, np.int64))
+            object.__setattr__(self, "diverged_at", np.full(self.settings.runs, -1, np.int64))
 
     def __getattr__(self, name):
         obs = object.__getattribute__(self, "observables")
@@ -121,11 +121,11 @@ class SimulationResult:
 
     @property
     def runs(self) -> int:
-        return self.config.runs
+        return self.settings.runs
 
     @property
     def steps(self) -> int:
-        return self.config.steps
+        return self.settings.steps
 
     # -- divergence --------------------------------------------------------------
     @property
@@ -201,8 +201,8 @@ class SimulationResult:
         ensemble mean, variance and standard error over the ``n_active`` live runs
         (``None`` where undefined, so the dict is valid JSON as is)."""
         out = {"runs": self.runs, "steps": self.steps,
-               "group_size": self.config.group_size, "seed": self.config.seed,
-               "divergence_bound": self.config.divergence_bound,
+               "group_size": self.model.group_size, "seed": self.settings.seed,
+               "divergence_bound": self.settings.divergence_bound,
                "n_diverged": int(self.diverged.sum()),
                "diverged_fraction": self.diverged_fraction,
                "final": {}}
@@ -212,10 +212,10 @@ class SimulationResult:
             if step < 0:
                 continue
             out["final"][name] = {"step": step, "n_active": int(n_active[step]),
-                                  "mean": _json_float(self.mean(name)[step]),
-                                  "var": _json_float(self.var(name)[step]),
-                                  "sem": _json_float(self.sem(name)[step])}
-        return out
+                                  "mean": self.mean(name)[step],
+                                  "var": self.var(name)[step],
+                                  "sem": self.sem(name)[step]}
+        return jsonable(out)
 
     def per_step(self) -> dict:
         """Per-step ensemble statistics over the live runs: ``{"step": [...],
@@ -240,11 +240,6 @@ class SimulationResult:
                 w.writerow([repr(v) if isinstance(v, float) else v for v in row])
 
 
-def _json_float(v):
-    v = float(v)
-    return v if math.isfinite(v) else None
-
-
 
 
 @dataclass(frozen=True)
@@ -258,42 +253,35 @@ class EnsembleSummary(Result):
     csv_path: str | None = None
 
     def to_dict(self) -> dict:
-        r, cfg = self.result, self.result.config
-        payload = {"runs": cfg.runs, "steps": cfg.steps, "group_size": cfg.group_size,
-                   "seed": cfg.seed, "learning_rate": cfg.learning_rate,
-                   "optimizer": cfg.optimizer, "momentum": cfg.momentum,
-                   "normalization": cfg.normalization, "surrogate": cfg.surrogate,
-                   "kl": cfg.kl, "kl_coef": cfg.kl_coef, "lag_model": cfg.lag_model,
-                   "refresh_interval": cfg.refresh_interval, "delay": cfg.delay,
-                   "reuse": cfg.reuse, "window_batches": cfg.window_batches,
-                   "p_ref": cfg.p_ref,
-                   "divergence_bound": cfg.divergence_bound,
+        r, m, st = self.result, self.result.model, self.result.settings
+        payload = {"runs": st.runs, "steps": st.steps, "seed": st.seed, **m.to_dict(),
+                   "divergence_bound": st.divergence_bound,
                    "n_diverged": int(r.diverged.sum()), "diverged_fraction": r.diverged_fraction,
-                   "step": r.t.tolist(), "n_active": r.n_active.tolist()}
-        if cfg.optimizer == "adam":
-            payload.update(adam_betas=list(cfg.adam_betas), adam_eps=cfg.adam_eps)
+                   "step": r.t.tolist(), "n_active": r.n_active.tolist(),
+                   "notes": list(m.unused_notes())}
+        if m.optimizer == "adam":
+            payload["adam_betas"] = [m.adam_beta1, m.adam_beta2]
         for name in r.observables:
-            payload[f"mean_{name}"] = [_json_float(v) for v in r.mean(name)]
-            payload[f"var_{name}"] = [_json_float(v) for v in r.var(name)]
-        return payload
+            payload[f"mean_{name}"] = r.mean(name)
+            payload[f"var_{name}"] = r.var(name)
+        return jsonable(payload)
 
     def __str__(self) -> str:
-        r, cfg = self.result, self.result.config
+        r, m, st = self.result, self.result.model, self.result.settings
         mean_r, var_r, sem = r.mean("reward"), r.var("reward"), r.sem("reward")
-        lag = (f"refresh every {cfg.refresh_interval}"
-               + (f" ({'fresh batches' if cfg.reuse == 'fresh' else 'one batch reused' if cfg.window_batches == 1 else f'{cfg.window_batches} batches cycled'})"
-                  if cfg.refresh_interval > 1 else "")
-               if cfg.lag_model == "refresh" else f"delay {cfg.delay}")
-        opt = {"momentum": f", mu = {cfg.momentum:g}",
-               "adam": f", betas = {cfg.adam_betas[0]:g}/{cfg.adam_betas[1]:g}, "
-                       f"eps = {cfg.adam_eps:g}"}.get(cfg.optimizer, "")
-        lines = [f"GRPO softmax-bandit simulation: {cfg.runs} runs x {cfg.steps} steps, "
-                 f"G = {cfg.group_size}, K = {cfg.actions}, B = {cfg.prompts}, seed {cfg.seed}",
-                 f"  {cfg.optimizer} (eta = {cfg.learning_rate:g}{opt}), "
-                 f"{cfg.normalization} advantages, {cfg.surrogate} surrogate, KL {cfg.kl}"
-                 + (f" (beta = {cfg.kl_coef:g})" if cfg.kl != "none" else "") + f", {lag}",
+        reuse = ("fresh batches" if m.reuse == "fresh" else "one batch reused"
+                 if m.window_batches == 1 else f"{m.window_batches} batches cycled")
+        lag = (f"refresh every {m.refresh_interval}" + (f" ({reuse})" if m.refresh_interval > 1 else "")
+               if m.lag_model == "refresh" else f"delay {m.delay}")
+        opt = (f"sgd (eta = {m.learning_rate:g}, mu = {m.momentum:g})" if m.optimizer == "sgd"
+               else f"adam (eta = {m.learning_rate:g}, betas = {m.adam_beta1:g}/{m.adam_beta2:g}, "
+                    f"eps = {m.adam_eps:g})")
+        lines = [f"GRPO softmax-bandit simulation: {st.runs} runs x {st.steps} steps, "
+                 f"G = {m.group_size}, K = {m.actions}, B = {m.prompts}, seed {st.seed}",
+                 f"  {opt}, {m.normalization} advantages, {m.surrogate} surrogate, KL {m.kl}"
+                 + (f" (beta = {m.kl_coef:g})" if m.kl != "none" else "") + f", {lag}",
                  f"{'step':>8s} {'mean reward':>12s} {'sd across runs':>15s} {'sem':>10s}"]
-        T = cfg.steps
+        T = st.steps
         for t in sorted({0, T // 4, T // 2, (3 * T) // 4, T}):
             sd = math.sqrt(var_r[t]) if math.isfinite(var_r[t]) else float("nan")
             lines.append(f"{t:8d} {_fmt(mean_r[t], 12)} {_fmt(sd, 15)} {_fmt(sem[t], 10)}")
@@ -304,12 +292,13 @@ class EnsembleSummary(Result):
                      f"final entropy {_fmt(r.mean('entropy')[T], 0)}")
         if r.any_diverged:
             d = r.diverged_at[r.diverged]
-            lines.append(f"WARNING: {d.size} of {cfg.runs} runs ({100 * d.size / cfg.runs:.1f}%) "
-                         f"diverged (logit spread > {cfg.divergence_bound:g}), first at step "
+            lines.append(f"WARNING: {d.size} of {st.runs} runs ({100 * d.size / st.runs:.1f}%) "
+                         f"diverged (logit spread > {st.divergence_bound:g}), first at step "
                          f"{d.min()}, median {int(np.median(d))}; they are frozen and excluded "
                          f"from the statistics above ({r.n_active[T]} runs left at the end)")
         if self.csv_path:
             lines.append(f"per-step summary written to {self.csv_path}")
+        lines += [f"note: {n}" for n in m.unused_notes()]
         return "\n".join(lines)
 
 

@@ -1,8 +1,8 @@
 """Run the derivation chain: ``python -m grpo_theory.theory [CHAPTER] [--out DIR]``.
 
-The same as ``grpo-theory derive``: every result of every chapter (or of one
-chapter: drift, fixed_points, closed_forms, discrete, oscillator, noise) printed
-with the checks that verified it.
+The same as ``grpo-theory derive``: every result of every chapter (or of one chapter, a
+key of :data:`grpo_theory.theory.chapters.CHAPTERS`) printed with the checks that
+verified it.
 """
 
 import sys

@@ -36,11 +36,15 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result
-from grpo_theory.theory.derived import Derived, derivation, prove_zero
-from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
+from grpo_theory.theory.derived import Derived, derivation, get, prove_zero
+from grpo_theory.theory.drift import geometric_factor
+from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.theory.noise import noise_at_fixed_point, stationary_variance
+from grpo_theory.validate import ParameterError, check_real
 
-__all__ = ["AdamReduction", "adam_reduction", "critical_learning_rate"]
+__all__ = ["AdamReduction", "adam_reduction", "heavy_ball_reduction", "critical_learning_rate"]
 
 
 @derivation("adam.momentum_form")
@@ -123,40 +127,35 @@ class AdamReduction(Result):
                 f"{self.stationary_variance_z:.4g}")
 
 
-def adam_reduction(learning_rate, stiffness, noise_variance, *, betas=(0.9, 0.999), eps=1e-8,
-                   refresh_interval=1, fresh_fraction=0.0, reuse="fresh", window_batches=1,
-                   geometric_factor=2.0, iterations=200) -> AdamReduction:
-    r"""Stationary heavy-ball reduction of Adam (see the module docstring).
+def heavy_ball_reduction(learning_rate, stiffness, noise_variance, *, beta1, beta2, eps,
+                         refresh_interval=1, fresh_fraction=0.0, reuse="fresh", window_batches=1,
+                         geometric_factor=2.0, iterations=200) -> AdamReduction:
+    r"""Stationary heavy-ball reduction of Adam at a given stiffness and noise (see the module
+    docstring); the low-level form of :func:`adam_reduction`.
 
     ``stiffness`` K and ``noise_variance`` :math:`\sigma^2` are per unit learning rate on z
     (as in :mod:`grpo_theory.theory.noise`); ``geometric_factor`` :math:`\kappa` converts the
     update of z into the logit gradient (two actions: 2).  Solves
-    :math:`v = (\sigma^2 + K^2 V(\eta_{\mathrm{eff}}(v)))/\kappa^2` by fixed-point iteration
-    (the map is monotone: V decreases as v grows).
+    :math:`v = (\sigma^2 + K^2 V(\eta_{\mathrm{eff}}(v)))/\kappa^2` by bisection (the map is
+    monotone: V decreases as v grows).  The optimizer and lag arguments are those of a
+    validated :class:`~grpo_theory.model.GRPOModel` (``beta2`` sets no step in the reduction).
     """
-    from grpo_theory.theory.reuse import stationary_variance
-
-    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
+    eta, b1, e = float(learning_rate), float(beta1), float(eps)
     Kv = check_real("stiffness", stiffness, low=0, low_open=True)
     s2 = check_real("noise_variance", noise_variance, low=0, low_open=True)
-    if len(tuple(betas)) != 2:
-        raise ParameterError("betas", betas, "a pair (beta1, beta2)")
-    b1 = check_real("betas[0]", betas[0], low=0, high=1, high_open=True)
-    check_real("betas[1]", betas[1], low=0, high=1, high_open=True)
-    e = check_real("eps", eps, low=0)
-    k = check_int("refresh_interval", refresh_interval, low=1)
-    mode = check_choice("reuse", reuse, ("fresh", "batch"))
-    kap = check_real("geometric_factor", geometric_factor, low=0, low_open=True)
+    kap = float(geometric_factor)
 
     def eta_eff(v):
         return eta * (1 - b1) / (math.sqrt(v) + e)
 
     def var(v):
-        return stationary_variance(eta_eff(v), b1, Kv, s2, k, fresh_fraction=fresh_fraction,
-                                   reuse=mode, window_batches=window_batches)
+        return stationary_variance(eta_eff(v), b1, Kv, s2, refresh_interval=refresh_interval,
+                                   fresh_fraction=fresh_fraction, reuse=reuse,
+                                   window_batches=window_batches)
 
     v0 = s2 / kap**2
     first = var(v0)
+
     # V(eta_eff(v)) decreases in v: bisection on h(v) = v - (s2 + K^2 V)/kap^2 (h increasing)
     def h(v):
         V = var(v)
@@ -181,27 +180,42 @@ def adam_reduction(learning_rate, stiffness, noise_variance, *, betas=(0.9, 0.99
                          first if math.isfinite(first) else None)
 
 
-def critical_learning_rate(stiffness, noise_variance, *, betas=(0.9, 0.999), eps=1e-8,
-                           geometric_factor=2.0) -> float:
-    r"""Adam learning rate :math:`\eta` at which the self-consistent heavy ball is critically
-    damped on-policy: :math:`\eta_{\mathrm{eff}}(\eta)\,K = (1-\sqrt{\beta_1})^2`
-    (``adam.critical_step``).  Below it the stationary fluctuation relaxes monotonically,
-    above it it oscillates.  Solved by bisection in :math:`\log\eta` (:math:`\eta_{\mathrm{eff}}`
-    increases with :math:`\eta`)."""
-    from grpo_theory.theory.derived import get
+def adam_reduction(model: GRPOModel) -> AdamReduction:
+    r"""Adam (the model's ``learning_rate``, ``adam_beta1``/``adam_beta2``, ``adam_eps``) at its
+    stable fixed point as a self-consistent heavy ball (``momentum`` is not used): the
+    stiffness and split of the fixed point, the noise :func:`~grpo_theory.theory.noise.noise_at_fixed_point`
+    and the model's refresh window and reuse mode."""
+    if model.group_size is None:
+        raise ParameterError("group_size", "inf", "a finite group size (Adam's step is set by "
+                             "the gradient noise)")
+    fp = stable_fixed_point(model)
+    return heavy_ball_reduction(model.learning_rate, fp.stiffness, noise_at_fixed_point(model, fp),
+                                beta1=model.adam_beta1, beta2=model.adam_beta2, eps=model.adam_eps,
+                                refresh_interval=model.window, fresh_fraction=fp.fresh_fraction,
+                                reuse=model.reuse, window_batches=model.window_batches,
+                                geometric_factor=geometric_factor(model.actions, model.correct))
 
-    Kv = check_real("stiffness", stiffness, low=0, low_open=True)
-    target = float(get("adam.critical_step").numeric(check_real("betas[0]", betas[0], low=0,
-                                                                   high=1, high_open=True)))
+
+def critical_learning_rate(model: GRPOModel) -> float:
+    r"""Adam learning rate :math:`\eta` at which the model's self-consistent heavy ball is
+    critically damped on-policy: :math:`\eta_{\mathrm{eff}}(\eta)\,K = (1-\sqrt{\beta_1})^2`
+    (``adam.critical_step``), at the model's fixed point and noise (its learning rate and lag
+    are not used).  Below it the stationary fluctuation relaxes monotonically, above it it
+    oscillates.  Solved by bisection in :math:`\log\eta` (:math:`\eta_{\mathrm{eff}}`
+    increases with :math:`\eta`)."""
+    fp = stable_fixed_point(model)
+    Kv, s2 = fp.stiffness, noise_at_fixed_point(model, fp)
+    kap = geometric_factor(model.actions, model.correct)
+    target = float(get("adam.critical_step").numeric(model.adam_beta1))
 
     def excess(log_eta):
-        r = adam_reduction(math.exp(log_eta), Kv, noise_variance, betas=betas, eps=eps,
-                           geometric_factor=geometric_factor)
+        r = heavy_ball_reduction(math.exp(log_eta), Kv, s2, beta1=model.adam_beta1,
+                                 beta2=model.adam_beta2, eps=model.adam_eps, geometric_factor=kap)
         return r.effective_learning_rate * Kv - target
 
     lo, hi = math.log(1e-12), math.log(1e3)
     if excess(hi) < 0:
-        raise ParameterError("stiffness", stiffness, "a value for which critical damping is "
+        raise ParameterError("learning_rate", "critical", "a model whose critical damping is "
                              "reached below eta = 1e3")
     for _ in range(200):
         mid = 0.5 * (lo + hi)

@@ -44,50 +44,40 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq, fsolve, minimize_scalar
 
-from grpo_theory.results import Result
-from grpo_theory.theory.drift import drift_components
+from grpo_theory.model import GRPOModel
+from grpo_theory.results import Result, jsonable
+from grpo_theory.theory.discrete import refresh_thresholds
+from grpo_theory.theory.drift import drift
+from grpo_theory.theory.fixed_points import bifurcations, level_set
 
-__all__ = ["ATLAS_VARIANT", "FoldCurve", "Atlas", "fold_test", "folds_at", "continue_folds",
+__all__ = ["ATLAS_MODEL", "FoldCurve", "Atlas", "fold_test", "folds_at", "continue_folds",
            "folds_in_group_size", "discrete_boundaries", "check_atlas", "atlas"]
 
-#: The variant of the atlas: GRPO's std normalisation with the exact KL and no advantage
-#: epsilon, the variant whose plateau is bistable at large G.
-ATLAS_VARIANT = dict(normalization="std", kl="exact", surrogate="stale", adv_eps=0.0)
+#: The model of the atlas: GRPO's std normalisation with the exact KL and no advantage
+#: epsilon, the model whose plateau is bistable at large G (its p_ref and G are scanned).
+ATLAS_MODEL = GRPOModel(normalization="std", kl="exact", surrogate="stale", adv_eps=0.0)
 
 
-def _zref(p_ref):
-    return math.log(p_ref / (1 - p_ref))
+def _at(model, p_ref, G) -> GRPOModel:
+    return model.replace(p_ref=float(p_ref), group_size=G)
 
 
-def _B(z, p_ref, G, variant=None):
-    """(B, dB/dz) on the on-policy diagonal, from the drift and its derivatives."""
-    kw = {**ATLAS_VARIANT, **(variant or {}), "p_ref": p_ref, "group_size": G}
-    c0 = drift_components(z, kl_coef=0.0, **kw)
-    c1 = drift_components(z, kl_coef=1.0, **kw)
-    A, dA = c0["F"], c0["dF_dz"] + c0["dF_dzold"]
-    Phi, dPhi = A - c1["F"], dA - (c1["dF_dz"] + c1["dF_dzold"])
-    with np.errstate(all="ignore"):
-        B = A / Phi
-        return B, dA / Phi - B * dPhi / Phi
+def _B(z, p_ref, G, model):
+    """(B, dB/dz) on the on-policy diagonal at (p_ref, G): :func:`fixed_points.level_set`."""
+    return level_set(_at(model, p_ref, G), z)
 
 
-def fold_test(z, p_ref, group_size, variant=None):
-    """The fold test function g = dB/dz (zero exactly at a saddle-node of the fixed points)."""
-    return _B(z, p_ref, group_size, variant)[1]
+def fold_test(z, p_ref, group_size, model=ATLAS_MODEL):
+    """The fold test function g = dB/dz at (p_ref, G) (zero exactly at a saddle-node of the
+    fixed points): the derivative part of :func:`fixed_points.level_set`."""
+    return _B(z, p_ref, group_size, model)[1]
 
 
-def folds_at(p_ref, group_size, variant=None, *, span=25.0, points=2501) -> list[dict]:
-    """Saddle-nodes at one (p_ref, G): sign changes of g on a grid, refined by ``brentq``."""
-    zr = _zref(p_ref)
-    zg = zr + np.linspace(1e-3, span, points)
-    g = np.nan_to_num(fold_test(zg, p_ref, group_size, variant), nan=0.0)
-    out = []
-    for i in np.nonzero(np.sign(g[:-1]) * np.sign(g[1:]) < 0)[0]:
-        zc = brentq(lambda zz: float(fold_test(zz, p_ref, group_size, variant)), zg[i], zg[i + 1],
-                    xtol=1e-13, rtol=4 * np.finfo(float).eps)
-        out.append({"kl_coef": float(_B(zc, p_ref, group_size, variant)[0]), "z": zc,
-                    "p": 1 / (1 + math.exp(-zc)), "p_ref": p_ref, "group_size": group_size})
-    return sorted(out, key=lambda r: r["kl_coef"])
+def folds_at(p_ref, group_size, model=ATLAS_MODEL, *, span=25.0, points=2501) -> list[dict]:
+    """Saddle-nodes at one (p_ref, G): :func:`fixed_points.bifurcations` on the grid
+    ``z_ref + (1e-3 .. span)`` of ``points`` points, with p_ref and G attached."""
+    return [dict(b, p_ref=p_ref, group_size=group_size)
+            for b in bifurcations(_at(model, p_ref, group_size), span=span, points=points)]
 
 
 @dataclass(frozen=True)
@@ -107,26 +97,26 @@ class FoldCurve:
         return {"group_size": self.group_size, "cusp": self.cusp, "points": int(self.p_ref.size)}
 
 
-def _grad(z, r, G, variant, h=1e-6):
-    gz = (fold_test(z + h, r, G, variant) - fold_test(z - h, r, G, variant)) / (2 * h)
-    gr = (fold_test(z, r + h, G, variant) - fold_test(z, r - h, G, variant)) / (2 * h)
+def _grad(z, r, G, model, h=1e-6):
+    gz = (fold_test(z + h, r, G, model) - fold_test(z - h, r, G, model)) / (2 * h)
+    gr = (fold_test(z, r + h, G, model) - fold_test(z, r - h, G, model)) / (2 * h)
     return np.array([float(gz), float(gr)])
 
 
-def _tangent(y, G, variant, prev=None):
-    gz, gr = _grad(y[0], y[1], G, variant)
+def _tangent(y, G, model, prev=None):
+    gz, gr = _grad(y[0], y[1], G, model)
     t = np.array([-gr, gz]) / math.hypot(gz, gr)
     if prev is not None and t @ prev < 0:
         t = -t
     return t
 
 
-def _correct(y_pred, y0, t0, ds, G, variant):
+def _correct(y_pred, y0, t0, ds, G, model):
     """Newton on (g = 0, t0.(y - y0) = ds)."""
     y = y_pred.copy()
     for _ in range(30):
-        r = np.array([float(fold_test(y[0], y[1], G, variant)), t0 @ (y - y0) - ds])
-        J = np.vstack([_grad(y[0], y[1], G, variant), t0])
+        r = np.array([float(fold_test(y[0], y[1], G, model)), t0 @ (y - y0) - ds])
+        J = np.vstack([_grad(y[0], y[1], G, model), t0])
         dy = np.linalg.solve(J, -r)
         y = y + dy
         if np.max(np.abs(dy)) < 1e-13:
@@ -134,38 +124,38 @@ def _correct(y_pred, y0, t0, ds, G, variant):
     return y
 
 
-def continue_folds(group_size=64, *, p_ref_start=0.3, ds=0.04, max_steps=400, variant=None,
+def continue_folds(group_size=64, *, p_ref_start=0.3, ds=0.04, max_steps=400, model=ATLAS_MODEL,
                    p_ref_min=0.02) -> FoldCurve:
     """Continue the fold set g(z, p_ref) = 0 by pseudo-arclength from the lower fold at
     ``p_ref_start`` round the cusp to the upper fold, down to ``p_ref_min`` on both ends."""
-    start = folds_at(p_ref_start, group_size, variant)
+    start = folds_at(p_ref_start, group_size, model)
     if len(start) < 2:
         raise ValueError(f"no bistable range at p_ref={p_ref_start}, G={group_size}")
     pts = []
     for first, sign in ((start[0], +1), (start[0], -1)):  # towards the cusp, then away from it
         y = np.array([first["z"], p_ref_start])
-        t = _tangent(y, group_size, variant)
+        t = _tangent(y, group_size, model)
         t = t if np.sign(t[1]) == sign else -t
         branch = [y]
         for _ in range(max_steps):
-            y_new = _correct(y + ds * t, y, t, ds, group_size, variant)
-            t_new = _tangent(y_new, group_size, variant, prev=t)
-            if not (p_ref_min <= y_new[1] < 1 - 1e-6) or y_new[0] - _zref(y_new[1]) > 38:
+            y_new = _correct(y + ds * t, y, t, ds, group_size, model)
+            t_new = _tangent(y_new, group_size, model, prev=t)
+            if not (p_ref_min <= y_new[1] < 1 - 1e-6) or y_new[0] - math.log(y_new[1] / (1 - y_new[1])) > 38:
                 break
             branch.append(y_new)
             y, t = y_new, t_new
         pts.append(branch)
     path = np.array(pts[1][::-1] + pts[0][1:])
-    cusp = _cusp(path, group_size, variant)
+    cusp = _cusp(path, group_size, model)
     z, r = path[:, 0], path[:, 1]
-    beta = np.array([float(_B(zz, rr, group_size, variant)[0]) for zz, rr in zip(z, r)])
+    beta = np.array([float(_B(zz, rr, group_size, model)[0]) for zz, rr in zip(z, r)])
     return FoldCurve(group_size, r, beta, z, 1 / (1 + np.exp(-z)), cusp)
 
 
-def _cusp(path, G, variant) -> dict:
+def _cusp(path, G, model) -> dict:
     """Bisection on the p_ref component of the tangent between the two path points where it
     changes sign (p_ref is extremal along the fold curve at the cusp)."""
-    tr = np.array([_tangent(y, G, variant)[1] * np.sign(_tangent(y, G, variant)[0] or 1)
+    tr = np.array([_tangent(y, G, model)[1] * np.sign(_tangent(y, G, model)[0] or 1)
                    for y in path])
     idx = np.nonzero(np.sign(tr[:-1]) * np.sign(tr[1:]) < 0)[0]
     if idx.size == 0:
@@ -175,21 +165,21 @@ def _cusp(path, G, variant) -> dict:
     L = float(np.linalg.norm(y1 - y0))
 
     def tan_r(s):
-        y = _correct(y0 + s * t0, y0, t0, s, G, variant)
-        t = _tangent(y, G, variant)
+        y = _correct(y0 + s * t0, y0, t0, s, G, model)
+        t = _tangent(y, G, model)
         return float(t[1] * np.sign(t[0] or 1)), y
 
     s_c = brentq(lambda s: tan_r(s)[0], 0.0, L, xtol=1e-14)
     y = tan_r(s_c)[1]
     return {"p_ref": float(y[1]), "z": float(y[0]), "p": float(1 / (1 + math.exp(-y[0]))),
-            "kl_coef": float(_B(y[0], y[1], G, variant)[0]), "group_size": G}
+            "kl_coef": float(_B(y[0], y[1], G, model)[0]), "group_size": G}
 
 
-def folds_in_group_size(group_sizes, *, p_ref=0.3, variant=None) -> list[dict]:
+def folds_in_group_size(group_sizes, *, p_ref=0.3, model=ATLAS_MODEL) -> list[dict]:
     """Per integer G: its folds (``lower``/``upper``, or none) in the (beta, G) plane."""
     rows = []
     for G in group_sizes:
-        f = folds_at(p_ref, int(G), variant)
+        f = folds_at(p_ref, int(G), model)
         rows.append({"group_size": int(G), "folds": f})
     return rows
 
@@ -198,8 +188,6 @@ def discrete_boundaries(*, momentum=0.8, refresh_interval=4, k_max=64.0, mu_max=
                         points=400) -> dict:
     """Flip and complex-pair thresholds in eta K as curves over k (at ``momentum``) and over
     mu (at ``refresh_interval``), with the codimension-two points where they meet."""
-    from grpo_theory.theory.discrete import refresh_thresholds
-
     ks = np.linspace(1.0, k_max, points)
     fk, ck, _ = refresh_thresholds(momentum, ks)
     mus = np.linspace(0.0, mu_max, points)
@@ -234,15 +222,14 @@ def discrete_boundaries(*, momentum=0.8, refresh_interval=4, k_max=64.0, mu_max=
 # independent checks
 # ----------------------------------------------------------------------------------
 
-def _root_count(beta, p_ref, G, z_lo, z_hi, variant, points=2001):
+def _root_count(beta, p_ref, G, z_lo, z_hi, model, points=2001):
     zg = np.linspace(z_lo, z_hi, points)
-    F = drift_components(zg, kl_coef=beta, **{**ATLAS_VARIANT, **(variant or {}),
-                                                 "p_ref": p_ref, "group_size": G})["F"]
+    F = drift(_at(model, p_ref, G).replace(kl_coef=beta), zg)
     s = np.sign(F)
     return int(np.sum(s[:-1] * s[1:] < 0))
 
 
-def check_fold(fold: dict, variant=None, *, rel=1e-8) -> dict:
+def check_fold(fold: dict, model=ATLAS_MODEL, *, rel=1e-8) -> dict:
     """Independent check of one fold (never uses dB/dz):
 
     - root count of F on a dense grid around the fold z: two roots on one side of
@@ -253,11 +240,11 @@ def check_fold(fold: dict, variant=None, *, rel=1e-8) -> dict:
     d = rel * max(1.0, abs(bc))
     # the two roots beside a fold sit about sqrt(2 d / |B''|) from it (B'' by finite differences)
     hh = 1e-3
-    b2 = abs(float(_B(zc + hh, r, G, variant)[0]) - 2 * bc + float(_B(zc - hh, r, G, variant)[0])) / hh**2
+    b2 = abs(float(_B(zc + hh, r, G, model)[0]) - 2 * bc + float(_B(zc - hh, r, G, model)[0])) / hh**2
     w = 4 * math.sqrt(2 * d / max(b2, 1e-12))
-    counts = [_root_count(bc + s * d, r, G, zc - w, zc + w, variant) for s in (-1, +1)]
-    sgn = 1.0 if float(_B(zc + 1e-3, r, G, variant)[0]) > bc else -1.0  # minimum or maximum?
-    res = minimize_scalar(lambda zz: sgn * float(_B(zz, r, G, variant)[0]), bounds=(zc - 0.05, zc + 0.05),
+    counts = [_root_count(bc + s * d, r, G, zc - w, zc + w, model) for s in (-1, +1)]
+    sgn = 1.0 if float(_B(zc + 1e-3, r, G, model)[0]) > bc else -1.0  # minimum or maximum?
+    res = minimize_scalar(lambda zz: sgn * float(_B(zz, r, G, model)[0]), bounds=(zc - 0.05, zc + 0.05),
                           method="bounded", options={"xatol": 1e-10})
     b_ind = sgn * float(res.fun)
     ok_counts = sorted(counts) == [0, 2]
@@ -265,13 +252,13 @@ def check_fold(fold: dict, variant=None, *, rel=1e-8) -> dict:
             "root_counts_minus_plus": counts, "passed": ok_counts and abs(b_ind - bc) <= d}
 
 
-def check_cusp(cusp: dict, variant=None, *, tol=1e-8, h=2e-3) -> dict:
+def check_cusp(cusp: dict, model=ATLAS_MODEL, *, tol=1e-8, h=2e-3) -> dict:
     """Independent cusp: solve dB/dz = d2B/dz2 = 0 with derivatives from finite differences
     of B alone (fourth-order stencils), starting from a perturbed guess."""
     G = cusp["group_size"]
 
     def Bv(zz, rr):
-        return float(_B(zz, rr, G, variant)[0])
+        return float(_B(zz, rr, G, model)[0])
 
     def eqs(y):
         zz, rr = y
@@ -315,8 +302,6 @@ class Atlas(Result):
              "group_size_cusp": self.group_size_cusp,
              "codim2": {"k": self.discrete["codim2_k"], "mu": self.discrete["codim2_mu"]},
              "checks": self.checks, "passed": self.passed}
-        from grpo_theory.results import jsonable
-
         return jsonable(d)
 
     def __str__(self) -> str:
@@ -326,32 +311,32 @@ class Atlas(Result):
                 f"checks {'passed' if self.passed else 'FAILED'}")
 
 
-def check_atlas(curve: FoldCurve, g_rows, variant=None, *, n_folds=4) -> dict:
+def check_atlas(curve: FoldCurve, g_rows, model=ATLAS_MODEL, *, n_folds=4) -> dict:
     """Independent checks of a sample of folds (both planes) and of the cusp."""
     folds = []
     idx = np.linspace(0, curve.p_ref.size - 1, n_folds).astype(int)
     for i in idx:
         f = {"group_size": curve.group_size, "p_ref": float(curve.p_ref[i]), "z": float(curve.z[i]),
              "kl_coef": float(curve.kl_coef[i])}
-        folds.append({"plane": "p_ref", "p_ref": f["p_ref"], **check_fold(f, variant)})
+        folds.append({"plane": "p_ref", "p_ref": f["p_ref"], **check_fold(f, model)})
     for row in g_rows[-2:]:
         for f in row["folds"]:
-            folds.append({"plane": "G", "group_size": row["group_size"], **check_fold(f, variant)})
-    return {"folds": folds, "cusp": check_cusp(curve.cusp, variant)}
+            folds.append({"plane": "G", "group_size": row["group_size"], **check_fold(f, model)})
+    return {"folds": folds, "cusp": check_cusp(curve.cusp, model)}
 
 
 def atlas(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8, refresh_interval=4,
-          variant=None) -> Atlas:
+          model=ATLAS_MODEL) -> Atlas:
     """Fold curve and cusp in (beta, p_ref) at ``group_size``; folds per G in (beta, G) at
     ``p_ref``; the L2 boundaries; the independent checks."""
-    curve = continue_folds(group_size, p_ref_start=p_ref, variant=variant)
+    curve = continue_folds(group_size, p_ref_start=p_ref, model=model)
     Gs = list(range(2, 41)) + [48, 56, 64, 80, 96, 112, 128] if group_sizes is None else list(group_sizes)
-    rows = folds_in_group_size(Gs, p_ref=p_ref, variant=variant)
+    rows = folds_in_group_size(Gs, p_ref=p_ref, model=model)
     bist = [r["group_size"] for r in rows if len(r["folds"]) >= 2]
     first = min(bist) if bist else None
     last_mono = max((r["group_size"] for r in rows if len(r["folds"]) < 2
                      and (first is None or r["group_size"] < first)), default=None)
     gcusp = {"p_ref": p_ref, "first_bistable": first, "last_monostable": last_mono}
     disc = discrete_boundaries(momentum=momentum, refresh_interval=refresh_interval)
-    checks = check_atlas(curve, [r for r in rows if len(r["folds"]) >= 2], variant)
+    checks = check_atlas(curve, [r for r in rows if len(r["folds"]) >= 2], model)
     return Atlas(curve, rows, gcusp, disc, checks)

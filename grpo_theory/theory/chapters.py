@@ -11,13 +11,15 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from grpo_theory.validate import check_choice
+
 __all__ = ["Chapter", "CHAPTERS", "chapter", "import_chapters"]
 
 
 @dataclass(frozen=True)
 class Chapter:
     """One chapter: ``key`` (module name), ``title``, ``narrative`` (prose with
-    ``$...$`` math, :mod:`grpo_theory.theory.prose`) and ``latex_title``/``latex_intro`` (for ``equations.tex``)."""
+    ``$...$`` math, :mod:`grpo_theory.prose`) and ``latex_title``/``latex_intro`` (for ``equations.tex``)."""
 
     key: str
     title: str
@@ -28,12 +30,6 @@ class Chapter:
     @property
     def module(self) -> str:
         return f"grpo_theory.theory.{self.key}"
-
-    def names(self) -> list[str]:
-        """Names of the derived records of this chapter, in registration order."""
-        from grpo_theory.theory.derived import all_names
-
-        return [n for n in all_names() if n.split(".")[0] == self.key]
 
 
 CHAPTERS = (
@@ -93,8 +89,6 @@ CHAPTERS = (
 
 def chapter(key: str) -> Chapter:
     """The chapter named ``key`` (``ParameterError`` naming the allowed keys otherwise)."""
-    from grpo_theory.validate import check_choice
-
     check_choice("chapter", key, [c.key for c in CHAPTERS])
     return next(c for c in CHAPTERS if c.key == key)
 

@@ -25,6 +25,7 @@ import numpy as np
 import sympy as sp
 from scipy.special import expit
 
+from grpo_theory.model import NORMALIZATIONS
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_zero, record_numeric
 from grpo_theory.validate import check_choice, check_finite_array, check_real
@@ -148,7 +149,7 @@ def _mpmath_check(out, expr, g_simple):
 # ----------------------------------------------------------------------------------
 
 def _rate_args(z0, rate, normalization):
-    norm = check_choice("normalization", normalization, ("std", "mean"))
+    norm = check_choice("normalization", normalization, NORMALIZATIONS)
     return norm, check_finite_array("z0", z0), check_real("rate", rate, low=0, low_open=True)
 
 

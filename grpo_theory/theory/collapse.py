@@ -38,8 +38,12 @@ import numpy as np
 import sympy as sp
 from scipy.special import expit
 
+from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result
 from grpo_theory.theory.derived import Derived, derivation, prove_zero
+from grpo_theory.theory.drift import drift, update_variance
+from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.theory.noise import noise_at_fixed_point, stationary_variance
 from grpo_theory.validate import ParameterError, check_int, check_real
 
 __all__ = ["CollapseRisk", "collapse_risk", "first_passage"]
@@ -157,41 +161,32 @@ class CollapseRisk(Result):
 
 def _risk(model, steps, degenerate_level, grid):
     """(probability, tau, depth, fixed point, basin) or a reason string."""
-    from grpo_theory.theory.drift import drift, update_variance
-    from grpo_theory.theory.reuse import stationary_variance
-
     try:
-        fp = model.fixed_point()
+        fp = stable_fixed_point(model)
     except ParameterError as exc:
         return f"no stable fixed point ({exc.allowed})"
-    G, B = model.group_size, model.prompts
+    G = model.group_size
     delta = 1.0 / (10 * G) if degenerate_level is None else degenerate_level
     if not delta < fp.p < 1 - delta:
         return f"the fixed point p* = {fp.p:.6g} is itself degenerate at level {delta:g}"
     a, b = math.log(delta / (1 - delta)), math.log((1 - delta) / delta)
     z = np.linspace(a, b, grid)
-    v = model.variant()
-    F = drift(z, **v)
-    s2 = np.asarray(update_variance(expit(z), normalization=model.normalization, kl=model.kl,
-                                    group_size=G, kl_coef=model.kl_coef, p_ref=model.p_ref,
-                                    adv_eps=model.adv_eps, actions=model.actions,
-                                    correct=model.correct, prompts=B), float)
+    F = drift(model, z)
+    s2 = np.asarray(update_variance(model, expit(z)), float)
     eta_eff = model.learning_rate / (1 - model.momentum)
     # lag, reuse and momentum: the exact L2 stationary variance relative to on-policy SGD
     # at eta_eff rescales the diffusion (1 on-policy without momentum)
-    s2_star = float(update_variance(fp.p, normalization=model.normalization, kl=model.kl,
-                                    group_size=G, kl_coef=model.kl_coef, p_ref=model.p_ref,
-                                    adv_eps=model.adv_eps, actions=model.actions,
-                                    correct=model.correct, prompts=B))
+    s2_star = noise_at_fixed_point(model, fp)
     if model.kl == "k1_reward":
         return ("KL in the reward: every advantage vanishes at z*, so the noise vanishes there "
                 "and the diffusion model (D > 0 on the basin) does not apply")
     var_model = stationary_variance(model.learning_rate, model.momentum, fp.stiffness, s2_star,
-                                    model.refresh_interval, fresh_fraction=fp.fresh_fraction,
-                                    reuse=model.reuse, window_batches=model.window_batches)
+                                    refresh_interval=model.refresh_interval,
+                                    fresh_fraction=fp.fresh_fraction, reuse=model.reuse,
+                                    window_batches=model.window_batches)
     if not math.isfinite(var_model):
         return "the window map is unstable (L2): the run leaves the plateau deterministically"
-    var_sgd = stationary_variance(eta_eff, 0.0, fp.stiffness, s2_star, 1)
+    var_sgd = stationary_variance(eta_eff, 0.0, fp.stiffness, s2_star)
     scale = var_model / var_sgd if math.isfinite(var_sgd) else 1.0
     D = 0.5 * eta_eff**2 * s2 * scale
     if np.any(D <= 0):
@@ -209,10 +204,8 @@ def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001)
     See the module docstring for the model and where it stops being exact.  With
     ``knobs`` the probability is recomputed after each single change — G doubled,
     B doubled, η halved, μ halved, refresh interval 1, fresh batches instead of reuse —
-    and the changes are listed best first.
+    and the changes are listed best first.  Heavy ball (``optimizer="sgd"``) only.
     """
-    from grpo_theory.model import GRPOModel
-
     if not isinstance(model, GRPOModel):
         raise ParameterError("model", type(model).__name__, "a GRPOModel")
     T = check_int("steps", steps, low=1)
@@ -223,6 +216,9 @@ def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001)
         return CollapseRisk(T, reason="needs a finite group size (the noise is 1/G)")
     if model.lag_model != "refresh":
         return CollapseRisk(T, reason="defined for lag_model 'refresh'")
+    if model.optimizer != "sgd":
+        return CollapseRisk(T, reason="defined for the heavy-ball optimizer sgd (the diffusion "
+                                      "model has no Adam step)")
     out = _risk(model, T, degenerate_level, grid)
     if isinstance(out, str):
         return CollapseRisk(T, reason=out)

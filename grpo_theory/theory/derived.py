@@ -18,16 +18,23 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import multiprocessing
 import os
 import pickle
 import re
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import mpmath
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
+
+from grpo_theory.prose import to_markdown, to_plain
+from grpo_theory.theory.chapters import import_chapters
+from grpo_theory.theory.symbols import LATEX_NAMES
 
 __all__ = [
     "Derived",
@@ -41,6 +48,7 @@ __all__ = [
     "record_numeric",
     "mutated",
     "build",
+    "warm_cache",
 ]
 
 
@@ -128,8 +136,6 @@ class Derived:
     # -- rendering ------------------------------------------------------------------
     def latex(self, **settings) -> str:
         """LaTeX of ``lhs = expr``, rendered from :attr:`expr` by sympy's printer."""
-        from grpo_theory.theory.symbols import LATEX_NAMES
-
         settings.setdefault("symbol_names", LATEX_NAMES)
         return f"{self.lhs} = {latex(self.expr, **settings)}"
 
@@ -141,8 +147,6 @@ class Derived:
     @functools.cached_property
     def numeric(self) -> Callable:
         """Fast numpy function lambdified from :attr:`expr` (cached per process)."""
-        from grpo_theory.theory.prose import to_plain
-
         fn = sp.lambdify(self.args, self.expr, modules=["numpy", "scipy"], cse=True)
         argnames = ", ".join(str(a) for a in self.args)
         fn.__doc__ = (
@@ -175,6 +179,9 @@ class Derived:
     def __getstate__(self):
         state = dict(self.__dict__)
         state.pop("numeric", None)  # lambdified functions are rebuilt lazily
+        # the printed form at build time travels with the record, so that a test can compare
+        # every cached record's printed form with it (a record pickled again keeps the first)
+        state.setdefault("latex_as_built", self.latex())
         # pickling rebuilds a sympy tree with evaluation on, which can change the printed form
         # ((k - 1)/2 comes back as k/2 - 1/2); keep its exact structure as srepr when that
         # round-trips, else fall back to the pickled expression
@@ -206,9 +213,8 @@ class Derived:
         """
         from IPython.display import Markdown
 
-        from grpo_theory.theory.prose import to_markdown as cell
-
-        rows = [f"| {cell(v.claim)} | {v.method} {'✓' if v.passed else '✗'} | {cell(v.detail)} |"
+        rows = [f"| {to_markdown(v.claim)} | {v.method} {'✓' if v.passed else '✗'} | "
+                f"{to_markdown(v.detail)} |"
                 for v in self.verifications]
         return Markdown("\n".join([f"**Proof log of `{self.name}`**", "",
                                    "| claim | verified by | detail |", "|---|---|---|", *rows]))
@@ -236,7 +242,7 @@ def mutated(name: str, mutate: Callable):
 def build(name: str) -> Derived:
     """Run the derivation ``name`` now, bypassing both caches (for mutation tests)."""
     if name not in _REGISTRY:
-        _import_all()
+        import_chapters()
     return _REGISTRY[name]()
 
 
@@ -294,8 +300,6 @@ def prove_equal(lhs, rhs, **kw) -> bool:
 
 def record_numeric(derived: Derived, claim: str, errors, *, digits: float) -> None:
     """Record a high-precision numerical verification: all relative errors < 10**-digits."""
-    import mpmath
-
     worst = max((mpmath.mpf(e) for e in errors), default=mpmath.mpf(0))
     agree = float(-mpmath.log10(worst)) if worst > 0 else float("inf")
     derived.check(claim, "mpmath", agree >= digits,
@@ -325,16 +329,11 @@ def derivation(name: str):
     return deco
 
 
-def all_names() -> list[str]:
-    """Names of all registered derivations (importing the derivation modules first)."""
-    _import_all()
-    return list(_REGISTRY)
-
-
-def _import_all():
-    from grpo_theory.theory.chapters import import_chapters
-
+def all_names(chapter: str | None = None) -> list[str]:
+    """Names of all registered derivations in registration order (importing the chapter
+    modules first), or of one ``chapter`` (its key, the prefix of its names)."""
     import_chapters()
+    return [n for n in _REGISTRY if chapter is None or n.split(".")[0] == chapter]
 
 
 def _cache_base() -> Path | None:
@@ -347,35 +346,49 @@ def _cache_base() -> Path | None:
 
 
 _THEORY_DIR = Path(__file__).parent
-_SHARED_SOURCES = ("derived.py", "symbols.py")
+_SHARED_SOURCES = ("derived", "symbols")
 _IMPORT_RE = re.compile(r"grpo_theory\.theory(?:\.(\w+)| import ([\w, ]+))")
 
 
+def _source_files(module: str) -> list[Path]:
+    """The files of a theory module: ``theory/<module>.py``, or every ``.py`` file of the
+    package ``theory/<module>/`` (a chapter split by concept); empty when neither exists."""
+    path = _THEORY_DIR / module
+    if path.is_dir():
+        return sorted(path.rglob("*.py"))
+    single = path.with_suffix(".py")
+    return [single] if single.exists() else []
+
+
 def _theory_imports(module: str) -> set[str]:
-    """Theory modules that ``module`` imports (read from its source)."""
+    """Theory modules (top-level names under ``grpo_theory.theory``) that ``module`` imports,
+    read from its source files."""
     found = set()
-    for a, b in _IMPORT_RE.findall((_THEORY_DIR / f"{module}.py").read_text()):
-        names = [a] if a else [n.strip().split(" as ")[0] for n in b.split(",")]
-        found.update(n for n in names if (_THEORY_DIR / f"{n}.py").exists())
+    for file in _source_files(module):
+        for a, b in _IMPORT_RE.findall(file.read_text()):
+            names = [a] if a else [n.strip().split(" as ")[0] for n in b.split(",")]
+            found.update(n for n in names if _source_files(n))
     return found
 
 
 @functools.cache
 def _chapter_hash(chapter: str) -> str:
-    """Hash of what a chapter's derivations depend on: its module, the theory modules it
-    imports (transitively), the registry and the symbols, and the sympy version.  Editing
-    one chapter re-derives that chapter and those that import it, not the whole chain."""
+    """Hash of what a chapter's derivations depend on: its source files (all files of a
+    chapter split into a package), the theory modules it imports (transitively), the
+    registry and the symbols, and the sympy version.  Editing one chapter re-derives that
+    chapter and those that import it, not the whole chain."""
     seen, todo = set(), [chapter]
     while todo:
         m = todo.pop()
-        if m in seen or not (_THEORY_DIR / f"{m}.py").exists():
+        if m in seen or not _source_files(m):
             continue
         seen.add(m)
         todo.extend(_theory_imports(m) - seen)
     h = hashlib.sha256(sp.__version__.encode())
-    for name in sorted(seen | {s[:-3] for s in _SHARED_SOURCES}):
-        h.update(name.encode())
-        h.update((_THEORY_DIR / f"{name}.py").read_bytes())
+    for name in sorted(seen | set(_SHARED_SOURCES)):
+        for file in _source_files(name):
+            h.update(file.relative_to(_THEORY_DIR).as_posix().encode())
+            h.update(file.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -398,7 +411,7 @@ def get(name: str) -> Derived:
     if name in _COMPUTED:
         return _COMPUTED[name]
     if name not in _REGISTRY:
-        _import_all()
+        import_chapters()
     if name not in _REGISTRY:
         raise KeyError(f"no derivation named {name!r}; known: {', '.join(sorted(_REGISTRY))}")
     path = _cache_path(name)
@@ -434,7 +447,31 @@ def timings() -> dict[str, float]:
     return dict(_TIMINGS)
 
 
-def clear_memory_cache() -> None:
-    """Forget derivations computed in this process (the disk cache is untouched)."""
-    _COMPUTED.clear()
-    _TIMINGS.clear()
+def _cost_hint(name):  # slow ones first so the workers finish together
+    return 0 if name.startswith(("closed_forms", "drift.expected", "oscillator.traj", "collapse")) else 1
+
+
+def _warm_one(name):
+    try:
+        get(name)
+    except Exception:  # a failing derivation is reported where it is used, not here
+        pass
+    return name
+
+
+def warm_cache(workers: int = 2) -> int:
+    """Compute every derivation missing from the disk cache in ``workers`` forked processes,
+    slow ones first, so that later :func:`get` calls load them; returns how many were missing.
+
+    An optimisation only: without a disk cache, on a platform without ``fork`` or with fewer
+    than 2 workers nothing happens and :func:`get` computes on demand."""
+    todo = [n for n in all_names() if is_cached(n) is False]
+    if workers < 2 or len(todo) < 4:
+        return len(todo)
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=ctx) as ex:
+            list(ex.map(_warm_one, sorted(todo, key=_cost_hint), chunksize=1))
+    except Exception:  # pragma: no cover - pre-warming is an optimisation only
+        pass
+    return len(todo)

@@ -25,22 +25,20 @@ is exact and the numerics stay accurate as :math:`p \to 1`.
 from __future__ import annotations
 
 import functools
-import math
+import itertools
 
 import mpmath
 import numpy as np
 import sympy as sp
 from scipy.special import expit
+from scipy.stats import binom
 
+from grpo_theory.model import KL_KINDS, NORMALIZATIONS, SURROGATES, GRPOModel
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
-from grpo_theory.validate import ParameterError, check_choice, check_int, check_probability, check_real
+from grpo_theory.validate import ParameterError, check_int
 
 __all__ = [
-    "NORMALIZATIONS",
-    "KL_KINDS",
-    "SURROGATES",
-    "Variant",
     "d_dz",
     "d_dz_old",
     "on_simplex",
@@ -50,12 +48,7 @@ __all__ = [
     "degenerate_probability",
     "update_variance",
     "geometric_factor",
-    "check_group_size",
 ]
-
-NORMALIZATIONS = ("std", "mean")
-KL_KINDS = ("none", "exact", "k3", "k1_reward")
-SURROGATES = ("stale", "ratio")
 
 _P, _Q, _PO, _QO = S.p, S.q_fail, S.p_old, S.q_old
 _PR, _QR = S.p_ref, S.q_ref
@@ -92,34 +85,6 @@ def _sci(x) -> str:
     """A small number for a detail, in math: ``3.2 \\times 10^{-5}``."""
     m, e = f"{float(x):.2e}".split("e")
     return f"${m} \\times 10^{{{int(e)}}}$" if float(x) != 0 else "$0$"
-
-
-def check_group_size(group_size):
-    """``None``/``inf``/``"inf"`` -> ``None`` (the large-G limit); otherwise an integer >= 2."""
-    if group_size is None or (isinstance(group_size, str) and group_size.lower() in {"inf", "infinity"}):
-        return None
-    if isinstance(group_size, float) and math.isinf(group_size) and group_size > 0:
-        return None
-    return check_int("group_size", group_size, low=2, allowed="an integer >= 2 or 'inf'")
-
-
-class Variant(tuple):
-    """(normalization, kl, surrogate), validated."""
-
-    def __new__(cls, normalization="std", kl="exact", surrogate="stale"):
-        v = super().__new__(cls, (check_choice("normalization", normalization, NORMALIZATIONS),
-                                  check_choice("kl", kl, KL_KINDS),
-                                  check_choice("surrogate", surrogate, SURROGATES)))
-        if v.kl == "k1_reward" and v.normalization != "mean":
-            # std divides the KL-shifted reward gap by its own group std: the force is
-            # sign(gap) A_G, a bang-bang force with no linearisation at its zero.
-            raise ParameterError("normalization", v.normalization,
-                                 "'mean' with kl 'k1_reward' (KL in the reward)")
-        return v
-
-    normalization = property(lambda self: self[0])
-    kl = property(lambda self: self[1])
-    surrogate = property(lambda self: self[2])
 
 
 # ----------------------------------------------------------------------------------
@@ -187,8 +152,6 @@ def _adv_mean() -> Derived:
 
 def _enumerate_outcomes(normalization, g):
     """Expected advantage mass by brute force over all 2^g reward vectors, from the definitions."""
-    import itertools
-
     total = 0
     for rewards in itertools.product((0, 1), repeat=g):
         nc = sum(rewards)
@@ -235,11 +198,10 @@ def _kappa() -> Derived:
     return out
 
 
-def geometric_factor(actions=2, correct=1) -> float:
-    """kappa = K/(c(K-c)), lambdified from ``drift.geometric_factor``."""
-    K_ = check_int("actions", actions, low=2)
-    c_ = check_int("correct", correct, low=1, high=K_ - 1)
-    return float(get("drift.geometric_factor").numeric(K_, c_))
+def geometric_factor(actions, correct) -> float:
+    """kappa = K/(c(K-c)) for K ``actions`` with ``correct`` of them correct, lambdified from
+    ``drift.geometric_factor`` (the model's ``actions``/``correct``: 2 for two actions)."""
+    return float(get("drift.geometric_factor").numeric(actions, correct))
 
 
 def _grad_log_pi():
@@ -459,14 +421,23 @@ def _delta_method_mean(phi_u, G=S.G):
     return phi_u.subs(u, _PO) + sp.diff(phi_u, u, 2).subs(u, _PO) * _PO * (1 - _PO) / (2 * G)
 
 
-@derivation("drift.expected_advantage_std_correction")
-def _ea_std_corr() -> Derived:
+@functools.cache
+def _std_correction_expansion():
+    """The expansion of the delta-method mean in h = 1/G to O(h) and its O(h) coefficient
+    (the costly part of the derivation; cached so that a mutation test's second rebuild of the
+    record re-runs the checks, not the series)."""
     u, h = S.u, S.h
     phi = advantage_sum_expr("std").subs(S.n, u * S.G)
     approx = _delta_method_mean(phi)
     ser = sp.series(approx.subs(S.G, 1 / h), h, 0, 2).removeO()
     c1 = sp.simplify(ser.coeff(h, 1))
-    c1 = sp.simplify(c1.subs(1 - _PO, _QO))
+    return ser, sp.simplify(c1.subs(1 - _PO, _QO))
+
+
+@derivation("drift.expected_advantage_std_correction")
+def _ea_std_corr() -> Derived:
+    h = S.h
+    ser, c1 = _std_correction_expansion()
     # shown in the readable form written with the large-G group std s = sqrt(p q), proven
     # equal to the derived coefficient c1 below (on the simplex q = 1 - p)
     sd = sp.sqrt(_PO * _QO)
@@ -569,9 +540,9 @@ def _advantage_expr(normalization, finite: bool):
     return get("drift.expected_advantage_std_limit").expr
 
 
-def drift_expr(normalization="std", kl="exact", surrogate="stale", finite=True):
-    r"""The sympy expression of :math:`F(z, z_{\mathrm{old}})` for one variant (finite G as a Sum)."""
-    Variant(normalization, kl, surrogate)
+def drift_expr(normalization, kl, surrogate, finite=True):
+    r"""The sympy expression of :math:`F(z, z_{\mathrm{old}})` for one variant (finite G as a Sum);
+    the variant as the model's option names (:data:`grpo_theory.model.NORMALIZATIONS`, ...)."""
     R = get("drift.ratio_factor").expr if surrogate == "ratio" else sp.Integer(1)
     A = _advantage_expr(normalization, finite)
     Phi = kl_force_expr(kl)
@@ -589,8 +560,6 @@ def _objective_gradient(normalization, kl, surrogate, g):
     ``k1_reward`` (verl use_kl_in_reward) each sample's reward is shifted before the
     advantage: r'_i = r_i - beta (log pi_old(a_i) - log pi_ref(a_i)), A_i = r'_i - mean(r')
     (mean normalization only), and the objective has no separate KL term."""
-    import itertools
-
     total = 0
     for rewards in itertools.product((0, 1), repeat=g):
         nc = sum(rewards)
@@ -687,10 +656,6 @@ def _register_drift_variants():
 _register_drift_variants()
 
 
-def drift_name(normalization, kl, surrogate, group_size) -> str:
-    return f"drift.F_{normalization}_{kl}_{surrogate}_{'G' if group_size is not None else 'inf'}"
-
-
 # ----------------------------------------------------------------------------------
 # numerics
 # ----------------------------------------------------------------------------------
@@ -759,19 +724,6 @@ def _binomial_sum(fn, G, p, q, eps):
     return total.reshape(p.shape)
 
 
-def _common_args(kl_coef, p_ref, adv_eps, group_size, actions, correct):
-    beta = check_real("kl_coef", kl_coef, low=0)
-    pr = check_probability("p_ref", p_ref)
-    eps = check_real("adv_eps", adv_eps, low=0)
-    G = check_group_size(group_size)
-    kap = geometric_factor(actions, correct)
-    return beta, pr, eps, G, kap
-
-
-#: PPO clip range of the ratio surrogate (TRL and verl default: epsilon_low = epsilon_high = 0.2)
-CLIP_RANGE = (0.8, 1.2)
-
-
 def _refuse_where_the_clip_binds(p, q, po, qo, z, zo, clip_range):
     """The ratio drift is derived with the clip inactive: refuse (z, z_old) where an action's
     ratio pi/pi_old leaves the clip range, instead of answering for an unclipped loss."""
@@ -785,34 +737,32 @@ def _refuse_where_the_clip_binds(p, q, po, qo, z, zo, clip_range):
         zob = np.broadcast_to(zo, np.broadcast(z, zo).shape).reshape(-1)[i]
         raise ParameterError(
             "z_old", float(zob),
-            f"a sampling logit whose ratios pi/pi_old stay inside the clip range [{lo}, {hi}] "
+            f"a sampling logit whose ratios pi/pi_old stay inside the clip range [{lo:g}, {hi:g}] "
             f"at z = {float(zb):.6g} (the ratio-surrogate drift is derived with the clip "
             f"inactive; here the clip binds and the model does not apply)")
 
 
-def drift_components(z, z_old=None, *, normalization="std", kl="exact", surrogate="stale",
-                     group_size=8, kl_coef=0.05, p_ref=0.3, adv_eps=0.0, actions=2, correct=1,
-                     clip_range=CLIP_RANGE):
+def drift_components(model: GRPOModel, z, z_old=None, *, clip: bool = True):
     """Value of F and its partial derivatives in z (current) and z_old (sampling policy).
 
-    Returns a dict of numpy arrays ``F``, ``dF_dz``, ``dF_dzold`` (per unit learning rate).
-    The fresh stiffness is ``-dF_dz`` and the stale one ``-dF_dzold`` at a fixed point.
-    With ``surrogate="ratio"`` and a separate ``z_old``, raises ``ParameterError`` where
-    a ratio leaves ``clip_range`` (default :data:`CLIP_RANGE`: the clipped loss is not
-    modelled); ``clip_range=None`` asks explicitly for the unclipped ratio loss.
+    Returns a dict of numpy arrays ``F``, ``dF_dz``, ``dF_dzold`` (per unit learning rate)
+    for the variant of ``model``.  The fresh stiffness is ``-dF_dz`` and the stale one
+    ``-dF_dzold`` at a fixed point.  With ``surrogate="ratio"`` and a separate ``z_old``,
+    raises ``ParameterError`` where a ratio leaves the model's clip range (the clipped loss
+    is not modelled); ``clip=False`` asks explicitly for the unclipped ratio loss.
     """
-    norm, kl, sur = Variant(normalization, kl, surrogate)
-    beta, pr, eps, G, kap = _common_args(kl_coef, p_ref, adv_eps, group_size, actions, correct)
     z = np.asarray(z, dtype=float)
     zo = z if z_old is None else np.asarray(z_old, dtype=float)
     if not (np.all(np.isfinite(z)) and np.all(np.isfinite(zo))):
         raise ParameterError("z", z, "finite logits")
+    beta, G, eps = model.effective_kl_coef, model.group_size, model.adv_eps
+    kap = geometric_factor(model.actions, model.correct)
     p, q = expit(z), expit(-z)
     po, qo = expit(zo), expit(-zo)
-    if sur == "ratio" and z_old is not None and clip_range is not None:
-        _refuse_where_the_clip_binds(p, q, po, qo, z, zo, clip_range)
-    pc = _pieces(norm, kl, sur, G is not None)
-    zr = math.log(pr / (1 - pr))
+    if model.surrogate == "ratio" and z_old is not None and clip:
+        _refuse_where_the_clip_binds(p, q, po, qo, z, zo, model.clip_range)
+    pc = _pieces(model.normalization, model.kl, model.surrogate, G is not None)
+    pr = model.p_ref
     args = (p, q, po, qo, pr, 1 - pr, z, zo, G if G is not None else 0)
     if pc["A"] is not None:
         A = pc["A"](po, qo, G if G is not None else 0, eps)
@@ -820,7 +770,6 @@ def drift_components(z, z_old=None, *, normalization="std", kl="exact", surrogat
     else:
         A = _binomial_sum(pc["A_sum"], G, po, qo, eps)
         dA = _binomial_sum(pc["dA_sum"], G, po, qo, eps)
-    del zr
     R, dR, dRo = (np.broadcast_to(pc[k](*args), z.shape) for k in ("R", "dR_dz", "dR_dzo"))
     Phi, dPhi, dPhio = (np.broadcast_to(pc[k](*args), z.shape) for k in ("Phi", "dPhi_dz", "dPhi_dzo"))
     F = kap * (R * A - beta * Phi)
@@ -829,25 +778,19 @@ def drift_components(z, z_old=None, *, normalization="std", kl="exact", surrogat
     return {"F": np.asarray(F, float), "dF_dz": np.asarray(dF, float), "dF_dzold": np.asarray(dFo, float)}
 
 
-def drift(z, z_old=None, **variant_and_params):
-    r"""Expected logit update per unit learning rate, :math:`F(z, z_{\mathrm{old}})` (logits/step/lr).
-
-    Keyword arguments: ``normalization`` (std|mean), ``kl`` (none|exact|k3),
-    ``surrogate`` (stale|ratio), ``group_size`` (integer >= 2 or ``None``/"inf"
-    for the large-G limit), ``kl_coef`` beta >= 0, ``p_ref`` in (0, 1),
-    ``adv_eps`` >= 0, ``actions`` K >= 2, ``correct`` c in [1, K-1].
-    Lambdified from the ``drift.*`` derivations; finite G is the exact binomial sum.
-    """
-    return drift_components(z, z_old, **variant_and_params)["F"]
+def drift(model: GRPOModel, z, z_old=None, *, clip: bool = True):
+    r"""Expected logit update per unit learning rate, :math:`F(z, z_{\mathrm{old}})` (logits/step/lr),
+    of the variant of ``model``; lambdified from the ``drift.*`` derivations, finite G as the
+    exact binomial sum (see :func:`drift_components`)."""
+    return drift_components(model, z, z_old, clip=clip)["F"]
 
 
-def expected_advantage(p, *, normalization="std", group_size=8, adv_eps=0.0):
-    """Exact expected advantage mass A_G(p) (or its G -> infinity limit for ``group_size=None``)."""
-    norm = check_choice("normalization", normalization, NORMALIZATIONS)
-    G = check_group_size(group_size)
-    eps = check_real("adv_eps", adv_eps, low=0)
+def expected_advantage(model: GRPOModel, p):
+    """Exact expected advantage mass A_G(p) of the model's normalization, group size and
+    epsilon (the G -> infinity limit for ``group_size=None``)."""
+    G, eps = model.group_size, model.adv_eps
     p = np.asarray(p, dtype=float)
-    pc = _pieces(norm, "none", "stale", G is not None)
+    pc = _pieces(model.normalization, "none", "stale", G is not None)
     if pc["A"] is not None:
         return np.asarray(pc["A"](p, 1 - p, G if G is not None else 0, eps), float) + 0 * p
     return _binomial_sum(pc["A_sum"], G, p, 1 - p, eps)
@@ -959,35 +902,32 @@ def _noise_rare() -> Derived:
     return out
 
 
-def update_variance(p, *, normalization="std", kl="exact", group_size=8, kl_coef=0.0, p_ref=0.3,
-                    adv_eps=0.0, actions=2, correct=1, prompts=1):
+def update_variance(model: GRPOModel, p):
     """Exact variance of the on-policy per-step logit update per unit learning rate squared.
 
     Binomial sum over the number of correct samples of the per-group update
     (advantage term and, for ``kl="k3"``, the sampled k3 gradient; for ``kl="k1_reward"``
     the advantage term times the shifted reward gap, zero at the fixed point), divided by
-    the number of prompts B.  Scales as 1/(B G) at large G.
+    the model's ``prompts`` B.  Scales as 1/(B G) at large G.  Needs a finite group size.
     """
-    norm, kl, _ = Variant(normalization, kl)
-    beta, pr, eps, G, kap = _common_args(kl_coef, p_ref, adv_eps, group_size, actions, correct)
+    G = model.group_size
     if G is None:
-        raise ParameterError("group_size", group_size, "a finite integer >= 2 for a variance")
-    B = check_int("prompts", prompts, low=1)
-    fn = _noise_fn(norm, kl)
+        raise ParameterError("group_size", "inf", "a finite integer >= 2 for a variance")
+    kl, beta = model.kl, model.effective_kl_coef
+    kap = geometric_factor(model.actions, model.correct)
+    fn = _noise_fn(model.normalization, kl)
     p = np.atleast_1d(np.asarray(p, dtype=float))
     n = np.arange(G + 1, dtype=float)[:, None]
-    from scipy.stats import binom
-
     pmf = binom.pmf(n, G, p[None, :])
     with np.errstate(invalid="ignore", divide="ignore"):
-        vals = fn(n, float(G), p[None, :], pr, kap, beta, eps)
+        vals = fn(n, float(G), p[None, :], model.p_ref, kap, beta, model.adv_eps)
     degenerate = (n == 0) | (n == G)
     if kl != "k3":
         vals = np.where(degenerate, 0.0, vals)
     else:
         vals = np.where(degenerate & ~np.isfinite(vals), 0.0, vals)
     mean = np.sum(pmf * vals, axis=0)
-    var = np.sum(pmf * (vals - mean) ** 2, axis=0) / B
+    var = np.sum(pmf * (vals - mean) ** 2, axis=0) / model.prompts
     return var if var.size > 1 else var[0]
 
 

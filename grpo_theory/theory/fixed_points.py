@@ -14,26 +14,27 @@ and the bifurcation values of :math:`\beta` are the critical values of :math:`B`
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import sympy as sp
 from scipy.optimize import brentq
-
 from scipy.special import expit
 
+from grpo_theory.model import NORMALIZATIONS, SURROGATES, GRPOModel
 from grpo_theory.results import Result, jsonable
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_zero
-from grpo_theory.theory.drift import (Variant, check_group_size, d_dz, drift_components, drift_expr, on_policy,
-                    on_simplex)
-from grpo_theory.validate import ParameterError, check_probability, check_real
+from grpo_theory.theory.drift import d_dz, drift_components, drift_expr, on_policy, on_simplex
+from grpo_theory.validate import ParameterError, check_real
 
 __all__ = [
     "FixedPoint",
     "fixed_points",
     "stable_fixed_point",
+    "level_set",
     "bifurcations",
     "bifurcations_in_adv_eps",
     "mroueh_map",
@@ -113,7 +114,7 @@ def _k1_reward_loc() -> Derived:
                   units="logits", assumptions=r"$\beta > 0$", level="L1")
     expr = out.expr
     Delta = sp.Symbol("Delta", real=True)   # z_old - z_ref
-    for sur in ("stale", "ratio"):
+    for sur in SURROGATES:
         F = drift_expr("mean", "k1_reward", sur, finite=True)
         Fd = sp.expand_log(sp.expand(F), force=True)
         Fd = Fd.subs(sp.log(S.p_old), Delta + sp.log(S.q_old) + sp.log(_PR) - sp.log(_QR))
@@ -255,24 +256,24 @@ class FixedPoint:
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        ff = self.fresh_fraction
-        out["fresh_fraction"] = ff if math.isfinite(ff) else None
-        return out
+        out["fresh_fraction"] = self.fresh_fraction
+        return jsonable(out)
 
 
-def _params(p_ref, kl_coef, normalization, kl, surrogate, adv_eps, group_size, actions, correct):
-    v = Variant(normalization, kl, surrogate)
-    return dict(normalization=v.normalization, kl=v.kl, surrogate=v.surrogate,
-                p_ref=check_probability("p_ref", p_ref), kl_coef=check_real("kl_coef", kl_coef, low=0),
-                adv_eps=check_real("adv_eps", adv_eps, low=0), group_size=check_group_size(group_size),
-                actions=actions, correct=correct)
+def drift_model(model: GRPOModel) -> GRPOModel:
+    """The fields the on-policy drift depends on (the others at their defaults): models with
+    the same drift share their fixed points."""
+    return GRPOModel(p_ref=model.p_ref, group_size=model.group_size,
+                     normalization=model.normalization, adv_eps=model.adv_eps, kl=model.kl,
+                     kl_coef=model.effective_kl_coef, surrogate=model.surrogate,
+                     actions=model.actions, correct=model.correct)
 
 
 #: largest logit whose failure probability 1 - p = e^{-z} is a normal double
 _Z_REPRESENTABLE = 700.0
 
 
-def _upper_bound(kw) -> float:
+def _upper_bound(model: GRPOModel) -> float:
     r"""An upper bound on z* - z_ref for every interior fixed point (logits), from the drift.
 
     Below z_ref both forces push up, so no root lies there.  Above it: for std
@@ -280,38 +281,37 @@ def _upper_bound(kw) -> float:
     :math:`A_+(n) \le \sqrt{G}\,n(G-n)/G^2` (since :math:`n(G-n) \ge G-1`), so
     :math:`\mathcal A_G \le \sqrt{G}\,pq`; for mean normalisation :math:`\mathcal A_G \le pq`;
     for std at :math:`G=\infty`, :math:`\mathcal A \le pq/\epsilon`.  With the exact KL force
-    :math:`eta pq(z - z_{ref})` the drift is negative beyond :math:`z_{ref} + c/eta` with
-    c the factor above; the k3 force :math:`eta(p - p_{ref})` wins once
-    :math:`q < eta(p-p_{ref})/(c\,p)`, i.e. by :math:`z_{ref} + \log(c/(eta(1-p_{ref}))) + 1`.
+    :math:`\beta pq(z - z_{ref})` the drift is negative beyond :math:`z_{ref} + c/\beta` with
+    c the factor above; the k3 force :math:`\beta(p - p_{ref})` wins once
+    :math:`q < \beta(p-p_{ref})/(c\,p)`, i.e. by :math:`z_{ref} + \log(c/(\beta(1-p_{ref}))) + 1`.
     The metric factor kappa multiplies both forces and drops out.  ``inf`` when nothing
     bounds the reward (no KL, or std at G = oo with epsilon = 0)."""
-    beta, G = kw["kl_coef"], kw["group_size"]
-    if kw["kl"] == "none" or beta == 0:
+    beta, G = model.effective_kl_coef, model.group_size
+    if beta == 0:
         return math.inf
-    if kw["normalization"] == "mean":
+    if model.normalization == "mean":
         c = 1.0
     elif G is not None:
         c = math.sqrt(G)
-    elif kw["adv_eps"] > 0:
-        c = 1.0 / kw["adv_eps"]
+    elif model.adv_eps > 0:
+        c = 1.0 / model.adv_eps
     else:
         return math.inf
-    if kw["kl"] == "k1_reward":   # the only root is z* = z_ref + 1/beta (proven)
+    if model.kl == "k1_reward":   # the only root is z* = z_ref + 1/beta (proven)
         return 1.0 / beta + 1.0
-    if kw["kl"] == "exact":
+    if model.kl == "exact":
         return 1.05 * c / beta + 1.0
-    return math.log(c / (beta * (1 - kw["p_ref"]))) + 1.0 - math.log(kw["p_ref"] / (1 - kw["p_ref"]))
+    return math.log(c / (beta * (1 - model.p_ref))) + 1.0 - model.z_ref
 
 
-def _span_for(span, kw):
+def _span_for(span, model):
     """Widen the upper end of the search to the analytic bound on the fixed points
     (:func:`_upper_bound`), up to the largest representable logit (unchanged where no
     finite bound exists)."""
     lo, hi = span
-    z_ref = math.log(kw["p_ref"] / (1 - kw["p_ref"]))
-    bound = _upper_bound(kw)
+    bound = _upper_bound(model)
     if math.isfinite(bound):
-        hi = max(hi, min(_Z_REPRESENTABLE - z_ref, bound))
+        hi = max(hi, min(_Z_REPRESENTABLE - model.z_ref, bound))
     return lo, hi
 
 
@@ -319,94 +319,105 @@ def _grid(z_ref, span=(-30.0, 60.0), points=6001):
     return z_ref + np.linspace(span[0], span[1], points)
 
 
-def fixed_points(*, p_ref=0.3, kl_coef=0.05, normalization="std", kl="exact", surrogate="stale",
-                 adv_eps=0.0, group_size=8, actions=2, correct=1, span=(-30.0, 60.0)) -> list[FixedPoint]:
-    """All interior fixed points in ``z_ref + span`` (logits), sorted by p.
+def fixed_points(model: GRPOModel, *, span=(-30.0, 60.0)) -> list[FixedPoint]:
+    """All interior fixed points of the model's on-policy drift in ``z_ref + span`` (logits),
+    sorted by p (the upper end widened to the analytic bound on the fixed points).
 
     Roots of the exact on-policy drift are bracketed on a fine grid and
     polished with ``scipy.optimize.brentq`` (xtol 1e-13).  Tangential double
     roots (exactly at a bifurcation) are not reported.
     """
-    kw = _params(p_ref, kl_coef, normalization, kl, surrogate, adv_eps, group_size, actions, correct)
-    z_ref = math.log(kw["p_ref"] / (1 - kw["p_ref"]))
-    span = _span_for(span, kw)
-    zg = _grid(z_ref, span, 6001 + int(span[1] - 60.0) * 4)
-    F = drift_components(zg, **kw)["F"]
+    return list(_fixed_points(drift_model(model), tuple(span)))
+
+
+@functools.lru_cache(maxsize=512)
+def _fixed_points(model: GRPOModel, span: tuple) -> tuple:
+    span = _span_for(span, model)
+    zg = _grid(model.z_ref, span, 6001 + int(span[1] - 60.0) * 4)
+    F = drift_components(model, zg)["F"]
     out = []
     sign = np.sign(F)
+
+    def point(zs):
+        c = drift_components(model, zs)
+        Kf, Ks = -float(c["dF_dz"]), -float(c["dF_dzold"])
+        return FixedPoint(p=float(expit(zs)), z=float(zs), stable=bool(Kf + Ks > 0),
+                          stiffness=Kf + Ks, stiffness_fresh=Kf, stiffness_stale=Ks)
+
     for i in np.nonzero(sign[:-1] * sign[1:] < 0)[0]:
-        zs = brentq(lambda zz: float(drift_components(zz, **kw)["F"]), zg[i], zg[i + 1], xtol=1e-13,
-                    rtol=4 * np.finfo(float).eps)
-        c = drift_components(zs, **kw)
-        Kf, Ks = -float(c["dF_dz"]), -float(c["dF_dzold"])
-        out.append(FixedPoint(p=float(1 / (1 + math.exp(-zs))), z=float(zs), stable=bool(Kf + Ks > 0),
-                              stiffness=Kf + Ks, stiffness_fresh=Kf, stiffness_stale=Ks))
+        zs = brentq(lambda zz: float(drift_components(model, zz)["F"]), zg[i], zg[i + 1],
+                    xtol=1e-13, rtol=4 * np.finfo(float).eps)
+        out.append(point(zs))
     for i in np.nonzero(sign == 0)[0]:
-        c = drift_components(zg[i], **kw)
-        Kf, Ks = -float(c["dF_dz"]), -float(c["dF_dzold"])
-        out.append(FixedPoint(float(1 / (1 + math.exp(-zg[i]))), float(zg[i]), bool(Kf + Ks > 0),
-                              Kf + Ks, Kf, Ks))
-    return sorted(out, key=lambda fp: fp.p)
+        out.append(point(zg[i]))
+    return tuple(sorted(out, key=lambda fp: fp.p))
 
 
-def stable_fixed_point(**kwargs) -> FixedPoint:
-    """The stable interior fixed point with the lowest reward (the one training from p_ref reaches).
+def stable_fixed_point(model: GRPOModel) -> FixedPoint:
+    """The stable interior fixed point with the lowest reward (the one training from p_ref
+    reaches), with its stiffness and fresh/stale split.
 
     Raises ``ParameterError`` when there is none (e.g. ``kl="none"``: the reward escapes to 1).
     """
-    fps = [fp for fp in fixed_points(**kwargs) if fp.stable]
+    fps = [fp for fp in fixed_points(model) if fp.stable]
     if not fps:
-        raise ParameterError("kl_coef", kwargs.get("kl_coef"),
+        raise ParameterError("kl_coef", model.kl_coef,
                              "a value for which a stable interior fixed point exists "
                              "(here the reward escapes to p = 1; see `bifurcations`)")
     return fps[0]
 
 
-def bifurcations(*, p_ref=0.3, normalization="std", kl="exact", adv_eps=0.0, group_size=8,
-                 actions=2, correct=1, span=(-30.0, 60.0)) -> list[dict]:
-    """Values of the KL coefficient beta where interior fixed points are born or vanish.
+def level_set(model: GRPOModel, z):
+    r"""The fold test: :math:`(B(z), B'(z))` on the on-policy diagonal (arrays like ``z``).
 
-    Fixed points satisfy beta = B(z) = A(z)/Phi(z); the saddle-node
-    bifurcations are the critical values of B (z > z_ref).  Returns dicts with
-    ``kl_coef``, ``z``, ``p`` and ``kind`` ("saddle-node"), sorted by beta.
+    The drift is affine in :math:`\beta`, :math:`F = \kappa[\mathcal A - \beta\Phi]`, so the
+    fixed points of every :math:`\beta` are the level set :math:`\beta = B(z) := \mathcal A/\Phi`
+    (the model's ``kl_coef`` is not used); a saddle-node (fold) is a zero of :math:`B'`, and a
+    point of the level set is stable where :math:`dF/dz = d\mathcal A - B\,d\Phi < 0`.  NaN
+    where both forces underflow (extreme z)."""
+    c0 = drift_components(model.replace(kl_coef=0.0), z)
+    c1 = drift_components(model.replace(kl_coef=1.0), z)
+    A, dA = c0["F"], c0["dF_dz"] + c0["dF_dzold"]
+    Phi, dPhi = A - c1["F"], dA - (c1["dF_dz"] + c1["dF_dzold"])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        B = A / Phi
+        dB = (dA / Phi) - B * (dPhi / Phi)
+    return np.where(np.isfinite(B), B, np.nan), np.where(np.isfinite(dB), dB, np.nan)
+
+
+def bifurcations(model: GRPOModel, *, span=None, points=None) -> list[dict]:
+    """Values of the KL coefficient beta where interior fixed points are born or vanish, for
+    the model's variant at every beta (its ``kl_coef`` and ``surrogate`` are not used): the
+    one fold scan.
+
+    The saddle-node bifurcations are the critical values of :func:`level_set` B: sign
+    changes of B' on the grid ``z_ref + (1e-3 .. span)`` (default: up to the analytic bound
+    on the fixed points, at least 60 logits, ``points`` grid points scaled with it), refined
+    by ``brentq``.  Returns dicts with ``kl_coef``, ``z``, ``p`` and ``kind``
+    ("saddle-node"), sorted by beta.
     """
-    kw = _params(p_ref, 0.0, normalization, kl, "stale", adv_eps, group_size, actions, correct)
-    if kw["kl"] == "none":
+    if model.kl == "none":
         return []
-    z_ref = math.log(kw["p_ref"] / (1 - kw["p_ref"]))
-    span = _span_for(span, {**kw, "kl_coef": 1e-2})
-    zg = _grid(z_ref, (1e-3, span[1]), 8001 + int(span[1] - 60.0) * 20)
-
-    def B_and_dB(zz):
-        c0 = drift_components(zz, **kw)
-        c1 = drift_components(zz, **{**kw, "kl_coef": 1.0})
-        A, dA = c0["F"], c0["dF_dz"] + c0["dF_dzold"]
-        Phi, dPhi = A - c1["F"], dA - (c1["dF_dz"] + c1["dF_dzold"])
-        # where both forces underflow to 0 (extreme z) B is undefined: NaN, no sign change
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            B = A / Phi
-            dB = (dA / Phi) - B * (dPhi / Phi)
-        return np.where(np.isfinite(B), B, np.nan), np.where(np.isfinite(dB), dB, np.nan)
-
-    B, dB = B_and_dB(zg)
+    model = model.replace(surrogate="stale")
+    if span is None:
+        span = _span_for((-30.0, 60.0), model.replace(kl_coef=1e-2))[1]
+    if points is None:
+        points = 8001 + int(span - 60.0) * 20
+    zg = _grid(model.z_ref, (1e-3, span), points)
+    B, dB = level_set(model, zg)
     out = []
     s = np.sign(np.nan_to_num(dB, nan=0.0))
     for i in np.nonzero(s[:-1] * s[1:] < 0)[0]:
-        zc = brentq(lambda zz: float(B_and_dB(zz)[1]), zg[i], zg[i + 1], xtol=1e-12)
-        out.append({"kl_coef": float(B_and_dB(zc)[0]), "z": float(zc),
-                    "p": float(1 / (1 + math.exp(-zc))), "kind": "saddle-node"})
+        zc = brentq(lambda zz: float(level_set(model, zz)[1]), zg[i], zg[i + 1], xtol=1e-13,
+                    rtol=4 * np.finfo(float).eps)
+        out.append({"kl_coef": float(level_set(model, zc)[0]), "z": float(zc),
+                    "p": float(expit(zc)), "kind": "saddle-node"})
     return sorted(out, key=lambda r: r["kl_coef"])
 
 
-def mroueh_map(p, *, p_ref, kl_coef, adv_eps=0.0):
-    """Mroueh's recurrence p_n = f(p_{n-1}) (quoted from arXiv 2503.06639), vectorised."""
-    return get("fixed_points.mroueh_map").numeric(np.asarray(p, float), p_ref, kl_coef, adv_eps)
-
-
-def bifurcations_in_adv_eps(*, p_ref=0.3, kl_coef=0.5, normalization="std", kl="exact",
-                            group_size=None, eps_range=(1e-6, 1.0), grid=60, actions=2,
-                            correct=1) -> list[dict]:
-    """Values of the advantage epsilon where interior fixed points are born or vanish (fixed beta).
+def bifurcations_in_adv_eps(model: GRPOModel, *, eps_range=(1e-6, 1.0), grid=60) -> list[dict]:
+    """Values of the advantage epsilon where interior fixed points of the model (at its beta)
+    are born or vanish.
 
     The number of interior fixed points is piecewise constant in epsilon; it is
     scanned on a log grid over ``eps_range`` and every change is located by
@@ -416,11 +427,10 @@ def bifurcations_in_adv_eps(*, p_ref=0.3, kl_coef=0.5, normalization="std", kl="
     """
     lo_e = check_real("eps_range[0]", eps_range[0], low=0, low_open=True)
     hi_e = check_real("eps_range[1]", eps_range[1], low=lo_e, low_open=True)
-    kw = dict(p_ref=p_ref, kl_coef=kl_coef, normalization=normalization, kl=kl,
-              group_size=group_size, actions=actions, correct=correct)
+    kl_coef = model.effective_kl_coef
 
     def count(e):
-        return len(fixed_points(adv_eps=float(e), **kw))
+        return len(fixed_points(model.replace(adv_eps=float(e))))
 
     es = np.geomspace(lo_e, hi_e, int(grid))
     counts = [count(e) for e in es]
@@ -439,8 +449,7 @@ def bifurcations_in_adv_eps(*, p_ref=0.3, kl_coef=0.5, normalization="std", kl="
         # a genuine bifurcation in epsilon at this beta is where a beta-bifurcation curve
         # passes through beta; count changes from a root entering or leaving the finite
         # search window (the high fixed point near z_ref + 1/(epsilon beta)) are discarded
-        betas = [b["kl_coef"] for b in bifurcations(adv_eps=e_c, **{k: v for k, v in kw.items()
-                                                                    if k != "kl_coef"})]
+        betas = [b["kl_coef"] for b in bifurcations(model.replace(adv_eps=e_c))]
         if not any(abs(b - kl_coef) <= 1e-5 * kl_coef for b in betas):
             continue
         out.append({"adv_eps": e_c, "count_below": c0, "count_above": c1,
@@ -448,19 +457,25 @@ def bifurcations_in_adv_eps(*, p_ref=0.3, kl_coef=0.5, normalization="std", kl="
     return out
 
 
-def mroueh_fixed_points(*, p_ref, kl_coef, adv_eps=0.0, span=60.0) -> list[float]:
-    """Interior fixed points of Mroueh's recurrence, sorted (p = 1 is always a boundary one).
+def mroueh_map(model: GRPOModel, p):
+    """Mroueh's recurrence p_n = f(p_{n-1}) (quoted from arXiv 2503.06639) at the model's
+    p_ref, beta and epsilon, vectorised."""
+    return get("fixed_points.mroueh_map").numeric(np.asarray(p, float), model.p_ref,
+                                                  model.effective_kl_coef, model.adv_eps)
+
+
+def mroueh_fixed_points(model: GRPOModel, *, span=60.0) -> list[float]:
+    """Interior fixed points of Mroueh's recurrence at the model's p_ref, beta > 0 and
+    epsilon, sorted (p = 1 is always a boundary one).
 
     Uses the proven logit form z = z_ref + 1/(beta sqrt(pq + eps)) of the map
     (``fixed_points.mroueh_map``): roots of (z - z_ref) beta sqrt(pq + eps) - 1,
     bracketed on a grid and polished with brentq.
     """
-    from scipy.special import expit
-
-    pr = check_probability("p_ref", p_ref)
-    beta = check_real("kl_coef", kl_coef, low=0, low_open=True)
-    eps = check_real("adv_eps", adv_eps, low=0)
-    z_ref = math.log(pr / (1 - pr))
+    beta, eps, z_ref = model.effective_kl_coef, model.adv_eps, model.z_ref
+    if beta == 0:
+        raise ParameterError("kl_coef", model.kl_coef, "a value > 0 (and kl not 'none') for "
+                             "Mroueh's recurrence")
 
     def h(zz):
         zz = np.asarray(zz, float)
@@ -473,27 +488,28 @@ def mroueh_fixed_points(*, p_ref, kl_coef, adv_eps=0.0, span=60.0) -> list[float
     return [float(expit(r)) for r in roots]
 
 
-def mroueh_fixed_point(*, p_ref, kl_coef, adv_eps=0.0):
+def mroueh_fixed_point(model: GRPOModel):
     """The lowest interior fixed point of Mroueh's recurrence (reached from p_ref), or None."""
-    fps = mroueh_fixed_points(p_ref=p_ref, kl_coef=kl_coef, adv_eps=adv_eps)
+    fps = mroueh_fixed_points(model)
     return fps[0] if fps else None
 
 
-def compare_with_mroueh(*, p_ref=0.3, kl_coef=0.5, adv_eps=0.0, group_size=8) -> list[dict]:
-    """The stable fixed point of every variant next to Mroueh's fixed point.
+def compare_with_mroueh(model: GRPOModel) -> list[dict]:
+    """The stable fixed point of every variant (std/mean normalisation, exact/k3 KL, the
+    model's G and G -> infinity) at the model's p_ref, beta and epsilon, next to Mroueh's.
 
     Returns rows ``{"variant", "group_size", "p_star", "mroueh_p_star", "difference"}``.
     The std + exact-KL variant at G -> infinity and epsilon = 0 coincides with
     Mroueh (proven in ``fixed_points.mroueh_agreement``); the others do not.
     """
-    ref = mroueh_fixed_point(p_ref=p_ref, kl_coef=kl_coef, adv_eps=adv_eps)
+    ref = mroueh_fixed_point(model)
     rows = []
-    for norm in ("std", "mean"):
+    for norm in NORMALIZATIONS:
         for kl in ("exact", "k3"):
-            for G in (group_size, None):
+            for G in (model.group_size, None):
                 try:
-                    fp = stable_fixed_point(p_ref=p_ref, kl_coef=kl_coef, normalization=norm, kl=kl,
-                                            adv_eps=adv_eps, group_size=G)
+                    fp = stable_fixed_point(model.replace(normalization=norm, kl=kl, group_size=G,
+                                                          surrogate="stale"))
                     ps = fp.p
                 except ParameterError:
                     ps = None
@@ -509,11 +525,11 @@ def compare_with_mroueh(*, p_ref=0.3, kl_coef=0.5, adv_eps=0.0, group_size=8) ->
 
 @dataclass(frozen=True)
 class FixedPointsReport(Result):
-    """All interior fixed points of a variant with a one-line summary (bistability, the
-    failure probability 1 - p* where p* rounds to 1), the beta bifurcations and Mroueh's
+    """All interior fixed points of a model's variant with a one-line summary (bistability,
+    the failure probability 1 - p* where p* rounds to 1), the beta bifurcations and Mroueh's
     fixed point.  JSON keys of ``grpo-theory fixed-points``."""
 
-    inputs: dict
+    model: GRPOModel
     fixed_points: tuple
     escapes_to_one: bool
     bifurcations: tuple
@@ -538,30 +554,29 @@ class FixedPointsReport(Result):
                        else "")
 
     def to_dict(self) -> dict:
-        inputs = dict(self.inputs)
-        inputs["group_size"] = "inf" if inputs["group_size"] is None else inputs["group_size"]
-        return {"inputs": jsonable(inputs),
-                "fixed_points": [dict(fp.to_dict(), failure_probability=_failure(fp))
-                                 for fp in self.fixed_points],
-                "summary": self.summary,
-                "bistable": sum(fp.stable for fp in self.fixed_points) > 1,
-                "escapes_to_one": self.escapes_to_one,
-                "bifurcations": jsonable(list(self.bifurcations)),
-                "adv_eps_bifurcations": jsonable(None if self.adv_eps_bifurcations is None
-                                                 else list(self.adv_eps_bifurcations)),
-                "mroueh_fixed_point": self.mroueh_fixed_point,
-                "z_bound": self.z_bound,
-                "notes": "stiffness per unit learning rate (the spring constant is eta*K); "
-                         "stable means K > 0 (small steps); failure_probability = 1 - p* = "
-                         "sigma(-z*) (exact where p* rounds to 1); `grpo-theory stability` "
-                         "takes the same variant options and uses the fresh/stale split."}
+        inputs = {k: v for k, v in self.model.to_dict().items() if k in self.model.variant()}
+        return jsonable({
+            "inputs": inputs,
+            "fixed_points": [dict(fp.to_dict(), failure_probability=_failure(fp))
+                             for fp in self.fixed_points],
+            "summary": self.summary,
+            "bistable": sum(fp.stable for fp in self.fixed_points) > 1,
+            "escapes_to_one": self.escapes_to_one,
+            "bifurcations": list(self.bifurcations),
+            "adv_eps_bifurcations": None if self.adv_eps_bifurcations is None
+            else list(self.adv_eps_bifurcations),
+            "mroueh_fixed_point": self.mroueh_fixed_point,
+            "z_bound": self.z_bound,
+            "z_bound_exists": math.isfinite(self.z_bound),
+            "notes": "stiffness per unit learning rate (the spring constant is eta*K); "
+                     "stable means K > 0 (small steps); failure_probability = 1 - p* = "
+                     "sigma(-z*) (exact where p* rounds to 1); z_bound null: nothing bounds the "
+                     "reward; `grpo-theory stability` takes the same variant options and uses "
+                     "the fresh/stale split.",
+            "unused": list(self.model.unused_notes())})
 
     def __str__(self) -> str:
-        v = self.inputs
-        lines = [f"variant: normalization={v['normalization']} kl={v['kl']} surrogate={v['surrogate']} "
-                 f"G={'inf' if v['group_size'] is None else v['group_size']} beta={v['kl_coef']} "
-                 f"p_ref={v['p_ref']} eps={v['adv_eps']}",
-                 f"summary: {self.summary}"]
+        lines = [f"variant: {self.model.variant_text()}", f"summary: {self.summary}"]
         for fp in self.fixed_points:
             lines.append(f"  p* = {_p_text(fp)}  z* = {fp.z:+.6f}  "
                          f"{'stable  ' if fp.stable else 'unstable'}  K = {fp.stiffness:.6g} "
@@ -574,6 +589,7 @@ class FixedPointsReport(Result):
         if self.mroueh_fixed_point is not None:
             lines.append(f"  Mroueh's recurrence: lowest interior fixed point p = "
                          f"{self.mroueh_fixed_point:.6f}")
+        lines += [f"note: {n}" for n in self.model.unused_notes()]
         return "\n".join(lines)
 
 
@@ -586,27 +602,20 @@ def _p_text(fp) -> str:
     return f"{fp.p:.6f}" if q > 1e-6 else f"1 - {q:.3g}"
 
 
-def fixed_point_report(*, eps_bifurcations=False, **variant) -> FixedPointsReport:
-    """Fixed points, bifurcations in beta (and optionally in epsilon) and Mroueh's point
-    for a variant (the keyword arguments of :func:`fixed_points`)."""
-    kw = _params(**{**dict(p_ref=0.3, kl_coef=0.05, normalization="std", kl="exact",
-                           surrogate="stale", adv_eps=0.0, group_size=8, actions=2, correct=1),
-                    **variant})
-    fps = fixed_points(**kw)
-    bifs = bifurcations(**{k: v for k, v in kw.items() if k not in {"kl_coef", "surrogate"}})
-    mroueh = (mroueh_fixed_point(p_ref=kw["p_ref"], kl_coef=kw["kl_coef"], adv_eps=kw["adv_eps"])
-              if kw["kl_coef"] > 0 else None)
-    bound = _upper_bound(kw)
+def fixed_point_report(model: GRPOModel, *, eps_bifurcations=False) -> FixedPointsReport:
+    """Fixed points of the model's variant, its bifurcations in beta (and optionally in
+    epsilon) and Mroueh's point (what ``grpo-theory fixed-points`` prints)."""
+    fps = fixed_points(model)
+    bifs = bifurcations(model)
+    mroueh = mroueh_fixed_point(model) if model.effective_kl_coef > 0 else None
+    bound = _upper_bound(model)
     if math.isfinite(bound):
         escapes = False          # the drift is negative beyond z_ref + bound
     else:
-        z_top = math.log(kw["p_ref"] / (1 - kw["p_ref"])) + 60.0
-        escapes = bool(drift_components(z_top, **kw)["F"] > 0)
+        escapes = bool(drift_components(model, model.z_ref + 60.0)["F"] > 0)
     eps_bifs = None
-    if eps_bifurcations and kw["kl"] != "none":
-        eps_bifs = tuple(bifurcations_in_adv_eps(**{k: v for k, v in kw.items()
-                                                    if k not in {"adv_eps", "surrogate"}}))
-    return FixedPointsReport(inputs=kw, fixed_points=tuple(fps), escapes_to_one=escapes,
+    if eps_bifurcations and model.kl != "none":
+        eps_bifs = tuple(bifurcations_in_adv_eps(model))
+    return FixedPointsReport(model=model, fixed_points=tuple(fps), escapes_to_one=escapes,
                              bifurcations=tuple(bifs), adv_eps_bifurcations=eps_bifs,
-                             mroueh_fixed_point=mroueh,
-                             z_bound=math.log(kw["p_ref"] / (1 - kw["p_ref"])) + bound)
+                             mroueh_fixed_point=mroueh, z_bound=model.z_ref + bound)

@@ -21,16 +21,25 @@ gradient noise of the logit (logits² per unit learning rate², from :mod:`grpo_
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
 import sympy as sp
 
+from grpo_theory.model import GRPOModel
+from grpo_theory.results import Result
+from grpo_theory.theory import oscillator
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
-from grpo_theory.validate import check_choice, check_int, check_probability, check_real
+from grpo_theory.theory.discrete import continuous_lag
+from grpo_theory.theory.drift import update_variance
+from grpo_theory.theory.fixed_points import stable_fixed_point
+from grpo_theory.theory.reuse import window_phase_variances
+from grpo_theory.validate import ParameterError, check_choice, check_probability, check_real
 
-__all__ = ["stationary_variance", "reward_fluctuation", "refresh_phase_variances"]
+__all__ = ["stationary_variance", "reward_fluctuation", "noise_at_fixed_point", "Fluctuation",
+           "fluctuation"]
 
 _PAPER = ("predictable_grpo",)
 
@@ -217,49 +226,30 @@ def _reward() -> Derived:
 # Numeric API
 # ----------------------------------------------------------------------------------
 
-def refresh_phase_variances(learning_rate, momentum, stiffness, noise_variance, refresh_interval,
-                            *, fresh_fraction=0.0):
-    r"""Exact stationary Var x at each phase j = 0..k-1 of a refresh window (logits²), with an
-    independent noise kick per step (fresh batches from the stale policy).
+def stationary_variance(learning_rate, momentum, stiffness, noise_variance, refresh_interval=1, *,
+                        fresh_fraction=0.0, reuse="fresh", window_batches=1,
+                        level="discrete") -> float:
+    r"""Stationary variance of the logit deviation x = z - z* (logits²): the one function for it.
 
-    Per step :math:`y' = A y + \eta\,b\,\xi` on :math:`y = (x, v, x_s)` with
-    :math:`b = (1, 1, 0)`; at the window start :math:`x_s \leftarrow x`.  The window
-    covariance :math:`\Sigma_0 = M\Sigma_0M^\top + Q_w` is solved with
-    :func:`scipy.linalg.solve_discrete_lyapunov` and propagated through the phases by
-    :func:`grpo_theory.theory.reuse.window_phase_variances` (which also covers a batch reused
-    by the window).  Returns k variances, or all ``inf`` when the window map is unstable.
+    ``level="discrete"`` (exact L2): on-policy (``refresh_interval = 1``: the split and the
+    reuse mode do not matter) the closed form ``noise.ar2_variance``; otherwise the phase average of
+    the exact window map (:func:`grpo_theory.theory.reuse.window_phase_variances`: fresh
+    batches from the stale policy, or ``reuse="batch"`` with ``window_batches``).
+    ``level="continuous"`` (L3): :math:`\eta^2\sigma^2/(2\gamma\kappa_s)`
+    (``noise.langevin_variance``) with :math:`\gamma, \kappa_s` from
+    :func:`grpo_theory.theory.oscillator.coefficients` at the effective lag
+    :math:`(k-1)/2` of a refresh window (fresh batches only).  ``noise_variance``
+    :math:`\sigma^2` is the per-step gradient-noise variance (:math:`\propto 1/(BG)`,
+    :func:`noise_at_fixed_point`).  The optimizer and lag arguments are those of a validated
+    :class:`~grpo_theory.model.GRPOModel`.  Returns ``inf`` where the model is unstable (no
+    stationary state).
     """
-    from grpo_theory.theory.reuse import window_phase_variances
-
-    return window_phase_variances(learning_rate, momentum, stiffness, noise_variance,
-                                  refresh_interval, fresh_fraction=fresh_fraction, reuse="fresh")
-
-
-def stationary_variance(learning_rate, momentum, stiffness, noise_variance, *, refresh_interval=1,
-                        model="discrete", fresh_fraction=0.0) -> float:
-    r"""Stationary variance of the logit deviation x = z - z* (logits²).
-
-    ``model="discrete"`` (exact L2): for ``refresh_interval = 1`` the closed form
-    ``noise.ar2_variance``; otherwise the phase average of
-    :func:`refresh_phase_variances`.  ``model="continuous"`` (L3):
-    :math:`\eta^2\sigma^2/(2\gamma\kappa_s)` (``noise.langevin_variance``) with
-    :math:`\gamma, \kappa_s` from :func:`grpo_theory.theory.oscillator.coefficients` at the mean lag
-    :math:`(k-1)/2` of a refresh window (zero lag on-policy).  ``noise_variance``
-    :math:`\sigma^2` is the per-step gradient-noise variance (:math:`\propto 1/G`).
-    Returns ``inf`` where the model is unstable (no stationary state).
-    """
-    from grpo_theory.theory import oscillator
-
-    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
-    mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
+    eta, mu, k = float(learning_rate), float(momentum), int(refresh_interval)
     Kv = check_real("stiffness", stiffness, low=0, low_open=True)
     s2 = check_real("noise_variance", noise_variance, low=0)
-    k = check_int("refresh_interval", refresh_interval, low=1)
-    model = check_choice("model", model, ("discrete", "continuous"))
     phi = check_real("fresh_fraction", fresh_fraction)
-    if model == "continuous":
-        from grpo_theory.theory.discrete import continuous_lag
-
+    level = check_choice("level", level, ("discrete", "continuous"))
+    if level == "continuous":
         osc = oscillator.coefficients(eta, mu, continuous_lag("refresh", k), Kv, fresh_fraction=phi)
         if osc.damping <= 0:
             return math.inf
@@ -268,7 +258,8 @@ def stationary_variance(learning_rate, momentum, stiffness, noise_variance, *, r
         if eta * Kv >= get("noise.ar2_stability_bound").numeric(mu):
             return math.inf
         return float(get("noise.ar2_variance").numeric(eta, mu, Kv, s2))
-    return float(np.mean(refresh_phase_variances(eta, mu, Kv, s2, k, fresh_fraction=phi)))
+    return float(np.mean(window_phase_variances(eta, mu, Kv, s2, k, fresh_fraction=phi,
+                                                reuse=reuse, window_batches=window_batches)))
 
 
 def reward_fluctuation(p_star, var_z):
@@ -276,3 +267,80 @@ def reward_fluctuation(p_star, var_z):
     ps = check_probability("p_star", p_star)
     vz = check_real("var_z", var_z, low=0)
     return float(get("noise.reward_fluctuation").numeric(ps, vz))
+
+
+# ----------------------------------------------------------------------------------
+# A model at its fixed point
+# ----------------------------------------------------------------------------------
+
+def noise_at_fixed_point(model: GRPOModel, fixed_point=None) -> float:
+    r"""Per-step gradient-noise variance :math:`\sigma^2` at the model's stable fixed point
+    (logits² per unit learning rate²): the exact binomial variance of the on-policy update
+    (:func:`grpo_theory.theory.drift.update_variance`) over the model's B prompts.  The one
+    function for the noise at the fixed point; ``fixed_point`` (default: the model's
+    :func:`~grpo_theory.theory.fixed_points.stable_fixed_point`) avoids recomputing it."""
+    fp = stable_fixed_point(model) if fixed_point is None else fixed_point
+    return float(update_variance(model, fp.p))
+
+
+@dataclass(frozen=True)
+class Fluctuation(Result):
+    """Stationary fluctuation of one configuration around its fixed point (exact L2).
+
+    ``stationary_variance_z`` (logits²) and ``reward_fluctuation_sd`` (reward) are
+    ``None`` with a ``reason`` where the model does not apply (no finite group, no
+    stable fixed point, an unstable window map).
+    """
+
+    reuse: str
+    prompts: int
+    p_star: float | None = None
+    noise_variance: float | None = None
+    stationary_variance_z: float | None = None
+    reward_fluctuation_sd: float | None = None
+    reason: str = ""
+
+    def __str__(self) -> str:
+        if self.stationary_variance_z is None:
+            return f"stationary fluctuation: n/a ({self.reason})"
+        return (f"stationary fluctuation (exact L2, reuse {self.reuse}, B = {self.prompts}): "
+                f"Var z = {self.stationary_variance_z:.4g} logits², reward sd = "
+                f"{self.reward_fluctuation_sd:.4g} at p* = {self.p_star:.4g}"
+                + (f" ({self.reason})" if self.reason else ""))
+
+
+def fluctuation(model: GRPOModel) -> Fluctuation:
+    r"""Stationary Var z and reward sd of a heavy-ball (``optimizer="sgd"``) model at its
+    stable fixed point.
+
+    The per-step noise is :func:`noise_at_fixed_point`; the variance is the exact L2 window
+    map with the fixed point's fresh/stale split, for the model's reuse mode
+    (:func:`stationary_variance`); the reward sd is the delta method
+    :func:`reward_fluctuation`.  Adam is analysed through its heavy-ball reduction
+    (:func:`grpo_theory.theory.adam.adam_reduction`), which reports its own variance.
+    """
+    mode, B = model.reuse, model.prompts
+    if model.optimizer != "sgd":
+        return Fluctuation(mode, B, reason="defined for the heavy-ball optimizer sgd (Adam: see "
+                                           "its heavy-ball reduction)")
+    if model.group_size is None:
+        return Fluctuation(mode, B, reason="needs a finite group size")
+    if model.lag_model != "refresh":
+        return Fluctuation(mode, B, reason="defined for lag_model 'refresh'")
+    try:
+        fp = stable_fixed_point(model)
+    except ParameterError as exc:
+        return Fluctuation(mode, B, reason=f"no stable fixed point ({exc.allowed})")
+    s2 = noise_at_fixed_point(model, fp)
+    var = stationary_variance(model.learning_rate, model.momentum, fp.stiffness, s2,
+                              refresh_interval=model.refresh_interval,
+                              fresh_fraction=fp.fresh_fraction, reuse=mode,
+                              window_batches=model.window_batches)
+    if not math.isfinite(var):
+        return Fluctuation(mode, B, fp.p, s2,
+                           reason="the window map is unstable: no stationary state")
+    if model.kl == "k1_reward":  # the shifted rewards are equal at z*: every advantage is 0
+        return Fluctuation(mode, B, fp.p, 0.0, 0.0, 0.0,
+                           "KL in the reward: every advantage vanishes at z*, so the noise is "
+                           "multiplicative and the linear (L2) variance is exactly 0")
+    return Fluctuation(mode, B, fp.p, s2, var, math.sqrt(reward_fluctuation(fp.p, var)))

@@ -30,7 +30,7 @@ import sympy as sp
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
 from grpo_theory.results import Result
-from grpo_theory.validate import check_real
+from grpo_theory.validate import ParameterError, check_real
 
 __all__ = [
     "Oscillator",
@@ -722,8 +722,7 @@ def coefficients(learning_rate, momentum, lag, stiffness, *, fresh_fraction=0.0)
     K_s = (1 - fresh_fraction) K, acts through the lagged sampling policy; 0 for the
     stale surrogate without KL; any real number in general).
     """
-    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
-    mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
+    eta, mu = float(learning_rate), float(momentum)   # a model's, validated there
     ell = check_real("lag", lag, low=0)
     Kv = check_real("stiffness", stiffness, low=0, low_open=True)
     # K_f/K may lie outside [0, 1]: near p -> 1 the exact-KL force acting on the current
@@ -807,8 +806,6 @@ class TrajectoryResult(Result):
 
 def trajectory_report(times, mass, damping, spring, x0, v0=0.0) -> TrajectoryResult:
     """The closed-form trajectory at ``times`` (steps, each >= 0) with its regime."""
-    from grpo_theory.validate import ParameterError
-
     ts = []
     for tt in times:
         try:

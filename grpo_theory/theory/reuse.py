@@ -28,23 +28,17 @@ stationary variance by k to leading order in :math:`\eta K`.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
 import sympy as sp
 
-from grpo_theory.results import Result
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
-from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
+from grpo_theory.theory.discrete import step_matrix
+from grpo_theory.validate import check_int
 
-__all__ = ["REUSE_MODES", "window_phase_variances", "stationary_variance", "Fluctuation",
-           "fluctuation", "window_sampling", "check_window_batches"]
-
-#: ``fresh``: a new batch per step from pi_old; ``batch``: one batch per refresh window.
-REUSE_MODES = ("fresh", "batch")
+__all__ = ["window_phase_variances", "window_sampling"]
 
 _j = sp.Symbol("j", integer=True, nonnegative=True)
 
@@ -136,19 +130,12 @@ def window_phase_variances(learning_rate, momentum, stiffness, noise_variance, r
     ``window_batches`` = m independent kicks (step j uses kick j mod m; m = 1: one kick
     applied at every step).  ``noise_variance`` :math:`\sigma^2` is the per-step variance
     of the logit update per unit learning rate squared (logits²).  Returns k variances
-    (logits²), all ``inf`` when the window map is unstable.
+    (logits²), all ``inf`` when the window map is unstable.  The optimizer and lag arguments
+    are those of a validated :class:`~grpo_theory.model.GRPOModel`; the one public route is
+    :func:`grpo_theory.theory.noise.stationary_variance`.
     """
-    from grpo_theory.theory.discrete import step_matrix
-
-    k = check_int("refresh_interval", refresh_interval, low=1)
-    eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
-    mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
-    Kv = check_real("stiffness", stiffness, low=0, low_open=True)
-    s2 = check_real("noise_variance", noise_variance, low=0)
-    phi = check_real("fresh_fraction", fresh_fraction)
-    mode = check_choice("reuse", reuse, REUSE_MODES)
-    m = check_window_batches(window_batches, k, mode)
-    A = step_matrix(eta, mu, Kv, phi)
+    k, m, eta, s2 = int(refresh_interval), int(window_batches), float(learning_rate), float(noise_variance)
+    A = step_matrix(eta, momentum, stiffness, fresh_fraction)
     E = np.array([[1.0, 0], [0, 1], [1, 0]])
     b = eta * np.array([1.0, 1.0, 0.0])
     lin = [E]
@@ -156,7 +143,7 @@ def window_phase_variances(learning_rate, momentum, stiffness, noise_variance, r
     loads = np.zeros((m, 3))       # per kick i: sum over its steps j' < j of A^(j-1-j') b
     for j in range(k):
         lin.append(A @ lin[-1])
-        if mode == "batch":
+        if reuse == "batch":
             loads = loads @ A.T
             loads[j % m] += b
             cov.append(s2 * loads.T @ loads)
@@ -167,92 +154,3 @@ def window_phase_variances(learning_rate, momentum, stiffness, noise_variance, r
         return np.full(k, np.inf)
     sigma0 = scipy.linalg.solve_discrete_lyapunov(M, cov[k][:2, :2])
     return np.array([(lin[j] @ sigma0 @ lin[j].T + cov[j])[0, 0] for j in range(k)])
-
-
-def stationary_variance(learning_rate, momentum, stiffness, noise_variance, refresh_interval=1,
-                        *, fresh_fraction=0.0, reuse="fresh", window_batches=1) -> float:
-    """Phase-averaged exact L2 stationary Var x (logits²); ``inf`` where unstable."""
-    return float(np.mean(window_phase_variances(learning_rate, momentum, stiffness,
-                                                noise_variance, refresh_interval,
-                                                fresh_fraction=fresh_fraction, reuse=reuse,
-                                                window_batches=window_batches)))
-
-
-def check_window_batches(window_batches, refresh_interval, reuse):
-    """``window_batches`` m: an integer >= 1 dividing the refresh interval; 1 unless ``reuse``
-    is ``"batch"``."""
-    m = check_int("window_batches", window_batches, low=1)
-    if reuse != "batch" and m != 1:
-        raise ParameterError("window_batches", m, "1 unless reuse is 'batch'")
-    if refresh_interval % m:
-        raise ParameterError("window_batches", m,
-                             f"a divisor of the refresh interval {refresh_interval}")
-    return m
-
-
-@dataclass(frozen=True)
-class Fluctuation(Result):
-    """Stationary fluctuation of one configuration around its fixed point (exact L2).
-
-    ``stationary_variance_z`` (logits²) and ``reward_fluctuation_sd`` (reward) are
-    ``None`` with a ``reason`` where the model does not apply (no finite group, no
-    stable fixed point, an unstable window map).
-    """
-
-    reuse: str
-    prompts: int
-    p_star: float | None = None
-    noise_variance: float | None = None
-    stationary_variance_z: float | None = None
-    reward_fluctuation_sd: float | None = None
-    reason: str = ""
-
-    def __str__(self) -> str:
-        if self.stationary_variance_z is None:
-            return f"stationary fluctuation: n/a ({self.reason})"
-        return (f"stationary fluctuation (exact L2, reuse {self.reuse}, B = {self.prompts}): "
-                f"Var z = {self.stationary_variance_z:.4g} logits², reward sd = "
-                f"{self.reward_fluctuation_sd:.4g} at p* = {self.p_star:.4g}"
-                + (f" ({self.reason})" if self.reason else ""))
-
-
-def fluctuation(model, *, prompts=None, reuse=None) -> Fluctuation:
-    r"""Stationary Var z and reward sd of a :class:`~grpo_theory.model.GRPOModel`.
-
-    The per-step noise is the exact binomial variance of the update at :math:`p^*`
-    (``drift.update_variance``) over B prompts; the variance is the exact L2 window
-    map with the fixed point's fresh/stale split, for the model's reuse mode (or
-    ``reuse``); the reward sd is the delta method ``noise.reward_fluctuation``.
-    """
-    from grpo_theory.model import GRPOModel
-    from grpo_theory.theory.drift import update_variance
-    from grpo_theory.theory.noise import reward_fluctuation
-
-    if not isinstance(model, GRPOModel):
-        raise ParameterError("model", type(model).__name__, "a GRPOModel")
-    B = check_int("prompts", model.prompts if prompts is None else prompts, low=1)
-    mode = check_choice("reuse", model.reuse if reuse is None else reuse, REUSE_MODES)
-    if model.group_size is None:
-        return Fluctuation(mode, B, reason="needs a finite group size")
-    if model.lag_model != "refresh":
-        return Fluctuation(mode, B, reason="defined for lag_model 'refresh'")
-    try:
-        fp = model.fixed_point()
-    except ParameterError as exc:
-        return Fluctuation(mode, B, reason=f"no stable fixed point ({exc.allowed})")
-    s2 = float(update_variance(fp.p, normalization=model.normalization, kl=model.kl,
-                               group_size=model.group_size, kl_coef=model.kl_coef,
-                               p_ref=model.p_ref, adv_eps=model.adv_eps, actions=model.actions,
-                               correct=model.correct, prompts=B))
-    var = stationary_variance(model.learning_rate, model.momentum, fp.stiffness, s2,
-                              model.refresh_interval, fresh_fraction=fp.fresh_fraction,
-                              reuse=mode, window_batches=model.window_batches if mode == "batch"
-                              else 1)
-    if not math.isfinite(var):
-        return Fluctuation(mode, B, fp.p, s2,
-                           reason="the window map is unstable: no stationary state")
-    if model.kl == "k1_reward":  # the shifted rewards are equal at z*: every advantage is 0
-        return Fluctuation(mode, B, fp.p, 0.0, 0.0, 0.0,
-                           "KL in the reward: every advantage vanishes at z*, so the noise is "
-                           "multiplicative and the linear (L2) variance is exactly 0")
-    return Fluctuation(mode, B, fp.p, s2, var, math.sqrt(reward_fluctuation(fp.p, var)))

@@ -71,3 +71,25 @@ def test_every_command_is_one_library_call():
     for name in COMMAND_MODULES:
         mod = importlib.import_module(f"grpo_theory.cli.{name}")
         assert callable(getattr(mod, "call", None)), f"{name} has no call(args) -> Result"
+
+
+def test_no_command_prints_help_and_exits_2():
+    proc = _run()
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("usage: grpo-theory")
+
+
+def test_report_command_is_one_call_of_build_report(monkeypatch, tmp_path, capsys):
+    """The command's wiring (the report itself is built and checked in tests/report)."""
+    import grpo_theory.report.build as B
+
+    seen = {}
+
+    def fake(out_dir, **kw):
+        seen.update(out=out_dir, **kw)
+        return B.ReportResult(out_dir=tmp_path)
+
+    monkeypatch.setattr(B, "build_report", fake)
+    assert main(["report", "--out", str(tmp_path), "--full", "--no-crosscheck"]) == 0
+    assert seen == {"out": str(tmp_path), "full": True, "crosscheck": False}
+    assert "report written to" in capsys.readouterr().out

@@ -11,8 +11,8 @@ from grpo_theory.crosscheck import (
     check_refresh_threshold,
 )
 from grpo_theory.crosscheck.base import Check, CrosscheckReport, band_contains, headline
-from grpo_theory.report.build import cc_markdown_table
-from grpo_theory.theory.prose import programming_text, split_math, to_plain
+from grpo_theory.report.markdown import cc_markdown_table
+from grpo_theory.prose import programming_text, split_math, to_plain
 
 
 def _numbers(x):

@@ -14,17 +14,22 @@ import pytest
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
-from grpo_theory.deepnet import _theory as th  # noqa: E402
+from grpo_theory.deepnet import bandit  # noqa: E402
 from grpo_theory.deepnet.analysis import ar_multiplier  # noqa: E402
 from grpo_theory.deepnet.experiments import (auto_eta_K, critical_momentum,  # noqa: E402
                                              momentum_transition, observed_mu_c, refresh_sweep,
                                              run_deepnet, setup_plateau)
-from grpo_theory.deepnet.grpo import (VARIANTS, GRPOConfig, Optimizer,  # noqa: E402
+from grpo_theory.deepnet.grpo import (VARIANTS, NetObjective, Optimizer,  # noqa: E402
                                       OptimizerConfig, grpo_loss, grpo_step, run_ensemble,
                                       sample_batch)
 from grpo_theory.deepnet.policy import Policy, TaskSpec  # noqa: E402
 from grpo_theory.deepnet.stiffness import linear_response  # noqa: E402
+from grpo_theory.model import GRPOModel  # noqa: E402
+from grpo_theory.theory.derived import get  # noqa: E402
+from grpo_theory.theory.discrete import max_stable_refresh_interval, published_k_max  # noqa: E402
 from grpo_theory.validate import ParameterError  # noqa: E402
+
+pytestmark = pytest.mark.xdist_group("deepnet")   # its module fixture is built on one worker
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,16 +48,16 @@ def test_enumeration_matches_theory_drift_without_kl():
     from grpo_theory.theory.drift import drift
     for p in (0.2, 0.5, 0.8):
         z = math.log(p / (1 - p))
-        mean, _ = th.bandit_k1_reward_moments(z, z, 0.0, 8, 0.0)
-        F = float(drift(z, normalization="mean", kl="none", surrogate="stale", group_size=8,
-                        kl_coef=0.0, p_ref=0.3))
+        mean, _ = bandit.bandit_k1_reward_moments(z, z, 0.0, 8, 0.0)
+        F = float(drift(GRPOModel(normalization="mean", kl="none", kl_coef=0.0, group_size=8,
+                                  p_ref=0.3), z))
         assert mean == pytest.approx(F, rel=1e-10)
 
 
 @pytest.mark.parametrize("G,beta,flip", [(8, 0.5, 0.0), (4, 1.0, 0.1), (16, 0.2, 0.05)])
 def test_k1_reward_stiffness_enumeration(G, beta, flip):
     """Numerical derivative of the enumerated update = kappa (1 - 1/G) beta p q; all stale."""
-    b = th.bandit_stiffness_k1_reward(0.7, G, beta, flip)
+    b = bandit.bandit_stiffness_k1_reward(0.7, G, beta, flip)
     assert b["stiffness_fresh"] == 0.0 and b["fresh_fraction"] == 0.0
     assert b["stiffness"] == pytest.approx(2 * (1 - 1 / G) * beta * 0.21, rel=1e-6)
     # the fixed point is at z_ref + (1 - 2 flip)/beta
@@ -64,15 +69,15 @@ def test_k1_reward_stiffness_enumeration(G, beta, flip):
 def test_enumeration_matches_theory_k1_reward(G, beta):
     """The enumerated update (independent of the theory) reproduces the theory's k1-in-reward
     stiffness, split, fixed point and update variance at an exact verifier."""
-    th_b = th.bandit_stiffness_k1_reward(0.7, G, beta, 0.0)
+    th_b = bandit.bandit_stiffness_k1_reward(0.7, G, beta, 0.0)
     assert th_b["source"].startswith("theory")
     zr, zs = th_b["z_ref"], th_b["z"]
-    F = lambda z, zo: th.bandit_k1_reward_moments(z, zo, zr, G, beta)[0]  # noqa: E731
+    F = lambda z, zo: bandit.bandit_k1_reward_moments(z, zo, zr, G, beta)[0]  # noqa: E731
     h = 1e-4
     assert F(zs, zs) == pytest.approx(0.0, abs=1e-12)
     assert -(F(zs, zs + h) - F(zs, zs - h)) / (2 * h) == pytest.approx(th_b["stiffness_stale"], rel=1e-7)
     assert abs(F(zs + h, zs) - F(zs - h, zs)) < 1e-12 and th_b["stiffness_fresh"] == 0.0
-    var = th.bandit_k1_reward_moments(zs, zs, zr, G, beta)[1]
+    var = bandit.bandit_k1_reward_moments(zs, zs, zr, G, beta)[1]
     assert var == pytest.approx(th_b["noise_variance"], rel=1e-9, abs=1e-15)
 
 
@@ -87,7 +92,7 @@ def _small_policy(dtype=torch.float64):
 @pytest.mark.parametrize("name", ["dr-grpo-k1", "trl-default"])
 def test_loss_gradient_finite_difference(name):
     pol = _small_policy()
-    cfg = VARIANTS[name]
+    cfg = NetObjective(VARIANTS[name])
     gen = torch.Generator().manual_seed(0)
     params = pol.replicate(1)
     with torch.no_grad():  # move off theta_0 so the ratio, clip and k3 terms are not trivial
@@ -118,7 +123,7 @@ def test_loss_gradient_finite_difference(name):
 def test_batched_step_equals_per_run_loop(opt_name, mu):
     pol = Policy(TaskSpec(prompts=8, embed_dim=4, hidden=8, seed=2), 0.8, -1.0,
                  dtype=torch.float32)
-    cfg = GRPOConfig(flip_probability=0.1)
+    cfg = NetObjective(VARIANTS["dr-grpo-k1"], flip_probability=0.1)
     ocfg = OptimizerConfig(opt_name, 0.05, mu if opt_name == "sgd" else 0.0,
                            betas=(mu, 0.999))
     R, G, steps, k = 3, cfg.group_size, 6, 2
@@ -183,9 +188,9 @@ def test_refresh_threshold(plateau, mu):
     K = plateau.network_stiffness()
     a = auto_eta_K(mu)
     eta = a / K
-    k_max = th.max_stable_refresh_interval(eta, mu, K)
+    k_max = max_stable_refresh_interval(eta, mu, K)
     assert k_max == 10
-    assert th.published_k_max(mu, eta, K) < k_max       # the published rule is too strict
+    assert published_k_max(mu, eta, K) < k_max       # the published rule is too strict
     rows, _, _ = refresh_sweep(plateau, OptimizerConfig("sgd", eta, mu), [k_max - 1, k_max + 1],
                                K=K, phi=0.0, lr_eff=eta, mu_eff=mu, pairs=12, windows=8,
                                seed=3)
@@ -222,7 +227,7 @@ def test_momentum_transition(plateau):
     mu_obs = observed_mu_c(rows)
     assert abs(mu_obs - mu_c) < 0.05
     # the continuous L3 value (0.556) is excluded: below it the network is still overdamped
-    mu_l3 = float(th._get("oscillator.critical_momentum").numeric(0.05, 1.0, 1.0))
+    mu_l3 = float(get("oscillator.critical_momentum").numeric(0.05, 1.0, 1.0))
     assert mu_l3 < mu_c - 0.04
 
 
@@ -232,8 +237,8 @@ def test_negative_control_has_no_threshold():
     K = plat.network_stiffness()
     assert plat.phi > 1                                  # k3 in the loss: the fresh part dominates
     eta = auto_eta_K(0.0) / K
-    assert math.isinf(th.max_stable_refresh_interval(eta, 0.0, K, fresh_fraction=plat.phi))
-    assert th.published_k_max(0.0, eta, K) == 5          # the published rule predicts one
+    assert math.isinf(max_stable_refresh_interval(eta, 0.0, K, fresh_fraction=plat.phi))
+    assert published_k_max(0.0, eta, K) == 5          # the published rule predicts one
     rows, _, _ = refresh_sweep(plat, OptimizerConfig("sgd", eta, 0.0), [16], K=K, phi=plat.phi,
                                lr_eff=eta, mu_eff=0.0, pairs=8, windows=6, seed=5)
     (r,) = rows
@@ -259,7 +264,11 @@ def test_ar2_estimator_recovers_known_process():
 
 def test_validation_errors():
     with pytest.raises(ParameterError):
-        GRPOConfig(kl="k2")
+        GRPOModel(kl="k2")
+    with pytest.raises(ParameterError, match="kl"):
+        NetObjective(GRPOModel(kl="exact"))        # a sampled step has no exact KL
+    with pytest.raises(ParameterError, match="group_size"):
+        NetObjective(GRPOModel(group_size="inf"))
     with pytest.raises(ParameterError):
         OptimizerConfig("rmsprop")
     with pytest.raises(ParameterError):

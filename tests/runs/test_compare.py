@@ -11,8 +11,22 @@ import pytest
 from grpo_theory.cli.main import main
 from grpo_theory.runs.compare import compare, fluctuation_regime
 from grpo_theory.runs.logs import TrainingLog, from_simulation
-from grpo_theory.simulation import simulate
+from grpo_theory.model import DEFAULTS, GRPOModel
+from grpo_theory.simulation import simulate as simulate_model
 from grpo_theory.validate import ParameterError
+
+pytestmark = pytest.mark.xdist_group("compare")   # its module fixture is built on one worker
+
+
+def simulate(**kw):
+    """The simulator with the model's fields and the simulation's arguments as keywords, from
+    on-policy SGD at learning rate 0.1, TRL's advantage epsilon 1e-4 and no KL."""
+    base = dict(learning_rate=0.1, optimizer="sgd", momentum=0.0, adv_eps=1e-4, kl="none",
+                kl_coef=0.0, refresh_interval=1)
+    fields = {k: kw.pop(k) for k in list(kw) if k in DEFAULTS}
+    if fields.get("optimizer") == "momentum":
+        fields["optimizer"] = "sgd"
+    return simulate_model(GRPOModel(**{**base, **fields}), **kw)
 
 # A bandit with a stable plateau: exact KL (beta = 2) to p_ref = 0.7.  With mean
 # normalization (Dr. GRPO) the plateau hardly moves with G (p* = 0.772 .. 0.791 for G = 4..32).
@@ -108,7 +122,8 @@ def test_refresh_family_shows_lag_eroding_the_damping():
     First-order theory: tau = gamma/(eta K) falls by K_s/K = 1 step per step of lag (k-1)/2."""
     from grpo_theory.theory.fixed_points import stable_fixed_point
 
-    fp = stable_fixed_point(p_ref=0.3, kl="exact", kl_coef=0.5, group_size=64, normalization="mean")
+    fp = stable_fixed_point(GRPOModel(p_ref=0.3, kl="exact", kl_coef=0.5, group_size=64,
+                                      normalization="mean"))
     phi = fp.stiffness_fresh / fp.stiffness
     logs = []
     for k in (1, 3, 5, 7):
@@ -173,3 +188,18 @@ def test_bad_input(capsys):
     assert main(["compare", "nothere.csv", "other.csv", "--by", "group_size"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nothere.csv" in err
+
+
+def test_compare_reads_simulate_out_files_as_they_are(tmp_path, capsys):
+    """`simulate --out` writes the ensemble mean as mean_reward: compare finds it with no
+    --metric."""
+    paths = []
+    for lr in ("0.1", "0.2"):
+        path = tmp_path / f"lr{lr}.csv"
+        assert main(["simulate", "--steps", "60", "--runs", "32", "--learning-rate", lr,
+                     "--out", str(path)]) == 0
+        paths.append(str(path))
+    capsys.readouterr()
+    assert main(["compare", *paths, "--by", "learning_rate", "--values", "0.1,0.2",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metric"] == "mean_reward"

@@ -304,7 +304,9 @@ def test_collapse_risk_only_with_a_stiffness_and_at_the_same_eta_K(tmp_path):
     assert check_config(p, p_ref=0.3).prediction["collapse_risk"] is None
     cr = check_config(p, stiffness=1e5, p_ref=0.3).prediction["collapse_risk"]
     assert 0 <= cr["probability"] <= 1 and cr["steps"] == 500
-    fp = GRPOModel(p_ref=0.3, group_size=8, kl="k3", kl_coef=0.5, adv_eps=1e-4,
-                   surrogate="ratio").fixed_point()
+    from grpo_theory.theory.fixed_points import stable_fixed_point
+
+    fp = stable_fixed_point(GRPOModel(p_ref=0.3, group_size=8, kl="k3", kl_coef=0.5,
+                                      adv_eps=1e-4, surrogate="ratio"))
     assert cr["bandit_learning_rate"] * fp.stiffness == pytest.approx(1e-6 * 1e5)
     assert cr["p_star"] == pytest.approx(fp.p)

@@ -8,7 +8,7 @@ import pytest
 
 from grpo_theory.data import example_log
 from grpo_theory.cli.main import main
-from grpo_theory.runs.fitting import fit_curve, time_to_fraction
+from grpo_theory.runs.curves import fit_curve, time_to_fraction
 from grpo_theory.runs.forecast import forecast
 from grpo_theory.validate import ParameterError
 
@@ -82,7 +82,7 @@ def test_forecast_never_leaves_the_reward_range():
 
 
 def test_applicability_declines_noise_and_flat_runs():
-    from grpo_theory.runs.fitting import applicability, noise_ceiling
+    from grpo_theory.runs.curves import applicability, noise_ceiling
 
     rng = np.random.default_rng(0)
     t = np.arange(100.0)
@@ -128,7 +128,7 @@ def test_fit_cli_real_log_json(capsys, tmp_path):
 
 def test_mixture_recovers_parameters_within_reported_errors():
     # independent of the real log: data generated from known per-prompt difficulty spread
-    from grpo_theory.runs import fitting as F
+    from grpo_theory.runs import curves as F
 
     t = np.arange(0, 800.0)
     true = {"mu_z": -1.0, "sigma_z": 1.5, "rate": 0.02, "ceiling": 0.9}

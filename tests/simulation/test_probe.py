@@ -15,8 +15,14 @@ import math
 import pytest
 from scipy.special import comb, expit
 
+from grpo_theory.model import GRPOModel
 from grpo_theory.simulation.probe import StiffnessMeasurement, measure_drift, measure_stiffness
 from grpo_theory.validate import ParameterError
+
+
+def M(**kw):
+    """The probed model: TRL's advantage epsilon 1e-4, no KL unless given, eta = 0.1."""
+    return GRPOModel(**{**dict(adv_eps=1e-4, kl="none", kl_coef=0.0, learning_rate=0.1), **kw})
 
 
 def drift(z, *, G, normalization, kl, beta, z_ref, adv_eps=1e-4):
@@ -78,9 +84,9 @@ def test_stiffness_matches_enumeration(normalization, kl, beta):
     F = lambda z: drift(z, G=G, normalization=normalization, kl=kl, beta=beta,  # noqa: E731
                         z_ref=z_ref)
     expected = -(F(z_star + delta) - F(z_star - delta)) / (2 * delta)
-    m = measure_stiffness(z_star, delta=delta, runs=runs, learning_rate=0.05,
-                          group_size=G, normalization=normalization, kl=kl, kl_coef=beta,
-                          p_ref=p_ref, seed=3)
+    model = M(learning_rate=0.05, group_size=G, normalization=normalization, kl=kl,
+              kl_coef=beta, p_ref=p_ref)
+    m = measure_stiffness(model, z_star, delta=delta, runs=runs, seed=3)
     assert isinstance(m, StiffnessMeasurement)
     cmp = m.compare(expected)
     assert cmp, str(cmp)
@@ -99,32 +105,33 @@ def test_stiffness_matches_enumeration(normalization, kl, beta):
 def test_probe_rejects_wrong_stiffness_and_reproduces():
     G, beta, z_ref = 8, 0.5, math.log(0.3 / 0.7)
     z_star = z_ref + (1 - 1 / G) / beta
-    kw = dict(delta=0.15, runs=60_000, group_size=G, normalization="mean", kl="exact",
-              kl_coef=beta, seed=5)
-    m = measure_stiffness(z_star, **kw)
+    kw = dict(delta=0.15, runs=60_000, seed=5)
+    model = M(group_size=G, normalization="mean", kl="exact", kl_coef=beta)
+    m = measure_stiffness(model, z_star, **kw)
     p = expit(z_star)
     assert m.compare(2 * beta * p * (1 - p))                 # K = 2βp(1−p) at z*
     assert not m.compare(2 * 2 * beta * p * (1 - p))          # a factor-2 error is caught
-    assert measure_stiffness(z_star, **kw) == m
+    assert measure_stiffness(model, z_star, **kw) == m
+    # the probe takes one on-policy SGD step whatever the model's optimizer and lag
+    other = model.replace(optimizer="adam", refresh_interval=4, momentum=0.9)
+    assert measure_stiffness(other, z_star, **kw) == m
 
 
 def test_measure_drift_matches_enumeration():
     G, z_ref = 8, math.log(0.3 / 0.7)
-    mean, se = measure_drift(0.4, runs=60_000, group_size=G, normalization="std", seed=1)
+    mean, se = measure_drift(M(group_size=G, normalization="std"), 0.4, runs=60_000, seed=1)
     ref = drift(0.4, G=G, normalization="std", kl="none", beta=0.0, z_ref=z_ref)
     assert abs(mean - ref) <= 4 * se
 
 
-@pytest.mark.parametrize("kw,name", [
-    (dict(delta=0.0), "delta"),
-    (dict(runs=1), "runs"),
-    (dict(optimizer="adam"), "optimizer"),
-    (dict(refresh_interval=2), "refresh_interval"),
-    (dict(learning_rate=-1.0), "learning_rate"),
+@pytest.mark.parametrize("call,name", [
+    (lambda: measure_stiffness(M(), 0.0, delta=0.0), "delta"),
+    (lambda: measure_stiffness(M(), 0.0, runs=1), "runs"),
+    (lambda: measure_stiffness(M(), float("nan")), "z_star"),
+    (lambda: measure_stiffness({"learning_rate": 0.1}, 0.0), "model"),
+    (lambda: M(learning_rate=-1.0), "learning_rate"),
 ])
-def test_probe_bad_input(kw, name):
+def test_probe_bad_input(call, name):
     with pytest.raises(ParameterError) as err:
-        measure_stiffness(0.0, **kw)
+        call()
     assert str(err.value).startswith(name)
-    with pytest.raises(ParameterError):
-        measure_stiffness(float("nan"))

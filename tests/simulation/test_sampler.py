@@ -8,6 +8,7 @@ import pytest
 from scipy.stats import binom
 
 from grpo_theory.simulation import kernels as K
+from grpo_theory.model import GRPOModel
 from grpo_theory.simulation import simulate
 
 
@@ -39,11 +40,12 @@ def test_large_groups_hand_back_to_numpy():
 
 
 def test_trajectories_match_numpy_binomial(monkeypatch):
-    kw = dict(steps=60, runs=3000, group_size=8, kl="exact", kl_coef=1.0, learning_rate=0.3,
-              record=("z",), seed=5)
-    new = simulate(**kw).observables["z"][:, [20, 60]]
+    model = GRPOModel(group_size=8, kl="exact", kl_coef=1.0, learning_rate=0.3, momentum=0.0,
+                      refresh_interval=1, adv_eps=1e-4)
+    kw = dict(steps=60, runs=3000, record=("z",), seed=5)
+    new = simulate(model, **kw).observables["z"][:, [20, 60]]
     monkeypatch.setattr(K, "binomial_counts", lambda rng, G, q: rng.binomial(G, q))
-    ref = simulate(**kw).observables["z"][:, [20, 60]]
+    ref = simulate(model, **kw).observables["z"][:, [20, 60]]
     diff = new.mean(axis=0) - ref.mean(axis=0)
     se = np.sqrt(new.var(axis=0, ddof=1) / new.shape[0] + ref.var(axis=0, ddof=1) / ref.shape[0])
     assert np.all(np.abs(diff) < 4 * se)

@@ -17,13 +17,32 @@ import numpy as np
 import pytest
 from scipy.special import comb, expit
 
-from grpo_theory.simulation import kernels as K
 from grpo_theory.cli.main import main as cli_main
-from grpo_theory.simulation import (Comparison, SimulationConfig, compare, logits_for_success,
-                                  simulate)
+from grpo_theory.model import DEFAULTS, GRPOModel
+from grpo_theory.simulation import Comparison, compare, logits_for_success
+from grpo_theory.simulation import kernels as K
+from grpo_theory.simulation import simulate as simulate_model
 from grpo_theory.validate import ParameterError
 
 N_SIGMA = 4.0
+
+#: the settings these tests were written for: on-policy SGD at learning rate 0.1, TRL's
+#: advantage epsilon 1e-4, no KL (every test names what it varies)
+BASE = dict(learning_rate=0.1, optimizer="sgd", momentum=0.0, adv_eps=1e-4, kl="none",
+            kl_coef=0.0, refresh_interval=1)
+
+
+def simulate(**kw):
+    """``simulate(model, ...)`` with the model's fields and the simulation's arguments given
+    together as keywords, from :data:`BASE` (``optimizer="momentum"``: heavy ball)."""
+    fields = {k: kw.pop(k) for k in list(kw) if k in DEFAULTS}
+    if fields.get("optimizer") == "momentum":
+        fields["optimizer"] = "sgd"
+    if "adam_betas" in kw:
+        fields["adam_beta1"], fields["adam_beta2"] = kw.pop("adam_betas")
+    if fields.get("delay") == 0 and fields.get("lag_model") != "delay":
+        del fields["delay"]
+    return simulate_model(GRPOModel(**{**BASE, **fields}), **kw)
 
 
 # ---------------------------------------------------------------------------
@@ -519,16 +538,16 @@ def test_refresh_ratio_differs_from_one_inside_window():
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kw,message", [
-    (dict(group_size=1), "group_size must be an integer >= 2, got 1"),
+    (dict(group_size=1), "group_size must be an integer >= 2 or 'inf', got 1"),
     (dict(runs=0), "runs must be an integer >= 1, got 0"),
-    (dict(learning_rate=0.0), "learning_rate must be a real number > 0.0, got 0.0"),
-    (dict(optimizer="momentum", momentum=1.0), "momentum must be a real number in [0.0, 1.0)"),
-    (dict(momentum=0.9), "momentum must be 0 with optimizer 'sgd'"),
+    (dict(learning_rate=0.0), "learning_rate must be a real number > 0, got 0.0"),
+    (dict(optimizer="momentum", momentum=1.0), "momentum must be a real number in [0, 1)"),
     (dict(refresh_interval=0), "refresh_interval must be an integer >= 1, got 0"),
     (dict(p_ref=1.0), "p_ref must be a real number in (0.0, 1.0), got 1.0"),
     (dict(normalization="max"), "normalization must be one of 'std', 'mean', got 'max'"),
-    (dict(kl_coef=0.1), "kl_coef must be 0 when kl is 'none'"),
-    (dict(delay=2), "delay must be 0 with lag_model 'refresh'"),
+    (dict(kl="k1_reward", kl_coef=0.5), "normalization must be 'mean' with kl 'k1_reward'"),
+    (dict(delay=2), "delay must be given only with lag_model 'delay'"),
+    (dict(group_size="inf"), "group_size must be a finite integer >= 2 to simulate"),
     (dict(actions=3, correct=3), "correct must be an integer in [1, 2], got 3"),
     (dict(rewards=[0.5, 1.5]), "rewards must be rewards in [0, 1]"),
     (dict(theta0=[0.0, 1.0], p0=0.5), "p0 must be None when theta0 is given"),
@@ -543,12 +562,24 @@ def test_bad_input_raises_parameter_error(kw, message):
     assert "\n" not in str(err.value)
 
 
-def test_config_object_and_overrides():
-    cfg = SimulationConfig(steps=3, runs=5, seed=2)
-    a = simulate(cfg)
-    b = simulate(cfg, group_size=4)
-    assert a.config is cfg and b.config.group_size == 4 and b.config.seed == 2
+def test_the_result_carries_the_model_and_the_settings():
+    model = GRPOModel(**BASE)
+    a = simulate_model(model, steps=3, runs=5, seed=2)
+    b = simulate_model(model.replace(group_size=4), steps=3, runs=5, seed=2)
+    assert a.model is model and b.model.group_size == 4 and b.settings.seed == 2
+    assert a.settings.steps == 3 and a.runs == 5 and a.steps == 3
     np.testing.assert_array_equal(a.reward, simulate(steps=3, runs=5, seed=2).reward)
+    with pytest.raises(ParameterError, match="model must be a GRPOModel"):
+        simulate_model({"group_size": 8}, steps=1)
+
+
+def test_heavy_ball_at_zero_momentum_is_plain_sgd():
+    """sgd with momentum 0 takes the buffer-free step; the increments are the same."""
+    a = simulate(steps=20, runs=16, seed=4)
+    kw = dict(steps=20, runs=16, seed=4, record=("z",))
+    model = GRPOModel(**{**BASE, "momentum": 1e-300})
+    b = simulate_model(model, **kw)
+    np.testing.assert_allclose(a.z, b.z, rtol=0, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------
@@ -566,7 +597,7 @@ def test_cli_json_and_csv(capsys, tmp_path):
         assert key in data
     assert data["runs"] == 16 and data["steps"] == 6 and data["group_size"] == 4
     assert data["seed"] == 3 and len(data["mean_reward"]) == 7
-    ref = simulate(steps=6, runs=16, group_size=4, seed=3)
+    ref = simulate_model(GRPOModel(group_size=4), steps=6, runs=16, seed=3)   # the defaults
     np.testing.assert_allclose(data["mean_reward"], ref.mean("reward"), rtol=1e-15)
     np.testing.assert_allclose(data["var_reward"], ref.var("reward"), rtol=1e-15)
     assert data["mean_grad_norm"][-1] is None          # NaN → null, valid JSON
@@ -577,11 +608,13 @@ def test_cli_json_and_csv(capsys, tmp_path):
 
 def test_cli_human_summary_and_options(capsys):
     rc = cli_main(["simulate", "--steps", "8", "--runs", "8", "--momentum", "0.5",
-                   "--delay", "2", "--kl", "k3", "--kl-coef", "0.1", "--surrogate", "ratio",
-                   "--actions", "3", "--prompts", "2", "--difficulty-spread", "0.3"])
+                   "--lag-model", "delay", "--delay", "2", "--kl", "k3", "--kl-coef", "0.1",
+                   "--surrogate", "ratio", "--actions", "3", "--prompts", "2",
+                   "--difficulty-spread", "0.3"])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "mean reward" in text and "momentum" in text and "delay 2" in text
+    assert "mean reward" in text and "mu = 0.5" in text and "delay 2" in text
+    assert "note: refresh_interval = 2 is not used with lag_model 'delay'" in text
 
 
 @pytest.mark.parametrize("argv,name", [
@@ -639,7 +672,7 @@ def test_unstable_runs_complete_without_warnings_and_report_divergence(kw, recwa
         assert np.all(res.z[r, d[r]:] == res.z[r, d[r] - 1])
     th = res.final_logits
     assert np.all(np.isfinite(th))
-    assert np.all(th.max(axis=1) - th.min(axis=1) <= res.config.divergence_bound)
+    assert np.all(th.max(axis=1) - th.min(axis=1) <= res.settings.divergence_bound)
     # statistics over live runs, with n_active per step
     act = res.active
     np.testing.assert_array_equal(act, res.t[None, :] < np.where(d >= 0, d, steps + 1)[:, None])
@@ -693,9 +726,9 @@ def test_divergence_bound_option_and_validation():
     assert np.all(np.abs(res.z) <= 5.0)          # K = 2: z = θ₀ − θ₁, frozen below the bound
     for bad in (0.0, -1.0, 301.0, math.inf):
         with pytest.raises(ParameterError, match="divergence_bound"):
-            SimulationConfig(steps=1, divergence_bound=bad)
+            simulate(steps=1, divergence_bound=bad)
     with pytest.raises(ParameterError, match="theta0"):
-        SimulationConfig(steps=1, theta0=(10.0, 0.0), divergence_bound=5.0)
+        simulate(steps=1, theta0=(10.0, 0.0), divergence_bound=5.0)
 
 
 def test_z_stays_finite_for_saturated_policies():
@@ -725,29 +758,25 @@ def test_cli_reports_divergence(capsys):
 def test_batch_reuse_repeats_the_window_batch():
     # stale surrogate, mean normalization, no KL, SGD: the update depends only on the
     # counts, so with one batch per window the k increments of a window are equal
-    from grpo_theory.simulation import simulate as sim
-
     kw = dict(steps=12, runs=50, group_size=4, normalization="mean", learning_rate=0.3,
               refresh_interval=3, seed=4, record=("z",))
-    dz = np.diff(sim(reuse="batch", **kw).observables["z"], axis=1)
+    dz = np.diff(simulate(reuse="batch", **kw).observables["z"], axis=1)
     windows = dz.reshape(50, 4, 3)
     assert np.allclose(windows, windows[:, :, :1])
-    fresh = np.diff(sim(reuse="fresh", **kw).observables["z"], axis=1).reshape(50, 4, 3)
+    fresh = np.diff(simulate(reuse="fresh", **kw).observables["z"], axis=1).reshape(50, 4, 3)
     assert not np.allclose(fresh, fresh[:, :, :1])
 
 
 def test_batch_reuse_kernels_agree():
-    from grpo_theory.simulation import simulate as sim
-
     kw = dict(steps=40, runs=20, refresh_interval=3, reuse="batch", surrogate="ratio",
               kl="k3", kl_coef=0.2, seed=1, record=("z",))
-    a = sim(**kw).observables["z"]
-    b = sim(_kernel="generic", **kw).observables["z"]
+    a = simulate(**kw).observables["z"]
+    b = simulate(_kernel="generic", **kw).observables["z"]
     np.testing.assert_allclose(a, b, atol=1e-12)
 
 
 @pytest.mark.parametrize("params,match", [
-    (dict(kl="k3"), "kl_coef must be a value > 0 when kl is 'k3'"),
+    (dict(kl="k3", kl_coef=-0.1), "kl_coef must be a real number >= 0"),
     (dict(lag_model="delay", delay=2, reuse="batch"), "reuse"),
     (dict(reuse="twice"), "reuse"),
 ])
@@ -757,16 +786,28 @@ def test_new_refusals(params, match):
 
 
 @pytest.mark.parametrize("argv,match", [
-    (["--kl", "k3"], "--kl-coef"),
-    (["--clip-low", "0.1"], "--clip-low"),
-    (["--clip-high", "0.3"], "--clip-high"),
-    (["--adam-beta1", "0.8"], "--adam-beta1"),
-    (["--reuse", "batch", "--delay", "2"], "reuse"),
+    (["--reuse", "batch", "--lag-model", "delay", "--delay", "2"], "reuse"),
+    (["--delay", "2"], "delay"),
+    (["--lag-model", "delay"], "delay"),
+    (["--window-batches", "2"], "window_batches"),
 ])
 def test_cli_refusals(argv, match, capsys):
     rc = cli_main(["simulate", "--steps", "2", "--runs", "2", *argv])
     err = capsys.readouterr().err
     assert rc == 2 and match in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv,note", [
+    (["--clip-low", "0.1"], "clip_low = 0.1 not used by the stale surrogate"),
+    (["--clip-high", "0.3"], "clip_high = 0.3 not used by the stale surrogate"),
+    (["--adam-beta1", "0.8"], "adam_beta1 = 0.8 not used by the optimizer sgd"),
+    (["--kl", "none"], "kl_coef = 0.1 is not used (kl is 'none')"),
+    (["--optimizer", "adam", "--learning-rate", "0.01"], "momentum = 0.5 is not used by Adam"),
+])
+def test_cli_notes_options_that_the_chosen_ones_do_not_use(argv, note, capsys):
+    """An option the model's choices do not use is neither required nor refused: noted."""
+    assert cli_main(["simulate", "--steps", "2", "--runs", "2", *argv]) == 0
+    assert f"note: {note}" in capsys.readouterr().out
 
 
 def test_cli_json_keys_and_new_options(capsys):
@@ -784,14 +825,12 @@ def test_cli_json_keys_and_new_options(capsys):
 def test_cycled_window_batches():
     # mean normalization, stale, no KL, SGD: increments depend on the counts only, so with
     # k = 4 and 2 batches the window's increments repeat with period 2; both kernels agree
-    from grpo_theory.simulation import simulate as sim
-
     kw = dict(steps=16, runs=40, group_size=4, normalization="mean", learning_rate=0.3,
               refresh_interval=4, reuse="batch", window_batches=2, seed=6, record=("z",))
-    dz = np.diff(sim(**kw).observables["z"], axis=1).reshape(40, 4, 4)
+    dz = np.diff(simulate(**kw).observables["z"], axis=1).reshape(40, 4, 4)
     assert np.allclose(dz[:, :, :2], dz[:, :, 2:])
     assert not np.allclose(dz[:, :, 0], dz[:, :, 1])
-    b = sim(_kernel="generic", **kw).observables["z"]
-    np.testing.assert_allclose(sim(**kw).observables["z"], b, atol=1e-12)
+    b = simulate(_kernel="generic", **kw).observables["z"]
+    np.testing.assert_allclose(simulate(**kw).observables["z"], b, atol=1e-12)
     with pytest.raises(ParameterError, match="window_batches"):
-        sim(steps=2, refresh_interval=4, reuse="batch", window_batches=3)
+        simulate(steps=2, refresh_interval=4, reuse="batch", window_batches=3)

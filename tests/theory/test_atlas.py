@@ -10,8 +10,13 @@ from grpo_theory.theory import atlas as A
 from grpo_theory.theory.discrete import refresh_thresholds
 from grpo_theory.theory.fixed_points import fixed_points
 
+pytestmark = pytest.mark.xdist_group("atlas")   # its module fixture is built on one worker
+
 warnings.filterwarnings("ignore", category=RuntimeWarning)
-KW = dict(normalization="std", kl="exact", adv_eps=0.0)
+
+
+def fps_at(**kw):
+    return fixed_points(A.ATLAS_MODEL.replace(**kw))
 
 
 @pytest.fixture(scope="module")
@@ -21,14 +26,14 @@ def curve():
 
 def test_bistable_plateau_between_the_folds():
     # the fixed-point root finder (sign changes of F) sees three fixed points at beta = 1.15 ...
-    fps = fixed_points(p_ref=0.3, kl_coef=1.15, group_size=64, **KW)
+    fps = fps_at(p_ref=0.3, kl_coef=1.15, group_size=64)
     assert [round(f.p, 3) for f in fps] == [0.759, 0.956, 0.996]
     assert [f.stable for f in fps] == [True, False, True]
     # ... and the atlas's folds bracket that beta; outside the bracket there is one
     lo, hi = A.folds_at(0.3, 64)
     assert lo["kl_coef"] < 1.15 < hi["kl_coef"]
     for beta in (lo["kl_coef"] - 1e-3, hi["kl_coef"] + 1e-3):
-        assert len(fixed_points(p_ref=0.3, kl_coef=beta, group_size=64, **KW)) == 1
+        assert len(fps_at(p_ref=0.3, kl_coef=beta, group_size=64)) == 1
 
 
 def test_folds_pass_the_root_count_check(curve):

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from grpo_theory.theory import closed_forms as CF
 from grpo_theory.cli.main import main
+from grpo_theory.model import GRPOModel
+from grpo_theory.theory import closed_forms as CF
 from grpo_theory.theory.derived import all_names, get
 from grpo_theory.theory.drift import expected_advantage
 
@@ -20,7 +21,7 @@ def test_no_kl_logit_matches_ode(norm, z0, rate):
     # or (1 - 1/G)-free p q (mean) -- the same force, computed by a different code path
     def rhs(t, y):
         p = 1 / (1 + np.exp(-y[0]))
-        A = expected_advantage(p, normalization=norm, group_size=None)
+        A = expected_advantage(GRPOModel(normalization=norm, group_size=None, adv_eps=0.0), p)
         return [rate * float(A)]
 
     t = np.linspace(0, 200, 21)
@@ -59,7 +60,7 @@ def test_derive_cli_and_equations_tex(tmp_path, capsys):
 
 
 def test_full_equations_document_compiles(tmp_path):
-    from grpo_theory.theory.latex import equations_document, write_equations
+    from grpo_theory.render.latex import equations_document, write_equations
 
     doc = equations_document()
     for name in all_names():

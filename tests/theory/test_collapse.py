@@ -56,10 +56,14 @@ def test_more_steps_more_risk_and_knobs_sorted():
 
 
 def test_cli(capsys):
-    assert cli_main(["collapse-risk", "--steps", "400", "--json"]) == 0
+    assert cli_main(["collapse-risk", "--steps", "400", "--kl", "exact", "--kl-coef", "0.7",
+                     "--adv-eps", "1e-4", "--momentum", "0", "--refresh-interval", "1",
+                     "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     for key in ("probability", "mean_first_passage_steps", "basin_depth", "best_knob"):
         assert out[key] is not None
     assert cli_main(["collapse-risk", "--steps", "0"]) == 2
     err = capsys.readouterr().err
     assert "steps" in err and len(err.strip().splitlines()) == 1
+    r = collapse_risk(GRPOModel(optimizer="adam"), steps=10)
+    assert r.probability is None and "heavy-ball" in r.reason

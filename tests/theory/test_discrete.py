@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpo_theory.theory import discrete as D
+from grpo_theory.theory.discrete import delay, thresholds
 from grpo_theory.cli.main import main
 from grpo_theory.theory.derived import all_names, get
 from grpo_theory.validate import ParameterError
@@ -151,7 +152,7 @@ def test_stable_configs_decay(a, mu, k):
 def test_delay_polynomial_roots_vs_companion():
     for d in (0, 1, 2, 3, 7):
         for a, mu, phi in ((0.1, 0.5, 0.0), (0.03, 0.9, 0.3)):
-            comp = np.sort_complex(D._delay_eigs(a, mu, d, phi))
+            comp = np.sort_complex(delay._delay_eigs(a, mu, d, phi))
             lam = get("discrete.delay_characteristic_polynomial")
             import sympy as sp
             from grpo_theory.theory import symbols as S
@@ -174,28 +175,28 @@ def test_delay_symbolic_threshold_matches_numeric(d):
 
 
 def test_delay_binding_and_large_d():
-    r = D.stability(0.01, 0.5, 1, 1.0, lag_model="delay", delay=1)
+    r = D.linear_stability(0.01, 0.5, 1, 1.0, lag_model="delay", delay=1)
     assert r.binding_condition == "complex"
     assert r.max_stable_learning_rate == pytest.approx(0.5)    # 1 - mu, the published form at lag 1
-    r0 = D.stability(0.01, 0.5, 1, 1.0, lag_model="delay", delay=0)
+    r0 = D.linear_stability(0.01, 0.5, 1, 1.0, lag_model="delay", delay=0)
     assert r0.binding_condition == "flip" and r0.max_stable_learning_rate == pytest.approx(3.0)
-    r20 = D.stability(0.001, 0.5, 1, 1.0, lag_model="delay", delay=20)
+    r20 = D.linear_stability(0.001, 0.5, 1, 1.0, lag_model="delay", delay=20)
     a = r20.max_stable_learning_rate
     assert D.delay_spectral_radius(a * 0.999, 0.5, 20, 1.0) < 1 < D.delay_spectral_radius(a * 1.001, 0.5, 20, 1.0)
 
 
 def test_stability_result_fields():
-    r = D.stability(0.01, 0.9, 8, 1.0)
+    r = D.linear_stability(0.01, 0.9, 8, 1.0)
     assert r.stable and r.discrete_regime == "oscillatory" and r.binding_condition == "complex"
     assert r.max_stable_refresh_interval == 37
     assert r.max_stable_refresh_interval_continuous == 9
     assert r.mass == pytest.approx(0.95) and r.regime == "oscillatory"
     json.dumps(r.to_dict())
-    r = D.stability(0.3, 0.0, 5, 1.0)            # 1 - a k = -0.5: alternating, stable
+    r = D.linear_stability(0.3, 0.0, 5, 1.0)            # 1 - a k = -0.5: alternating, stable
     assert r.discrete_regime == "alternating" and r.alternating and r.stable
-    r = D.stability(0.5, 0.0, 5, 1.0)
+    r = D.linear_stability(0.5, 0.0, 5, 1.0)
     assert r.discrete_regime == "unstable" and not r.stable
-    r = D.stability(0.01, 0.9, 8, 1.0, fresh_fraction=0.5)
+    r = D.linear_stability(0.01, 0.9, 8, 1.0, fresh_fraction=0.5)
     assert r.spectral_radius == pytest.approx(brute_radius(0.01, 0.9, 8, 0.5))
 
 
@@ -223,12 +224,20 @@ def test_phase_diagram_speed_and_content():
     (dict(learning_rate=0.0), "learning_rate"), (dict(momentum=1.0), "momentum"),
     (dict(refresh_interval=0), "refresh_interval"), (dict(stiffness=-1), "stiffness"),
     (dict(refresh_interval=2.5), "refresh_interval"), (dict(lag_model="async"), "lag_model"),
+    (dict(fresh_fraction=float("nan")), "fresh_fraction"),
 ])
 def test_stability_bad_input(kwargs, name):
-    base = dict(learning_rate=0.1, momentum=0.5, refresh_interval=2, stiffness=1.0)
-    base.update(kwargs)
+    """The model refuses its own fields; the stiffness and split, not fields of the model,
+    are refused by the analysis that takes them."""
+    from grpo_theory.model import GRPOModel
+    from grpo_theory.theory.stability import stability
+
+    fields = {k: v for k, v in kwargs.items() if k not in ("stiffness", "fresh_fraction")}
+    given = {k: v for k, v in kwargs.items() if k in ("stiffness", "fresh_fraction")}
     with pytest.raises(ParameterError) as err:
-        D.stability(**base)
+        model = GRPOModel(**{"learning_rate": 0.1, "momentum": 0.5, "refresh_interval": 2,
+                             **fields})
+        stability(model, **{"stiffness": 1.0, **given})
     assert err.value.name == name
 
 
@@ -250,8 +259,7 @@ def test_cli_stability_table_delay_and_ratio(capsys):
                  "--lag-model", "delay", "--delay", "2"]) == 0
     assert "binding condition" in capsys.readouterr().out
     assert main(["stability", "--learning-rate", "0.01", "--momentum", "0.5", "--stiffness", "1",
-                 "--refresh-interval", "4", "--surrogate", "ratio", "--fresh-fraction", "0.3",
-                 "--json"]) == 0
+                 "--refresh-interval", "4", "--fresh-fraction", "0.3", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["inputs"]["fresh_fraction"] == 0.3
 
 
@@ -259,6 +267,7 @@ def test_cli_stability_table_delay_and_ratio(capsys):
     (["--momentum", "1"], "momentum"), (["--learning-rate", "-1"], "learning_rate"),
     (["--refresh-interval", "0"], "refresh_interval"), (["--stiffness", "0"], "stiffness"),
     (["--p-ref", "0.2"], "p_ref"), (["--fresh-fraction", "x"], "fresh_fraction"),
+    (["--delay", "2"], "delay"),
     (["--lag-model", "delay"], "delay"), (["--learning-rate", "abc"], "learning_rate"),
 ])
 def test_cli_stability_errors(capsys, argv, word):
@@ -274,7 +283,7 @@ def test_cli_stability_errors(capsys, argv, word):
 @pytest.mark.parametrize("d", range(0, 7))
 def test_delay_threshold_at_zero_momentum(d):
     # exact threshold for constant delay d at mu = 0: 2 sin(pi / (2 (2 d + 1)))
-    a_star, _ = D._threshold_a(0.0, 1, 0.0, "delay", d)
+    a_star, _ = thresholds._threshold_a(0.0, 1, 0.0, "delay", d)
     assert a_star == pytest.approx(2 * math.sin(math.pi / (2 * (2 * d + 1))), rel=1e-9)
 
 

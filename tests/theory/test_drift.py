@@ -14,9 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grpo_theory.model import GRPOModel
 from grpo_theory.theory import drift as D
 from grpo_theory.theory.derived import get
 from grpo_theory.validate import ParameterError
+
+
+def M(**kw):
+    """A model of these tests: std, exact KL beta = 0.05, no advantage epsilon, G = 8."""
+    return GRPOModel(**{**dict(p_ref=0.3, kl_coef=0.05, normalization="std", kl="exact",
+                               adv_eps=0.0, group_size=8), **kw})
 
 SIG = lambda z: 1 / (1 + math.exp(-z))  # noqa: E731
 
@@ -69,18 +76,18 @@ def test_finite_G_drift_matches_enumeration(normalization, kl, surrogate, G):
     eps = 1e-4 if normalization == "std" else 0.0
     ref = reference_drift(z, z_old, normalization=normalization, kl=kl, surrogate=surrogate, G=G,
                           beta=0.3, p_ref=0.35, eps=eps)
-    got = D.drift(z, z_old, clip_range=None, normalization=normalization, kl=kl,
-                  surrogate=surrogate, group_size=G,
-                  kl_coef=0.3, p_ref=0.35, adv_eps=eps)
+    got = D.drift(M(normalization=normalization, kl=kl, surrogate=surrogate, group_size=G,
+                    kl_coef=0.3, p_ref=0.35, adv_eps=eps), z, z_old, clip=False)
     assert got == pytest.approx(ref, rel=1e-7, abs=1e-9)
 
 
 def test_large_G_limit_and_one_over_G_correction():
     p = np.array([0.2, 0.5, 0.8])
-    lim = D.expected_advantage(p, group_size=None)
+    lim = D.expected_advantage(M(group_size=None), p)
     np.testing.assert_allclose(lim, np.sqrt(p * (1 - p)), rtol=1e-14)  # epsilon = 0
     c1 = get("drift.expected_advantage_std_correction").numeric(p, 1 - p, 0.0)
-    errs = [np.max(np.abs(D.expected_advantage(p, group_size=G) - lim - c1 / G)) for G in (64, 128, 256)]
+    errs = [np.max(np.abs(D.expected_advantage(M(group_size=G), p) - lim - c1 / G))
+            for G in (64, 128, 256)]
     # residual is O(1/G^2): halving 1/G divides it by ~4
     assert errs[0] / errs[1] == pytest.approx(4, rel=0.15) and errs[1] / errs[2] == pytest.approx(4, rel=0.1)
 
@@ -91,7 +98,7 @@ def test_mean_normalization_exact_closed_form():
         from scipy.stats import binom
         n = np.arange(G + 1)[:, None]
         brute = np.sum(binom.pmf(n, G, p) * n * (G - n) / G**2, axis=0)
-        np.testing.assert_allclose(D.expected_advantage(p, normalization="mean", group_size=G), brute,
+        np.testing.assert_allclose(D.expected_advantage(M(normalization="mean", group_size=G), p), brute,
                                    rtol=1e-12)
 
 
@@ -106,17 +113,18 @@ def test_degenerate_probability_and_noise_variance():
     vals = np.concatenate([[0.0], 2 * n * (G - n) / G**2 / (s + eps), [0.0]])
     w = binom.pmf(np.arange(G + 1), G, p)
     var = np.sum(w * (vals - np.sum(w * vals)) ** 2)
-    assert D.update_variance(p, group_size=G) == pytest.approx(var, rel=1e-12)
+    assert D.update_variance(M(group_size=G, kl_coef=0.0), p) == pytest.approx(var, rel=1e-12)
     # 1/G law: G * Var tends to the derived leading coefficient
     coeff = get("drift.update_variance_coefficient").numeric(p, 2.0, 0.0)
-    ratios = [G * D.update_variance(p, group_size=G) / coeff for G in (64, 256, 1024)]
+    ratios = [G * D.update_variance(M(group_size=G, kl_coef=0.0), p) / coeff
+              for G in (64, 256, 1024)]
     assert abs(ratios[2] - 1) < abs(ratios[1] - 1) < abs(ratios[0] - 1) and abs(ratios[2] - 1) < 0.01
 
 
 def test_geometric_factor_and_drift_scaling():
     assert D.geometric_factor(2, 1) == 2 and D.geometric_factor(4, 2) == 1 and D.geometric_factor(5, 1) == pytest.approx(1.25)
-    f2 = D.drift(0.3, group_size=8, actions=2, correct=1)
-    f5 = D.drift(0.3, group_size=8, actions=5, correct=1)
+    f2 = D.drift(M(actions=2, correct=1), 0.3)
+    f5 = D.drift(M(actions=5, correct=1), 0.3)
     assert f5 / f2 == pytest.approx(1.25 / 2)
 
 
@@ -135,12 +143,13 @@ def test_derivations_verified(name):
 @settings(max_examples=40, deadline=None)
 @given(z=st.floats(-6, 6), zo=st.floats(-6, 6), beta=st.floats(0, 2))
 def test_partial_derivatives_match_finite_differences(z, zo, beta):
-    kw = dict(normalization="std", kl="k3", surrogate="ratio", group_size=6, kl_coef=beta, p_ref=0.3, adv_eps=1e-4)
-    kw = dict(kw, clip_range=None)       # the unclipped ratio loss, asked for explicitly
-    c = D.drift_components(z, zo, **kw)
+    m = M(normalization="std", kl="k3", surrogate="ratio", group_size=6, kl_coef=beta,
+          p_ref=0.3, adv_eps=1e-4)
+    # the unclipped ratio loss, asked for explicitly
+    c = D.drift_components(m, z, zo, clip=False)
     h = 1e-5
-    dz = (D.drift(z + h, zo, **kw) - D.drift(z - h, zo, **kw)) / (2 * h)
-    dzo = (D.drift(z, zo + h, **kw) - D.drift(z, zo - h, **kw)) / (2 * h)
+    dz = (D.drift(m, z + h, zo, clip=False) - D.drift(m, z - h, zo, clip=False)) / (2 * h)
+    dzo = (D.drift(m, z, zo + h, clip=False) - D.drift(m, z, zo - h, clip=False)) / (2 * h)
     assert c["dF_dz"] == pytest.approx(dz, abs=1e-6)
     assert c["dF_dzold"] == pytest.approx(dzo, abs=1e-6)
 
@@ -149,8 +158,8 @@ def test_partial_derivatives_match_finite_differences(z, zo, beta):
                                       (dict(kl="forward"), "kl"), (dict(kl_coef=-1), "kl_coef"),
                                       (dict(adv_eps=float("nan")), "adv_eps"), (dict(actions=2, correct=2), "correct")])
 def test_bad_input_names_the_parameter(kw, param):
-    with pytest.raises(ParameterError) as exc:
-        D.drift(0.0, **kw)
+    with pytest.raises(ParameterError) as exc:      # the model refuses it, the drift never sees it
+        D.drift(M(**kw), 0.0)
     assert exc.value.name == param and "got" in str(exc.value)
 
 
@@ -158,9 +167,12 @@ def test_ratio_drift_refuses_where_the_clip_binds():
     # issue 9: at (z, z_old) = (1.5, 0.3), G = 6, std + exact the real expected update is
     # -0.350 but the unclipped model said +0.139; the ratio p/p_old = 1.42 is outside [0.8, 1.2]
     from grpo_theory.validate import ParameterError
-    kw = dict(normalization="std", kl="exact", surrogate="ratio", group_size=6, kl_coef=0.1)
+    m = M(normalization="std", kl="exact", surrogate="ratio", group_size=6, kl_coef=0.1)
     with pytest.raises(ParameterError) as err:
-        D.drift(1.5, 0.3, **kw)
+        D.drift(m, 1.5, 0.3)
     assert err.value.name == "z_old" and "clip" in str(err.value)
-    assert np.isfinite(D.drift(0.35, 0.3, **kw))           # ratios 1.01 and 0.99: inside
-    assert np.isfinite(D.drift(1.5, 0.3, clip_range=None, **kw))   # the unclipped loss, asked for
+    assert np.isfinite(D.drift(m, 0.35, 0.3))           # ratios 1.01 and 0.99: inside
+    assert np.isfinite(D.drift(m, 1.5, 0.3, clip=False))   # the unclipped loss, asked for
+    # the model's clip range is the one that binds: a clip wide enough for the ratios 1.42
+    # (correct action) and 0.43 (wrong action) accepts the point
+    assert np.isfinite(D.drift(m.replace(clip_low=0.9, clip_high=0.5), 1.5, 0.3))

@@ -16,8 +16,11 @@ from grpo_theory.model import GRPOModel
 from grpo_theory.simulation import simulate
 from grpo_theory.theory import drift as D
 from grpo_theory.theory.derived import get
-from grpo_theory.theory.fixed_points import fixed_points
+from grpo_theory.theory.fixed_points import fixed_points, stable_fixed_point
 from grpo_theory.validate import ParameterError
+
+#: KL in the reward with mean normalization (its only normalization), p_ref = 0.3
+K1 = GRPOModel(normalization="mean", kl="k1_reward", p_ref=0.3, adv_eps=0.0)
 
 SIG = lambda z: 1 / (1 + math.exp(-z))  # noqa: E731
 
@@ -57,16 +60,14 @@ def test_drift_matches_enumeration(surrogate, z, z_old):
     kw = dict(G=5, beta=0.4, p_ref=0.3)
     # the reference enumerates the unclipped ratio objective; the drift refuses points where
     # the clip binds unless the unclipped loss is asked for explicitly
-    extra = {"clip_range": None} if surrogate == "ratio" else {}
-    got = D.drift(z, z_old, normalization="mean", kl="k1_reward", surrogate=surrogate,
-                  group_size=5, kl_coef=0.4, p_ref=0.3, **extra)
+    got = D.drift(K1.replace(surrogate=surrogate, group_size=5, kl_coef=0.4), z, z_old,
+                  clip=surrogate != "ratio")
     assert got == pytest.approx(reference_drift(z, z_old, surrogate=surrogate, **kw), abs=1e-7)
 
 
 def test_fixed_point_and_all_stale_split():
     beta, p_ref = 0.25, 0.3
-    fps = fixed_points(normalization="mean", kl="k1_reward", kl_coef=beta, p_ref=p_ref,
-                       group_size=8)
+    fps = fixed_points(K1.replace(kl_coef=beta, p_ref=p_ref, group_size=8))
     assert len(fps) == 1
     fp = fps[0]
     assert fp.z == pytest.approx(math.log(p_ref / (1 - p_ref)) + 1 / beta, abs=1e-10)
@@ -80,16 +81,17 @@ def test_fixed_point_and_all_stale_split():
 
 def test_std_normalization_refused():
     with pytest.raises(ParameterError, match="normalization"):
-        D.drift(0.0, normalization="std", kl="k1_reward", kl_coef=0.1)
-    with pytest.raises(ParameterError, match="normalization"):
         GRPOModel(kl="k1_reward", normalization="std")
+    with pytest.raises(ParameterError, match="normalization"):
+        K1.replace(normalization="std")
 
 
 def test_simulated_one_step_drift():
     # E[z_1 - z_0] = eta F(z_0) for SGD, stale surrogate, on-policy; band 4 standard errors
     eta, beta, p_ref, p0 = 0.1, 0.5, 0.3, 0.6
-    res = simulate(steps=1, runs=40000, group_size=6, p0=p0, p_ref=p_ref, learning_rate=eta,
-                   normalization="mean", kl="k1_reward", kl_coef=beta, seed=3, record=("z",))
+    model = K1.replace(group_size=6, p_ref=p_ref, learning_rate=eta, momentum=0.0,
+                       refresh_interval=1, kl_coef=beta)
+    res = simulate(model, steps=1, runs=40000, p0=p0, seed=3, record=("z",))
     dz = res.observables["z"][:, 1] - res.observables["z"][:, 0]
     z0 = math.log(p0 / (1 - p0))
     pred = eta * reference_drift(z0, z0, surrogate="stale", G=6, beta=beta, p_ref=p_ref)
@@ -100,8 +102,8 @@ def test_simulated_one_step_drift():
 def test_simulation_settles_at_the_fixed_point():
     m = GRPOModel(kl="k1_reward", normalization="mean", kl_coef=0.5, learning_rate=1.0,
                   momentum=0.0, refresh_interval=1)
-    res = m.simulate(steps=300, runs=64, seed=2, record=("z",))
-    assert np.allclose(res.observables["z"][:, -1], m.fixed_point().z, atol=1e-8)
+    res = simulate(m, steps=300, runs=64, seed=2, record=("z",))
+    assert np.allclose(res.observables["z"][:, -1], stable_fixed_point(m).z, atol=1e-8)
 
 
 def test_refresh_threshold_check_locates_the_all_stale_threshold():

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from grpo_theory.model import GRPOModel
 from grpo_theory.theory import noise as N
+from grpo_theory.theory.reuse import window_phase_variances
 from grpo_theory.theory.derived import all_names, get
 from grpo_theory.validate import ParameterError
 
@@ -24,12 +26,12 @@ def test_ar2_vs_scipy_and_langevin_limit():
     # leading order in a: ratio -> 1, first correction a/(2(1+mu))
     for a in (1e-2, 1e-3, 1e-4):
         ratio = N.stationary_variance(a, 0.5, 1.0, 1.0) / N.stationary_variance(
-            a, 0.5, 1.0, 1.0, model="continuous")
+            a, 0.5, 1.0, 1.0, level="continuous")
         assert ratio - 1 == pytest.approx(a / 3, rel=1e-2)   # a/(2(1+mu)) + O(a^2)
 
 
-def test_refresh_phase_variances_k1_is_ar2():
-    v = N.refresh_phase_variances(0.05, 0.7, 2.0, 1.3, 1)
+def test_window_phase_variances_k1_is_ar2():
+    v = window_phase_variances(0.05, 0.7, 2.0, 1.3, 1)
     assert v.shape == (1,) and v[0] == pytest.approx(N.stationary_variance(0.05, 0.7, 2.0, 1.3))
 
 
@@ -57,7 +59,7 @@ def test_stationary_variance_vs_simulation(eta, mu, K, k):
     relax = (1 - mu) / (eta * K)                  # slow-mode time scale, steps
     steps = int(30 * relax / k + 2) * k           # start of window = phase 0 at steps - k
     xs = _simulate(eta, mu, K, s2, k, runs, steps, seed=1234 + k)
-    pred = N.refresh_phase_variances(eta, mu, K, s2, k)
+    pred = window_phase_variances(eta, mu, K, s2, k)
     # independent runs: SE of a sample variance of Gaussians = var * sqrt(2/(runs-1))
     for j in range(k):
         est = xs[:, j].var(ddof=1)
@@ -70,7 +72,7 @@ def test_stationary_variance_vs_simulation(eta, mu, K, k):
 def test_continuous_vs_discrete_refresh_small_a():
     for k in (1, 4, 16):
         ex = N.stationary_variance(1e-3, 0.5, 1.0, 1.0, refresh_interval=k)
-        co = N.stationary_variance(1e-3, 0.5, 1.0, 1.0, refresh_interval=k, model="continuous")
+        co = N.stationary_variance(1e-3, 0.5, 1.0, 1.0, refresh_interval=k, level="continuous")
         assert co == pytest.approx(ex, rel=0.02)
 
 
@@ -93,10 +95,11 @@ def test_reward_fluctuation():
 
 
 @pytest.mark.parametrize("call,name", [
-    (lambda: N.stationary_variance(0.1, 1.0, 1.0, 1.0), "momentum"),
+    (lambda: GRPOModel(momentum=1.0), "momentum"),            # the model's fields: its check
     (lambda: N.stationary_variance(0.1, 0.5, 1.0, -1.0), "noise_variance"),
-    (lambda: N.stationary_variance(0.1, 0.5, 1.0, 1.0, model="sde"), "model"),
-    (lambda: N.stationary_variance(0.1, 0.5, 1.0, 1.0, refresh_interval=0), "refresh_interval"),
+    (lambda: N.stationary_variance(0.1, 0.5, 0.0, 1.0), "stiffness"),
+    (lambda: N.stationary_variance(0.1, 0.5, 1.0, 1.0, level="sde"), "level"),
+    (lambda: GRPOModel(refresh_interval=0), "refresh_interval"),
     (lambda: N.reward_fluctuation(1.0, 0.1), "p_star"),
 ])
 def test_bad_input(call, name):

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from grpo_theory.theory.findings import findings
-from grpo_theory.theory.page import README_BEGIN, README_END, findings_markdown, theory_page
+from grpo_theory.render.findings import findings
+from grpo_theory.render.page import README_BEGIN, README_END, findings_markdown, theory_page
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "theory.md"
@@ -11,14 +11,14 @@ PAGE = ROOT / "docs" / "theory.md"
 
 def test_committed_theory_page_is_what_the_code_produces():
     assert PAGE.read_text(encoding="utf-8") == theory_page(), \
-        "docs/theory.md is stale: run `python -m grpo_theory.theory.page docs/theory.md README.md`"
+        "docs/theory.md is stale: run `python -m grpo_theory.render.page docs/theory.md README.md`"
 
 
 def test_readme_findings_are_what_the_code_produces():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     block = text[text.index(README_BEGIN) + len(README_BEGIN):text.index(README_END)]
     assert block.strip() == findings_markdown().strip(), \
-        "README findings are stale: run `python -m grpo_theory.theory.page docs/theory.md README.md`"
+        "README findings are stale: run `python -m grpo_theory.render.page docs/theory.md README.md`"
 
 
 def test_threshold_finding_numbers():

@@ -1,4 +1,4 @@
-"""Prose with inline math (grpo_theory.theory.prose): the renderers, and the lint that keeps
+"""Prose with inline math (grpo_theory.prose): the renderers, and the lint that keeps
 programming text out of every record's description, assumptions, units, claims and details."""
 
 import re
@@ -7,7 +7,7 @@ import pytest
 
 from grpo_theory.theory.chapters import CHAPTERS
 from grpo_theory.theory.derived import all_names, get
-from grpo_theory.theory.prose import (math_to_plain, programming_text, split_math, to_markdown,
+from grpo_theory.prose import (math_to_plain, programming_text, split_math, to_markdown,
                                       to_plain, to_tex)
 
 

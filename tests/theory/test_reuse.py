@@ -8,7 +8,8 @@ import pytest
 from grpo_theory.model import DEFAULT_MODEL, GRPOModel
 from grpo_theory.theory.derived import get
 from grpo_theory.theory.discrete import step_matrix
-from grpo_theory.theory.reuse import fluctuation, stationary_variance
+from grpo_theory.simulation import simulate
+from grpo_theory.theory.noise import fluctuation, stationary_variance
 from grpo_theory.validate import ParameterError
 
 
@@ -50,21 +51,25 @@ def test_batch_is_k_times_fresh_for_small_steps():
 
 def test_unstable_window_map_gives_inf_and_na():
     assert math.isinf(stationary_variance(5.0, 0.5, 2.0, 1.0, 8, reuse="batch"))
-    f = DEFAULT_MODEL.replace(learning_rate=500.0, refresh_interval=8).fluctuation()
+    f = fluctuation(DEFAULT_MODEL.replace(learning_rate=500.0, refresh_interval=8))
     assert f.stationary_variance_z is None and "unstable" in f.reason
 
 
 def test_fluctuation_not_applicable():
     assert fluctuation(GRPOModel(group_size=None)).stationary_variance_z is None
-    f = GRPOModel(kl="none", kl_coef=0.0).fluctuation()
+    f = fluctuation(GRPOModel(kl="none", kl_coef=0.0))
     assert f.stationary_variance_z is None and "fixed point" in f.reason
+    f = fluctuation(GRPOModel(lag_model="delay", delay=2))
+    assert f.stationary_variance_z is None and "refresh" in f.reason
+    f = fluctuation(GRPOModel(optimizer="adam"))
+    assert f.stationary_variance_z is None and "Adam" in f.reason
     with pytest.raises(ParameterError, match="reuse"):
-        DEFAULT_MODEL.fluctuation(reuse="sometimes")
+        DEFAULT_MODEL.replace(reuse="sometimes")
 
 
 def test_fluctuation_scales_with_prompts():
-    a = DEFAULT_MODEL.fluctuation(prompts=1).stationary_variance_z
-    b = DEFAULT_MODEL.fluctuation(prompts=4).stationary_variance_z
+    a = fluctuation(DEFAULT_MODEL.replace(prompts=1)).stationary_variance_z
+    b = fluctuation(DEFAULT_MODEL.replace(prompts=4)).stationary_variance_z
     assert b == pytest.approx(a / 4, rel=1e-12)
 
 
@@ -118,9 +123,9 @@ def test_cycled_batches_simulated():
 
     model = BASE_MODEL.replace(refresh_interval=4, learning_rate=0.1, reuse="batch",
                                window_batches=2)
-    res = model.simulate(steps=2500, runs=200, seed=4, record=("z",))
+    res = simulate(model, steps=2500, runs=200, seed=4, record=("z",))
     var, se, _ = _stationary_var(res.observables["z"], 800, 7)
-    assert abs(var - model.fluctuation().stationary_variance_z) < 4 * se
+    assert abs(var - fluctuation(model).stationary_variance_z) < 4 * se
 
 
 def test_window_batches_refused():

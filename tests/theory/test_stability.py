@@ -8,13 +8,21 @@ import numpy as np
 import pytest
 
 from grpo_theory.cli.main import main
+from grpo_theory.model import GRPOModel
 from grpo_theory.theory import discrete as D
 from grpo_theory.theory.derived import get
-from grpo_theory.theory.stability import stability_at_fixed_point
+from grpo_theory.theory.noise import fluctuation
+from grpo_theory.theory.stability import stability
+from grpo_theory.validate import ParameterError
 
 # std + exact KL, p_ref = 0.3, beta = 0.5, G = 8 (the audit's case of issue 9)
-AUDIT = dict(p_ref=0.3, kl_coef=0.5, normalization="std", kl="exact", group_size=8,
-             surrogate="stale", adv_eps=0.0)
+AUDIT = GRPOModel(p_ref=0.3, kl_coef=0.5, normalization="std", kl="exact", group_size=8,
+                  surrogate="stale", adv_eps=0.0)
+
+
+def stability_at(learning_rate, momentum, refresh_interval, model=AUDIT):
+    return stability(model.replace(learning_rate=learning_rate, momentum=momentum,
+                                   refresh_interval=refresh_interval))
 
 
 def _brute_force_stable(a, mu, k, phi, windows=4000):
@@ -36,7 +44,7 @@ def _brute_force_stable(a, mu, k, phi, windows=4000):
 
 
 def test_split_at_the_exact_kl_fixed_point():
-    rep = stability_at_fixed_point(1.0, 0.0, 1, **AUDIT)
+    rep = stability_at(1.0, 0.0, 1)
     fp = rep.fixed_point
     assert fp.stiffness_fresh == pytest.approx(-0.0658, abs=1e-4)
     assert fp.stiffness_stale == pytest.approx(0.0817, abs=1e-4)
@@ -44,9 +52,9 @@ def test_split_at_the_exact_kl_fixed_point():
 
 @pytest.mark.parametrize("mu,k_exact,k_published", [(0.0, 54, 99), (0.5, 35, 49), (0.9, 5, 9)])
 def test_published_rule_unsafe_with_negative_fresh_stiffness(mu, k_exact, k_published):
-    fp = stability_at_fixed_point(1.0, mu, 1, **AUDIT).fixed_point
+    fp = stability_at(1.0, mu, 1).fixed_point
     eta = 0.01 / fp.stiffness
-    res = stability_at_fixed_point(eta, mu, k_exact + 1, **AUDIT).exact
+    res = stability_at(eta, mu, k_exact + 1).exact
     assert res.max_stable_refresh_interval == k_exact
     assert res.max_stable_refresh_interval_continuous == k_published
     assert res.published_rule_safe is False and not res.stable
@@ -69,14 +77,22 @@ def test_cli_takes_the_variant_and_reports_the_split(capsys):
 
 def test_stale_surrogate_accepts_a_fresh_fraction(capsys):
     assert main(["stability", "--learning-rate", "0.01", "--momentum", "0.5", "--stiffness", "1",
-                 "--surrogate", "stale", "--fresh-fraction", "-0.5", "--json"]) == 0
+                 "--fresh-fraction", "-0.5", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["inputs"]["fresh_fraction"] == -0.5
+    # a variant option is refused beside a given stiffness (the stiffness replaces the variant)
+    assert main(["stability", "--stiffness", "1", "--surrogate", "ratio"]) == 2
+    assert "surrogate must be omitted with --stiffness" in capsys.readouterr().err
+    with pytest.raises(ParameterError, match="fresh_fraction"):
+        stability(AUDIT, fresh_fraction=0.2)
+    with pytest.raises(ParameterError, match="optimizer"):
+        stability(AUDIT.replace(optimizer="adam"), stiffness=1.0)
 
 
 def test_every_refresh_interval_stable_is_said_not_capped():
     # the default model (k3 KL): K_f > K, K_s < 0
-    res = stability_at_fixed_point(0.5, 0.5, 2, p_ref=0.3, kl_coef=0.1, normalization="std",
-                                   kl="k3", group_size=8, surrogate="stale", adv_eps=1e-6).exact
+    res = stability(GRPOModel(p_ref=0.3, kl_coef=0.1, normalization="std", kl="k3", group_size=8,
+                              surrogate="stale", adv_eps=1e-6, learning_rate=0.5, momentum=0.5,
+                              refresh_interval=2)).exact
     assert res.fresh_fraction > 1
     assert res.max_stable_refresh_interval == math.inf and res.stable_for_every_refresh_interval
     assert res.to_dict()["max_stable_refresh_interval"] is None
@@ -88,7 +104,7 @@ def test_every_refresh_interval_stable_is_said_not_capped():
 
 def test_on_policy_l3_has_no_lag():
     # issue 9: lag = k made L3 say "damping -0.1, unstable" while the exact map is stable
-    res = D.stability(0.2, 0.9, 1, 1.0)
+    res = D.linear_stability(0.2, 0.9, 1, 1.0)
     assert res.lag_continuous == 0
     assert res.damping == pytest.approx(0.1) and res.regime_continuous == "oscillatory"
     assert res.stable and res.spectral_radius == pytest.approx(math.sqrt(0.9))
@@ -117,7 +133,7 @@ def test_effective_lag_matches_the_exact_slow_eigenvalue_to_second_order():
 
 
 def test_tiny_learning_rate_is_stable_not_rounded_to_unstable():
-    res = D.stability(1e-16, 0.5, 1, 1.0)
+    res = D.linear_stability(1e-16, 0.5, 1, 1.0)
     assert res.stable and res.discrete_regime == "overdamped"
 
 
@@ -148,7 +164,7 @@ def test_stability_json_carries_the_fluctuation_of_the_model(capsys):
         out[reuse] = json.loads(capsys.readouterr().out)
         model = GRPOModel(kl="exact", kl_coef=2.0, learning_rate=0.5, momentum=0.5,
                           refresh_interval=4, prompts=16, reuse=reuse)
-        assert out[reuse]["stationary_variance_z"] == model.fluctuation().stationary_variance_z
+        assert out[reuse]["stationary_variance_z"] == fluctuation(model).stationary_variance_z
     assert out["batch"]["stationary_variance_z"] > out["fresh"]["stationary_variance_z"] > 0
 
 
@@ -166,8 +182,10 @@ def test_stability_k1_reward_and_adam(capsys):
     assert main(["stability", "--learning-rate", "1e-3", "--momentum", "0", "--refresh-interval",
                  "2", "--optimizer", "adam", "--adam-beta1", "0.8", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["adam"]["momentum"] == 0.8 and d["inputs"]["momentum"] == 0.8
-    assert d["inputs"]["learning_rate"] == d["adam"]["effective_learning_rate"]
+    # what the user gave, and separately the effective step of Adam's heavy-ball reduction
+    assert d["inputs"]["learning_rate"] == 1e-3 and d["inputs"]["optimizer"] == "adam"
+    assert d["adam"]["momentum"] == 0.8 and d["effective_step"]["momentum"] == 0.8
+    assert d["effective_step"]["learning_rate"] == d["adam"]["effective_learning_rate"] != 1e-3
     assert main(["stability", "--learning-rate", "0.5", "--momentum", "0.5",
                  "--stiffness", "1", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)

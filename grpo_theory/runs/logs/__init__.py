@@ -174,8 +174,9 @@ def from_simulation(result, run: int = 0, *, extra: dict | None = None) -> Train
 
     ``result`` has per-run arrays (``reward``, ``entropy``, ``zero_var_frac``,
     ``kl``, ...) of shape ``(runs, steps + 1)`` (or ``(steps + 1,)``) and
-    optionally ``t``/``steps`` and the configuration as attributes or a
-    ``config``/``params`` dict.  Index ``i`` is step ``i`` (step 0 = initial
+    optionally ``t``/``steps`` and the configuration as attributes, a
+    ``config``/``params`` dict, or the ``model`` and ``settings`` of a
+    :class:`~grpo_theory.simulation.SimulationResult`.  Index ``i`` is step ``i`` (step 0 = initial
     policy).  ``extra`` adds arrays, e.g. a held-out reward.
     """
     def get(name):
@@ -204,7 +205,7 @@ def from_simulation(result, run: int = 0, *, extra: dict | None = None) -> Train
     if "reward" not in metrics:
         raise ParameterError("result", type(result).__name__, "a simulation result with a 'reward' array")
     config = {}
-    for src in (get("config"), get("params")):
+    for src in (get("config"), get("params"), get("model"), get("settings")):
         if dataclasses.is_dataclass(src) and not isinstance(src, type):
             src = {f.name: getattr(src, f.name) for f in dataclasses.fields(src)}
         if isinstance(src, dict):

@@ -45,7 +45,8 @@ class LogFormatError(ParameterError):
 # does not rename metrics; TrainingLog.role() finds the metric playing a role.
 ROLES: dict[str, tuple[str, ...]] = {
     "reward": ("reward", "critic/score/mean", "train/reward", "critic/rewards/mean",
-               "rewards/mean", "reward_mean", "score"),
+               "rewards/mean", "reward_mean", "score",
+               "mean_reward"),        # the ensemble mean of `grpo-theory simulate --out`
     "reward_std": ("reward_std", "train/reward_std", "critic/score/std"),
     "zero_var_frac": ("frac_reward_zero_std", "train/frac_reward_zero_std", "zero_var_frac",
                       "critic/zero_var_frac", "zero_std_frac"),

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_theory.progress import progress
+from grpo_theory.render.latex import write_equations
 from grpo_theory.results import Result
 from grpo_theory.theory.chapters import CHAPTERS, chapter
-from grpo_theory.theory.derived import Derived, get
-from grpo_theory.theory.prose import math_to_plain, to_plain
+from grpo_theory.theory.derived import Derived, all_names, get
+from grpo_theory.prose import math_to_plain, to_plain
 
 __all__ = ["ChainResult", "derive_chain", "record_summary"]
 
@@ -86,7 +87,7 @@ def derive_chain(only: str | None = None, *, out_dir=None, compile_pdf: bool = T
     """Derive every chapter (or the chapter ``only``); with ``out_dir`` also write
     ``equations.tex`` (and the PDF when ``pdflatex`` exists) for the derived records."""
     keys = [c.key for c in CHAPTERS] if only is None else [chapter(only).key]
-    names = [n for key in keys for n in chapter(key).names()]
+    names = [n for key in keys for n in all_names(chapter(key).key)]
     records = []
     for name in progress(names, total=len(names), desc="derive"):
         start = time.perf_counter()
@@ -94,7 +95,5 @@ def derive_chain(only: str | None = None, *, out_dir=None, compile_pdf: bool = T
         records.append(record_summary(d, time.perf_counter() - start))
     tex = None
     if out_dir is not None:
-        from grpo_theory.theory.latex import write_equations
-
         tex = write_equations(out_dir, compile_pdf=compile_pdf, names=names)
     return ChainResult(tuple(keys), tuple(records), tex)

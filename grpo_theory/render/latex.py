@@ -18,12 +18,12 @@ from pathlib import Path
 import sympy as sp
 
 from grpo_theory import __version__
+from grpo_theory.prose import escape_tex, math_to_plain, to_tex
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.bibliography import REFERENCES, format_reference
 from grpo_theory.theory.bibliography import bibtex as _bibtex
 from grpo_theory.theory.chapters import CHAPTERS
 from grpo_theory.theory.derived import Derived, all_names, get
-from grpo_theory.theory.prose import escape_tex, to_tex
 
 __all__ = ["REFERENCES", "NOTATION", "prose_tex", "notation", "math_label", "notation_table", "equations_document",
            "write_equations", "references_bib", "citation", "escape_tex", "equation_block",
@@ -78,8 +78,6 @@ def math_label(key: str) -> str:
 def notation(key: str) -> str:
     """The symbol of ``key`` as plain terminal text (``κₛ``, ``k``, ``p_ref``), from the same
     LaTeX as the PDF's notation table."""
-    from grpo_theory.theory.prose import math_to_plain
-
     return math_to_plain(_latex_of(key))
 
 
@@ -96,7 +94,7 @@ METHOD_LABELS = {
 }
 
 def prose_tex(text: str) -> str:
-    """Prose for LaTeX (see :mod:`grpo_theory.theory.prose`): ``$...$`` spans verbatim,
+    """Prose for LaTeX (see :mod:`grpo_theory.prose`): ``$...$`` spans verbatim,
     the words escaped."""
     return to_tex(text)
 

@@ -1,27 +1,13 @@
-r"""The ONE adapter between :mod:`grpo_theory.deepnet` and the rest of the project.
+r"""The two-logit bandit of the deep-network experiments under the KL-in-reward variant.
 
-Every import of existing project code used by the deep-network experiments goes
-through this module, so that the package reorganisation (``grpo_theory/theory/``
-etc.) needs its import paths fixed in one place only.  Nothing here imports torch.
-
-Re-exported (unchanged) from the project's theory:
-
-* ``stability``, ``max_stable_refresh_interval``, ``spectral_radius``,
-  ``refresh_thresholds``, ``published_k_max`` (``discrete._published_k_max``);
-* ``published_threshold(mu, eta, K)`` = ``oscillator.published_threshold``;
-* ``stable_fixed_point`` (bandit fixed points with stiffness and fresh/stale split);
-* ``stationary_variance`` (``noise``), ``geometric_factor`` (``drift``, kappa = 2
-  for the two-action softmax), ``update_variance`` (``drift``);
-* ``ParameterError`` and the ``check_*`` helpers of ``grpo_theory.validate``.
-
-The per-prompt bandit stiffness of the KL-in-reward (verl ``use_kl_in_reward``, k1)
-variant with mean (Dr. GRPO) advantages, :func:`bandit_stiffness_k1_reward`, comes from
-the theory (``fixed_points.stable_fixed_point(kl="k1_reward")``, whose fresh part is
-proven to vanish) for an exact verifier.  With a noisy verifier (rewards flipped with
-probability ``flip_probability``), which the theory's variants do not include, it is a
-*measurement*: the exact expected bandit update is enumerated over all binomial outcomes
-of a group and of the flips (:func:`bandit_k1_reward_moments`) and differentiated by
-central differences; the tests check that enumeration against the theory at flip 0.
+The per-prompt bandit stiffness of the KL-in-reward (verl ``use_kl_in_reward``, k1) variant
+with mean (Dr. GRPO) advantages, :func:`bandit_stiffness_k1_reward`, comes from the theory
+(:func:`~grpo_theory.theory.fixed_points.stable_fixed_point` with ``kl="k1_reward"``, whose
+fresh part is proven to vanish) for an exact verifier.  With a noisy verifier (rewards
+flipped with probability ``flip_probability``), which the theory's variants do not include,
+it is a *measurement*: the exact expected bandit update is enumerated over all binomial
+outcomes of a group and of the flips (:func:`bandit_k1_reward_moments`) and differentiated
+by central differences; the tests check that enumeration against the theory at flip 0.
 """
 
 from __future__ import annotations
@@ -32,38 +18,13 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import binom
 
-from grpo_theory.theory.derived import get as _get
-from grpo_theory.theory.discrete import (_published_k_max, max_stable_refresh_interval,
-                                         refresh_thresholds, spectral_radius, stability)
-from grpo_theory.theory.drift import geometric_factor, update_variance
+from grpo_theory.model import GRPOModel
+from grpo_theory.theory.derived import get
+from grpo_theory.theory.noise import noise_at_fixed_point
 from grpo_theory.theory.fixed_points import stable_fixed_point
-from grpo_theory.theory.noise import stationary_variance
-from grpo_theory.validate import (ParameterError, check_choice, check_int, check_probability,
-                                  check_real)
+from grpo_theory.validate import check_int, check_probability, check_real
 
-__all__ = [
-    "ParameterError", "check_choice", "check_int", "check_probability", "check_real",
-    "stability", "max_stable_refresh_interval", "spectral_radius", "refresh_thresholds",
-    "published_k_max", "published_threshold", "critical_damping_eta_K", "stable_fixed_point",
-    "stationary_variance", "geometric_factor", "update_variance",
-    "bandit_k1_reward_moments", "bandit_stiffness_k1_reward", "k1_reward_reference_logit",
-]
-
-
-def published_threshold(momentum, learning_rate, stiffness) -> float:
-    """The published continuous bound on k: (1 - mu)/(eta K) (``oscillator.published_threshold``)."""
-    return float(_get("oscillator.published_threshold").numeric(momentum, learning_rate, stiffness))
-
-
-def published_k_max(momentum, learning_rate, stiffness) -> int:
-    """Largest integer k with eta K k < 1 - mu (the published rule, strict)."""
-    return _published_k_max(published_threshold(momentum, learning_rate, stiffness))
-
-
-def critical_damping_eta_K(momentum, refresh_interval=1) -> float:
-    """Exact discrete critical damping value of eta*K (real -> complex), third output of
-    ``discrete.refresh_thresholds``; NaN where it does not exist."""
-    return float(refresh_thresholds(momentum, refresh_interval)[2])
+__all__ = ["bandit_k1_reward_moments", "bandit_stiffness_k1_reward", "k1_reward_reference_logit"]
 
 
 # ----------------------------------------------------------------------------------
@@ -164,12 +125,12 @@ def bandit_stiffness_k1_reward(p_star, group_size, kl_coef, flip_probability=0.0
     zs = math.log(ps / (1 - ps))
     if eps == 0.0:
         zr = zs - 1.0 / beta   # inverts the derived location fixed_points.k1_reward_location
-        loc = float(_get("fixed_points.k1_reward_location").numeric(zr, beta))
+        loc = float(get("fixed_points.k1_reward_location").numeric(zr, beta))
         pr = 1.0 / (1.0 + math.exp(-zr))
-        fp = stable_fixed_point(p_ref=pr, kl_coef=beta, normalization="mean", kl="k1_reward",
-                                surrogate="stale", group_size=G)
-        var = update_variance(fp.p, normalization="mean", kl="k1_reward", group_size=G,
-                              kl_coef=beta, p_ref=pr)
+        model = GRPOModel(p_ref=pr, kl_coef=beta, normalization="mean", kl="k1_reward",
+                          surrogate="stale", group_size=G)
+        fp = stable_fixed_point(model)
+        var = noise_at_fixed_point(model, fp)
         return {"p": fp.p, "z": loc, "z_ref": zr, "stiffness": fp.stiffness,
                 "stiffness_fresh": fp.stiffness_fresh, "stiffness_stale": fp.stiffness_stale,
                 "fresh_fraction": fp.fresh_fraction, "noise_variance": float(var),

@@ -1,0 +1,348 @@
+r"""The data twins of the report's figures and its key numbers, computed by calling the
+theory and the simulator (nothing here draws or writes).
+
+Each function returns the arrays one figure is drawn from (:data:`FIGURE_DATA` maps the
+figure's file stem to its twin), so a figure can be re-plotted in any style; every twin
+takes the model (default :data:`~grpo_theory.model.DEFAULT_MODEL`) where the figure
+depends on it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import warnings
+
+import numpy as np
+
+from grpo_theory.data import example_log
+from grpo_theory.deepnet import run_deepnet
+from grpo_theory.model import DEFAULT_MODEL, NORMALIZATIONS, GRPOModel
+from grpo_theory.progress import progress
+from grpo_theory.results import jsonable
+from grpo_theory.runs.fitting import fit_log
+from grpo_theory.runs.logs import read_log
+from grpo_theory.simulation import simulate
+from grpo_theory.theory import atlas as at
+from grpo_theory.theory import discrete, noise, oscillator
+from grpo_theory.theory.derived import get
+from grpo_theory.theory.fixed_points import (bifurcations, level_set, mroueh_fixed_points,
+                                             stable_fixed_point)
+from grpo_theory.theory.mean_field import mean_field_trajectory
+from grpo_theory.theory.stability import stability
+
+__all__ = ["FIGURE_DATA", "MROUEH_KL_COEF", "DEEPNET_INSTALL", "key_numbers", "phase_diagram_data",
+           "trajectories_data", "fluctuation_data", "bifurcation_data", "log_fit_data",
+           "atlas_data", "deepnet_data"]
+
+
+#: KL coefficient of the Mroueh comparison: above the G -> infinity saddle-node (~1.08 at p_ref 0.3)
+MROUEH_KL_COEF = 2.0
+
+
+def key_numbers(model: GRPOModel = DEFAULT_MODEL) -> dict:
+    """Fixed point, stiffness, oscillator, regime and thresholds of a heavy-ball ``model``
+    (default :data:`DEFAULT_MODEL`), computed from the package API.  JSON-ready dict; the
+    L3 oscillator is the one of :func:`grpo_theory.stability` (effective lag (k - 1)/2)."""
+    m = model.to_dict()
+    rep = stability(model)
+    fp, st = rep.fixed_point, rep.exact
+    eta, mu, k = model.learning_rate, model.momentum, model.refresh_interval
+    K = fp.stiffness
+    phi = fp.fresh_fraction  # K_f/K may exceed 1 (or be negative): L2/L3 take any real value
+    stale = discrete.linear_stability(eta, mu, k, K, fresh_fraction=0.0)
+    osc = oscillator.Oscillator(st.mass, st.damping, st.spring)
+    flip, cx, crit = discrete.refresh_thresholds(mu, k)
+    a_exact = float(min(flip, cx))
+    a_pub = float(get("discrete.published_threshold_learning_rate").numeric(mu, k))
+    return jsonable({
+        "model": m,
+        "fixed_point": {"p": fp.p, "z": fp.z, "stiffness": K, "stiffness_fresh": fp.stiffness_fresh,
+                        "stiffness_stale": fp.stiffness_stale, "fresh_fraction": phi,
+                        "fresh_fraction_used": phi},
+        "eta_K": eta * K,
+        "oscillator": {"mass": osc.mass, "damping": osc.damping, "spring": osc.spring,
+                       "damping_ratio": osc.damping_ratio if osc.damping > 0 else None,
+                       "regime": osc.regime, "time_scale": osc.time_scale,
+                       "lag": st.lag_continuous},
+        "stability": st.to_dict(),
+        "stability_stale_surrogate": stale.to_dict(),
+        "thresholds_stale": {
+            "eta_K_exact": a_exact, "binding": "flip" if flip <= cx else "complex",
+            "eta_K_published": a_pub, "rel_error_published": (a_pub - a_exact) / a_exact,
+            "eta_K_critical_damping_exact": float(crit),
+            "max_refresh_interval_exact": stale.max_stable_refresh_interval,
+            "max_refresh_interval_published": stale.max_stable_refresh_interval_continuous,
+            "max_learning_rate_exact": a_exact / K, "max_learning_rate_published": a_pub / K,
+        },
+    })
+
+
+def phase_diagram_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
+    """Data twin of the two phase diagrams: ``{"k": ..., "mu": ...}``, each with the
+    :class:`~grpo_theory.theory.discrete.PhaseDiagram` (``diagram``), the published boundary
+    and the exact boundary as ``(axis, eta_K)`` arrays, and the default model's ``marker``."""
+    eta_K = model.learning_rate * stable_fixed_point(model).stiffness
+    mu, k = model.momentum, model.refresh_interval
+    n = 400 if full else 200
+    aK = np.logspace(-3, math.log10(5.0), n)
+    pub = get("discrete.published_threshold_learning_rate").numeric
+    ks = np.arange(1, 129)
+    mus = np.linspace(0.0, 0.99, n)
+    return {
+        "k": {"diagram": discrete.phase_diagram(aK, ks, momentum=mu),
+              "published": (ks, pub(mu, ks.astype(float))),
+              "exact_boundary": (ks, np.array([float(min(*discrete.refresh_thresholds(mu, int(kk))[:2]))
+                                               for kk in ks])),
+              "marker": (k, eta_K, "default model"), "fixed": ("mu", mu)},
+        "mu": {"diagram": discrete.phase_diagram(aK, mu_grid=mus, refresh_interval=k),
+               "published": (mus, pub(mus, float(k))),
+               "exact_boundary": (mus, np.array([float(min(*discrete.refresh_thresholds(float(m_), k)[:2]))
+                                                 for m_ in mus])),
+               "marker": (mu, eta_K, "default model"), "fixed": ("k", k)},
+    }
+
+
+def _regime_settings(model, K):
+    """(title, learning_rate, momentum, refresh_interval, steps, start offset) per regime."""
+    return [
+        ("overdamped", 0.5, 0.0, 1, 60, -1.0),
+        ("oscillatory", 1.0, 0.8, 1, 60, -1.0),
+        ("unstable (flip)", 1.1 * 2 / K, 0.0, 1, 16, -0.05),
+    ]
+
+
+def trajectories_data(model: GRPOModel = DEFAULT_MODEL, *, full=False, notes=None) -> tuple[list, list]:
+    """Data twin of the trajectories figure: ``(panels, rows)``; each panel holds the arrays
+    ``t``, ``mean``, ``sd`` (simulation), ``l1_t``/``l1`` (nonlinear mean-field map),
+    ``discrete_t``/``discrete`` (L2 linear map), ``theory_t``/``theory`` (L3 closed form)."""
+    notes = [] if notes is None else notes
+    fp = stable_fixed_point(model)
+    K, zs, phi = fp.stiffness, fp.z, fp.fresh_fraction
+    runs = 512 if full else 128
+    prompts = 32  # identical prompts: same mean field, noise / 32 (variance ∝ 1/(B G))
+    panels, rows = [], []
+    for title, eta, mu, k, steps, dz in _regime_settings(model, K):
+        z0 = zs + dz
+        p0 = 1 / (1 + math.exp(-z0))
+        setting = model.replace(optimizer="sgd", learning_rate=eta, momentum=mu,
+                                refresh_interval=k, prompts=prompts)
+        st = stability(setting).exact
+        with np.errstate(all="ignore"):
+            try:
+                res = simulate(setting, steps=steps, runs=runs, p0=p0, record=("z",), seed=1,
+                               progress=False)
+                z = res["z"]
+                t = res.t
+            except (ValueError, FloatingPointError) as exc:
+                notes.append(f"trajectory simulation '{title}' stopped: {exc}")
+                continue
+        ok = np.all(np.isfinite(z), axis=0)
+        last = int(np.argmin(ok)) if not ok.all() else len(t)
+        t, z = t[:last], z[:, :last]
+        osc = oscillator.Oscillator(st.mass, st.damping, st.spring)
+        tt = np.linspace(0, t[-1], 400)
+        theory = None
+        if osc.mass > 0 and osc.damping > 0:
+            theory = zs + oscillator.trajectory(tt, osc.mass, osc.damping, osc.spring, z0 - zs, 0.0)
+        # exact L2 linear map, iterated from the same start (deviation x, velocity 0)
+        A = discrete.step_matrix(eta, mu, K, phi)
+        y = np.array([z0 - zs, 0.0, z0 - zs])
+        xs = [y[0]]
+        for j in range(int(t[-1])):
+            if j % k == 0:
+                y[2] = y[0]
+            y = A @ y
+            xs.append(y[0])
+        lin = zs + np.array(xs)
+        with np.errstate(all="ignore"):
+            l1 = mean_field_trajectory(setting, int(t[-1]), z0=z0)
+        sd = z.std(axis=0, ddof=1)
+        ylim = None
+        if title.startswith("unstable"):
+            lo = min(np.nanmin(z.mean(0) - 2 * sd), np.nanmin(lin))
+            hi = max(np.nanmax(z.mean(0) + 2 * sd), np.nanmax(lin))
+            ylim = (lo - 0.2 * (hi - lo), hi + 0.2 * (hi - lo))
+        panels.append({"title": f"{title}: $\\eta={eta:.3g}$, $\\mu={mu:g}$",
+                       "t": t, "mean": z.mean(axis=0), "sd": sd,
+                       "theory_t": tt, "theory": theory, "discrete_t": np.arange(lin.size),
+                       "discrete": lin, "l1_t": np.arange(l1.size), "l1": l1, "z_star": zs, "ylim": ylim,
+                       "note": f"L2: {st.discrete_regime}, ρ={st.spectral_radius:.3f}"
+                               + (f"\nL3: ζ={osc.damping_ratio:.2f}" if osc.damping > 0 else "")})
+        rows.append({"regime": title, "learning_rate": eta, "momentum": mu, "refresh_interval": k,
+                     "eta_K": eta * K, "l2_regime": st.discrete_regime,
+                     "spectral_radius": st.spectral_radius, "l3_regime": osc.regime,
+                     "damping_ratio": osc.damping_ratio if osc.damping > 0 else None})
+    return panels, rows
+
+
+def fluctuation_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
+    """Data twin of the 1/G-law figure: arrays ``group_size``, ``g_var_sim`` (± ``g_var_sim_err``),
+    ``g_var_theory`` (exact L2), ``g_var_continuous`` (L3), and the table ``rows``."""
+    eta, mu = 0.5, 0.0
+    Gs = [4, 8, 16, 32, 64, 128, 256] if full else [4, 8, 16, 32, 64, 128]
+    runs, steps, burn = (1024, 600, 200) if full else (256, 300, 100)
+    rows = []
+    sim, err, th, cont = [], [], [], []
+    for G in progress(Gs, desc="1/G law"):
+        setting = model.replace(group_size=G, optimizer="sgd", learning_rate=eta, momentum=mu,
+                                refresh_interval=1, prompts=1)
+        fp = stable_fixed_point(setting)
+        s2 = noise.noise_at_fixed_point(setting, fp)
+        phi = fp.fresh_fraction
+        var_th = noise.stationary_variance(eta, mu, fp.stiffness, s2, fresh_fraction=phi)
+        var_c = noise.stationary_variance(eta, mu, fp.stiffness, s2, level="continuous",
+                                          fresh_fraction=phi)
+        res = simulate(setting, steps=steps, runs=runs, p0=fp.p, record=("z",), seed=2,
+                       progress=False)
+        x = res["z"][:, burn:]
+        per_run = x.var(axis=1, ddof=1)  # time variance per run around its own mean
+        centred = ((x - fp.z) ** 2).mean(axis=1)
+        var_sim = float(np.mean(centred))
+        se = float(np.std(centred, ddof=1) / math.sqrt(runs))
+        sim.append(G * var_sim)
+        err.append(G * se)
+        th.append(G * var_th)
+        cont.append(G * var_c)
+        rows.append({"group_size": G, "p_star": fp.p, "stiffness": fp.stiffness,
+                     "noise_variance": s2, "var_z_sim": var_sim, "var_z_sim_se": se,
+                     "var_z_theory": var_th, "var_z_continuous": var_c,
+                     "var_z_time_per_run": float(per_run.mean())})
+    return {"group_size": np.array(Gs), "g_var_sim": np.array(sim), "g_var_sim_err": np.array(err),
+            "g_var_theory": np.array(th), "g_var_continuous": np.array(cont), "rows": rows}
+
+
+#: the branches are traced for z* up to z_ref + this many logits (p* within 1e-17 of 1)
+_BRANCH_SPAN = 40.0
+
+
+def _branches(model, beta_range):
+    """Fixed-point branches p*(β) of the model's variant as the parametric curve
+    β = B(z) = A(z)/Φ(z) (:func:`~grpo_theory.theory.fixed_points.level_set`).
+
+    Every z > z_ref with B(z) > 0 is a fixed point for β = B(z), stable when
+    dF/dz = dA − B dΦ = Φ B' < 0: where B' < 0, since the exact and k3 KL forces Φ are
+    positive above z_ref.
+    """
+    z = model.z_ref + np.concatenate([np.logspace(-4, 0, 300)[:-1],
+                                      np.linspace(1, _BRANCH_SPAN, 3000)])
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        B, dB = level_set(model, z)
+        stable = dB < 0
+    p = 1 / (1 + np.exp(-z))
+    keep = np.isfinite(B) & (B > beta_range[0] * 0.5) & (B < beta_range[1] * 2)
+    B, p, stable = np.where(keep, B, np.nan), p, stable & keep
+    return B, p, stable
+
+
+def bifurcation_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
+    """Data twin of the bifurcation figure: ``panels`` ({title: [(label, beta, p, stable)]}),
+    ``mroueh`` ((beta, p) arrays of Mroueh's fixed points), ``beta_range``, ``p_ref`` and the
+    saddle-node table ``rows``."""
+    p_ref = model.p_ref
+    rng = (1e-2, 10.0)
+    panels, bif_rows = {}, []
+    for norm in NORMALIZATIONS:
+        curves = []
+        for kl in ("exact", "k3"):
+            for G in (model.group_size, None):
+                variant = model.replace(normalization=norm, kl=kl, group_size=G,
+                                        surrogate="stale")
+                B, p, st = _branches(variant, rng)
+                label = f"{kl} KL, " + (f"G = {G}" if G else r"G → ∞")
+                curves.append((label, B, p, st))
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    bifs = bifurcations(variant)
+                for b in bifs:
+                    bif_rows.append({"normalization": norm, "kl": kl, "group_size": G, **b})
+        panels[f"{norm} normalization"] = curves
+    betas = np.logspace(math.log10(rng[0]), math.log10(rng[1]), 30 if full else 20)
+    mb, mp = [], []
+    for b in betas:
+        for pv in mroueh_fixed_points(model.replace(kl_coef=float(b))):
+            mb.append(b)
+            mp.append(pv)
+    return {"panels": panels, "mroueh": (np.array(mb), np.array(mp)), "beta_range": rng,
+            "p_ref": p_ref, "rows": bif_rows, "z_span": _BRANCH_SPAN}
+
+
+def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
+               refresh_interval=4) -> dict:
+    """Data twin of the atlas figures: arrays to re-plot them in any style.
+
+    ``branches`` (p* vs beta with stability and the folds at ``group_size``, ``p_ref``),
+    ``p_ref_plane`` (the continued fold curve and its cusp), ``group_size_plane`` (lower and
+    upper fold per integer G), ``discrete`` (flip / complex-pair curves, codimension-two
+    points), ``checks`` (the independent checks) and ``atlas`` (the
+    :class:`~grpo_theory.theory.atlas.Atlas`).
+    """
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = at.atlas(group_size=group_size, p_ref=p_ref, group_sizes=group_sizes,
+                       momentum=momentum, refresh_interval=refresh_interval)
+        zr = math.log(p_ref / (1 - p_ref))
+        z = zr + np.linspace(1e-3, 12.0, 3000)
+        B, dB = level_set(at.ATLAS_MODEL.replace(p_ref=p_ref, group_size=group_size), z)
+    folds = at.folds_at(p_ref, group_size)
+    fc = res.p_ref_plane
+    rows = [r for r in res.group_size_plane if len(r["folds"]) >= 2]
+    return {
+        "branches": {"group_size": group_size, "p_ref": p_ref, "kl_coef": B,
+                     "p": 1 / (1 + np.exp(-z)), "stable": dB < 0,
+                     "fold_kl_coef": np.array([f["kl_coef"] for f in folds]),
+                     "fold_p": np.array([f["p"] for f in folds])},
+        "p_ref_plane": {"group_size": fc.group_size, "p_ref": fc.p_ref, "kl_coef": fc.kl_coef,
+                        "p": fc.p, "cusp": fc.cusp},
+        "group_size_plane": {"p_ref": p_ref,
+                             "group_size": np.array([r["group_size"] for r in rows]),
+                             "lower": np.array([r["folds"][0]["kl_coef"] for r in rows]),
+                             "upper": np.array([r["folds"][-1]["kl_coef"] for r in rows]),
+                             **res.group_size_cusp},
+        "discrete": res.discrete,
+        "checks": res.checks,
+        "atlas": res,
+    }
+
+
+def log_fit_data() -> dict:
+    """Data twin of the real-log figure: ``steps``, ``values``, ``fits`` (name -> fit),
+    ``forecast`` and the ``summary`` table (the log ships in :mod:`grpo_theory.data`)."""
+    path = example_log()
+    log = read_log(path)
+    res = fit_log(log, models=("exponential", "oscillator"), train_fraction=0.5)
+    summary = {"source": path.name, "metric": res.metric, "n": res.n, "best": res.best,
+               "models": {m: {"r2": d["r2"], "plateau": d["plateau"], "params": d["params"],
+                              "time_to_90_steps": d.get("time_to_90_steps")}
+                          for m, d in res.models.items()}}
+    return {"steps": np.asarray(res.steps), "values": np.asarray(res.values), "fits": res.fits,
+            "forecast": res.forecast_result, "summary": summary}
+
+
+DEEPNET_INSTALL = ("pip install 'grpo-theory[deepnet]' (on a CPU-only machine first "
+                   "pip install torch==2.13.0)")
+
+
+def deepnet_data(*, full=False) -> dict | None:
+    """Data twin of the deep-network figure: a refresh sweep of an MLP policy trained with real
+    sampled GRPO (:func:`grpo_theory.deepnet.run_deepnet`) around the exact k_max predicted
+    from its measured stiffness; arrays ``k``, ``multiplier``, ``se``, ``predicted`` and the
+    summary numbers.  ``None`` when PyTorch is not installed."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+
+    res = run_deepnet(quick=True, refresh_intervals=tuple(range(1, 15)) if full else (9, 10, 11),
+                      transition=full)
+    rows = res.per_k
+    return {"k": np.array([r.k for r in rows]), "multiplier": np.array([r.multiplier for r in rows]),
+            "se": np.array([r.se for r in rows]), "predicted": np.array([r.predicted for r in rows]),
+            "k_max_predicted": res.k_max_predicted, "k_max_published": res.k_max_published,
+            "k_max_observed": res.k_max_observed, "result": res}
+
+
+#: Each report figure (stem) -> its data twin: call it to get the arrays and re-plot in any style.
+FIGURE_DATA = {"phase_diagram_k": phase_diagram_data, "phase_diagram_mu": phase_diagram_data,
+               "trajectories": trajectories_data, "fluctuation_law": fluctuation_data,
+               "bifurcation": bifurcation_data, "log_fit": log_fit_data,
+               "atlas_folds": atlas_data, "atlas_discrete": atlas_data, "deepnet": deepnet_data}
