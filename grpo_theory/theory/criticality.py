@@ -87,7 +87,13 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from grpo_theory.results import Result
+from grpo_theory.results import Result, jsonable
+from grpo_theory.theory import symbols as S
+from grpo_theory.theory.derived import get
+from grpo_theory.theory.discrete.refresh import refresh_thresholds
+from grpo_theory.theory.discrete.thresholds import max_stable_learning_rate
+from grpo_theory.theory.drift import drift_name, geometric_factor
+from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.validate import ParameterError, check_int, check_real
 
 __all__ = ["WindowMap", "BoundaryPoint", "window_map", "boundary_point",
@@ -108,11 +114,7 @@ def _drift_functions(normalization, kl, surrogate, group_size):
     """F from the drift record ``drift.F_...`` (finite G: the binomial sum written out),
     lambdified for mpmath as F(z, z_old, p_ref, kappa, beta, eps) and for floats as
     F(p, q, p_old, q_old, p_ref, kappa, beta, eps)."""
-    from grpo_theory.theory import symbols as S
-    from grpo_theory.theory.derived import get
-    from grpo_theory.theory.drift import drift_name
-
-    expr = get(drift_name(normalization, kl, surrogate, group_size)).expr
+    expr = get(drift_name(normalization, kl, surrogate, group_size is not None)).expr
     if group_size is not None:
         expr = expr.subs(S.G, group_size).doit()
     z, zo, pr = sp.symbols("z z_o p_r", real=True)
@@ -243,9 +245,9 @@ def window_map(model, *, momentum=None, refresh_interval=None, dps=_DPS) -> Wind
     if getattr(model, "lag_model", "refresh") != "refresh":
         raise ParameterError("lag_model", model.lag_model, "'refresh' (the window map)")
     z_star, parts, force = _at_fixed_point(model.normalization, model.kl, model.surrogate,
-                                           model.group_size, model.p_ref, model.kl_coef,
+                                           model.group_size, model.p_ref, model.effective_kl_coef,
                                            model.adv_eps, model.actions, model.correct,
-                                           model.fixed_point().z, dps)
+                                           stable_fixed_point(model).z, dps)
     return WindowMap(z_star, parts, mu, k, force)
 
 
@@ -254,8 +256,6 @@ def _at_fixed_point(normalization, kl, surrogate, group_size, p_ref, kl_coef, ad
                     correct, z_guess, dps):
     """(z*, partial derivatives of F at (z*, z*), float force) of one variant; z* refined from
     ``z_guess`` on F(z, z) = 0 at ``dps`` digits."""
-    from grpo_theory.theory.drift import geometric_factor
-
     Fm, Ff = _drift_functions(normalization, kl, surrogate, group_size)
     consts = (p_ref, geometric_factor(actions, correct), kl_coef, adv_eps)
     with mpmath.workdps(dps):
@@ -329,8 +329,6 @@ class BoundaryPoint:
     resonance: str | None = None
 
     def to_dict(self) -> dict:
-        from grpo_theory.results import jsonable
-
         return jsonable({**{k: getattr(self, k) for k in (
             "kind", "momentum", "refresh_interval", "learning_rate", "eta_K", "fresh_fraction",
             "theta", "coefficient", "criticality", "resonance")}, "q": [complex(c) for c in self.q]})
@@ -351,8 +349,6 @@ def boundary_point(wm: WindowMap) -> BoundaryPoint:
     """The first learning rate where the window map's fixed point loses stability (the exact
     L2 threshold for the map's stiffness split, :func:`~grpo_theory.theory.discrete.
     max_stable_learning_rate`) and the normal-form coefficient of the L1 map there."""
-    from grpo_theory.theory.discrete import max_stable_learning_rate
-
     K = wm.stiffness
     if not K > 0:
         raise ParameterError("stiffness", K, "a positive stiffness (a stable fixed point)")
@@ -493,9 +489,6 @@ def one_to_two_resonance(momentum, refresh_interval) -> dict:
     the codimension-two point both eigenvalues are :math:`-1` and :math:`M \ne -I` (one
     eigenvector, a Jordan block): the 1:2 resonance.  Returns the thresholds, the eigenvalues
     and :math:`\|M + I\|`."""
-    from grpo_theory.theory.derived import get
-    from grpo_theory.theory.discrete import refresh_thresholds
-
     flip, cx, _ = refresh_thresholds(momentum, refresh_interval)
     M = np.asarray(get("discrete.refresh_monodromy").numeric(float(flip), float(momentum),
                                                               float(refresh_interval)), float)

@@ -39,6 +39,7 @@ from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, pr
 from grpo_theory.validate import ParameterError, check_int
 
 __all__ = [
+    "drift_name",
     "d_dz",
     "d_dz_old",
     "on_simplex",
@@ -598,6 +599,11 @@ _KL_WORDS = {"none": "no KL penalty", "exact": "exact KL penalty", "k3": "k3 KL 
              "k1_reward": "KL in the reward (k1 estimator)"}
 
 
+def drift_name(normalization, kl, surrogate, finite: bool) -> str:
+    """The record name of the drift of one variant (finite G or the G -> infinity limit)."""
+    return f"drift.F_{normalization}_{kl}_{surrogate}_{'G' if finite else 'inf'}"
+
+
 def _register_drift_variants():
     for norm in NORMALIZATIONS:
         for kl in KL_KINDS:
@@ -605,7 +611,7 @@ def _register_drift_variants():
                 for finite in (True, False):
                     if kl == "k1_reward" and norm != "mean":
                         continue
-                    name = f"drift.F_{norm}_{kl}_{sur}_{'G' if finite else 'inf'}"
+                    name = drift_name(norm, kl, sur, finite)
 
                     def build(norm=norm, kl=kl, sur=sur, finite=finite, name=name) -> Derived:
                         expr = drift_expr(norm, kl, sur, finite)

@@ -35,20 +35,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result
+from grpo_theory.theory.atlas import ATLAS_MODEL, folds_at
+from grpo_theory.theory.drift import drift_components, geometric_factor
 from grpo_theory.validate import ParameterError, check_int
 
 __all__ = ["FoldLimit", "limit_folds", "fold_limit"]
 
 
-def _h(z, group_size, variant):
-    """h = A_G(p)/(p q) from the drift at beta = 0 (F = kappa A_G)."""
-    from grpo_theory.theory.atlas import ATLAS_VARIANT
-    from grpo_theory.theory.drift import drift_components, geometric_factor
-
-    kw = {**ATLAS_VARIANT, **(variant or {}), "group_size": group_size, "kl_coef": 0.0}
-    F = drift_components(z, **kw)["F"] / geometric_factor(kw.get("actions", 2),
-                                                          kw.get("correct", 1))
+def _h(z, model: GRPOModel):
+    """h = A_G(p)/(p q) from the drift of ``model`` at beta = 0 (F = kappa A_G)."""
+    m = model.replace(kl_coef=0.0)
+    F = drift_components(m, z)["F"] / geometric_factor(m.actions, m.correct)
     return F / (1 / (1 + np.exp(-z)) / (1 + np.exp(z)))
 
 
@@ -56,17 +55,19 @@ def _h(z, group_size, variant):
 _Z_FAR = 50.0
 
 
-def limit_folds(group_size=64, variant=None) -> list[dict]:
-    """The p_ref -> 0 limits of the two folds: the minimum of h at z = 0 (lower fold) and
-    h_inf = lim h as z -> oo (upper fold, which runs to p -> 1)."""
+def limit_folds(group_size=64, model: GRPOModel = ATLAS_MODEL) -> list[dict]:
+    """The p_ref -> 0 limits of the two folds of ``model`` (the atlas's by default) at
+    ``group_size``: the minimum of h at z = 0 (lower fold) and h_inf = lim h as z -> oo
+    (upper fold, which runs to p -> 1)."""
     G = check_int("group_size", group_size, low=2)
-    v = {**(variant or {})}
-    if v.get("kl", "exact") != "exact" or v.get("normalization", "std") != "std":
-        raise ParameterError("variant", v, "std normalisation with the exact KL (the limit "
-                             "uses Phi = p q (z - z_ref) and the symmetry of A_G)")
-    return [{"fold": "lower", "z": 0.0, "p": 0.5, "h": float(_h(np.array(0.0), G, variant))},
-            {"fold": "upper", "z": math.inf, "p": 1.0,
-             "h": float(_h(np.array(_Z_FAR), G, variant))}]
+    if model.kl != "exact":
+        raise ParameterError("kl", model.kl, "exact (the limit uses Phi = p q (z - z_ref))")
+    if model.normalization != "std":
+        raise ParameterError("normalization", model.normalization,
+                             "std (the limit uses the symmetry of A_G)")
+    m = model.replace(group_size=G)
+    return [{"fold": "lower", "z": 0.0, "p": 0.5, "h": float(_h(np.array(0.0), m))},
+            {"fold": "upper", "z": math.inf, "p": 1.0, "h": float(_h(np.array(_Z_FAR), m))}]
 
 
 @dataclass(frozen=True)
@@ -104,17 +105,16 @@ class FoldLimit(Result):
         return "\n".join(lines)
 
 
-def fold_limit(group_size=64, p_refs=(1e-2, 1e-4, 1e-8, 1e-16, 1e-32), variant=None) -> FoldLimit:
+def fold_limit(group_size=64, p_refs=(1e-2, 1e-4, 1e-8, 1e-16, 1e-32),
+               model: GRPOModel = ATLAS_MODEL) -> FoldLimit:
     """Folds at each ``p_ref`` (the atlas's fold finder over a span wide enough for the
     upper fold's z - z_ref) with beta_fold (z_fold - z_ref) against its limit h(z_c)."""
-    from grpo_theory.theory.atlas import folds_at
-
-    limits = limit_folds(group_size, variant)
+    limits = limit_folds(group_size, model)
     rows = []
     for pr in p_refs:
         zr = math.log(pr) - math.log1p(-pr)
         span = max(25.0, 2.0 * (math.log(-zr) + 5.0 - zr))
-        folds = folds_at(pr, group_size, variant, span=span, points=int(200 * span))
+        folds = folds_at(pr, group_size, model, span=span, points=int(200 * span))
         if len(folds) != len(limits):
             raise ParameterError("p_ref", pr, f"a reference reward with {len(limits)} folds "
                                  f"(found {len(folds)})")

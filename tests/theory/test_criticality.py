@@ -12,7 +12,8 @@ import pytest
 
 from grpo_theory.model import DEFAULT_MODEL, GRPOModel
 from grpo_theory.theory import criticality as C
-from grpo_theory.theory.discrete import monodromy, spectral_radius
+from grpo_theory.theory.atlas import discrete_boundaries
+from grpo_theory.theory.discrete.refresh import monodromy, spectral_radius
 from grpo_theory.validate import ParameterError
 
 #: KL in the reward: all stiffness acts through the sampling policy (K_f = 0), so the linear
@@ -115,7 +116,6 @@ def test_a_wrong_cubic_term_is_caught(ns):
 
 
 def test_codimension_two_points_are_one_to_two_resonances():
-    from grpo_theory.theory.atlas import discrete_boundaries
 
     b = discrete_boundaries(points=60)
     for mu, k in [(0.8, c["refresh_interval"]) for c in b["codim2_k"]] + \

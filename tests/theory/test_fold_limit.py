@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from grpo_theory.theory.atlas import ATLAS_MODEL
 from grpo_theory.theory.drift import expected_advantage
 from grpo_theory.theory.fold_limit import fold_limit, limit_folds
 from grpo_theory.validate import ParameterError
@@ -14,7 +15,7 @@ from grpo_theory.validate import ParameterError
 def test_limits_are_h_at_zero_and_at_infinity():
     lower, upper = limit_folds(64)
     # h(0) = A_G(1/2) / (1/4), from the expected advantage mass directly
-    assert lower["h"] == pytest.approx(4 * float(expected_advantage(0.5, group_size=64)), rel=1e-12)
+    assert lower["h"] == pytest.approx(4 * float(expected_advantage(ATLAS_MODEL.replace(group_size=64), 0.5)), rel=1e-12)
     # as p -> 1 only groups with one failure remain: probability G p^(G-1) q, advantage mass
     # on the correct action (G-1)/G^2 divided by the group std sqrt((G-1)/(G(G-1))) = 1/sqrt(G);
     # h = A_G/(p q) -> G (G-1)/G^(3/2) = (G-1)/sqrt(G)
@@ -35,6 +36,8 @@ def test_folds_continue_below_the_drawing_limit_and_approach_their_limits():
 
 
 def test_other_kl_forms_are_refused():
-    with pytest.raises(ParameterError, match="exact KL"):
-        limit_folds(64, {"kl": "k3"})
+    with pytest.raises(ParameterError, match="kl must be exact"):
+        limit_folds(64, ATLAS_MODEL.replace(kl="k3"))
+    with pytest.raises(ParameterError, match="normalization"):
+        limit_folds(64, ATLAS_MODEL.replace(normalization="mean"))
     assert math.isinf(limit_folds(8)[1]["z"])
