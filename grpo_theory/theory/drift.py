@@ -36,6 +36,7 @@ from scipy.stats import binom
 from grpo_theory.model import KL_KINDS, NORMALIZATIONS, SURROGATES, GRPOModel
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
+from grpo_theory.theory.printing import latex
 from grpo_theory.validate import ParameterError, check_int
 
 __all__ = [
@@ -456,7 +457,7 @@ def _ea_std_corr() -> Derived:
     expr = out.expr
     out.check(r"the form shown equals the coefficient of $h = 1/G$ in the expansion (on the "
               r"simplex $q = 1 - p$)", "sympy", prove_equal(on_simplex(expr), on_simplex(c1)),
-              rf"the coefficient as derived: ${sp.latex(c1, symbol_names=S.LATEX_NAMES)}$")
+              rf"the coefficient as derived: ${latex(c1)}$")
     ser0 = sp.simplify(on_simplex(ser.coeff(h, 0)) - on_simplex(get("drift.expected_advantage_std_limit").expr))
     out.check(r"the $O(1)$ term of the expansion is the large-$G$ limit", "sympy", prove_zero(ser0))
     # high precision: the residual of the exact binomial sum is O(1/G^2)
@@ -510,7 +511,7 @@ def _log_weight() -> Derived:
               r"$n q_{\mathrm{old}} - (G - n) p_{\mathrm{old}}$, which is $n - G p_{\mathrm{old}}$ on the "
               "simplex", "sympy", prove_zero(on_simplex(score) - (S.n - S.G * _PO)),
               "the derivative before the substitution $q_{\\mathrm{old}} = 1 - p_{\\mathrm{old}}$: "
-              f"${sp.latex(score, symbol_names=S.LATEX_NAMES)}$")
+              f"${latex(score)}$")
     return out
 
 

@@ -27,6 +27,7 @@ from grpo_theory.model import NORMALIZATIONS, SURROGATES, GRPOModel
 from grpo_theory.results import Result, jsonable
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_zero
+from grpo_theory.theory.printing import latex
 from grpo_theory.theory.drift import d_dz, drift_components, drift_expr, on_policy, on_simplex
 from grpo_theory.validate import ParameterError, check_real
 
@@ -54,7 +55,7 @@ _P, _Q, _PR, _QR = S.p, S.q_fail, S.p_ref, S.q_ref
 
 def _tex(e) -> str:
     """LaTeX of a sympy expression in the notation of the documents."""
-    return sp.latex(e, symbol_names=S.LATEX_NAMES)
+    return latex(e)
 
 
 def _z_of(p, q):

@@ -32,6 +32,7 @@ from grpo_theory.results import Result
 from grpo_theory.theory import oscillator
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
+from grpo_theory.theory.printing import latex
 from grpo_theory.theory.discrete import continuous_lag
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
@@ -140,7 +141,7 @@ def _ar2() -> Derived:
     expr = out.expr
     out.check("the displayed form, every factor positive where the process is stable, equals the "
               "Lyapunov solution", "sympy", prove_equal(expr, derived),
-              f"Lyapunov solution factored by sympy: ${sp.latex(derived, symbol_names=S.LATEX_NAMES)}$")
+              f"Lyapunov solution factored by sympy: ${latex(derived)}$")
     Ps = P.subs(sol)
     out.check(r"solves the discrete Lyapunov equation $P = A P A^{\mathsf{T}} + Q$", "sympy",
               all(prove_zero(sp.simplify(e)) for e in (A * Ps * A.T + Q - Ps)))
@@ -160,7 +161,7 @@ def _ar2() -> Derived:
     out.check(r"agrees with the L3 Langevin variance $\frac{\eta^{2} \sigma^{2}}{2 \gamma \kappa_{s}}$ "
               r"to leading order in $a$ (their ratio tends to $1$ as $a \to 0$)", "sympy",
               prove_equal(lead, 1),
-              rf"exact over L3 $= 1 + {sp.latex(corr, symbol_names=S.LATEX_NAMES)} \, a + O(a^{{2}})$")
+              rf"exact over L3 $= 1 + {latex(corr)} \, a + O(a^{{2}})$")
     out.check(r"proportional to $\sigma^{2}$ (hence to $1/G$)", "sympy",
               prove_zero(sp.diff(expr, S.sigma2, 2)) and prove_zero(expr.subs(S.sigma2, 0)))
     f = sp.lambdify((S.eta, S.mu, S.K, S.sigma2), expr)

@@ -29,6 +29,7 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
+from grpo_theory.theory.printing import latex
 from grpo_theory.results import Result
 from grpo_theory.validate import ParameterError, check_real
 
@@ -50,7 +51,7 @@ _PAPER = ("predictable_grpo",)
 
 def _tex(expr) -> str:
     """LaTeX of a sympy expression with the project's notation (for the texts of checks)."""
-    return sp.latex(expr, symbol_names=S.LATEX_NAMES)
+    return latex(expr)
 
 
 # ----------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
+from grpo_theory.theory.printing import latex
 from grpo_theory.theory.discrete import step_matrix
 from grpo_theory.validate import check_int
 
@@ -72,7 +73,7 @@ def _sgd_window_variance() -> Derived:
     expr = out.expr
     out.check(r"the displayed form, every factor positive for $0 < k a < 2$, equals the phase average "
               "computed by sympy", "sympy", prove_equal(expr, avg_b),
-              f"phase average factored by sympy: ${sp.latex(avg_b, symbol_names=S.LATEX_NAMES)}$")
+              f"phase average factored by sympy: ${latex(avg_b)}$")
     out.check(r"the window-start variance solves $V_{0} = (1 - k a)^{2} V_{0} + k^{2} \eta^{2} \sigma^{2}$ "
               r"(batch) and $V_{0} = (1 - k a)^{2} V_{0} + k \eta^{2} \sigma^{2}$ (fresh)", "sympy",
               prove_zero(V0_b - (1 - k * a) ** 2 * V0_b - k**2 * eta**2 * s2)
@@ -87,7 +88,7 @@ def _sgd_window_variance() -> Derived:
     out.check(r"to leading order in $a$ the phase-averaged variance is $k$ times the fresh one",
               "sympy", prove_equal(lead, k),
               rf"$\lim_{{a \to 0}} \frac{{\mathrm{{batch}}}}{{\mathrm{{fresh}}}} = "
-              rf"{sp.latex(lead, symbol_names=S.LATEX_NAMES)}$")
+              rf"{latex(lead)}$")
     fb = sp.lambdify((S.eta, S.a, S.k_ref, S.sigma2), expr)
     ff = sp.lambdify((S.eta, S.a, S.k_ref, S.sigma2), avg_f)
     worst = 0.0

@@ -9,6 +9,7 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import get
+from grpo_theory.theory.printing import latex
 from grpo_theory.validate import check_real
 
 _PAPER = ("predictable_grpo",)
@@ -18,7 +19,7 @@ _ETA_K = r"dimensionless (in $\eta K$)"
 
 def _tex(expr) -> str:
     """LaTeX of a sympy expression with the project's notation (for the texts of checks)."""
-    return sp.latex(expr, symbol_names=S.LATEX_NAMES)
+    return latex(expr)
 
 
 def _sci(x) -> str:
