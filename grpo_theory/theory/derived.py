@@ -30,6 +30,7 @@ from typing import Callable
 
 import mpmath
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 from grpo_theory.prose import to_markdown, to_plain
 from grpo_theory.theory.chapters import import_chapters
@@ -176,21 +177,25 @@ class Derived:
         record name)`` (record name ``""`` for a definition that belongs to this record)."""
         return [(latex(sym), latex(defn), rec) for sym, defn, rec in self.where]
 
-    def show(self, form, where=()) -> None:
+    def show(self, form, where=(), *, proven=None, how: str = "") -> None:
         """Display ``form`` instead of :attr:`expr`: a readable form written with the named
         sub-expressions ``where`` (``(symbol, definition, record name or "")`` triples).
         sympy must prove that ``form`` with every definition substituted equals :attr:`expr`
-        (recorded in the proof log; a perturbed expression fails it)."""
+        (recorded in the proof log; a perturbed expression fails it).  Where sympy needs a
+        route, the caller proves it and passes the result as ``proven`` (a proof that compares
+        with :attr:`expr`, so that a perturbed expression fails it) and says how in ``how``."""
         where = tuple((sym, sp.sympify(defn), rec) for sym, defn, rec in where)
         full, defs = form, {sym: defn for sym, defn, _ in where}
+        funcs = {sym.func: sp.Lambda(sym.args, defn) for sym, defn in defs.items()
+                 if isinstance(sym, AppliedUndef) and all(a.is_Symbol for a in sym.args)}
         for _ in range(len(defs) + 1):              # a definition may use another one
-            if not (full.free_symbols & set(defs)):
-                break
             full = full.xreplace(defs)
+            for f, lam in funcs.items():            # f(x) = ... defines f at every argument
+                full = full.replace(f, lam)
         names = [f"${latex(sym)}$" for sym, _, _ in where]
         claim = ("the form displayed" + (f" (with {', '.join(names)} as defined)" if names else "")
-                 + " equals the derived expression")
-        self.check(claim, "sympy", _equal(full, self.expr))
+                 + " equals the derived expression" + (f" ({how})" if how else ""))
+        self.check(claim, "sympy", _equal(full, self.expr) if proven is None else bool(proven))
         self.display, self.where = form, where
 
     @property
@@ -361,12 +366,18 @@ def prove_equal(lhs, rhs, **kw) -> bool:
     return prove_zero(sp.sympify(lhs) - sp.sympify(rhs), **kw)
 
 
-def record_numeric(derived: Derived, claim: str, errors, *, digits: float) -> None:
-    """Record a high-precision numerical verification: all relative errors < 10**-digits."""
+def record_numeric(derived: Derived, claim: str, errors, *, digits: float,
+                   precision: int | None = None) -> None:
+    """Record a high-precision numerical verification: all relative errors < 10**-digits
+    (``precision``: the working precision in decimal digits, stated in the detail)."""
+    errors = list(errors)
     worst = max((mpmath.mpf(e) for e in errors), default=mpmath.mpf(0))
     agree = float(-mpmath.log10(worst)) if worst > 0 else float("inf")
+    at = f" at {precision}-digit precision" if precision else ""
+    found = (f"the two agree to at least {agree:.0f} digits at every point" if worst > 0
+             else "the two are identical at every point")
     derived.check(claim, "mpmath", agree >= digits,
-                  f"{len(list(errors))} points, worst agreement {agree:.1f} digits (need {digits})")
+                  f"{len(errors)} points{at}: {found} ({digits:g} required)")
 
 
 # --- registry and cache ------------------------------------------------------------------

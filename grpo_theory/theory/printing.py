@@ -32,10 +32,10 @@ from sympy.simplify.radsimp import fraction
 
 from grpo_theory.theory.symbols import LATEX_NAMES
 
-__all__ = ["Printer", "latex", "absorbed_sign", "FACTOR_ORDER"]
+__all__ = ["Printer", "latex", "absorbed_sign", "FACTOR_ORDER", "root", "sci"]
 
 #: Symbols printed first in a product, in this order (by sympy name).
-FACTOR_ORDER = ("kappa", "beta", "eta", "a", "K", "K_f", "K_s")
+FACTOR_ORDER = ("kappa", "Psi", "beta", "eta", "a", "K", "K_f", "K_s")
 
 #: an exponent of e longer than this (characters of LaTeX) is printed as exp(...)
 _LONG_EXPONENT = 40
@@ -217,6 +217,29 @@ class Printer(LatexPrinter):
         else:
             tex = r"e^{%s}" % arg
         return self._do_exponent(tex, exp)
+
+
+def sci(x, digits: int = 2) -> str:
+    """A number for the text of a check, as inline math: ``$3.2 \\times 10^{-5}$`` for a small
+    or large one, ``$0.0813$`` otherwise, ``$0$`` and ``$\\infty$`` as such."""
+    import math
+
+    x = float(x)
+    if x == 0:
+        return "$0$"
+    if not math.isfinite(x):
+        return "$\\infty$" if x > 0 else "$-\\infty$"
+    m, e = f"{x:.{digits - 1}e}".split("e")
+    if abs(int(e)) > 2:
+        return f"${m} \\times 10^{{{int(e)}}}$"
+    return f"${x:.{digits + 1}g}$"
+
+
+def root(expr):
+    """The square root of ``expr`` kept as one root, :math:`\\sqrt{p q}` rather than
+    :math:`\\sqrt{p}\\sqrt{q}` (sympy splits the root of a product of positive factors), for a
+    displayed form; the same value as ``sympy.sqrt(expr)``."""
+    return sp.Pow(expr, sp.S.Half, evaluate=False)
 
 
 def latex(expr, **settings) -> str:

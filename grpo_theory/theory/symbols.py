@@ -117,6 +117,7 @@ B = sp.Symbol("B", integer=True, positive=True)     #: prompts (groups) per step
 i = sp.Symbol("i", integer=True, positive=True)     #: sample index in a group
 A_i = sp.Symbol("A_i", real=True)                   #: advantage of sample i
 sd_n = sp.Symbol("sd_n", nonnegative=True)          #: Bessel-corrected group std at n correct
+sd_inf = sp.Symbol("sd_inf", positive=True)         #: its large-G limit sqrt(p q)
 A_plus = sp.Symbol("A_plus", real=True)             #: advantage mass on the correct actions
 A_G = sp.Symbol("A_G", nonnegative=True)            #: expected advantage mass at group size G
 A_inf = sp.Symbol("A_inf", nonnegative=True)        #: its G -> infinity limit
@@ -134,6 +135,8 @@ j = sp.Symbol("j", integer=True, nonnegative=True)  #: step inside a refresh win
 v = sp.Symbol("v", real=True)                       #: velocity (heavy-ball buffer)
 x_s = sp.Symbol("x_s", real=True)                   #: deviation at the last refresh
 z_0 = sp.Symbol("z_0", real=True)                   #: initial logit
+z_next = sp.Symbol("z_next", real=True)             #: the next iterate's logit, z_{t+1}
+var_z = sp.Symbol("V_z", positive=True)             #: the stationary variance of the logit
 M = sp.Symbol("M")                                  #: monodromy
 J = sp.Symbol("J")                                  #: one-step map inside a window
 S_1 = sp.Symbol("S_1", positive=True)               #: mu (1 - mu^k)/(1 - mu)
@@ -155,11 +158,11 @@ v_hat = sp.Symbol(r"\hat{v}", positive=True)        #: Adam second moment
 eta_theta = sp.Symbol("eta_theta", positive=True)   #: Adam per-parameter learning rate
 LATEX_NAMES.update({
     pi_theta: r"\pi_{\theta}", pi_old: r"\pi_{\mathrm{old}}", pi_ref: r"\pi_{\mathrm{ref}}",
-    q_star: r"q^{*}", A_i: r"A_{i}", sd_n: r"\hat{\sigma}_{n}", A_plus: r"A_{+}",
+    q_star: r"q^{*}", A_i: r"A_{i}", sd_n: r"\hat{\sigma}_{n}", sd_inf: r"\hat{\sigma}_{\infty}", A_plus: r"A_{+}",
     A_G: r"\mathcal{A}_{G}", A_inf: r"\mathcal{A}_{\infty}", A_1: r"\mathcal{A}^{(1)}",
     w_n: r"w_{n}", P_deg: r"P_{\mathrm{deg}}", Psi: r"\Psi", Phi_exact: r"\Phi_{\mathrm{exact}}",
     Phi_k3: r"\Phi_{\mathrm{k3}}", Phi_k1: r"\Phi_{\mathrm{k1}}", sigma2_1: r"\sigma_{1}^{2}",
-    K_p: r"K_{p}", x_s: r"x_{s}", z_0: r"z_{0}", P_char: r"P",
+    K_p: r"K_{p}", x_s: r"x_{s}", z_0: r"z_{0}", z_next: r"z_{t+1}", var_z: r"\operatorname{Var} z", P_char: r"P",
     x_pm: r"x_{\pm}", beta_1: r"\beta_{1}", eta_theta: r"\eta_{\theta}",
 })
 
@@ -178,6 +181,8 @@ k_max = sp.Symbol("k_max", positive=True)           #: largest stable refresh in
 ell_max = sp.Symbol("ell_max", positive=True)       #: largest lag with positive L3 damping
 ell_bar = sp.Symbol("ell_bar", positive=True)       #: mean lag (k - 1)/2 of a refresh window
 s_slow = sp.Symbol("s_slow", real=True)             #: slow characteristic exponent
+s_fast = sp.Symbol("s_fast", real=True)             #: fast characteristic exponent
+t_1 = sp.Symbol("t_1", positive=True)               #: time of the first extremum
 tau_slow = sp.Symbol("tau_slow", positive=True)     #: late-time decay time, overdamped
 tau_env = sp.Symbol("tau_env", positive=True)       #: envelope decay time, underdamped
 lam_slow = sp.Symbol("lambda_slow", real=True)      #: slow eigenvalue of M
@@ -194,6 +199,6 @@ LATEX_NAMES.update({
     a_max: r"a_{\max}", a_pub: r"a_{\mathrm{pub}}", a_lag: r"a_{\bar{\ell}}",
     eta_max: r"\eta_{\max}", eta_c: r"\eta_{c}", mu_c: r"\mu_{c}", K_c: r"K_{c}",
     k_max: r"k_{\max}", ell_max: r"\ell_{\max}", ell_bar: r"\bar{\ell}",
-    s_slow: r"s_{\mathrm{slow}}", tau_slow: r"\tau_{\mathrm{slow}}", tau_env: r"\tau_{\mathrm{env}}",
+    s_slow: r"s_{\mathrm{slow}}", s_fast: r"s_{\mathrm{fast}}", t_1: r"t_{1}", tau_slow: r"\tau_{\mathrm{slow}}", tau_env: r"\tau_{\mathrm{env}}",
     lam_slow: r"\lambda_{\mathrm{slow}}", P_d: r"P_{d}", g_bar: r"\bar{g}",
 })
