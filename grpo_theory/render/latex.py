@@ -183,25 +183,56 @@ def _equation(lhs: str, shown, label: str) -> str:
             + "\n\\end{multline}")
 
 
+#: the record name that marks a named sub-expression as a symbol of the notation table
+#: (defined there, not restated under the equation)
+NOTATION_REF = "notation"
+
+
+def _shown_proof(d: Derived):
+    """The verification that proves the displayed form equal to the record (from
+    :meth:`Derived.show`), or None."""
+    return next((v for v in d.verifications if v.claim.startswith("the form displayed")), None)
+
+
 def _where(d: Derived) -> str:
-    """The named sub-expressions of a displayed form: those that are other records by their
-    equation numbers, the others defined below the equation."""
-    refs, local = [], []
+    """The named sub-expressions of a displayed form, below the equation: those that are other
+    records by their equation numbers, the others defined there; and the proof that the form
+    shown is the derived expression."""
+    refs, local = {}, []
     for sym, defn, rec in d.where_latex():
+        if rec == NOTATION_REF:
+            continue
         if rec:
-            refs.append(f"${sym}$ from \\eqref{{{get(rec).label}}}")
+            refs.setdefault(rec, []).append(f"${sym}$")
         else:
             local.append((sym, defn))
+    proof = _shown_proof(d)
+    if not (refs or local or proof):
+        return ""
     parts = []
-    if refs:
-        parts.append("with " + (", ".join(refs[:-1]) + " and " + refs[-1] if len(refs) > 1 else refs[0]))
-    short = [f"${s} = {t}$" for s, t in local if display_width(f"{s} = {t}") <= 0.5 * _LINE]
-    long = [(s, t) for s, t in local if display_width(f"{s} = {t}") > 0.5 * _LINE]
+    for rec, syms in refs.items():
+        parts.append(" and ".join(syms) + f" from \\eqref{{{get(rec).label}}}")
+    short = [f"${s} = {t}$" for s, t in local if display_width(f"{s} = {t}") <= 0.55 * _LINE]
+    long = [(s, t) for s, t in local if display_width(f"{s} = {t}") > 0.55 * _LINE]
+    text = ""
+    if parts:
+        text = "with " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
     if short:
-        parts.append(("where " if not refs else "and ") + ", ".join(short))
-    text = (", ".join(parts) + ("." if not long else ", where")) if parts else ("where" if long else "")
-    for s, t in long:
-        text += f"\n\\begin{{equation*}}\n{s} = {t}\n\\end{{equation*}}"
+        text += (", where " if text else "where ") + ", ".join(short)
+    if long:
+        text += (", where" if not short and text else (" and" if short else "where"))
+        for s, t in long:
+            text += f"\n\\begin{{equation*}}\n{s} = {t}\n\\end{{equation*}}"
+    if proof is not None:
+        how = proof.claim[len("the form displayed"):]
+        how = how.split("equals the derived expression", 1)[1].strip(" ()") if \
+            "equals the derived expression" in how else ""
+        note = ("the form shown is proven equal to the derived expression"
+                + (f", {prose_tex(how)}" if how else ""))
+        label = method_label(proof)
+        text = (text + ("" if long else ";") + " " if text else "") + note + f"\\verified{{{label}}}"
+    elif not long:
+        text += "."
     return text
 
 
@@ -215,7 +246,7 @@ def equation_block(d: Derived) -> str:
     lines.append(_equation(d.lhs, shown, d.label))
     where = _where(d)
     if where:
-        lines.append("\\noindent " + where)
+        lines.append("\\noindent " + where + ("" if where.endswith("}") else "\\par"))
     meta = []
     if d.units:
         meta.append(f"\\emph{{Units:}} {prose_tex(d.units)}.")
@@ -223,14 +254,16 @@ def equation_block(d: Derived) -> str:
         meta.append(f"\\emph{{Assumptions:}} {prose_tex(d.assumptions)}.")
     if meta:
         lines.append(" ".join(meta))
-    if d.verifications:
+    proof = _shown_proof(d)
+    checks = [v for v in d.verifications if v is not proof]
+    if checks:
         lines.append("\\emph{Verified:}")
         lines.append("\\begin{itemize}\\setlength\\itemsep{0pt}")
-        lines.extend(_verification_line(v) for v in d.verifications)
+        lines.extend(_verification_line(v) for v in checks)
         lines.append("\\end{itemize}")
     elif d.level == "literature":
         lines.append("\\emph{Quoted from the literature, not derived here.}")
-    else:
+    elif proof is None:
         lines.append("\\emph{Not verified: no check is recorded for this result.}")
     return "\n".join(lines)
 
@@ -258,9 +291,25 @@ def _bibliography(keys) -> str:
     return "\\begin{thebibliography}{99}\n" + "\n".join(items) + "\n\\end{thebibliography}"
 
 
-def _literature_sentence(names) -> str:
+def _ranges(names, order) -> str:
+    """Equation references of ``names`` with runs of consecutive equations as ranges:
+    (1), (4), (14)--(25).  ``order``: every record of the document in order (one numbered
+    equation each)."""
+    pos = sorted(order.index(n) for n in names)
+    runs, start = [], pos[0]
+    for a, b in zip(pos, pos[1:] + [None]):
+        if b != a + 1:
+            runs.append((start, a))
+            start = b
+    ref = lambda i: f"\\eqref{{{get(order[i]).label}}}"  # noqa: E731
+    return ", ".join(ref(a) if a == b else (f"{ref(a)}, {ref(b)}" if b == a + 1 else f"{ref(a)}--{ref(b)}")
+                     for a, b in runs)
+
+
+def _literature_sentence(names, order=None) -> str:
     """Which works a chapter's results use, reproduce, quote or correct, with the equations
     that cite each (each result's description says how)."""
+    order = list(names) if order is None else list(order)
     by_key = {}
     for n in names:
         for k in get(n).references:
@@ -271,8 +320,7 @@ def _literature_sentence(names) -> str:
                 "no published result is used or compared with.")
     parts = []
     for k, ns in by_key.items():
-        refs = ", ".join(f"\\eqref{{{get(n).label}}}" for n in ns)
-        parts.append(f"\\cite{{{k}}} ({'equation' if len(ns) == 1 else 'equations'} {refs})")
+        parts.append(f"\\cite{{{k}}} ({'equation' if len(ns) == 1 else 'equations'} {_ranges(ns, order)})")
     return ("\\emph{Relation to the literature:} " + "; ".join(parts)
             + ". Each result's description says whether it uses, reproduces, quotes or "
               "corrects the work it cites.")
@@ -287,7 +335,8 @@ def _verification_key() -> str:
               "check is a symbolic identity established for the listed values of a parameter "
               "only; high-precision numerics state the digits that agree, and a sampled check "
               "states its points and the error it tolerated. Appendix~\\ref{app:verification} "
-              "describes each method.")
+              "describes each method; Appendix~\\ref{app:index} gives the name of each result in "
+              "the package.")
 
 
 def verification_appendix(names) -> str:
@@ -300,8 +349,7 @@ def verification_appendix(names) -> str:
             key = "cases" if v.method == "sympy" and getattr(v, "cases", "") else v.method
             counts[key] = counts.get(key, 0) + 1
     return "\n\n".join([
-        "\\section*{Appendix A: How each result was verified}\\label{app:verification}",
-        "\\addcontentsline{toc}{section}{Appendix A: How each result was verified}",
+        "\\section{How each result was verified}\\label{app:verification}",
         "Every formula of this document is derived once, as an expression of the computer-algebra "
         "system SymPy~\\cite{meurer2017sympy}; the same expression is printed here and compiled "
         "into the numerical functions the package computes with, so the printed formula is the "
@@ -346,8 +394,7 @@ def _index(names) -> str:
     """Appendix B: the record name of every result (for readers who want the code)."""
     rows = [f"\\eqref{{{get(n).label}}} & \\texttt{{{escape_tex(n)}}} \\\\" for n in names]
     return "\n".join([
-        "\\section*{Appendix B: Index of results}",
-        "\\addcontentsline{toc}{section}{Appendix B: Index of results}",
+        "\\section{Index of results}\\label{app:index}",
         "Each result is a record of the package; its name is the key under which the package, its "
         "command line (\\texttt{grpo-theory derive}) and its book find it.",
         "{\\small\\begin{longtable}{@{}rl@{}}", *rows, "\\end{longtable}}",
@@ -357,7 +404,7 @@ def _index(names) -> str:
 #: LaTeX preamble: the verification label set flush right (TeXbook, the \signed macro)
 _PREAMBLE = [
     "\\documentclass[10pt]{article}",
-    "\\usepackage{amsmath,amssymb,array,longtable}",
+    "\\usepackage{amsmath,amssymb,array,longtable,multicol}",
     "\\setlength{\\textwidth}{16cm}\\setlength{\\oddsidemargin}{0cm}\\setlength{\\evensidemargin}{0cm}",
     "\\setlength{\\textheight}{23cm}\\setlength{\\topmargin}{-1cm}\\setlength{\\parindent}{0pt}",
     "\\setlength{\\parskip}{3pt plus 1pt}",
@@ -408,7 +455,7 @@ def equations_document(names=None, extra_sections=()) -> str:
         parts.append(f"\\section{{{ch.latex_title}}}")
         if ch.latex_intro:
             parts.append(prose_tex(ch.latex_intro))
-        parts.append(_literature_sentence(by_prefix[ch.key]))
+        parts.append(_literature_sentence(by_prefix[ch.key], names))
         for name in by_prefix[ch.key]:
             parts.append(equation_block(get(name)))
     for title, body in extra_sections:

@@ -150,6 +150,10 @@ NOTATION = {
     # --- Adam
     "beta_1": (S.beta_1, "Adam's first-moment decay rate (its momentum)"),
     "v_hat": (S.v_hat, "Adam's second moment (running mean of the squared gradient)"),
+    "beta_star": (S.beta_star(S.z), "the KL coefficient at which the logit $z$ is a fixed point (the level set of the fixed points)"),
+    "beta_fold": (S.beta_fold, "KL coefficient at a fold (saddle-node) of the fixed points"),
+    "l_1": (S.l_1, "first Lyapunov coefficient of the window map at a Neimark--Sacker point"),
+    "c_flip": (S.c_flip, "normal-form coefficient of the window map at a flip point"),
     "g_bar": (S.g_bar, "Adam's first moment: the running mean of the gradient"),
     "eta_theta": (S.eta_theta, "Adam's effective per-parameter learning rate"),
 }
@@ -181,10 +185,11 @@ def notation_rows() -> list[tuple[str, str]]:
 
 
 def notation_table() -> str:
-    """LaTeX of the notation table (a two-column ``longtable``)."""
-    rows = [f"${tex}$ & {to_tex(meaning)} \\\\" for tex, meaning in notation_rows()]
-    return ("\\begin{longtable}{@{}>{\\raggedright}p{0.13\\linewidth}p{0.83\\linewidth}@{}}\n"
-            + "\n".join(rows) + "\n\\end{longtable}")
+    """LaTeX of the notation table: symbol and meaning, in two columns (``multicol``)."""
+    rows = [f"\\hangindent=4em\\hangafter=1\\makebox[4em][l]{{${tex}$}}{to_tex(meaning)}\\par"
+            for tex, meaning in notation_rows()]
+    return ("{\\small\\setlength{\\parskip}{1pt}\\begin{multicols}{2}\\raggedright\n"
+            + "\n".join(rows) + "\n\\end{multicols}}")
 
 
 # ------------------------------------------------------------------------------------

@@ -132,7 +132,7 @@ def _write_equations(out_dir: Path, status, notes, extra_sections=()) -> dict:
     if failed:
         notes.append("derivations that failed and are left out of equations.tex: " + ", ".join(failed))
     latex.write_equations(out_dir, names=[n for n in status if n not in failed],
-                          extra_sections=extra_sections)
+                          extra_sections=extra_sections, warnings=notes)
     files = {"equations.tex": out_dir / "equations.tex", "references.bib": out_dir / "references.bib"}
     if (out_dir / "equations.pdf").exists():
         files["equations.pdf"] = out_dir / "equations.pdf"
@@ -258,7 +258,12 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     figs = {}
     stage("atlas")
     figs["atlas"], atlas = _fig_atlas(out)
-    nums["atlas"] = atlas["atlas"].to_dict()
+    nums["atlas"] = {**atlas["atlas"].to_dict(), "fold_limit": atlas["fold_limit"].to_dict(),
+                     "criticality": atlas["criticality"],
+                     "resonances": [{**{k: v for k, v in r.items() if k != "eigenvalues"},
+                                     "eigenvalues": [[float(e.real), float(e.imag)]
+                                                     for e in r["eigenvalues"]]}
+                                    for r in atlas["resonances"]]}
     done("atlas")
     stage("equations")
     rr.files.update(_write_equations(out, status, notes, extra_sections=[atlas_section(atlas)]))

@@ -25,7 +25,10 @@ from grpo_theory.runs.logs import read_log
 from grpo_theory.simulation import simulate
 from grpo_theory.theory import atlas as at
 from grpo_theory.theory import discrete, noise, oscillator
+from grpo_theory.theory.criticality import (boundary_point, measure_coefficient,
+                                            one_to_two_resonance, window_map)
 from grpo_theory.theory.derived import get
+from grpo_theory.theory.fold_limit import fold_limit
 from grpo_theory.theory.fixed_points import (bifurcations, level_set, mroueh_fixed_points,
                                              stable_fixed_point)
 from grpo_theory.theory.mean_field import mean_field_trajectory
@@ -268,6 +271,36 @@ def bifurcation_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
             "p_ref": p_ref, "rows": bif_rows, "z_span": _BRANCH_SPAN}
 
 
+#: the boundary points whose criticality the atlas section computes: (setting in words, model,
+#: momentum, refresh interval); the first has the all-stale stiffness of the atlas's L2 map
+CRITICALITY_POINTS = (
+    ("KL in the reward (all stiffness stale), $G = 16$, $\\beta = 1$",
+     GRPOModel(normalization="mean", kl="k1_reward", kl_coef=1.0, group_size=16, adv_eps=0.0), 0.8, 4),
+    ("std normalisation, analytic KL, $G = 4$, $\\beta = 1$",
+     GRPOModel(normalization="std", kl="exact", kl_coef=1.0, group_size=4, adv_eps=0.0), 0.5, 4),
+    ("std normalisation, analytic KL, $G = 4$, $\\beta = 1$",
+     GRPOModel(normalization="std", kl="exact", kl_coef=1.0, group_size=4, adv_eps=0.0), 0.5, 6),
+)
+
+#: reference rewards below the continuation's end at which the folds are found directly
+FOLD_LIMIT_P_REFS = (1e-3, 1e-4, 1e-6, 1e-8)
+
+
+def criticality_rows() -> list[dict]:
+    """The criticality of the boundary points of :data:`CRITICALITY_POINTS`: kind, eta K, the
+    normal-form coefficient and the same coefficient measured by iterating the map."""
+    rows = []
+    for setting, model, mu, k in CRITICALITY_POINTS:
+        wm = window_map(model, momentum=mu, refresh_interval=k)
+        pt = boundary_point(wm)
+        meas = measure_coefficient(wm, pt)
+        rows.append({"setting": setting, "momentum": mu, "refresh_interval": k, "kind": pt.kind,
+                     "eta_K": pt.eta_K, "fresh_fraction": pt.fresh_fraction,
+                     "coefficient": pt.coefficient, "measured": meas["measured"],
+                     "relative_error": meas["relative_error"], "criticality": pt.criticality})
+    return rows
+
+
 def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
                refresh_interval=4) -> dict:
     """Data twin of the atlas figures: arrays to re-plot them in any style.
@@ -275,8 +308,11 @@ def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
     ``branches`` (p* vs beta with stability and the folds at ``group_size``, ``p_ref``),
     ``p_ref_plane`` (the continued fold curve and its cusp), ``group_size_plane`` (lower and
     upper fold per integer G), ``discrete`` (flip / complex-pair curves, codimension-two
-    points), ``checks`` (the independent checks) and ``atlas`` (the
-    :class:`~grpo_theory.theory.atlas.Atlas`).
+    points), ``checks`` (the independent checks), ``atlas`` (the
+    :class:`~grpo_theory.theory.atlas.Atlas`), ``fold_limit`` (the folds below the
+    continuation's end, :func:`~grpo_theory.theory.fold_limit.fold_limit`), ``resonances``
+    (the monodromy at each codimension-two point) and ``criticality``
+    (:func:`criticality_rows`).
     """
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -303,6 +339,11 @@ def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
         "discrete": res.discrete,
         "checks": res.checks,
         "atlas": res,
+        "fold_limit": fold_limit(group_size, p_refs=FOLD_LIMIT_P_REFS),
+        "resonances": [{**c, **one_to_two_resonance(c.get("momentum", momentum),
+                                                     c.get("refresh_interval", refresh_interval))}
+                       for c in res.discrete["codim2_k"] + res.discrete["codim2_mu"]],
+        "criticality": criticality_rows(),
     }
 
 

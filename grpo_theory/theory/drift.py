@@ -85,9 +85,10 @@ def on_policy(expr):
 
 
 #: where-definitions of the notation symbols a displayed form may use
-_Z_DEF = (S.z, sp.log(_P / _Q), "")
-_ZOLD_DEF = (S.z_old, sp.log(_PO / _QO), "")
-_ZREF_DEF = (S.z_ref, sp.log(_PR / _QR), "")
+#: ("notation": defined in the notation table, not restated under the equation)
+_Z_DEF = (S.z, sp.log(_P / _Q), "notation")
+_ZOLD_DEF = (S.z_old, sp.log(_PO / _QO), "notation")
+_ZREF_DEF = (S.z_ref, sp.log(_PR / _QR), "notation")
 #: the large-G group standard deviation of the sampling policy, sqrt(p_old q_old)
 SD_INF = S.sd_inf
 
@@ -723,19 +724,8 @@ def _register_drift_variants():
                                       r"of the expected objective with the KL-shifted rewards)", "sympy",
                                       prove_zero(sp.expand_log(
                                           expr - sp.limit(F_G, S.G, sp.oo), force=True)))
-                        else:
-                            A = (sp.limit(get("drift.expected_advantage_mean").expr, S.G, sp.oo)
-                                 if norm == "mean" else get("drift.expected_advantage_std_limit").expr)
-                            R = get("drift.ratio_factor").expr if sur == "ratio" else 1
-                            phi_tex = ("" if kl == "none" else
-                                       rf" - \beta\,{latex(_KL_SYMBOL[kl][0])}")
-                            psi_tex = r"\Psi\," if sur == "ratio" else ""
-                            a_tex = (r"p_{\mathrm{old}} q_{\mathrm{old}}" if norm == "mean"
-                                     else r"\mathcal{A}_{\infty}")
-                            out.check(rf"equals $\kappa\,({psi_tex}{a_tex}{phi_tex})$ with the "
-                                      r"$G \to \infty$ limit of the expected advantage (its own "
-                                      r"result)", "sympy",
-                                      prove_zero(expr - S.kappa * (R * A - S.beta * kl_force_expr(kl))))
+                        # (otherwise the displayed form, proven above, is the G -> infinity limit
+                        # of the expected advantage with the same ratio factor and KL force)
                         on = on_policy(expr)
                         out.check("on-policy, the ratio and stale surrogates give the same drift",
                                   "sympy",
@@ -930,7 +920,7 @@ def _noise_coeff() -> Derived:
                   level="L1", title="Noise of the update at large $G$")
     expr = out.expr
     out.show(S.kappa**2 * _P * _Q * (2 * _P - 1) ** 2 * (2 * S.eps + SD_INF) ** 2
-             / (4 * (S.eps + SD_INF) ** 4), [(SD_INF, root(_P * _Q), ""), (_Q, 1 - _P, "")])
+             / (4 * (S.eps + SD_INF) ** 4), [(SD_INF, root(_P * _Q), ""), (_Q, 1 - _P, "notation")])
     f = sp.lambdify((S.n, S.G, _P, _PR, S.kappa, S.beta, S.eps), _per_group_update("std", "exact"), "mpmath")
     cf = sp.lambdify((_P, S.kappa, S.eps), expr, "mpmath")
     extrapolated = []

@@ -173,7 +173,7 @@ def _mroueh_map() -> Derived:
     z_next = S.z_next
     out.show(1 / (1 + sp.exp(-z_next)),
              [(z_next, S.z_ref + 1 / (S.beta * root(_P * (1 - _P) + S.eps)), ""),
-              (S.z_ref, sp.log(_PR / (1 - _PR)), "")])
+              (S.z_ref, sp.log(_PR / (1 - _PR)), "notation")])
     odds = expr / (1 - expr)
     out.check(r"in logits the map reads $z_{t+1} = z_{\mathrm{ref}} + 1/(\beta \sqrt{p q + \epsilon})$ "
               r"(odds $p_{t+1}/(1 - p_{t+1}) = (p_{\mathrm{ref}}/q_{\mathrm{ref}}) "

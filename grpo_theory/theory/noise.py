@@ -195,7 +195,7 @@ def _reward() -> Derived:
                               r"$O\big((\operatorname{Var} z)^{2}\big)$ dropped)",
                   level="L3", references=_PAPER, title="Stationary fluctuation of the reward")
     expr = out.expr
-    out.show((ps * S.q_star) ** 2 * var_z, [(S.q_star, 1 - ps, "")])
+    out.show((ps * S.q_star) ** 2 * var_z, [(S.q_star, 1 - ps, "notation")])
     out.check(r"$\mathrm{d}p/\mathrm{d}z$ at $z^{*}$ equals $p^{*} q^{*}$", "sympy",
               prove_equal(slope, ps * (1 - ps)))
     # second-order delta method for Gaussian eps: Var sigma(z*+eps) = p'^2 v + O(v^2)

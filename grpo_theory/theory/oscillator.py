@@ -234,7 +234,7 @@ def _critical_momentum() -> Derived:
                      - sp.sqrt(S.eta * S.K * (4 + S.eta * S.K * (1 - 2 * S.ell))),
                      title="Critical momentum of the continuous model",
                      shown=(1 + S.a * (1 - S.ell) - root(S.a * (4 + S.a * (1 - 2 * S.ell))),
-                            [(S.a, S.eta * S.K, "")]))
+                            [(S.a, S.eta * S.K, "notation")]))
 
 
 @derivation("oscillator.critical_learning_rate")

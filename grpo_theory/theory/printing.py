@@ -93,6 +93,14 @@ class Printer(LatexPrinter):
         tex = r"\arg\left(%s\right)" % self._print(sp.Add(x, sp.I * y, evaluate=False))
         return tex if exp is None else r"\left(%s\right)^{%s}" % (tex, exp)
 
+    # -- cases: each branch in display style (a fraction in a case is not shrunk) --------------
+    def _print_Piecewise(self, expr):
+        rows = []
+        for e, c in expr.args:
+            cond = r"\text{otherwise}" if c == sp.true else r"\text{for}\: %s" % self._print(c)
+            rows.append(r"\displaystyle %s & %s" % (self._print(e), cond))
+        return r"\begin{cases} %s \end{cases}" % r" \\ ".join(rows)
+
     # -- sums: no leading minus when a positive term exists -------------------------------
     def _print_Add(self, expr, order=None):
         terms = list(self._as_ordered_terms(expr, order=order))

@@ -202,3 +202,10 @@ LATEX_NAMES.update({
     s_slow: r"s_{\mathrm{slow}}", s_fast: r"s_{\mathrm{fast}}", t_1: r"t_{1}", tau_slow: r"\tau_{\mathrm{slow}}", tau_env: r"\tau_{\mathrm{env}}",
     lam_slow: r"\lambda_{\mathrm{slow}}", P_d: r"P_{d}", g_bar: r"\bar{g}",
 })
+
+# the atlas: the level set of the fixed points, the folds, the normal-form coefficients
+beta_star = sp.Function(r"\beta^{*}")               #: KL coefficient at which z is a fixed point
+beta_fold = sp.Symbol("beta_fold", positive=True)   #: KL coefficient at a fold
+l_1 = sp.Symbol("l_1", real=True)                   #: first Lyapunov coefficient (Neimark-Sacker)
+c_flip = sp.Symbol("c_flip", real=True)             #: normal-form coefficient of a flip
+LATEX_NAMES.update({beta_fold: r"\beta_{\mathrm{fold}}", l_1: r"l_{1}", c_flip: r"c_{\mathrm{flip}}"})

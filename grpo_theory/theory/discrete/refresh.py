@@ -39,12 +39,13 @@ def _geometric_sums(k=S.k_ref):
 _S1_SYM = S.S_1
 
 
-def _sums_where(with_s2=False):
-    """The geometric sums of a window as named sub-expressions of a displayed form."""
+def _sums_where(with_s2=False, defined_in="discrete.refresh_monodromy"):
+    """The geometric sums of a window as named sub-expressions of a displayed form, defined
+    under the monodromy (``defined_in=""`` there) and referred to elsewhere."""
     _, S1, _ = _geometric_sums()
-    where = [(S.S_1, S1, "")]
+    where = [(S.S_1, S1, defined_in)]
     if with_s2:
-        where.append((S.S_2, (S.k_ref - S.S_1) / (1 - S.mu), ""))
+        where.append((S.S_2, (S.k_ref - S.S_1) / (1 - S.mu), defined_in))
     return where
 
 
@@ -106,7 +107,7 @@ def _refresh_monodromy() -> Derived:
     expr = out.expr
     out.show(sp.ImmutableMatrix([[1 - S.a * S.S_2, S.S_1],
                                  [-S.a * (1 - S.mu**S.k_ref) / (1 - S.mu), S.mu**S.k_ref]]),
-             _sums_where(with_s2=True))
+             _sums_where(with_s2=True, defined_in=""))
     closed = sp.Matrix(expr)
     out.check(r"the summed geometric series equal the displayed closed form (entry by entry)",
               "sympy", all(prove_zero(sp.simplify(derived[r, c] - closed[r, c])) for r in range(2)
