@@ -36,7 +36,8 @@ from grpo_theory.theory.printing import Printer, latex
 __all__ = ["REFERENCES", "NOTATION", "prose_tex", "notation", "math_label", "notation_table",
            "notation_rows", "equations_document", "write_equations", "references_bib",
            "citation", "escape_tex", "equation_block", "METHOD_LABELS", "method_label",
-           "verification_appendix", "LIBRARY_NAMES", "display_width"]
+           "verification_appendix", "LIBRARY_NAMES", "display_width", "document_order",
+           "equation_numbers"]
 
 #: How each verification method is named in the documents (only a symbolic proof is a proof).
 METHOD_LABELS = {
@@ -392,12 +393,14 @@ def verification_appendix(names) -> str:
 
 def _index(names) -> str:
     """Appendix B: the record name of every result (for readers who want the code)."""
-    rows = [f"\\eqref{{{get(n).label}}} & \\texttt{{{escape_tex(n)}}} \\\\" for n in names]
+    rows = [f"\\makebox[2.6em][r]{{\\eqref{{{get(n).label}}}}}\\quad\\texttt{{{escape_tex(n)}}}\\par"
+            for n in names]
     return "\n".join([
         "\\section{Index of results}\\label{app:index}",
         "Each result is a record of the package; its name is the key under which the package, its "
         "command line (\\texttt{grpo-theory derive}) and its book find it.",
-        "{\\small\\begin{longtable}{@{}rl@{}}", *rows, "\\end{longtable}}",
+        "{\\footnotesize\\setlength{\\parskip}{0pt}\\begin{multicols}{2}", *rows,
+        "\\end{multicols}}",
     ])
 
 
@@ -427,6 +430,18 @@ def _abstract(n: int) -> str:
             + _verification_key() + "\\end{abstract}")
 
 
+def document_order(names=None) -> list[str]:
+    """The records in the order of the document (chapter by chapter); the equation number of
+    each is its position plus one (one numbered equation per result)."""
+    names = list(all_names() if names is None else names)
+    return [n for ch in CHAPTERS for n in names if n.split(".")[0] == ch.key]
+
+
+def equation_numbers(names=None) -> dict:
+    """Record name -> its equation number in ``equations.pdf``."""
+    return {n: i + 1 for i, n in enumerate(document_order(names))}
+
+
 def equations_document(names=None, extra_sections=()) -> str:
     """The standalone LaTeX document of the derived results (all registered ones by default).
 
@@ -449,6 +464,7 @@ def equations_document(names=None, extra_sections=()) -> str:
     by_prefix = {}
     for name in names:
         by_prefix.setdefault(name.split(".")[0], []).append(name)
+    names = document_order(names)          # one numbered equation each, in this order
     for ch in CHAPTERS:
         if ch.key not in by_prefix:
             continue

@@ -91,7 +91,7 @@ def _criticality_text(data) -> str:
         kind = "Neimark--Sacker" if r["kind"] == "neimark-sacker" else "flip"
         coef = "$l_{1}$" if r["kind"] == "neimark-sacker" else "$c_{\\mathrm{flip}}$"
         body.append(f"{prose_tex(r['setting'])} & ${r['momentum']:g}$ & ${r['refresh_interval']}$ & "
-                    f"{kind} & {number(r['eta_K'], 4)} & {coef} $=$ {number(r['coefficient'], 4)} & "
+                    f"{kind} & {number(r['eta_K'], 4)} & {coef} & {number(r['coefficient'], 4)} & "
                     f"{number(r['measured'], 4)} & {r['criticality']} \\\\")
     return (
         "\\paragraph{Criticality.} Those boundaries describe the linear map. What the "
@@ -104,8 +104,8 @@ def _criticality_text(data) -> str:
         "computed from the partial derivatives of the drift at the fixed point up to third order, "
         "in high-precision arithmetic, and each is measured independently by iterating the map "
         "at the boundary from a small amplitude:\n\n"
-        "{\\small\\begin{center}\\begin{tabular}{p{4.1cm}rrlrlrl}\n"
-        "variant & $\\mu$ & $k$ & boundary & $a$ & coefficient & measured & \\\\ \\hline\n"
+        "{\\small\\begin{center}\\begin{tabular}{@{}p{3.5cm}rrlrcrrl@{}}\n"
+        "variant & $\\mu$ & $k$ & boundary & $a$ & & predicted & measured & \\\\ \\hline\n"
         + "\n".join(body) + "\n\\end{tabular}\\end{center}}\n"
         "With all the stiffness stale (the map of the atlas, realised exactly by the KL in the "
         "reward) the loss of stability is soft: past the threshold the reward oscillates with an "
