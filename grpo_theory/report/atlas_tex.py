@@ -159,7 +159,7 @@ bistable from {lab['G']} $= {g['first_bistable']}$ on (not at {lab['G']} $= {g['
 \\paragraph{{Independent checks}} (they do not use the fold condition). For each fold: the number of roots
 of the drift on a dense grid around the fold at {lab['beta']} moved by $\\mp 10^{{-8}}\\max(1, \\beta)$
 (two on one side, none on the other), and the extremum of $\\beta^{{*}}$ found by derivative-free bounded
-minimisation (Brent's method), whose difference from the continued fold is the column $|\\Delta \\beta|$.
+minimisation (Brent's method), whose difference from the continued fold is given.
 
 \\begin{{center}}\\begin{{tabular}}{{lrrrrrl}}
 plane & {lab['G']} & {lab['p_ref']} & fold {lab['beta']} & difference & roots below, above & check \\\\ \\hline

@@ -230,7 +230,7 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
                 ax.set_yscale("log")
                 top = float(np.nanmax(pan["rms"]))
                 ax.set_ylim(1e-3, 5 * top)
-                ax.set_ylabel(f"size of the deviation $|z - z^{{*}}|$", fontsize=8)
+                ax.set_ylabel("size of the deviation $|z - z^{*}|$", fontsize=8)
                 ax.legend(frameon=False, fontsize=6, loc="upper left")
                 ax.text(0.97, 0.30, "L3 has no flip (no eigenvalue at $-1$):\n"
                         "it predicts a decaying oscillation", transform=ax.transAxes, ha="right",

@@ -7,6 +7,7 @@ names), no code words in the prose."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -39,10 +40,19 @@ def number_text(x, nd=4) -> str:
     return f"{x:.{nd}g}"
 
 
+_E_NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)[eE]([-+]?\d+)\b")
+
+
+def _powers(text: str) -> str:
+    """A number in e-notation written with a power of ten: ``4.1e-5`` -> ``4.1 × 10⁻⁵`` (the
+    cross-checks' texts serve a terminal too, where e-notation is the custom)."""
+    return _E_NUMBER.sub(lambda m: f"{m.group(1)} × 10{str(int(m.group(2))).translate(_SUPER)}", text)
+
+
 def _plain(text) -> str:
     """Prose (formulas between dollars) as Unicode text: tables and captions of report.md
-    carry no LaTeX (a table cell cannot hold every formula)."""
-    return to_plain_or_as_is(text)
+    carry no LaTeX (a table cell cannot hold every formula); numbers with powers of ten."""
+    return _powers(to_plain_or_as_is(text))
 
 
 #: the cross-checks by title (their names are keys of the package)
@@ -114,7 +124,7 @@ def cc_markdown_table(checks) -> str:
     for c in checks:
         h = c.headline or {}
         if h:
-            pred, meas, band = format_headline_numbers(h)
+            pred, meas, band = (_powers(x) for x in format_headline_numbers(h))
             units = h.get("units") or ""
             quantity = _plain(h.get("quantity", "")) + (f" [{units}]" if units and units != "dimensionless" else "")
             cells = [CHECK_TITLES.get(c.name, c.name.replace("_", " ")), quantity,

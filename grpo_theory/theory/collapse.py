@@ -59,7 +59,7 @@ def _opaque(expr):
     arbitrary values of the integrals holds for their values (and simplification does not try
     to evaluate integrals of unknown functions)."""
     ints = sorted(expr.atoms(sp.Integral), key=sp.default_sort_key)
-    return expr.xreplace({I: sp.Dummy(f"I{j}") for j, I in enumerate(ints)})
+    return expr.xreplace({integral: sp.Dummy(f"I{j}") for j, integral in enumerate(ints)})
 
 
 @derivation("collapse.mean_first_passage")

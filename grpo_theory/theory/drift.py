@@ -541,7 +541,7 @@ def _log_weight() -> Derived:
     expr = out.expr
     as_log_gamma = expr.replace(sp.loggamma, lambda arg: sp.log(sp.gamma(arg))).subs({Gr: S.G, nr: S.n})
     out.check(r"$\log w_{n} = \log\left(\binom{G}{n} p_{\mathrm{old}}^{n} q_{\mathrm{old}}^{G - n}\right)$ "
-              r"(with the logarithm of the gamma function at arguments of at least 1)",
+              r"(with $\log \Gamma$ at arguments of at least 1)",
               "sympy",
               prove_zero(sp.expand_log(sp.log(pmf.rewrite(sp.gamma)), force=True)
                          - sp.expand_log(as_log_gamma, force=True)))

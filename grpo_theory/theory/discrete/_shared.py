@@ -3,14 +3,10 @@ number formatting, lambdified records."""
 
 from __future__ import annotations
 
-import math
-
 import sympy as sp
 
-from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import get
 from grpo_theory.theory.printing import latex
-from grpo_theory.theory.printing import sci as _sci
 from grpo_theory.validate import check_real
 
 _PAPER = ("predictable_grpo",)

@@ -10,7 +10,8 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
-from grpo_theory.theory.discrete._shared import _ETA_K, _PAPER, _STALE, _i, _j, _num, _sci, _stiffness, _tex
+from grpo_theory.theory.discrete._shared import _ETA_K, _PAPER, _STALE, _i, _j, _num, _stiffness, _tex
+from grpo_theory.theory.printing import sci as _sci
 from grpo_theory.validate import ParameterError, check_finite_array, check_real
 
 
