@@ -10,6 +10,7 @@ import sympy as sp
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
 from grpo_theory.theory.discrete._shared import _ETA_K, _PAPER, _STALE, _stiffness, _tex
+from grpo_theory.theory.printing import sci as _sci
 
 
 def _delay_poly_expr(d):
