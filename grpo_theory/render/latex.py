@@ -51,7 +51,7 @@ LIBRARY_NAMES = ("sympy", "mpmath", "scipy", "numpy", "matplotlib", "pytorch", "
                  "odefun", "dsolve", "lambdify", "linalg", "brentq", "fsolve")
 
 #: widest displayed line, in the units of :func:`display_width` (about the text width)
-_LINE = 62.0
+_LINE = 76.0
 
 
 def method_label(v) -> str:
@@ -127,6 +127,8 @@ def display_width(tex: str) -> float:
     scripts = sum(len(re.sub(r"\\[A-Za-z]+", "x", g)) for g in re.findall(r"[_^]\{([^{}]*)\}", t))
     t = re.sub(r"[_^]\{[^{}]*\}", "", t)
     t = re.sub(r"\\[,;:! ]", " ", t)
+    t = re.sub(r"\\(log|exp|sin|cos|sinh|cosh|tanh|arctan|min|max|det|lim|arg|ln)\b",
+               lambda m: "x" * len(m.group(1)), t)
     t = re.sub(r"\\[A-Za-z]+", "x", t)
     ops = len(re.findall(r"[=+\-<>]", t))
     glyphs = len(re.sub(r"[\s{}=+\-<>]", "", t))
@@ -228,7 +230,7 @@ def _where(d: Derived) -> str:
         how = proof.claim[len("the form displayed"):]
         how = how.split("equals the derived expression", 1)[1].strip(" ()") if \
             "equals the derived expression" in how else ""
-        note = ("the form shown is proven equal to the derived expression"
+        note = (("the" if text else "The") + " form shown is proven equal to the derived expression"
                 + (f", {prose_tex(how)}" if how else ""))
         label = method_label(proof)
         text = (text + ("" if long else ";") + " " if text else "") + note + f"\\verified{{{label}}}"
@@ -329,7 +331,7 @@ def _literature_sentence(names, order=None) -> str:
 
 def _verification_key() -> str:
     labels = ", ".join(f"\\emph{{{lbl}}}" for lbl in
-                       ("symbolic proof", "exact check for", "high-precision numerics",
+                       ("symbolic proof", "exact check for listed values", "high-precision numerics",
                         "sampled numeric check"))
     return ("Under each result the claims that were checked are listed, each labelled with how: "
             + labels + ". Only a symbolic proof is a proof of the statement as written; an exact "

@@ -54,7 +54,7 @@ NOTATION = {
     "A_i": (S.A_i, "advantage of sample $i$"),
     "sd_n": (S.sd_n, "Bessel-corrected standard deviation of the rewards of a group with $n$ correct"),
     "sd_inf": (S.sd_inf, "its large-$G$ limit $\\sqrt{p q}$, for the policy that draws the group"),
-    "epsilon": (S.eps, "added to the group standard deviation in the std normalisation"),
+    "epsilon": (S.eps, "added to the group standard deviation in the std normalization"),
     "A_plus": (S.A_plus, "advantage mass on the correct actions of a group with $n$ correct"),
     "A_G": (S.A_G, "expected advantage mass at group size $G$ (a binomial sum over $n$)"),
     "A_inf": (S.A_inf, "the $G \\to \\infty$ limit of $\\mathcal{A}_{G}$"),
@@ -148,7 +148,6 @@ NOTATION = {
     "w": (S.w, "variable of integration"),
     "tau_exit": (S.tau_exit, "mean first-passage time out of the basin, steps"),
     # --- Adam
-    "beta_1": (S.beta_1, "Adam's first-moment decay rate (its momentum)"),
     "v_hat": (S.v_hat, "Adam's second moment (running mean of the squared gradient)"),
     "beta_star": (S.beta_star(S.z), "the KL coefficient at which the logit $z$ is a fixed point (the level set of the fixed points)"),
     "beta_fold": (S.beta_fold, "KL coefficient at a fold (saddle-node) of the fixed points"),

@@ -112,7 +112,7 @@ def _criticality_text(data) -> str:
         "amplitude growing like the square root of the distance to it; a computation over a grid "
         "($\\beta$ from $0.2$ to $5$, $G = 4, 16$ and $G \\to \\infty$, $\\mu$ from $0.3$ to $0.97$, "
         "$k$ from $2$ to $34$) found every point supercritical. A KL force acting on the current "
-        "iterate changes the boundary and can change its criticality: with std normalisation and "
+        "iterate changes the boundary and can change its criticality: with std normalization and "
         "the analytic KL a Neimark--Sacker point can be subcritical, a hard loss of stability, as "
         "in the last row. These are computations at the points listed, not proofs.")
 
@@ -135,7 +135,7 @@ def atlas_section(data) -> tuple[str, str]:
         f"{'passed' if c['passed'] else 'FAILED'} \\\\" for c in chk["folds"])
     cc = chk["cusp"]
     v = ATLAS_MODEL
-    variant = (f"{'std' if v.normalization == 'std' else 'mean'} normalisation with "
+    variant = (f"{'std' if v.normalization == 'std' else 'mean'} normalization with "
                f"${latex(S.eps)} = {v.adv_eps:g}$, the "
                f"{'analytic' if v.kl == 'exact' else v.kl} KL penalty and the {v.surrogate} surrogate")
     level = sp.Eq(bstar, S.A_G / S.Phi_exact)

@@ -183,7 +183,7 @@ def trajectories_data(model: GRPOModel = DEFAULT_MODEL, *, full=False, notes=Non
     return panels, rows
 
 
-#: the variant of the fluctuation figure in which the 1/G law holds: mean normalisation with the
+#: the variant of the fluctuation figure in which the 1/G law holds: mean normalization with the
 #: analytic KL at beta = 0.45 keeps the fixed point away from p = 1 (p* from 0.69 at G = 4 to
 #: 0.80 at G = 128), so G min(p*, q*) grows from about 1 to 26
 LAW_HOLDS = {"normalization": "mean", "kl": "exact", "kl_coef": 0.45, "adv_eps": 0.0}
@@ -303,9 +303,9 @@ def bifurcation_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
 CRITICALITY_POINTS = (
     ("KL in the reward (all stiffness stale), $G = 16$, $\\beta = 1$",
      GRPOModel(normalization="mean", kl="k1_reward", kl_coef=1.0, group_size=16, adv_eps=0.0), 0.8, 4),
-    ("std normalisation, analytic KL, $G = 4$, $\\beta = 1$",
+    ("std normalization, analytic KL, $G = 4$, $\\beta = 1$",
      GRPOModel(normalization="std", kl="exact", kl_coef=1.0, group_size=4, adv_eps=0.0), 0.5, 4),
-    ("std normalisation, analytic KL, $G = 4$, $\\beta = 1$",
+    ("std normalization, analytic KL, $G = 4$, $\\beta = 1$",
      GRPOModel(normalization="std", kl="exact", kl_coef=1.0, group_size=4, adv_eps=0.0), 0.5, 6),
 )
 

@@ -67,7 +67,7 @@ CHECK_TITLES = {
 }
 
 #: the settings of the checks' detail rows in words
-_VARIANT_WORDS = {"std": "std normalisation", "mean": "mean normalisation", "exact": "analytic KL",
+_VARIANT_WORDS = {"std": "std normalization", "mean": "mean normalization", "exact": "analytic KL",
                   "k3": "k3 KL", "k1_reward": "k1 KL in the reward", "none": "no KL"}
 
 #: Physical columns of each cross-check's rows shown in report.md (prediction, measurement, band).
@@ -86,7 +86,7 @@ _PHYSICAL_COLUMNS = {
 _COLUMN_HEADERS = {
     "setting": "setting", "eta_K": "ηK", "max_abs_err_L1": "largest |mean z − L1| (logits)",
     "max_abs_bias_closure": "largest closure bias (logits)", "max_ratio_to_band": "largest ratio to band",
-    "rms_err_L3": "L3 RMS error (logits)", "normalization": "normalisation", "group_size": "G",
+    "rms_err_L3": "L3 RMS error (logits)", "normalization": "normalization", "group_size": "G",
     "var_pred": "Var z (L2)", "var_meas": "Var z (simulation)", "var_se": "SE",
     "ratio_to_band": "ratio to band", "refresh_interval": "k",
     "radius_L2": "spectral radius (L2)", "radius_fit": "spectral radius (fitted)",
@@ -169,7 +169,7 @@ class _Cite:
 _FIELD_WORDS = {
     "p_ref": ("p_ref", "reference (and initial) success probability"),
     "group_size": ("G", "group size"),
-    "normalization": (None, "advantage normalisation"),
+    "normalization": (None, "advantage normalization"),
     "adv_eps": ("epsilon", "added to the group standard deviation"),
     "kl": (None, "KL penalty"),
     "kl_coef": ("beta", "KL coefficient"),
@@ -271,7 +271,7 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
     a("")
     a(f"The stiffness splits into a part acting on the current iterate (K_f/K = "
       f"{number_text(fp['fresh_fraction'])}) and a part acting through the lagged sampling policy. "
-      "Only the second is delayed by the off-policy lag. For std normalisation with the k3 estimator "
+      "Only the second is delayed by the off-policy lag. For std normalization with the k3 estimator "
       "K_f/K is slightly above 1 (the stale part is slightly destabilising), so in this model the "
       "lag barely changes the damping; the L2 and L3 numbers above use the split as it is.\n")
     a("### Thresholds: exact (L2) against published (first-order continuous)\n")
@@ -330,14 +330,14 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
            "(SGD, η = 0.5, μ = 0, k = 1), simulation (±2 SE) against the exact discrete variance and the "
            "continuous one, with the per-step noise from the exact binomial update variance; under each "
            "G its G·min(p*, q*). The law Var z ∝ 1/G (a flat curve) holds only where "
-           "G·min(p*, q*) ≫ 1. Left: mean normalisation with the analytic KL at β = 0.45, where p* stays "
+           "G·min(p*, q*) ≫ 1. Left: mean normalization with the analytic KL at β = 0.45, where p* stays "
            f"between {number_text(hold[0]['p_star'], 2)} and {number_text(hold[-1]['p_star'], 2)}: G·Var z "
            "levels off as G·min(p*, q*) grows. Right: the model, with p* from "
            f"{number_text(mod[0]['p_star'], 3)} to {number_text(mod[-1]['p_star'], 3)}: failures are rare, "
            f"G·min(p*, q*) stays between {number_text(mod[0]['g_min_pq'], 2)} and "
            f"{number_text(mod[-1]['g_min_pq'], 2)}, and G·Var z keeps growing. The reason is the "
            f"rare-failure limit ({ref('drift.update_variance_rare_failure')}): most groups are "
-           "degenerate and the informative ones hold a single failure, whose std-normalised advantage "
+           "degenerate and the informative ones hold a single failure, whose std-normalized advantage "
            "is of order √G; to first order in q* the per-step variance is κ²(1 − 1/G)²·q*, independent "
            "of G. The simulation agrees with the exact theory in both regimes."))
     a("| regime | G | p* | G·min(p*, q*) | K | σ² (per step) | Var z simulated | ± SE | Var z exact L2 | Var z L3 |\n"
@@ -349,7 +349,7 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
           f"{number_text(r['var_z_theory'])} | {number_text(r['var_z_continuous'])} |")
     a("")
     a(_img("bifurcation", "Fixed points p* against the KL coefficient β. Solid lines are stable, dashed "
-           "lines unstable. Variants: std and mean normalisation, analytic and k3 KL, finite G and "
+           "lines unstable. Variants: std and mean normalization, analytic and k3 KL, finite G and "
            f"G → ∞. Circles: the fixed points of Mroueh's recurrence {cite('mroueh2025')}. Each curve "
            "is the level set β = β*(z) drawn over the β its fixed points reach inside the plotted window: "
            "a curve starts where its branch enters the window (at small β the fixed point sits at p ≈ 1, "
@@ -358,14 +358,14 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
            "ε-regularised model (where √(pq) becomes comparable with ε), far outside any practical β."))
     if nums["bifurcations"]:
         a("Saddle-node bifurcations of the fixed points:\n")
-        a("| normalisation | KL | G | β | p |\n|---|---|---|---|---|")
+        a("| normalization | KL | G | β | p |\n|---|---|---|---|---|")
         for b in nums["bifurcations"]:
             a(f"| {_VARIANT_WORDS.get(b['normalization'], b['normalization'])} | "
               f"{_VARIANT_WORDS.get(b['kl'], b['kl'])} | {b['group_size'] or '∞'} | "
               f"{number_text(b['kl_coef'])} | {number_text(b['p'])} |")
         a("")
     a(f"Comparison with Mroueh's fixed point at β = {nums['mroueh_kl_coef']}, p_ref = {model['p_ref']}, "
-      "ε = 0. Only std normalisation with the analytic KL at G → ∞ reproduces it "
+      "ε = 0. Only std normalization with the analytic KL at G → ∞ reproduces it "
       f"({ref('fixed_points.mroueh_agreement')}):\n")
     if nums["mroueh"]:
         a("| variant | G | p* (here) | p* (Mroueh) | difference |\n|---|---|---|---|---|")
@@ -397,7 +397,7 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
         c = at["p_ref_plane"]["cusp"]
         g = at["group_size_cusp"]
         a("## Two-parameter bifurcation atlas\n")
-        a(_img("atlas_folds", "Fold atlas of the fixed points (std normalisation, analytic KL, ε = 0). "
+        a(_img("atlas_folds", "Fold atlas of the fixed points (std normalization, analytic KL, ε = 0). "
                "Left: p* against β at G = 64, p_ref = 0.3, stable solid, unstable dashed, folds as dots: "
                "between the folds the plateau is bistable. Middle: the fold curve in (β, p_ref) at G = 64, "
                f"continued by pseudo-arclength {cite('keller1977')}; its two branches meet at the cusp "
@@ -454,7 +454,7 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
         worst = max((abs(r["multiplier"] - r["predicted"]) / r["se"] for r in per_k if r.get("se")),
                     default=None)
         a(f"A {dn['parameters']}-parameter MLP policy over {dn['prompts']} prompts, trained with sampled "
-          f"GRPO (Dr. GRPO normalisation {cite('liu2025drgrpo')} with the k1 KL in the reward, "
+          f"GRPO (Dr. GRPO normalization {cite('liu2025drgrpo')} with the k1 KL in the reward, "
           f"G = {dn['group_size']}) by SGD with η = {number_text(dn['learning_rate'], 3)} and "
           f"μ = {number_text(dn['momentum'])} (ηK = {number_text(dn['eta_K'], 3)}; PyTorch "
           f"{cite('paszke2019pytorch')}). Its stiffness, measured two independent ways, is "
@@ -482,7 +482,7 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
           "the measurement and the band in the same units, with what the band tests; for a check over "
           "several settings, the binding one (on a pass the worst-placed, on a failure the first "
           "failing). The details below give the band's derivation, the check's decisive statistic where "
-          "it is a normalised one, and the physical numbers of every setting; a row marked "
+          "it is a normalized one, and the physical numbers of every setting; a row marked "
           "\"information only\" is shown and not judged:\n")
         for c in cc.checks:
             how = c.band.get("derivation", "") if isinstance(c.band, dict) else ""
@@ -491,7 +491,7 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
             a(f"- **{CHECK_TITLES.get(c.name, c.name)}**: {desc}" + (f" *Band:* {_plain(how).rstrip('.')}." if how else ""))
             stat = (c.headline or {}).get("statistic") if isinstance(c.headline, dict) else None
             if stat:
-                a(f"  Decisive statistic (normalised, dimensionless): {_plain(stat['name'])} "
+                a(f"  Decisive statistic (normalized, dimensionless): {_plain(stat['name'])} "
                   f"= {number_text(stat['value'], 3)}; pass if at most {number_text(stat['tolerance'])}.")
             rows = c.details.get("rows") if isinstance(c.details, dict) else None
             if rows and isinstance(rows[0], dict):

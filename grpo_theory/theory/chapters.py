@@ -35,15 +35,15 @@ class Chapter:
 CHAPTERS = (
     Chapter("drift", "1. From the GRPO update to the mean-field drift (L1)",
             "A group of $G$ actions is drawn from $\\pi_{\\mathrm{old}}$; $n$ of them are correct. From the definition "
-            "of the group-normalised advantages we derive the advantage mass on the correct "
+            "of the group-normalized advantages we derive the advantage mass on the correct "
             "actions, take its exact binomial expectation, its large-$G$ limit and $1/G$ correction, "
             "and derive the KL forces (exact and k3) from their definitions. The importance ratio "
             "rescales the force by $pq/(p_{\\mathrm{old}} q_{\\mathrm{old}})$.",
             "Level L1: the exact mean-field drift",
             "A group of $G$ actions is drawn from the sampling policy $\\pi_{\\mathrm{old}}$ and $n$ of "
-            "them are correct. From the definitions of the group-normalised advantages, the surrogate "
+            "them are correct. From the definitions of the group-normalized advantages, the surrogate "
             "and the KL penalty we derive the expected logit update per unit learning rate, the "
-            "drift $F$, for every variant (normalisation, KL penalty and surrogate), exactly at "
+            "drift $F$, for every variant (normalization, KL penalty and surrogate), exactly at "
             "finite $G$ and in the limit $G \\to \\infty$. The drift is written with the pieces derived "
             "first, the advantage mass $\\mathcal{A}_{G}$, the ratio factor $\\Psi$ and the KL force of "
             "each penalty: $F = \\kappa\\,(\\Psi\\,\\mathcal{A}_{G} - \\beta\\,\\Phi_{\\mathrm{exact}})$ with the "
@@ -56,14 +56,14 @@ CHAPTERS = (
             "Fixed points, stiffness and success amplification",
             "An interior fixed point balances the advantage force against the KL force. Where a "
             "closed form exists it is derived here; the stiffness $K = -\\mathrm{d}F/\\mathrm{d}z$ at the "
-            "fixed point sets every time scale that follows. The fixed point of std normalisation "
+            "fixed point sets every time scale that follows. The fixed point of std normalization "
             "is compared with Mroueh's recurrence."),
     Chapter("closed_forms", "3. Nonlinear closed forms without KL",
             "Without KL the logit flow separates; the std flow has an explicit asinh solution, the "
             "mean flow an implicit one.",
             "Nonlinear closed forms without KL",
             "Without a KL penalty the mean-field logit flow separates, in continuous time: std "
-            "normalisation at large $G$ has an explicit solution, mean normalisation an implicit one "
+            "normalization at large $G$ has an explicit solution, mean normalization an implicit one "
             "(exact at every $G$)."),
     Chapter("discrete", "4. Exact discrete linearization (L2) and its stability",
             "With heavy-ball momentum and a refresh interval $k$ the linearised update over one "

@@ -70,7 +70,7 @@ def _no_kl_std() -> Derived:
                   r"Mean-field logit trajectory without KL, std normalization (large $G$, "
                   r"$\epsilon = 0$): explicit closed form.", units="logits",
                   assumptions=r"continuous time; $r = \eta \kappa$ (per step)", level="L1 (nonlinear)",
-                  title="Logit trajectory without KL, std normalisation")
+                  title="Logit trajectory without KL, std normalization")
     expr = out.expr
     out.check(r"$\sqrt{p q} = 1/(2 \cosh(z/2))$ for $p = 1/(1 + e^{-z})$", "sympy",
               _rational_in_w(g - g_simple) == 0)
@@ -94,7 +94,7 @@ def _no_kl_std_time() -> Derived:
                   r"Mean-field time to reach logit $z$ without KL, std normalization (large $G$, "
                   r"$\epsilon = 0$): the inverse of the explicit trajectory.", units="steps",
                   assumptions=r"continuous time; $r = \eta \kappa$ (per step)", level="L1 (nonlinear)",
-                  title="Time to reach a logit without KL, std normalisation")
+                  title="Time to reach a logit without KL, std normalization")
     expr = out.expr
     out.show(sp.Mul(4, sp.sinh(S.z / 2) - sp.sinh(_z0 / 2), 1 / _r, evaluate=False))
     z_of_t = get("closed_forms.no_kl_std").expr
@@ -114,7 +114,7 @@ def _no_kl_mean() -> Derived:
                   r"Mean-field time to reach logit $z$ without KL, mean normalization (exact at finite "
                   r"$G$ with $r = \eta \kappa (1 - 1/G)$): the implicit closed form, inverted numerically.",
                   units="steps", assumptions="continuous time", level="L1 (nonlinear)",
-                  title="Time to reach a logit without KL, mean normalisation")
+                  title="Time to reach a logit without KL, mean normalization")
     expr = out.expr
     out.show(sp.Mul(2, S.z - _z0 + sp.sinh(S.z) - sp.sinh(_z0), 1 / _r, evaluate=False))
     out.check(r"$p q = 1/(2 + 2 \cosh z)$ for $p = 1/(1 + e^{-z})$", "sympy",

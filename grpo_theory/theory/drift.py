@@ -2,7 +2,7 @@ r"""Level L1: the exact mean-field drift of the logit under GRPO on a softmax ba
 
 Setting (``docs/theory.md``, "Setting"): success probability :math:`p = \sigma(z)`, a group of
 :math:`G` actions from :math:`\pi_{\mathrm{old}}` with :math:`n` correct
-(:math:`n \sim \mathrm{Bin}(G, p_{\mathrm{old}})`), advantages normalised by
+(:math:`n \sim \mathrm{Bin}(G, p_{\mathrm{old}})`), advantages normalized by
 the group mean (``mean``) or mean and Bessel-corrected std plus
 :math:`\epsilon` (``std``), a surrogate that ignores the importance ratio
 (``stale``) or keeps it (``ratio``), and a KL penalty ``none``, ``exact``
@@ -129,7 +129,7 @@ def _adv_std() -> Derived:
                   units="reward per group standard deviation",
                   assumptions=r"binary rewards; $n$ correct out of $G$",
                   level="L1", references=("shao2024deepseekmath",),
-                  title="Advantage mass of a group, std normalisation")
+                  title="Advantage mass of a group, std normalization")
     expr = out.expr
     out.show(S.n * (S.G - S.n) / (S.G**2 * (S.eps + S.sd_n)),
              [(S.sd_n, root(S.n * (S.G - S.n) / (S.G * (S.G - 1))), "")])
@@ -155,7 +155,7 @@ def _adv_mean() -> Derived:
                   "mean-only normalization (each reward minus the group mean, as in Dr. GRPO).",
                   units="reward", assumptions=r"binary rewards; $n$ correct out of $G$", level="L1",
                   references=("liu2025drgrpo",),
-                  title="Advantage mass of a group, mean normalisation")
+                  title="Advantage mass of a group, mean normalization")
     expr = out.expr
     out.check("advantages sum to zero over the group", "sympy",
               prove_zero(S.n * a_c + (S.G - S.n) * a_w))
@@ -382,7 +382,7 @@ def _ea_std() -> Derived:
                   r"samples (the degenerate groups $n = 0$ and $n = G$ contribute nothing).",
                   units="reward per group standard deviation",
                   assumptions=r"$n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$", level="L1",
-                  title="Expected advantage mass, std normalisation, finite $G$")
+                  title="Expected advantage mass, std normalization, finite $G$")
     expr = out.expr
     out.show(sp.Sum(S.w_n * _APLUS(S.n), (S.n, 1, S.G - 1)),
              [(S.w_n, sp.binomial(S.G, S.n) * _PO**S.n * _QO ** (S.G - S.n), ""),
@@ -403,7 +403,7 @@ def _ea_mean() -> Derived:
                   r"every finite $G$.", units="reward",
                   assumptions=r"$n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$", level="L1",
                   references=("liu2025drgrpo",),
-                  title="Expected advantage mass, mean normalisation")
+                  title="Expected advantage mass, mean normalization")
     expr = out.expr
     # factorial-moment identity n (G-n) C(G,n) = G (G-1) C(G-2, n-1) ...
     ident = sp.gammasimp(S.n * (S.G - S.n) * sp.binomial(S.G, S.n)
@@ -443,7 +443,7 @@ def _ea_std_limit() -> Derived:
                   r"deviation tends to $\hat{\sigma}_{\infty}$.",
                   units="reward per group standard deviation",
                   assumptions=r"$G \to \infty$ ($n/G \to p_{\mathrm{old}}$ by the law of large numbers)",
-                  level="L1", title="Expected advantage mass, std normalisation, large $G$")
+                  level="L1", title="Expected advantage mass, std normalization, large $G$")
     expr = out.expr
     out.show(_PO * _QO / (S.eps + SD_INF), [(SD_INF, root(_PO * _QO), "")])
     out.check(r"$\lim_{G \to \infty} A_{+}(n)$ at a fixed fraction $n/G = p$ of correct samples "
@@ -636,7 +636,7 @@ def _objective_gradient(normalization, kl, surrogate, g):
 
 #: the variants in words, for the descriptions and titles of the drift records
 _NORM_WORDS = {"std": "std normalization", "mean": "mean-only normalization"}
-_KL_WORDS = {"none": "no KL penalty", "exact": "exact KL penalty", "k3": "k3 KL estimator",
+_KL_WORDS = {"none": "no KL penalty", "exact": "analytic KL penalty", "k3": "k3 KL estimator",
              "k1_reward": "KL in the reward (k1 estimator)"}
 _KL_TITLE = {"none": "no KL", "exact": "analytic KL", "k3": "k3 KL", "k1_reward": "k1 KL in the reward"}
 _KL_SYMBOL = {"exact": (S.Phi_exact, "drift.kl_force_exact"), "k3": (S.Phi_k3, "drift.kl_force_k3"),
@@ -702,7 +702,7 @@ def _register_drift_variants():
                             assumptions="mean field (expectation over the group); clip inactive; "
                                         "$q = 1 - p$", level="L1",
                             references=_NORM_REFS[norm] + _KL_REFS[kl],
-                            title=(f"Drift: {norm} normalisation, {_KL_TITLE[kl]}, {sur} surrogate, "
+                            title=(f"Drift: {norm} normalization, {_KL_TITLE[kl]}, {sur} surrogate, "
                                    + ("finite $G$" if finite else "$G \\to \\infty$")))
                         expr = out.expr
                         out.show(*_drift_display(norm, kl, sur, finite))
@@ -913,7 +913,7 @@ def _noise_coeff() -> Derived:
     out = Derived("drift.update_variance_coefficient", expr, (_P, S.kappa, S.eps),
                   r"\sigma_{1}^{2}", r"Leading coefficient of the gradient-noise variance of "
                   r"the logit update: $\sigma^{2} = \sigma_{1}^{2}/(B G) + O(1/G^{2})$ per unit "
-                  r"learning rate (std normalization, exact KL; $B$ prompts per step, on-policy).",
+                  r"learning rate (std normalization, analytic KL; $B$ prompts per step, on-policy).",
                   units="logits$^2$ per unit learning rate$^2$",
                   assumptions=r"first-order Taylor expansion of the per-group update in $n/G$ about "
                               r"$p$, whose binomial variance is $p q/G$",
@@ -955,7 +955,7 @@ def _noise_rare() -> Derived:
     expr = sp.simplify(lead.coeff(qq, 1) * u**2)
     out = Derived("drift.update_variance_rare_failure", expr, (S.G, S.kappa, S.eps),
                   r"\lim_{q \to 0} \frac{\operatorname{Var}}{q}",
-                  r"Rare-failure limit of the per-group update variance (std normalization, exact or no "
+                  r"Rare-failure limit of the per-group update variance (std normalization, analytic or no "
                   r"KL): the variance is this coefficient times $1 - p$, plus $O((1 - p)^{2})$. At "
                   r"$\epsilon = 0$ it is $\kappa^{2} (1 - 1/G)^{2}$, independent of $G$: the single failing "
                   r"sample carries an advantage of order $\sqrt{G}$ and occurs with probability $G q$, so "

@@ -67,10 +67,10 @@ def _mean_exact_loc() -> Derived:
     F = on_policy(drift_expr("mean", "exact", "stale", finite=True))
     expr = S.z_ref + (1 - 1 / S.G) / S.beta
     out = Derived("fixed_points.mean_exact_location", expr, (S.z_ref, S.G, S.beta), "z^{*}",
-                  "Unique interior fixed point for mean normalization with the exact KL: the "
+                  "Unique interior fixed point for mean normalization with the analytic KL: the "
                   "amplified logit, exact at every finite $G$.", units="logits",
                   assumptions=r"$\beta > 0$", level="L1", references=("liu2025drgrpo",),
-                  title="Fixed point, mean normalisation with the analytic KL")
+                  title="Fixed point, mean normalization with the analytic KL")
     expr = out.expr
     # F = kappa p q [(1 - 1/G) - beta (z - z_ref)] with z - z_ref = log(p/q) - log(p_ref/q_ref)
     Delta = sp.Symbol("Delta", real=True)
@@ -95,15 +95,15 @@ def _mean_exact_stiff() -> Derived:
     # at the fixed point log(p/q) - log(p_ref/q_ref) = (1 - 1/G)/beta
     Kat = sp.expand_log(sp.expand(K_expr), force=True)
     Kat = Kat.subs(sp.log(_P), sp.log(_Q) + sp.log(_PR) - sp.log(_QR) + (zstar - S.z_ref))
-    expr = S.kappa * S.beta * _P * _Q
-    out = Derived("fixed_points.mean_exact_stiffness", expr, (_P, _Q, S.kappa, S.beta), "K",
-                  r"Stiffness at the fixed point, mean normalization, exact KL: "
-                  r"$K = \kappa \beta p^{*} q^{*}$ (the KL coefficient sets the restoring force).",
-                  units="per unit learning rate", assumptions=r"evaluated at $p = p^{*}$", level="L1",
-                  title="Stiffness, mean normalisation with the analytic KL")
+    expr = S.kappa * S.beta * S.p_star * S.q_star
+    out = Derived("fixed_points.mean_exact_stiffness", expr, (S.p_star, S.q_star, S.kappa, S.beta), "K",
+                  r"Stiffness at the fixed point, mean normalization, analytic KL: the KL "
+                  r"coefficient sets the restoring force.",
+                  units="per unit learning rate", level="L1",
+                  title="Stiffness, mean normalization with the analytic KL")
     expr = out.expr
-    out.check(r"$-\mathrm{d}F/\mathrm{d}z$ at $z^{*}$ equals $\kappa \beta p^{*} q^{*}$", "sympy",
-              prove_zero(on_simplex(sp.simplify(Kat - expr))))
+    out.check(r"$-\mathrm{d}F/\mathrm{d}z$ at $z^{*}$ is this expression", "sympy",
+              prove_zero(on_simplex(sp.simplify(Kat - expr.subs({S.p_star: _P, S.q_star: _Q})))))
     return out
 
 
@@ -147,10 +147,10 @@ def _std_exact_cond() -> Derived:
     expr = 1 / (S.beta * (sp.sqrt(_P * _Q) + S.eps))
     out = Derived("fixed_points.std_exact_condition", expr, (_P, _Q, S.beta, S.eps),
                   r"z^{*} - z_{\mathrm{ref}}",
-                  "Fixed-point condition for std normalization with the exact KL at large $G$: "
+                  "Fixed-point condition for std normalization with the analytic KL at large $G$: "
                   "the amplification of the logit over the reference.", units="logits",
                   assumptions=r"$G \to \infty$", level="L1", references=("shao2024deepseekmath",),
-                  title="Fixed-point condition, std normalisation with the analytic KL, large $G$")
+                  title="Fixed-point condition, std normalization with the analytic KL, large $G$")
     expr = out.expr
     out.show(1 / (S.beta * (S.eps + S.sd_inf)), [(S.sd_inf, root(_P * _Q), "")])
     out.check(r"$F = 0 \iff z - z_{\mathrm{ref}} = 1/(\beta (\sqrt{p q} + \epsilon))$", "sympy",
@@ -194,7 +194,7 @@ def _mroueh_agree() -> Derived:
     derived = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO().subs(S.h, S.eps)
     out = Derived("fixed_points.mroueh_agreement", sp.simplify(derived), (_P, _Q, S.beta, S.eps),
                   r"(z^{*} - z_{\mathrm{ref}})_{\mathrm{here}} - (z^{*} - z_{\mathrm{ref}})_{\mathrm{Mroueh}}",
-                  r"Difference of the fixed-point conditions (std normalization and exact KL, "
+                  r"Difference of the fixed-point conditions (std normalization and analytic KL, "
                   r"$G \to \infty$) from Mroueh's, to first order in $\epsilon$: "
                   r"zero at $\epsilon = 0$ (the variants coincide), "
                   r"$O(\epsilon)$ because $\epsilon$ is added outside the square root in TRL and verl and "
@@ -293,9 +293,9 @@ def _upper_bound(model: GRPOModel) -> float:
     r"""An upper bound on z* - z_ref for every interior fixed point (logits), from the drift.
 
     Below z_ref both forces push up, so no root lies there.  Above it: for std
-    normalisation at finite G each group's advantage mass obeys
+    normalization at finite G each group's advantage mass obeys
     :math:`A_+(n) \le \sqrt{G}\,n(G-n)/G^2` (since :math:`n(G-n) \ge G-1`), so
-    :math:`\mathcal A_G \le \sqrt{G}\,pq`; for mean normalisation :math:`\mathcal A_G \le pq`;
+    :math:`\mathcal A_G \le \sqrt{G}\,pq`; for mean normalization :math:`\mathcal A_G \le pq`;
     for std at :math:`G=\infty`, :math:`\mathcal A \le pq/\epsilon`.  With the exact KL force
     :math:`\beta pq(z - z_{ref})` the drift is negative beyond :math:`z_{ref} + c/\beta` with
     c the factor above; the k3 force :math:`\beta(p - p_{ref})` wins once
@@ -511,7 +511,7 @@ def mroueh_fixed_point(model: GRPOModel):
 
 
 def compare_with_mroueh(model: GRPOModel) -> list[dict]:
-    """The stable fixed point of every variant (std/mean normalisation, exact/k3 KL, the
+    """The stable fixed point of every variant (std/mean normalization, exact/k3 KL, the
     model's G and G -> infinity) at the model's p_ref, beta and epsilon, next to Mroueh's.
 
     Returns rows ``{"variant", "group_size", "p_star", "mroueh_p_star", "difference"}``.
