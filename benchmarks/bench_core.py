@@ -116,7 +116,7 @@ def bench_report() -> None:
         env = dict(os.environ, GRPO_THEORY_CACHE=cache, CI="true")
         for label in ("cold", "warm"):
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "grpo_theory", "report", "--out", out],
+            proc = subprocess.run([sys.executable, "-m", "grpo_theory", "report", "--out", out, "--force"],
                                   env=env, capture_output=True, text=True)
             dt = time.perf_counter() - t0
             if label == "cold":

@@ -10,15 +10,17 @@ for every run, its ``run.json`` (format, reward key, labels).  Prints
   "unknown" are not scored; then the flag counts of every detector ``diagnose`` returns;
 - per fit family: the median R^2 over the runs where the model applies (the reward's
   kind, binary or dense, from ``run.json``);
-- forecasts from the first 25 % and 50 % of the steps: how many were made and declined
-  (the model does not apply to the prefix), the median ratio of the forecast's held-out
+- forecasts (:func:`grpo_theory.runs.projection.project`) from the first 20 % and 50 % of the
+  steps: how many were made, declined, or not possible (a prefix of fewer than 5 points), the median ratio of the forecast's held-out
   RMSE to each baseline's and to the best baseline of each run, the coverage of the 90 %
   interval (pooled over held-out points, and the mean of the runs' coverages, which a long
-  run cannot dominate), and the bound no forecast can beat (the held-out noise from lag-1
-  differences, and the exponential/oscillator fitted on *all* the data) as a ratio to the
-  best baseline.
+  run cannot dominate), the noise floor (RMSE of the held-out points about their own smoothed
+  curve) as a ratio to the best baseline, and the fraction of the gap from the best baseline
+  to that floor that the forecast closes;
+- the same for the lab's labelled runs (``benchmarks/lab_runs``, or ``--lab DIR``) as a
+  separate table.
 
-Run: ``PYTHONPATH=. python benchmarks/scorecard.py [--json]``.  Thresholds are the
+Run: ``PYTHONPATH=. python benchmarks/scorecard.py [--json] [--lab DIR]``.  Thresholds are the
 detectors' own (from mechanisms); nothing here is tuned to these runs.
 """
 
@@ -29,6 +31,7 @@ import csv
 import json
 import math
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -37,10 +40,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks" / "real_runs"
 
-#: benchmark label -> detector that answers it
+#: benchmark label -> detector that answers it (the lab's ``instability`` is the dynamical one)
 LABEL_DETECTOR = {
-    "collapse": "dynamical_instability",
-    "divergence": "dynamical_instability",
+    "collapse": "collapse",
+    "divergence": "divergence",
+    "instability": "dynamical_instability",
     "oscillation": "dynamical_instability",
     "entropy_collapse": "policy_concentration",
     "entropy_explosion": "entropy_explosion",
@@ -65,12 +69,13 @@ def _series_log(series: dict, source: str):
     return TrainingLog(metrics=metrics, source=source, format="benchmark")
 
 
-def _float(x):
+def _float(x, *, keep_nan=False):
+    """A float, or ``None``; ``keep_nan``: a NaN/inf written in the file stays (it is evidence)."""
     try:
         v = float(x)
     except (TypeError, ValueError):
         return None
-    return v if math.isfinite(v) else None
+    return v if (keep_nan or math.isfinite(v)) else None
 
 
 def _wide_csv(path, series):
@@ -81,7 +86,7 @@ def _wide_csv(path, series):
     for row in rows[1:]:
         s = _float(row[0]) if row else None
         for name, cell in zip(head[1:], row[1:]):
-            v = _float(cell)
+            v = _float(cell, keep_nan=True)
             if s is not None and v is not None:
                 series[name].append((s, v))
 
@@ -153,28 +158,43 @@ def _reward_kind(info: dict):
     return "auto", "auto"
 
 
-def score(runs):
+def noise_floor(y) -> float:
+    """RMSE of held-out points about their own smoothed curve (centred moving mean over ~10 % of
+    them, odd window >= 3): what no forecast of the curve can beat."""
+    y = np.asarray(y, dtype=float)
+    n = y.size
+    if n < 5:
+        return math.nan
+    h = max(3, (n // 10) | 1) // 2
+    sm = np.array([np.mean(y[max(0, i - h): i + h + 1]) for i in range(n)])
+    return float(np.sqrt(np.mean((y - sm) ** 2)))
+
+
+FRACTIONS = (0.2, 0.5)
+
+
+def score(runs, bench=BENCH):
     from grpo_theory.progress import progress
     from grpo_theory.runs.diagnostics import diagnose
-    from grpo_theory.runs.curves import fit_curve
     from grpo_theory.runs.fitting import fit_log
-    from grpo_theory.runs.forecast import forecast, noise_sd
+    from grpo_theory.runs.forecast import forecast
     from grpo_theory.validate import ParameterError
 
-    labels_seen = [lab for lab in LABEL_DETECTOR]
     tally = defaultdict(lambda: {"TP": 0, "FN": 0, "FP": 0, "TN": 0, "abstain": 0, "unread": 0})
     answered_by = {}
     flags = defaultdict(lambda: {"true": 0, "false": 0, "null": 0})
     r2 = defaultdict(list)
-    fracs = (0.25, 0.5)
-    ratios = {f: defaultdict(list) for f in fracs}
-    bounds = {f: defaultdict(list) for f in fracs}
-    cover = {f: [0, 0, []] for f in fracs}
-    counts = {f: {"made": 0, "declined": 0, "reasons": defaultdict(int)} for f in fracs}
+    ratios = {f: defaultdict(list) for f in FRACTIONS}
+    gaps = {f: [] for f in FRACTIONS}
+    floors = {f: [] for f in FRACTIONS}
+    cover = {f: [0, 0, []] for f in FRACTIONS}
+    counts = {f: {"made": 0, "declined": 0, "too_short": 0, "reasons": defaultdict(int)}
+              for f in FRACTIONS}
     per_run = {}
+    labels_seen = list(LABEL_DETECTOR)
     for meta in progress(runs, total=len(runs), desc="scorecard"):
-        run_dir = BENCH / Path(meta["run_json"]).parent
-        info = json.loads((BENCH / meta["run_json"]).read_text())
+        run_dir = bench / Path(meta["run_json"]).parent
+        info = json.loads((bench / meta["run_json"]).read_text())
         labels = info.get("labels", {})
         key = (info.get("reward") or {}).get("key")
         try:
@@ -204,7 +224,8 @@ def score(runs):
                 t["abstain"] += 1
             else:
                 t[("T" if bool(flag) == truth else "F") + ("P" if flag else "N")] += 1
-        if log is None or meta.get("kind") != "grpo" or key not in log.metrics:
+        if log is None or info.get("labels", {}).get("kind", meta.get("kind")) != "grpo" \
+                or key not in log.metrics:
             continue
         steps, values = log.series(key)
         ok = np.isfinite(values)
@@ -213,18 +234,19 @@ def score(runs):
         try:
             rep = fit_log(log, key, reward=reward)
         except ParameterError:
-            continue
-        if rep.applicable["fit"]:
+            rep = None
+        if rep is not None and rep.applicable["fit"]:
             for m, d in rep.models.items():
                 if d["r2"] is not None:
                     r2[m].append(d["r2"])
         ent = log.role("entropy")
         models = None if reward != "dense" else ["exponential", "oscillator"]
-        for f in fracs:
+        for f in FRACTIONS:
             try:
                 fc = forecast(steps, values, f, models, reward_range=rrange,
                               entropy=log.series(ent) if ent else None)
             except ParameterError:
+                counts[f]["too_short"] += 1
                 continue
             base = {b: d["holdout_rmse"] for b, d in fc.baselines.items()
                     if d["holdout_rmse"] is not None and d["holdout_rmse"] > 0}
@@ -234,62 +256,170 @@ def score(runs):
                     counts[f]["reasons"][_reason_kind(r)] += 1
                 continue
             counts[f]["made"] += 1
-            ours = fc.holdout_rmse[fc.best]
+            yh = fc.y_holdout
+            ours = float(np.sqrt(np.mean((fc.prediction - yh) ** 2)))
             for b, v in base.items():
                 ratios[f][b].append(ours / v)
             best_base = min(base.values())
             ratios[f]["best baseline"].append(ours / best_base)
-            # what no forecast can beat: the held-out noise, and a fit made on all the data
-            yh = fc.y_holdout
-            floor = noise_sd(yh) if yh.size >= 3 else math.nan
+            floor = noise_floor(yh)
             if math.isfinite(floor):
-                bounds[f]["noise floor"].append(floor / best_base)
-            full = []
-            for m in ("exponential", "oscillator"):
-                fr = fit_curve(steps, values, m)
-                pred = fr.predict(fc.t_holdout - fr.t0)
-                if fc.reward_range is not None:
-                    pred = np.clip(pred, *fc.reward_range)
-                full.append(float(np.sqrt(np.mean((pred - yh) ** 2))))
-            bounds[f]["full-data fit"].append(min(full) / best_base)
-            inside = round(fc.interval_coverage * fc.n_holdout)
+                floors[f].append(floor / best_base)
+                if best_base > floor:
+                    gaps[f].append((best_base - ours) / (best_base - floor))
+            lo, hi = fc.band
+            inside = int(np.sum((yh >= lo) & (yh <= hi)))
             cover[f][0] += inside
-            cover[f][1] += fc.n_holdout
-            cover[f][2].append(fc.interval_coverage)
+            cover[f][1] += yh.size
+            cover[f][2].append(inside / yh.size)
     med = lambda v: (float(np.median(v)), len(v)) if v else (None, 0)  # noqa: E731
     return {"detectors": {lab: dict(tally[lab], detector=answered_by.get(lab, LABEL_DETECTOR[lab]))
                           for lab in labels_seen},
             "detector_flags": {k: dict(v) for k, v in flags.items()},
             "fit_r2_median": {m: med(v) for m, v in r2.items()},
             "forecast": {str(f): {"made": counts[f]["made"], "declined": counts[f]["declined"],
+                                  "too_short": counts[f]["too_short"],
+                                  "answer_rate": (counts[f]["made"] / (counts[f]["made"]
+                                                                       + counts[f]["declined"])
+                                                  if counts[f]["made"] + counts[f]["declined"]
+                                                  else None),
                                   "declined_reasons": dict(counts[f]["reasons"]),
                                   "rmse_ratio_median": {b: med(v) for b, v in ratios[f].items()},
-                                  "bound_ratio_median": {b: med(v) for b, v in bounds[f].items()},
+                                  "noise_floor_ratio_median": med(floors[f]),
+                                  "gap_closed_median": med(gaps[f]),
                                   "interval90_coverage": (cover[f][0] / cover[f][1]
                                                           if cover[f][1] else None),
                                   "interval90_coverage_per_run_mean":
                                       float(np.mean(cover[f][2])) if cover[f][2] else None}
-                         for f in fracs},
+                         for f in FRACTIONS},
             "unread": per_run}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    manifest = json.loads((BENCH / "manifest.json").read_text())
-    res = score(manifest["runs"])
-    if args.json:
-        print(json.dumps(res, indent=2))
-        return 0
-    print(f"benchmark: {len(manifest['runs'])} runs ({BENCH})")
+def _p_ref_for(config_path, p_star):
+    """The reference success rate that puts the config's bandit fixed point at ``p_star`` (the
+    lab states p* and eta K, not p_ref): a 1-D root of stable_fixed_point(p_ref).p - p*."""
+    from scipy.optimize import brentq
+
+    from grpo_theory.runs.check_config import config_model, map_config, read_config
+    from grpo_theory.theory.fixed_points import stable_fixed_point
+    from grpo_theory.validate import ParameterError
+
+    cfg, kind = read_config(config_path)
+    mp = map_config(cfg, kind)
+
+    def gap(pr):
+        try:
+            return stable_fixed_point(config_model(mp, pr)).p - p_star
+        except ParameterError:
+            return math.nan
+
+    grid = np.linspace(0.01, 0.99, 99)
+    vals = np.array([gap(g) for g in grid])
+    for a, b, va, vb in zip(grid[:-1], grid[1:], vals[:-1], vals[1:]):
+        if np.isfinite(va) and np.isfinite(vb) and va * vb <= 0:
+            return float(brentq(gap, a, b, xtol=1e-10))
+    return None
+
+
+def _config_row(run_dir, info, *, stiffness=None, from_log=None, from_log_config=None,
+                metric=None, p_ref=None):
+    """check-config's verdict on a run's own config: 'stable', 'unstable', 'at risk' or
+    'unknown', with the reason."""
+    from grpo_theory.runs.check_config import check_config
+    from grpo_theory.validate import ParameterError
+
+    cfg = (info.get("files") or {}).get("config")
+    if not cfg:
+        return None
+    try:
+        res = check_config(run_dir / cfg, stiffness=stiffness, from_log=from_log,
+                           from_log_config=from_log_config, metric=metric, p_ref=p_ref)
+    except (ParameterError, OSError) as exc:
+        return {"verdict": "unknown", "why": f"not checked: {exc}"}
+    p = res.prediction
+    verdict = ("stable" if p["stable"] is True else "unstable" if p["stable"] is False
+               else "at risk" if p.get("risk") else "unknown")
+    why = p.get("risk") or (p["unknown"][-1] if p["unknown"] else "")
+    return {"verdict": verdict, "why": why, "eta_K": p.get("eta_K"),
+            "reuse": (p.get("reuse") or {}).get("verdict")}
+
+
+def score_configs(runs, bench, *, lab=False):
+    """check-config against the runs' outcome: a collapse (or a lab run labelled unstable) should
+    be called unstable or at risk, a healthy run of the same family stable.  Stiffness: the lab's
+    own eta K (its facts: the theory and the criteria given the right K) for lab runs; for the
+    public off-policy families, K measured from the family's on-policy run (a different run)."""
+    rows = []
+    for meta in runs:
+        run_dir = bench / Path(meta["run_json"]).parent
+        info = json.loads((bench / meta["run_json"]).read_text())
+        lab_ = info.get("labels", {})
+        if lab:
+            truth = lab_.get("stable")
+            truth = None if truth not in (True, False) else (not truth)
+            facts = info.get("facts") or {}
+            lr = (info.get("hyperparameters") or {}).get("learning_rate")
+            K = facts["eta_K"] / lr if facts.get("eta_K") and lr else None
+            fp = (facts.get("fixed_point") or {}).get("p")
+            cfg = (info.get("files") or {}).get("config")
+            pr = _p_ref_for(run_dir / cfg, fp) if (K and fp and cfg) else None
+            row = _config_row(run_dir, info, stiffness=K, p_ref=pr) if K else None
+            source = "the lab's eta K and p*" + (f" (p_ref {pr:.3g})" if pr else "")
+        else:
+            truth = lab_.get("collapse")
+            truth = truth if truth in (True, False) else None
+            fam = (info.get("family") or {}).get("id") or ""
+            if not meta["id"].startswith("garg_math1p5b_offpolicy"):
+                continue
+            ref = "garg_math1p5b_offpolicy_e1_tb256_50step"
+            if meta["id"] == ref:
+                ref = "garg_math1p5b_offpolicy_e1_tb128_50step"
+            rinfo = json.loads((bench / ref / "run.json").read_text())
+            key = rinfo["reward"]["key"]
+            # the author's long-format W&B export, rewritten as a plain step,value CSV that
+            # the package's readers take (values copied, nothing invented)
+            rs, rv = load_run(bench / ref, rinfo).series(key)
+            tmp = Path(tempfile.gettempdir()) / f"scorecard_{ref}.csv"
+            tmp.write_text("step," + key + "\n" + "".join(f"{float(a):g},{float(b)!r}\n" for a, b in zip(rs, rv)))
+            row = _config_row(run_dir, info, from_log=tmp,
+                              from_log_config=bench / ref / rinfo["files"]["config"],
+                              metric=key)
+            source = f"K measured from {ref}"
+            del fam
+        if row is None or truth is None:
+            continue
+        rows.append({"id": meta["id"], "collapse_or_unstable": truth, "source": source, **row})
+    return rows
+
+
+def _print_configs(rows):
+    if not rows:
+        return
+    print("check-config on the runs' own configs (collapse / unstable should be called unstable "
+          "or at risk; healthy runs stable):")
+    hit = sum(r["collapse_or_unstable"] and r["verdict"] in ("unstable", "at risk") for r in rows)
+    pos = sum(r["collapse_or_unstable"] for r in rows)
+    ok = sum((not r["collapse_or_unstable"]) and r["verdict"] == "stable" for r in rows)
+    neg = sum(not r["collapse_or_unstable"] for r in rows)
+    print(f"  unstable/collapse called unstable or at risk: {hit}/{pos}; healthy called stable: "
+          f"{ok}/{neg}")
+    for r in rows:
+        print(f"  {r['id']:<44} {'bad' if r['collapse_or_unstable'] else 'ok ':<4} -> "
+              f"{r['verdict']:<9} (reuse {r.get('reuse')}; {r['source']}) {r['why'][:90]}")
+
+
+def _print(res, title, n_runs, bench):
+    print(f"{title}: {n_runs} runs ({bench})")
     print("detectors: diagnose(log).diagnostics[name]['flag'] against the labels "
           "(null = abstain; unknown labels not scored)")
     print(f"{'label':<22} {'detector':<22} {'TP':>3} {'FN':>3} {'FP':>3} {'TN':>3} {'n/a':>4} "
-          f"{'unread':>6}")
+          f"{'unread':>6} {'recall':>6} {'FA rate':>7}")
     for lab, t in res["detectors"].items():
+        pos, neg = t["TP"] + t["FN"], t["FP"] + t["TN"]
+        rec = f"{t['TP'] / pos:.2f}" if pos else "n/a"
+        fa = f"{t['FP'] / neg:.2f}" if neg else "n/a"
         print(f"{lab:<22} {t['detector']:<22} {t['TP']:>3} {t['FN']:>3} {t['FP']:>3} "
-              f"{t['TN']:>3} {t['abstain']:>4} {t['unread']:>6}")
+              f"{t['TN']:>3} {t['abstain']:>4} {t['unread']:>6} {rec:>6} {fa:>7}")
     print("flags per detector over the runs read (true / false / null):")
     for name, c in res["detector_flags"].items():
         print(f"  {name:<26} {c['true']:>3} / {c['false']:>3} / {c['null']:>3}")
@@ -297,21 +427,52 @@ def main(argv=None) -> int:
     for m, (v, n) in res["fit_r2_median"].items():
         print(f"  {m:<16} {v:.3f} ({n})")
     for f, d in res["forecast"].items():
-        cov, covr = d["interval90_coverage"], d["interval90_coverage_per_run_mean"]
+        cov, covr, ar = (d["interval90_coverage"], d["interval90_coverage_per_run_mean"],
+                         d["answer_rate"])
         print(f"forecast from the first {float(f):.0%}: {d['made']} made, {d['declined']} declined "
-              f"(model n/a on the prefix); 90 % interval coverage "
-              f"{'n/a' if cov is None else f'{cov:.0%}'} pooled, "
-              f"{'n/a' if covr is None else f'{covr:.0%}'} mean over runs")
+              f"(answer rate {'n/a' if ar is None else f'{ar:.0%}'}), {d['too_short']} with a "
+              f"prefix of < 5 points; 90 % interval coverage "
+              f"{'n/a' if cov is None else f'{cov:.3f}'} pooled, "
+              f"{'n/a' if covr is None else f'{covr:.3f}'} mean over runs")
         for r, n in d["declined_reasons"].items():
             print(f"    declined: {r} ({n})")
         print("  median RMSE ratio ours / baseline (runs)")
         for b, (v, n) in d["rmse_ratio_median"].items():
             print(f"    vs {b:<16} {'n/a' if v is None else f'{v:.2f}'} ({n})")
-        print("  the bound: median ratio to the best baseline that no forecast can beat")
-        for b, (v, n) in d["bound_ratio_median"].items():
-            print(f"    {b:<19} {'n/a' if v is None else f'{v:.2f}'} ({n})")
+        fl, nf = d["noise_floor_ratio_median"]
+        g, ng = d["gap_closed_median"]
+        print(f"  noise floor / best baseline (median): {'n/a' if fl is None else f'{fl:.2f}'} "
+              f"({nf}); fraction of the gap best baseline -> floor closed (median): "
+              f"{'n/a' if g is None else f'{g:.2f}'} ({ng})")
     for rid, why in res["unread"].items():
         print(f"  {rid}: {why}")
+    _print_configs(res.get("check_config"))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--lab", default=str(ROOT / "benchmarks" / "lab_runs"),
+                    help="directory of the lab's labelled runs (scored as a separate table)")
+    args = ap.parse_args(argv)
+    manifest = json.loads((BENCH / "manifest.json").read_text())
+    out = {"public": score(manifest["runs"])}
+    out["public"]["check_config"] = score_configs(manifest["runs"], BENCH)
+    lab = Path(args.lab)
+    lab_runs = sorted(p for p in lab.glob("*/run.json")) if lab.is_dir() else []
+    if lab_runs:
+        metas = [{"id": p.parent.name, "run_json": f"{p.parent.name}/run.json",
+                  "kind": json.loads(p.read_text()).get("labels", {}).get("kind", "grpo")}
+                 for p in lab_runs]
+        out["lab"] = score(metas, bench=lab)
+        out["lab"]["check_config"] = score_configs(metas, lab, lab=True)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    _print(out["public"], "public benchmark", len(manifest["runs"]), BENCH)
+    if "lab" in out:
+        print()
+        _print(out["lab"], "lab runs (separate table: the cause of each is known)", len(lab_runs), lab)
     return 0
 
 

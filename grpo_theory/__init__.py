@@ -19,6 +19,7 @@ The curated API (everything a user needs; the subpackages hold the rest):
 - real runs: :func:`read_log`, :func:`fit_log`, :func:`diagnose`, :func:`check_config`,
   :func:`compare` (families of runs);
 - the neural-policy test: :func:`run_deepnet` (needs PyTorch);
+- the lab on TRL's own GRPOTrainer: :func:`run_lab` (needs the ``lab`` extra);
 - the report: :func:`build_report`.
 
 Names are imported on first use, so ``import grpo_theory`` stays light (sympy and the
@@ -59,6 +60,7 @@ _API = {
     "check_config": "grpo_theory.runs.check_config",
     "compare": "grpo_theory.runs.compare",
     "run_deepnet": "grpo_theory.deepnet",
+    "run_lab": "grpo_theory.lab",
     "build_report": "grpo_theory.report.build",
 }
 

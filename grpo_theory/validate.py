@@ -23,6 +23,8 @@ __all__ = [
     "check_real",
     "check_finite_array",
     "check_output_dir",
+    "check_output_file",
+    "figure_formats",
 ]
 
 
@@ -64,8 +66,9 @@ def check_real(name: str, value, *, low=None, high=None, low_open=False,
             raise ParameterError(name, value, allowed) from None
     else:
         value_f = float(value)
-    if not math.isfinite(value_f):
-        raise ParameterError(name, value, allowed)
+    if not math.isfinite(value_f):   # inf or nan: say that it must be finite
+        raise ParameterError(name, value, allowed if "finite" in allowed else
+                             allowed.replace("a real number", "a finite real number", 1))
     if low is not None and (value_f < low or (low_open and value_f == low)):
         raise ParameterError(name, value, allowed)
     if high is not None and (value_f > high or (high_open and value_f == high)):
@@ -126,21 +129,65 @@ def check_finite_array(name: str, values):
     return arr
 
 
-def check_output_dir(name: str, path):
-    """``path`` as a :class:`~pathlib.Path` if a directory can be written there, checked before
-    any work: an existing non-directory, a file on the way, or a place where no file can be
-    created raises :class:`ParameterError` naming ``name``.  Nothing is left behind."""
-    out = Path(path).expanduser()
-    if out.exists() and not out.is_dir():
-        raise ParameterError(name, str(out), "a directory (it is an existing file)")
+def _writable_parent(name: str, out, shown: str):
+    """The nearest existing ancestor of ``out`` must be a directory where a file can be made."""
     probe = out
     while not probe.exists():
         probe = probe.parent
     if not probe.is_dir():
-        raise ParameterError(name, str(out), f"a directory ({probe} is a file)")
+        raise ParameterError(name, shown, f"a path below a directory ({probe} is a file)")
     try:
         with tempfile.TemporaryFile(dir=probe):
             pass
     except OSError as exc:
-        raise ParameterError(name, str(out), f"a writable place ({probe}: {exc.strerror})") from None
+        raise ParameterError(name, shown, f"a writable place ({probe}: {exc.strerror})") from None
+
+
+def check_output_dir(name: str, path, *, writes=(), force: bool = False):
+    """``path`` as a :class:`~pathlib.Path` if a directory can be written there, checked before
+    any work: an existing non-directory, a file on the way, or a place where no file can be
+    created raises :class:`ParameterError` naming ``name``.  ``writes`` names the files the
+    command writes into it: if one of them is already there the directory holds an earlier
+    output, refused unless ``force`` (the one rule of every command that writes: an existing
+    output is never overwritten silently).  Nothing is left behind."""
+    out = Path(path).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ParameterError(name, str(out), "a directory (it is an existing file)")
+    _writable_parent(name, out, str(out))
+    if not force and out.is_dir():
+        there = [w for w in writes if (out / w).exists()]
+        if there:
+            raise ParameterError(name, str(out), f"a directory without an earlier output (it "
+                                 f"has {there[0]}; give --force to overwrite)")
+    return out
+
+
+def figure_formats() -> tuple[str, ...]:
+    """File extensions matplotlib can write (``png``, ``pdf``, ``svg``, ...)."""
+    from matplotlib.backend_bases import FigureCanvasBase   # lazy: matplotlib only when plotting
+
+    return tuple(sorted(FigureCanvasBase.get_supported_filetypes()))
+
+
+def check_output_file(name: str, path, *, formats=None, force: bool = False):
+    """``path`` as a :class:`~pathlib.Path` if the file can be written there, checked before
+    any work: its extension is one of ``formats`` (when given; e.g. :func:`figure_formats`),
+    its directory exists and is writable, it is not a directory, and it does not exist yet
+    unless ``force``.  Otherwise one :class:`ParameterError` naming ``name``, the path and
+    what is allowed."""
+    shown = str(path)
+    out = Path(path).expanduser()
+    if formats is not None:
+        ext = out.suffix.lower().lstrip(".")
+        if ext not in formats:
+            raise ParameterError(name, shown, "a file name ending in one of "
+                                 + ", ".join("." + f for f in formats))
+    if out.is_dir():
+        raise ParameterError(name, shown, "a file name (it is a directory)")
+    if not out.parent.is_dir():
+        raise ParameterError(name, shown, f"a file in an existing directory ({out.parent} "
+                             + ("is a file)" if out.parent.exists() else "does not exist)"))
+    _writable_parent(name, out.parent, shown)
+    if out.exists() and not force:
+        raise ParameterError(name, shown, "a new file (it exists; give --force to overwrite it)")
     return out

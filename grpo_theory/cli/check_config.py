@@ -21,6 +21,9 @@ def add_arguments(parser) -> None:
                    help="measure K (with its interval) from an earlier, different run's log")
     parser.add_argument("--from-log-lr", type=number, default=None, metavar="ETA",
                         help="learning rate of the earlier run (default: logged, or its config)")
+    parser.add_argument("--from-log-config", default=None, metavar="CONFIG",
+                        help="config of the earlier run (its learning rate, momentum, refresh "
+                             "window and passes), where its log holds none")
     parser.add_argument("--metric", default=None, help="reward metric of the --from-log log")
     add_model_options(parser, ("variant",), fields=("p_ref",),
                       defaults="a grid of values; with --from-log the fit's initial reward")
@@ -35,4 +38,4 @@ def call(args):
     p_ref = model_from_options(args).p_ref if model_options_given(args) else None
     return check_config(args.config, stiffness=args.stiffness, from_log=args.from_log,
                         from_log_lr=args.from_log_lr, metric=args.metric, p_ref=p_ref,
-                        steps=args.steps)
+                        steps=args.steps, from_log_config=args.from_log_config)

@@ -10,6 +10,7 @@ HELP = ("Compare a family of runs differing in one knob: group-size invariance a
 
 
 def add_arguments(parser) -> None:
+    from grpo_theory.cli.fit import add_force_argument
     from grpo_theory.runs.compare import BY
 
     parser.add_argument("logs", metavar="LOG", nargs="+", help="training logs of the family "
@@ -24,13 +25,18 @@ def add_arguments(parser) -> None:
                         help="K_f/K of the runs, for the refresh-interval prediction (default: "
                              "the range over [0, 1])")
     parser.add_argument("--plot", default=None, metavar="FILE",
-                        help="write a figure of the family with the fitted law to FILE")
+                        help="write a figure of the family with the fitted law to FILE (.png, "
+                             ".pdf, .svg, ...)")
+    add_force_argument(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def call(args):
     from grpo_theory.runs.compare import compare
-    from grpo_theory.validate import ParameterError
+    from grpo_theory.validate import ParameterError, check_output_file, figure_formats
+
+    if args.plot:       # checked before any work: format, directory, an earlier figure
+        check_output_file("--plot", args.plot, formats=figure_formats(), force=args.force)
 
     values = None
     if args.values is not None:

@@ -42,7 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--seed", type=number, default=0, help="seed of the sampling noise")
     a("--no-transition", action="store_true", help="skip the k = 1 momentum transition")
     a("--json", action="store_true", help="print JSON instead of a table")
-    a("--out", default=None, help="also write result.json and result.txt to this directory")
+    a("--out", default=None, metavar="DIR",
+      help="also write result.json and result.txt to this directory")
+    a("--force", action="store_true",
+      help="overwrite an earlier result.json/result.txt in DIR (refused otherwise)")
 
 
 def call(args):
@@ -56,4 +59,4 @@ def call(args):
                        learning_rate=given.get("learning_rate"),
                        refresh_intervals=args.refresh_intervals, optimizer=model.optimizer,
                        reuse=model.reuse, flip_probability=args.flip_probability, seed=args.seed,
-                       transition=not args.no_transition, out=args.out)
+                       transition=not args.no_transition, out=args.out, force=args.force)

@@ -15,6 +15,8 @@ def add_arguments(p):
     p.add_argument("--only", default=None, metavar="CHAPTER",
                    help="one chapter: " + ", ".join(c.key for c in CHAPTERS))
     p.add_argument("--no-pdf", action="store_true", help="do not run pdflatex even if available")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite an earlier equations.tex in DIR (refused otherwise)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
@@ -25,5 +27,6 @@ def call(args):
 
     if args.only is not None:
         chapter(args.only)
-    out = check_output_dir("--out", args.out) if args.out else None
+    out = (check_output_dir("--out", args.out, writes=("equations.tex", "equations.pdf"),
+                            force=args.force) if args.out else None)
     return derive_chain(args.only, out_dir=out, compile_pdf=not args.no_pdf)

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from grpo_theory.cli.fit import add_log_arguments, load_log
+from grpo_theory.cli.model_options import add_model_options, model_from_options, model_options_given
+
+#: where the group size comes from when --group-size is not given
+GROUP_SIZE_DEFAULT = ("from the log's config: TRL num_generations (in the config.json next to a "
+                      "trainer_state.json), verl rollout.n")
 
 NAME = "diagnose"
 HELP = ("Diagnose a training log: advantage degeneracy, policy concentration, "
@@ -11,11 +16,12 @@ HELP = ("Diagnose a training log: advantage degeneracy, policy concentration, "
 
 def add_arguments(parser) -> None:
     add_log_arguments(parser)
-    parser.add_argument("--group-size", type=int, default=None, metavar="G",
-                        help="group size G (default: from the log's config, e.g. verl rollout.n)")
+    add_model_options(parser, ("variant",), fields=("group_size",),
+                      defaults={"group_size": GROUP_SIZE_DEFAULT})
 
 
 def call(args):
     from grpo_theory.runs.diagnostics import diagnose
 
-    return diagnose(load_log(args), args.metric, args.group_size)
+    model_from_options(args)                   # validates a given group size
+    return diagnose(load_log(args), args.metric, model_options_given(args).get("group_size"))

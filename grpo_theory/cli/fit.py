@@ -13,8 +13,12 @@ def add_log_arguments(parser) -> None:
     """Arguments shared by ``fit`` and ``diagnose``: the log and how to read it."""
     from grpo_theory.runs.logs import FORMATS
 
-    parser.add_argument("log", metavar="LOG", help="log file: TRL trainer_state.json, verl console "
-                        "log or JSONL, W&B CSV export, generic CSV/JSONL with a step column")
+    parser.add_argument("log", metavar="LOG", nargs="?", default=None,
+                        help="log file: TRL trainer_state.json, verl console log or JSONL, W&B CSV "
+                        "export, generic CSV/JSONL with a step column")
+    parser.add_argument("--example", action="store_true",
+                        help="use the real verl GRPO log that ships with the package instead of "
+                             "LOG (its path is the first word of the output)")
     parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
                         help="log format (default: detect from the content)")
     parser.add_argument("--metric", default=None, help="reward metric (default per format: TRL "
@@ -28,6 +32,15 @@ def add_log_arguments(parser) -> None:
 
 def load_log(args):
     from grpo_theory.runs.logs import read_log
+
+    if args.example:
+        if args.log is not None:
+            raise ParameterError("--example", args.log, "given without LOG (it replaces LOG)")
+        from grpo_theory.data import example_log
+
+        args.log = str(example_log())
+    elif args.log is None:
+        raise ParameterError("LOG", None, "a log file (or --example for the bundled real log)")
 
     rename = {}
     for item in args.rename:
@@ -52,13 +65,24 @@ def add_arguments(parser) -> None:
                         "other score: the mean-field families are off), or auto (binary when "
                         "every value lies in [0, 1])")
     parser.add_argument("--plot", default=None, metavar="FILE",
-                        help="write a figure (data, fits, forecast band) to FILE")
+                        help="write a figure (data, fits, forecast band) to FILE (.png, .pdf, "
+                             ".svg, ...)")
+    add_force_argument(parser)
+
+
+def add_force_argument(parser) -> None:
+    """``--force``: the one switch that lets a command overwrite an existing output."""
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite an existing output file (refused otherwise)")
 
 
 def call(args):
     """Read the log, fit (and forecast) it: a :class:`~grpo_theory.runs.fitting.FitReport`."""
     from grpo_theory.runs.fitting import fit_log, plot_fit
+    from grpo_theory.validate import check_output_file, figure_formats
 
+    if args.plot:       # checked before any work: format, directory, an earlier figure
+        check_output_file("--plot", args.plot, formats=figure_formats(), force=args.force)
     log = load_log(args)
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
     report = fit_log(log, args.metric, train_fraction=args.train_fraction, models=models,

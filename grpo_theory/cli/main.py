@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "compare",
     "collapse_risk",
     "deepnet",
+    "lab",
 )
 
 
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     mod = getattr(args, "_module", None)
-    if mod is None:
+    if mod is None:              # no command: the help, as a usage error (exit 2)
         parser.print_help(sys.stderr)
         return 2
     try:

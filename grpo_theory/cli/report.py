@@ -18,10 +18,19 @@ def add_arguments(parser) -> None:
                         help="skip the simulation cross-checks")
     parser.add_argument("--json", action="store_true",
                         help="print the written files, key numbers and failures as JSON")
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite an earlier report in DIR (refused otherwise)")
 
 
 def call(args):
     """Build the report; a ``ReportResult`` (exit code 1 when a check failed)."""
     from grpo_theory.report.build import build_report
+    from grpo_theory.validate import check_output_dir
 
+    # before any work: a directory holding an earlier report is not overwritten silently
+    check_output_dir("--out", args.out, writes=REPORT_FILES, force=args.force)
     return build_report(args.out, full=args.full, crosscheck=not args.no_crosscheck)
+
+
+#: files whose presence marks an earlier report in the output directory
+REPORT_FILES = ("report.md", "report.json", "equations.tex")

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from grpo_theory.cli._common import number
 from grpo_theory.cli.model_options import add_model_options, model_from_options
 from grpo_theory.simulation.engine import MAX_DIVERGENCE_BOUND, simulate
 from grpo_theory.simulation.result import EnsembleSummary
-from grpo_theory.validate import ParameterError, check_int
+from grpo_theory.validate import ParameterError, check_int, check_output_file
 
 NAME = "simulate"
 HELP = ("Simulate an ensemble of GRPO runs of a model on the softmax bandit and report the "
@@ -32,13 +31,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("--out", metavar="FILE.csv", default=None,
                         help="write per-step ensemble mean/var/sem as CSV (read by `compare`)")
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite an existing --out file (refused otherwise)")
 
 
 def call(args) -> EnsembleSummary:
     model = model_from_options(args)
     steps = check_int("steps", args.steps, low=1)
-    if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
-        raise ParameterError("--out", args.out, "a file in an existing directory")
+    if args.out:   # before any work: never overwrite an earlier output silently
+        check_output_file("--out", args.out, force=args.force)
     result = simulate(model, steps=steps, runs=args.runs, seed=args.seed, p0=args.p0,
                       difficulty_spread=args.difficulty_spread,
                       divergence_bound=args.divergence_bound)

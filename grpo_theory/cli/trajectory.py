@@ -29,12 +29,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--spring", type=_num, required=True, help="spring constant κ_s > 0 (per step^2)")
     a("--x0", type=_num, required=True, help="initial deviation x(0) (logits)")
     a("--v0", type=_num, default=0.0, help="initial velocity x'(0) (logits/step, default 0)")
-    a("--times", type=_times, required=True, help="comma-separated times t >= 0 (steps)")
+    a("--times", type=_times, nargs="+", required=True, metavar="T",
+      help="times t >= 0 (steps), separated by spaces or commas: --times 0 10 20 or "
+           "--times 0,10,20")
     a("--json", action="store_true", help="print JSON instead of a table")
 
 
 def parse_times(text) -> list[float]:
-    allowed = "a comma-separated list of finite real numbers >= 0, e.g. 0,1.5,10"
+    """Times from ``"0,1.5,10"`` or the words of ``--times 0 1.5 10`` (a list of strings)."""
+    allowed = "finite real numbers >= 0 separated by spaces or commas, e.g. 0 1.5 10"
+    if isinstance(text, (list, tuple)):
+        text = ",".join(str(t).strip().strip(",") for t in text)
     parts = [p.strip() for p in str(text).split(",")]
     if not parts or any(p == "" for p in parts):
         raise ParameterError("times", text, allowed)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from grpo_theory.cli._common import number
+from grpo_theory.cli.diagnose import GROUP_SIZE_DEFAULT
+from grpo_theory.cli.model_options import add_model_options, model_from_options, model_options_given
 from grpo_theory.results import Result
 
 NAME = "watch"
@@ -17,10 +20,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("log", metavar="LOG", help="the log being written")
     parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS)
     parser.add_argument("--metric", default=None, help="reward metric (default per format)")
-    parser.add_argument("--group-size", type=int, default=None, metavar="G")
+    add_model_options(parser, ("variant",), fields=("group_size",),
+                      defaults={"group_size": GROUP_SIZE_DEFAULT})
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between polls")
-    parser.add_argument("--max-polls", type=int, default=None,
+    parser.add_argument("--max-polls", type=number, default=None,
                         help="stop after this many polls (default: follow until interrupted)")
+    parser.add_argument("--wait", action="store_true",
+                        help="wait for a log that does not exist yet (a run about to start); "
+                             "without it a missing log is an error")
     parser.add_argument("--json", action="store_true", help="the warnings as JSON at the end")
 
 
@@ -30,22 +37,34 @@ class WatchReport(Result):
 
     log: str
     warnings: list
+    polls: int = 0
+    reads: int = 0
 
     def __str__(self) -> str:
-        return f"{self.log}: {len(self.warnings)} warning(s)"
+        if not self.reads:
+            return (f"{self.log}: not read in {self.polls} poll(s) (it did not appear, or "
+                    "never held a complete record): no check ran")
+        return f"{self.log}: {len(self.warnings)} warning(s) ({self.reads} read(s) in {self.polls} poll(s))"
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.reads else 1
 
 
 def call(args):
     from grpo_theory.runs.watch import watch
 
-    fired = []
+    model_from_options(args)                   # validates a given group size
+    group_size = model_options_given(args).get("group_size")
+    fired, state = [], {}
     try:
         for w in watch(args.log, format=None if args.format == "auto" else args.format,
-                       metric=args.metric, group_size=args.group_size, interval=args.interval,
-                       max_polls=args.max_polls):
+                       metric=args.metric, group_size=group_size, interval=args.interval,
+                       max_polls=args.max_polls, wait=args.wait, state=state):
             fired.append(w)
             if not args.json:
                 print(w, flush=True)
     except KeyboardInterrupt:
         pass
-    return WatchReport(log=args.log, warnings=fired)
+    return WatchReport(log=args.log, warnings=fired, polls=state.get("polls", 0),
+                       reads=state.get("reads", 0))

@@ -14,22 +14,26 @@ Importing this package does not import torch; :func:`run_deepnet` does and raise
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from grpo_theory.deepnet._torch import require_torch
 from grpo_theory.deepnet.experiments import run_deepnet as _run
 from grpo_theory.deepnet.results import DeepnetResult, KRow, TransitionRow
+from grpo_theory.validate import check_output_dir
 
 __all__ = ["run_deepnet", "DeepnetResult", "KRow", "TransitionRow"]
 
 
-def run_deepnet(*, out=None, **kwargs) -> DeepnetResult:
+#: the files ``run_deepnet(out=DIR)`` writes into DIR
+OUT_FILES = ("result.json", "result.txt")
+
+
+def run_deepnet(*, out=None, force=False, **kwargs) -> DeepnetResult:
     """See :func:`grpo_theory.deepnet.experiments.run_deepnet`; ``out``: a directory to which
-    ``result.json`` and ``result.txt`` are also written."""
+    ``result.json`` and ``result.txt`` are also written, checked before any work (one that
+    holds an earlier result is refused unless ``force``)."""
     require_torch()
+    d = None if out is None else check_output_dir("--out", out, writes=OUT_FILES, force=force)
     res = _run(**kwargs)
-    if out is not None:
-        d = Path(out)
+    if d is not None:
         d.mkdir(parents=True, exist_ok=True)
         (d / "result.json").write_text(res.to_json() + "\n")
         (d / "result.txt").write_text(str(res) + "\n")

@@ -349,7 +349,8 @@ def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimize
     if transition:
         eK = 0.05
         mu_c = critical_momentum(eK)
-        mu_c_l3 = float(get("oscillator.critical_momentum").numeric(eK, 1.0, 1.0))
+        lag = float(get("discrete.refresh_effective_lag").numeric(1))   # (k - 1)/2 = 0: on-policy
+        mu_c_l3 = float(get("oscillator.critical_momentum").numeric(eK, 1.0, lag))
         grid = ([mu_c - 0.05, mu_c + 0.05] if quick else
                 [mu_c + d for d in (-0.1, -0.05, -0.02, 0.0, 0.02, 0.05, 0.1)])
         trans, s3, n3 = momentum_transition(plat, K_ntk, grid, eta_K=eK, pairs=pairs,

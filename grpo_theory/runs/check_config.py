@@ -53,7 +53,7 @@ from scipy.optimize import brentq
 
 from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result, jsonable
-from grpo_theory.runs.config_map import ConfigMapping, map_config, read_config
+from grpo_theory.runs.config_map import ConfigMapping, map_config, read_config, torch_sgd
 from grpo_theory.runs.curves import fit_curve
 from grpo_theory.runs.logs import read_log
 from grpo_theory.theory.collapse import collapse_risk
@@ -182,28 +182,49 @@ def variant_thresholds(momentum, refresh_interval, fresh_fractions) -> dict:
     }
 
 
+def _earlier_mapping(log, config_path):
+    """The mapped config of the earlier run: ``config_path`` if given, else a verl launch script
+    kept at the top of its log, else a TRL ``GRPOConfig`` saved next to its
+    ``trainer_state.json``, else ``None``."""
+    if config_path is not None:
+        cfg, kind = read_config(config_path)
+        return map_config(cfg, kind), os.fspath(config_path)
+    if log.config and any(k.startswith("actor_rollout_ref.") for k in log.config):
+        return map_config(log.config, "verl"), "the launch script in the log"
+    if log.config and "num_generations" in log.config:     # a GRPOConfig saved beside the log
+        return map_config(log.config, "trl"), "the GRPOConfig saved with the log"
+    return None, None
+
+
 def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
-                       refresh_interval=None, fresh_fraction=0.0) -> dict:
+                       refresh_interval=None, fresh_fraction=0.0, config=None) -> dict:
     r"""K per unit learning rate, with an interval, from an earlier run's reward curve.
 
-    The single exponential (:func:`grpo_theory.runs.fitting.fit_curve`) gives the time
-    constant :math:`\tau \pm` se; K is chosen so that the L3 time scale
-    :func:`grpo_theory.theory.oscillator.coefficients` ``.time_scale`` at the earlier
-    run's :math:`\eta`, :math:`\mu` and lag equals :math:`\tau` (and the ends of the
-    95 % interval of :math:`\tau` give the ends of K's).  The learning rate is, in
-    order: ``learning_rate``, the median learning rate logged over the fitted rise,
-    the log's own config; otherwise an error asks for it.
+    The reward curve is read once, as ``fit`` reads it (:func:`grpo_theory.runs.fitting.
+    summarize_curve`): where ``fit`` declines the curve (too few points, noise ceiling, no rise,
+    families missing its shape) there is no relaxation to measure and K is refused with the
+    fit's reasons.  Otherwise the exponential gives :math:`\tau \pm` se, the stderr inflated
+    for the residuals' autocorrelation; K is chosen so that the L3 time scale
+    (:func:`grpo_theory.theory.oscillator.coefficients` ``.time_scale``) at the earlier run's
+    :math:`\eta`, :math:`\mu` and lag equals :math:`\tau`, and the ends of the 95 % interval
+    of :math:`\tau` give the ends of K's.  The earlier run's learning rate is, in order:
+    ``learning_rate``, the median learning rate logged over the fitted rise, its config
+    (``config``, or a verl launch script in the log); its momentum and refresh interval come
+    from the same config (defaults: Adam's 0.9 and 1, stated).
     """
+    from grpo_theory.runs.fitting import summarize_curve
+
     log = read_log(path)
     name = log.reward_metric(metric)
     steps, values = log.series(name)
-    fit = fit_curve(steps, values, "exponential")
-    tau, se = fit.params["tau"], fit.stderr["tau"]
-    earlier = None
-    if log.config:
-        kind = "verl" if any(k.startswith("actor_rollout_ref.") for k in log.config) else None
-        if kind:
-            earlier = map_config(log.config, kind)
+    summary = summarize_curve(steps, values, metric=name, models=["exponential"])
+    if not summary.applicable:
+        raise ParameterError("--from-log", os.fspath(path), "a log whose reward curve fit accepts "
+                             "(K cannot be measured from this one: " + "; ".join(summary.reasons)
+                             + ")")
+    fit = summary.fits["exponential"]
+    tau, se = summary.relaxation_time()
+    earlier, earlier_src = _earlier_mapping(log, config)
     src = "given (--from-log-lr)"
     if learning_rate is None:
         lr_name = next((n for n in ("learning_rate", "train/learning_rate", "actor/lr", "lr")
@@ -218,15 +239,18 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
                 src = f"median of {lr_name} logged over the fitted rise"
         if learning_rate is None and earlier is not None and not earlier["learning_rate"]["assumed"]:
             learning_rate = earlier.value("learning_rate")
-            src = f"the log's config ({earlier['learning_rate']['source']})"
+            src = f"the earlier run's config ({earlier['learning_rate']['source']})"
     if learning_rate is None:
         raise ParameterError("--from-log-lr", None, f"given: {os.fspath(path)} logs no learning "
-                             "rate and holds no config with one")
+                             "rate and no config with one was given (--from-log-config)")
     eta = check_real("learning rate of the earlier run", learning_rate, low=0, low_open=True)
+    mom_src = refresh_src = "given"
     if momentum is None:
         momentum = earlier.value("momentum") if earlier else 0.9
+        mom_src = earlier_src if earlier else "assumed: Adam's beta1 = 0.9 (no config of the earlier run)"
     if refresh_interval is None:
         refresh_interval = earlier.value("refresh_interval") if earlier else 1
+        refresh_src = earlier_src if earlier else "assumed: 1, on-policy (no config of the earlier run)"
     lag = continuous_lag("refresh", refresh_interval)
 
     def K_for(t):
@@ -251,12 +275,14 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
         interval = [K_for(t_hi), K_for(t_lo) if t_lo > 0 else math.inf]
     return {"value": K, "interval": interval, "tau_steps": tau, "tau_stderr": se, "r2": fit.r2,
             "initial_reward": fit.params["initial"], "plateau_reward": fit.params["plateau"],
-            "learning_rate": eta, "learning_rate_source": src, "momentum": momentum,
-            "refresh_interval": refresh_interval, "metric": name, "source": os.fspath(path),
-            "method": "single-exponential fit (runs.fitting.fit_curve); K such that the L3 time "
-                      "scale (oscillator.coefficients) at the earlier run's eta, mu and lag "
-                      "equals tau; the interval maps tau +- 1.96 se (independent-residual se: "
-                      "a lower bound on real, autocorrelated logs)"}
+            "gain": summary.gain, "learning_rate": eta, "learning_rate_source": src,
+            "momentum": momentum, "momentum_source": mom_src,
+            "refresh_interval": refresh_interval, "refresh_interval_source": refresh_src,
+            "earlier_config": earlier_src, "metric": name, "source": os.fspath(path),
+            "method": "the reward curve read as fit reads it (runs.fitting.summarize_curve); the "
+                      "exponential's tau, its stderr inflated for autocorrelated residuals; K "
+                      "such that the L3 time scale (oscillator.coefficients) at the earlier run's "
+                      "eta, mu and lag equals tau; the interval maps tau +- 1.96 se"}
 
 
 @dataclass(frozen=True)
@@ -295,7 +321,7 @@ class ConfigCheck(Result):
                  f"{f(v['kl_coef'])}), {v['surrogate']} surrogate, G = {v['group_size']}")
         if v["fresh_fraction_range"]:
             lo, hi = v["fresh_fraction_range"]
-            L.append(f"  fresh fraction phi = K_f/K: {lo:.4g}" + ("" if lo == hi else f" .. {hi:.4g}"))
+            L.append(f"  fresh fraction phi = K_f/K: {_span(lo, hi)}")
             L.append(f"  split from {v['split_source']}")
         if v["reason"]:
             L.append(f"  note: {v['reason']}")
@@ -304,8 +330,8 @@ class ConfigCheck(Result):
             lo, hi = t["exact_eta_K"]
             L.append(f"thresholds (mu = {f(self.parameters['momentum']['value'])}, k = "
                      f"{self.parameters['refresh_interval']['value']}):")
-            L.append(f"  exact L2: unstable above eta K = {lo:.4g}" + ("" if lo == hi else
-                     f" .. {hi:.4g}") + f"   (published rule eta K k < 1 - mu: "
+            L.append(f"  exact L2: unstable above eta K = {_span(lo, hi)}"
+                     + f"   (published rule eta K k < 1 - mu: "
                      f"{t['published_eta_K']:.4g})")
             L.append(f"  refresh threshold: {t['refresh_threshold']}")
             L.append("  largest stable refresh interval at eta K = "
@@ -335,6 +361,15 @@ class ConfigCheck(Result):
                          + (f" (best change: {cr['best_knob']})" if cr.get("best_knob") else ""))
             else:
                 L.append(f"  collapse risk: unknown ({cr.get('reason')})")
+        r = p.get("reuse")
+        if r:
+            L.append(f"  reuse: {r['passes']} pass(es) over each sample per window, "
+                     + ("clip" if r["clipped"] else "no clip") + ": "
+                     + (r["verdict"] or "unknown") + (f" (trust-region number "
+                     f"{r['trust_region_number']:.3g})" if r["trust_region_number"] is not None else "")
+                     + f" -- {r['reason']}")
+        if p.get("risk"):
+            L.append(f"  risk: {p['risk']}")
         for u in p["unknown"]:
             L.append(f"  unknown: {u}")
         for w in self.warnings:
@@ -345,6 +380,12 @@ class ConfigCheck(Result):
         return "\n".join(L)
 
 
+def _span(lo, hi, spec=".4g") -> str:
+    """``lo .. hi``, or one number when both print the same (never ``3.8 .. 3.8``)."""
+    a, b = format(lo, spec), format(hi, spec)
+    return a if a == b else f"{a} .. {b}"
+
+
 def _same_file(a, b) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -353,11 +394,12 @@ def _same_file(a, b) -> bool:
 
 
 def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metric=None,
-                 p_ref=None, steps=None) -> ConfigCheck:
+                 p_ref=None, steps=None, from_log_config=None) -> ConfigCheck:
     """Map ``path`` to the model and say what is known about its stability (see module doc).
 
     ``path`` is a config file, or a mapping of TRL trainer arguments (e.g.
     ``GRPOConfig.to_dict()``, as the TRL callback passes them)."""
+    warnings = []                      # the file's own (keys not read, ...) come first
     if isinstance(path, Mapping):
         cfg, kind, path = dict(path), "trl", "<trainer arguments>"
     else:
@@ -365,7 +407,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
             raise ParameterError("--from-log", os.fspath(from_log), "the log of a different run "
                                  "than CONFIG (fitting a run's own curve predicts it stable by "
                                  "construction)")
-        cfg, kind = read_config(path)
+        cfg, kind = read_config(path, warnings=warnings)
     mp = map_config(cfg, kind)
     if stiffness is not None and from_log is not None:
         raise ParameterError("--stiffness/--from-log", "both", "only one of them")
@@ -374,8 +416,10 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
     if steps is None:
         steps = mp.value("steps") if "steps" in mp else 1000
     steps = check_int("steps", steps, low=1)
-    warnings, unknown = [], []
+    unknown = []
     assumptions = [
+        "optimizer torch SGD: heavy ball with mu = the momentum of optim_args; eta K is the "
+        "per-step product, K per unit configured learning rate" if torch_sgd(cfg, kind) else
         "optimizer Adam(W): heavy ball with mu = beta1 (adam.momentum_form); eta K is the "
         "per-step product, K per unit configured learning rate (it absorbs Adam's "
         "(1 - beta1)/sqrt(v_hat)); near the threshold Adam's v_hat grows and damps the step "
@@ -408,7 +452,8 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
         if from_log_lr is not None:
             from_log_lr = check_real("from_log_lr", from_log_lr, low=0, low_open=True)
         K_info = stiffness_from_log(from_log, metric=metric, learning_rate=from_log_lr,
-                                    fresh_fraction=phis[0] if len(phis) == 1 else 0.0)
+                                    fresh_fraction=phis[0] if len(phis) == 1 else 0.0,
+                                    config=from_log_config)
         K_info["source"] = (f"measured from {K_info['source']} (tau = {K_info['tau_steps']:.4g} "
                             f"steps, lr {K_info['learning_rate']:g}: {K_info['learning_rate_source']})")
         assumptions.append("stiffness from an earlier run: same task and model, so K per unit "
@@ -417,6 +462,8 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
             unknown.append("the interval of the measured K: the fit's stderr of tau is not finite")
         if p_ref is None and K_info["initial_reward"] is not None and 0 < K_info["initial_reward"] < 1:
             p_ref = K_info["initial_reward"]
+    reuse = _reuse(mp, from_log, from_log_config, metric)
+    assumptions.extend(reuse["assumptions"])
     prediction = {"stable": None, "regime": None, "stability_margin": None,
                   "max_stable_refresh_interval": None, "stable_for_every_refresh_interval": None,
                   "eta_K": None, "eta_K_interval": None, "collapse_risk": None,
@@ -430,9 +477,69 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
                            "phi of the variant's range (the bandit's split: the LLM's own split "
                            "is not measured)")
         _predict(prediction, mp, K_info, phis, variant, p_ref, steps, unknown)
+    _combine(prediction, reuse, unknown)
     return ConfigCheck(config=os.fspath(path) if not isinstance(path, str) else path, kind=kind, parameters=dict(mp), variant=variant,
                        thresholds=thresholds, stiffness=K_info, prediction=prediction,
                        assumptions=tuple(assumptions), warnings=tuple(warnings))
+
+
+def _passes(mp):
+    """Passes over each sample per refresh window (1 unless the window re-uses its batches)."""
+    if mp.value("reuse") != "batch":
+        return 1
+    return mp.value("refresh_interval") // mp.value("window_batches")
+
+
+def _clip_of(mp):
+    """The clip as a trust region: ``(low, high)``, or ``None`` for a loss without one -- or one
+    so wide (``log(1 + eps_high) >= 1``, ratios beyond e) that it bounds nothing the linear
+    surrogate describes."""
+    if mp.value("surrogate") != "ratio" or "clip" not in mp:
+        return None
+    lo, hi = mp.value("clip")
+    return None if math.log1p(hi) >= 1.0 else (lo, hi)
+
+
+def _reuse(mp, from_log, from_log_config, metric) -> dict:
+    """The reuse-collapse criterion of the config's window (:mod:`grpo_theory.runs.reuse_check`),
+    the self push measured from the earlier run's ratio statistics where it revisits its
+    samples."""
+    from grpo_theory.runs.reuse_check import self_push_from_log, reuse_check
+
+    P, clip = _passes(mp), _clip_of(mp)
+    push = None
+    if from_log is not None and P >= 2:
+        log = read_log(from_log)
+        earlier, _ = _earlier_mapping(log, from_log_config)
+        if earlier is not None and _passes(earlier) >= 2:
+            ec = _clip_of(earlier)
+            push = self_push_from_log(log, _passes(earlier), clip=ec[1] if ec else 0.2,
+                                      window_batches=earlier.value("window_batches"))
+    out = reuse_check(P, surrogate=mp.value("surrogate"), clip=clip,
+                      self_push=push["value"] if push else None,
+                      self_push_interval=push["interval"] if push else None,
+                      self_push_source=(f"{push['metric']} of {os.fspath(from_log)}: "
+                                        f"{push['method']}") if push else "")
+    return out
+
+
+def _combine(pred, reuse, unknown):
+    """The verdict holds only if the linear thresholds and the reuse criterion both allow it."""
+    pred["reuse"] = {k: v for k, v in reuse.items() if k != "assumptions"}
+    rv, lin = reuse["verdict"], pred["stable"]
+    if rv == "unstable" or lin is False:
+        pred["stable"] = False
+    elif rv == "at risk":
+        pred["stable"] = None
+        pred["risk"] = "at risk: " + reuse["reason"]
+        unknown.append("verdict: the reuse criterion says at risk (" + reuse["reason"] + ")")
+    elif rv is None:
+        if lin is True:
+            unknown.append("verdict: the linear thresholds say stable, the reuse criterion is "
+                           "unknown (" + reuse["reason"] + ")")
+        pred["stable"] = None
+    if pred["stable"] is False and rv in ("unstable", "at risk") and lin is not False:
+        pred["risk"] = reuse["reason"]
 
 
 def _predict(pred, mp, K_info, phis, variant, p_ref, steps, unknown):

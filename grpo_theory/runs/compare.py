@@ -64,7 +64,8 @@ from grpo_theory.theory import oscillator
 from grpo_theory.theory.derived import get
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.noise import reward_fluctuation, stationary_variance
-from grpo_theory.validate import ParameterError, check_choice, check_real
+from grpo_theory.validate import (ParameterError, check_choice, check_output_file, check_real,
+                                   figure_formats)
 
 __all__ = ["BY", "CONFIG_KEYS", "MIN_POINTS", "Comparison", "GroupSizeAnalysis", "Regression",
            "RunFit", "ScalingAnalysis", "compare", "fit_run", "fluctuation_regime"]
@@ -519,8 +520,8 @@ def compare(logs, *, by: str, values=None, metric: str | None = None, normalizat
     normalization = check_choice("normalization", normalization, NORMALIZATIONS)
     if fresh_fraction is not None:
         fresh_fraction = check_real("fresh_fraction", fresh_fraction)
-    if plot is not None and not os.path.isdir(os.path.dirname(os.path.abspath(plot))):
-        raise ParameterError("plot", plot, "a file in an existing directory")
+    if plot is not None:      # before any work (overwriting is the caller's decision)
+        check_output_file("plot", plot, formats=figure_formats(), force=True)
     logs = list(logs)
     if len(logs) < 2:
         raise ParameterError("LOG", len(logs), "at least 2 logs (a family of runs)")

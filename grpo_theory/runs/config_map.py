@@ -36,7 +36,8 @@ import os
 
 from grpo_theory.validate import ParameterError, check_int, check_real
 
-__all__ = ["ConfigFormatError", "ConfigMapping", "read_config", "map_config", "ADV_EPS"]
+__all__ = ["ConfigFormatError", "ConfigMapping", "read_config", "map_config", "torch_sgd",
+           "ADV_EPS"]
 
 #: the advantage epsilon each framework adds to the group std (fixed in their code)
 ADV_EPS = {"trl": 1e-4, "verl": 1e-6, "cs336": 1e-6}
@@ -59,13 +60,17 @@ class ConfigFormatError(ParameterError):
         self.name, self.value, self.allowed = "config file", self.path, problem
 
 
-def read_config(path) -> tuple[dict, str]:
+def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
     """Read a config into a flat dict with dotted keys; returns ``(config, kind)``.
 
-    ``kind`` is ``"verl"``, ``"cs336"`` or ``"trl"`` (decided by the keys).
+    ``kind`` is ``"verl"``, ``"cs336"`` or ``"trl"`` (decided by the keys).  Every key of a
+    TRL or verl config is checked against the trainers' own keys (:func:`check_keys`): a
+    near miss of a known key (``learnig_rate``) raises naming the key meant, a file with no
+    GRPO key at all (a PEFT ``adapter_config.json``, an SFT config) is refused, and the keys
+    the model does not read because the trainer does not know them either are listed in one
+    line appended to ``warnings``.
     """
     from grpo_theory.runs.logs.base import flatten
-    from grpo_theory.runs.logs.verl import STEP_LINE, parse_overrides
 
     p = os.fspath(path)
     if not os.path.isfile(p):
@@ -75,12 +80,13 @@ def read_config(path) -> tuple[dict, str]:
             text = fh.read()
     except OSError as exc:
         raise ConfigFormatError(p, None, f"cannot be read ({exc.strerror})") from None
-    data = None
+    data, syntax, added, lines_of, own_script = None, None, set(), {}, False
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigFormatError(p, exc.lineno, f"not valid JSON ({exc.msg})") from None
+        syntax = "json"
     elif p.endswith((".yaml", ".yml")):
         import yaml
         try:
@@ -89,16 +95,12 @@ def read_config(path) -> tuple[dict, str]:
             mark = getattr(exc, "problem_mark", None)
             raise ConfigFormatError(p, mark.line + 1 if mark else None,
                                     f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        syntax = "yaml"
     if data is None:
-        header = []
-        for line in text.split("\n"):
-            if STEP_LINE.search(line):
-                break
-            header.append(line)
-        data = parse_overrides(header)
-        if not data:
-            raise ConfigFormatError(p, None, "no configuration found (expected JSON, YAML or "
-                                             "dotted key=value overrides)")
+        data, added, lines_of, own_script = _launch_overrides(p, text, warnings)
+        syntax = "overrides"
+        if isinstance(data.get("config"), str):          # `... --config recipe.yaml --flag v`
+            data = _with_config_file(p, data, lines_of, warnings)
     if not isinstance(data, dict):
         raise ConfigFormatError(p, 1, "the configuration must be a mapping of keys to values")
     if isinstance(data.get("log_history"), list):
@@ -114,7 +116,348 @@ def read_config(path) -> tuple[dict, str]:
         kind = "cs336"
     else:
         kind = "trl"
+
+    def line(key):
+        if key in lines_of:
+            return lines_of[key]
+        return _key_line(text, key, syntax)
+
+    found = check_keys(flat, kind, added=added)
+    if not found["grpo"]:                   # another tool's file: say so, not "typo"
+        raise ConfigFormatError(p, None, f"not a GRPO config: {found['why_not_grpo']}")
+    if found["typos"] and own_script:
+        # flags of one's own training script: its own arguments may be named anything, so a
+        # near miss is not surely a typo (TRL's own `trl grpo` would refuse it: an error there)
+        if warnings is not None:
+            warnings.append("near misses of GRPOConfig keys, read as the script's own "
+                            "arguments (the model does not read them): "
+                            + ", ".join(f"--{k} (line {line(k)}; GRPOConfig has --{m})"
+                                        for k, m in found["typos"]))
+    elif found["typos"]:
+        key, meant = found["typos"][0]
+        more = "".join(f"; {k!r}: {m!r}?" for k, m in found["typos"][1:])
+        raise ConfigFormatError(p, line(key), f"unknown {_KIND_NAME[kind]} key {key!r}: did you "
+                                              f"mean {meant!r}?{more}")
+    if warnings is not None:
+        warnings.extend(found["warnings"])
+        if found["foreign"]:
+            warnings.append(f"not read ({len(found['foreign'])} key(s) that are not "
+                            f"{_KIND_NAME[kind]} keys; another tool's?): "
+                            + ", ".join(found["foreign"]))
     return flat, kind
+
+
+_KIND_NAME = {"trl": "TRL GRPOConfig", "verl": "verl", "cs336": "CS336"}
+
+
+def _with_config_file(path, flags: dict, lines_of: dict, warnings):
+    """A launch whose GRPOConfig is a file (``--config recipe.yaml``, as TRL's parser and
+    open-r1 take it) with flags on top: the file is read (relative to the current directory,
+    then to the launch script's directory and its parents), the flags override it, as
+    they do in the trainer.  A file that is not there is an error naming it."""
+    name = flags["config"]
+    here = os.path.dirname(os.path.abspath(path))
+    places = [os.getcwd()] + [here] + [os.path.dirname(here), os.path.dirname(os.path.dirname(here))]
+    found = next((os.path.join(d, name) for d in places
+                  if os.path.isfile(os.path.join(d, name))), None)
+    if found is not None and os.path.samefile(found, path):
+        found = None                                   # the launch naming itself
+    if found is None:
+        raise ConfigFormatError(path, lines_of.get("config"), f"the launch reads its "
+                                f"configuration from --config {name}, which is not in the current "
+                                "directory nor next to the script: give that file (its flags "
+                                "alone are not the run's configuration)")
+    base, _ = read_config(found, warnings=warnings)
+    if warnings is not None:
+        warnings.append(f"read with the file of its --config, {found}; the flags override it")
+    return {**base, **{k: v for k, v in flags.items() if k != "config"}}
+
+#: TRL keys that say a file configures GRPO (GRPOConfig's own fields, less the sampling
+#: settings every generation config has); open-r1's ``reward_funcs`` too
+#: keys the TRL mapping reads that are the launcher's, not GRPOConfig's (accelerate)
+_TRL_LAUNCH_KEYS = ("num_processes", "world_size")
+_TRL_NOT_GRPO_SIGNAL = frozenset({
+    "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "trust_remote_code",
+    "model_init_kwargs", "disable_dropout", "pad_to_multiple_of", "cache_implementation",
+    "generation_kwargs", "chat_template_kwargs", "shuffle_dataset"})
+#: verl keys the model reads from the actor, the rollout and the algorithm (data.* and
+#: trainer.* alone do not make a GRPO config)
+VERL_GRPO_KEYS = ("actor_rollout_ref.rollout.n", "algorithm.adv_estimator",
+                  "actor_rollout_ref.actor.ppo_epochs", "actor_rollout_ref.actor.use_kl_loss",
+                  "actor_rollout_ref.actor.kl_loss_coef", "actor_rollout_ref.actor.kl_loss_type",
+                  "algorithm.use_kl_in_reward", "algorithm.norm_adv_by_std_in_grpo")
+
+
+def _vocabulary() -> dict:
+    """The trainers' keys (``grpo_theory/data/config_keys.json``, provenance inside)."""
+    global _VOCAB
+    if _VOCAB is None:
+        from importlib import resources
+
+        raw = json.loads(resources.files("grpo_theory.data").joinpath("config_keys.json")
+                         .read_text(encoding="utf-8"))
+        trl = (set(raw["trl_grpo"]) | set(raw["training_arguments"]) | set(raw["trl_model_script"])
+               | set(raw["open_r1"]) | set(_TRL_LAUNCH_KEYS))
+        verl = set(raw["verl"])
+        children: dict[str, set] = {}
+        for k in verl:
+            head, _, leaf = k.rpartition(".")
+            children.setdefault(head, set()).add(leaf)
+        _VOCAB = {"trl": trl, "trl_grpo": set(raw["trl_grpo"]) - _TRL_NOT_GRPO_SIGNAL,
+                  "verl": verl, "verl_open": set(raw["verl_open"]), "verl_children": children}
+    return _VOCAB
+
+
+_VOCAB = None
+
+
+def _edits(a: str, b: str) -> int:
+    """Optimal-string-alignment distance (insertions, deletions, substitutions, swaps)."""
+    prev2, prev = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def _near_miss(word: str, known) -> str | None:
+    """The known key ``word`` most likely misspells: difflib's closest match, accepted when it
+    is one edit away (two for words of 12 characters or more).  Another tool's keys are often
+    two edits from a trainer's (PEFT ``use_qalora`` / ``use_rslora``): a typo is a slip of one
+    or two keys, not a different word."""
+    import difflib
+
+    if len(word) < 4 or word in known:
+        return None
+    for cand in difflib.get_close_matches(word, list(known), n=3, cutoff=0.8):
+        if _edits(word, cand) <= (2 if len(word) >= 12 else 1):
+            return cand
+    return None
+
+
+def check_keys(cfg: dict, kind: str, *, added=()) -> dict:
+    """Sort a flat config's keys against the trainer's own (``_vocabulary``).
+
+    Returns ``{"typos": [(key, meant)], "foreign": [key], "grpo": bool, "why_not_grpo": str,
+    "warnings": [str]}``: a typo is a key the trainer does not know within two edits of one it
+    does (so the file meant to set that one); a foreign key is unknown and not near a known
+    one (another tool's, or a newer trainer's); ``grpo`` says whether any key configures
+    GRPO.  verl keys written ``+key=`` (``added``) are declared new and not checked; keys
+    under a verl entry whose default is free-form (``null`` or ``{}``) are not checked either.
+    CS336 configs are not checked (their trainer has no published key list).
+    """
+    out = {"typos": [], "foreign": [], "grpo": True, "why_not_grpo": "", "warnings": []}
+    if kind not in ("trl", "verl"):
+        return out
+    voc = _vocabulary()
+    if kind == "trl":
+        for key in cfg:
+            parts = key.split(".")
+            if parts[0] in voc["trl"] or parts[-1] in voc["trl"]:
+                continue                         # a known key (nested: read by its last part)
+            meant = _near_miss(parts[-1], voc["trl"])
+            if meant:
+                out["typos"].append((key, ".".join(parts[:-1] + [meant])))
+            else:
+                out["foreign"].append(key)
+        leaves = ({k.split(".")[-1] for k in cfg} | {k.split(".")[0] for k in cfg}
+                  | {m.split(".")[-1] for _, m in out["typos"]})
+        signal = sorted(leaves & (voc["trl_grpo"] | {"reward_funcs"}))
+        if not signal:
+            out["grpo"] = False
+            out["why_not_grpo"] = ("no GRPO key (none of GRPOConfig's own keys such as "
+                                   "num_generations, beta, num_iterations, epsilon, loss_type, "
+                                   "scale_rewards, max_completion_length)")
+        opt_k, opt = _get(cfg, "optim")
+        if opt_k and not any(w in str(opt).lower() for w in ("adam", "sgd")):
+            out["warnings"].append(f"{opt_k} = {opt!r}: the model reads the optimizer as "
+                                   "Adam(W) (momentum = adam_beta1); for another optimizer the "
+                                   "momentum and the effective step are not those of the model")
+        return out
+    children, open_ = voc["verl_children"], voc["verl_open"]
+    for key in cfg:
+        if key in voc["verl"] or key in added:
+            continue
+        parts = key.split(".")
+        i = len(parts) - 1
+        while i > 0 and ".".join(parts[:i]) not in voc["verl"]:
+            i -= 1
+        prefix = ".".join(parts[:i])
+        if prefix in open_ or (prefix and prefix not in children):
+            continue                             # under a free-form entry
+        meant = _near_miss(parts[i], children.get(prefix, ()))
+        if meant:
+            out["typos"].append((key, ".".join(parts[:i] + [meant] + parts[i + 1:])))
+        else:
+            out["foreign"].append(key)
+    nk, n = _get(cfg, "actor_rollout_ref.rollout.n")
+    ek, est = _get(cfg, "algorithm.adv_estimator")
+    meant = {m for _, m in out["typos"]}
+    if meant & {"actor_rollout_ref.rollout.n", "algorithm.adv_estimator"}:
+        return out                               # a GRPO config with a typo in its GRPO keys
+    if ek and str(est) == "gae":
+        out["grpo"] = False
+        out["why_not_grpo"] = (f"{ek} = gae is PPO with a learned critic (a value baseline, not "
+                               "the group's)")
+    elif not any(_get(cfg, k)[0] for k in VERL_GRPO_KEYS) or (ek is None and nk is None):
+        out["grpo"] = False
+        out["why_not_grpo"] = ("no GRPO key: neither actor_rollout_ref.rollout.n (verl default "
+                               "1) nor algorithm.adv_estimator (verl default gae: PPO with a "
+                               "critic) is set")
+    elif ek and str(est) != "grpo":
+        out["warnings"].append(f"{ek} = {est}: read as GRPO's group-normalised advantage (the "
+                               "model's); this estimator's own baseline is not modelled")
+    return out
+
+
+def _launch_overrides(path, text: str, warnings):
+    """verl ``key=value`` overrides of a launch script, a console log or a README.
+
+    The text is cut into blocks at the runs of console step lines (a README may paste one
+    launch and its log after another); the first block with a GRPO key is read, with the shell
+    variables of everything above it.  Returns ``(config, added_keys, line_of_key)``.
+    """
+    from grpo_theory.runs.logs.verl import STEP_LINE, parse_overrides
+
+    lines = text.split("\n")
+    blocks, cur, start, in_steps = [], [], 0, False
+    for i, ln in enumerate(lines):
+        if STEP_LINE.search(ln):
+            if not in_steps:
+                blocks.append((start, cur))
+                in_steps = True
+            continue
+        if in_steps:
+            cur, start, in_steps = [], i, False
+        cur.append(ln)
+    if not in_steps:
+        blocks.append((start, cur))
+    shell, chosen, fallback, others = {}, None, None, []
+    for start, block in blocks:
+        added, where = set(), {}
+        cfg = parse_overrides(block, shell_vars=shell, added=added, where=where)
+        if not cfg:
+            continue
+        entry = (cfg, added, {k: start + i + 1 for k, i in where.items()})
+        if not any(_get(cfg, k)[0] for k in VERL_GRPO_KEYS):
+            fallback = fallback or entry
+        elif chosen is None:
+            chosen = entry
+        elif cfg != chosen[0]:
+            others.append(min(entry[2].values()))
+    if chosen is None:                       # no verl GRPO launch: a TRL one with --flags?
+        flags = _cli_flags(lines)
+        if flags[0] and (check_keys(flags[0], "trl")["grpo"] or isinstance(flags[0].get("config"), str)):
+            return flags
+        if flags[0] and fallback is None:
+            shown = ", ".join(list(flags[0])[:4]) + (", ..." if len(flags[0]) > 4 else "")
+            raise ConfigFormatError(path, min(flags[2].values()), "a launch whose flags "
+                                    f"({shown}) are neither TRL GRPOConfig nor verl keys: a "
+                                    "trainer of its own, whose keys the model cannot read (give "
+                                    "its values to `grpo-theory stability` or `simulate` as "
+                                    "options)")
+    chosen = chosen or fallback
+    if chosen is None:
+        raise ConfigFormatError(path, None, "no configuration found (expected JSON, YAML, "
+                                            "dotted key=value overrides or a launch command "
+                                            "with --key value flags)")
+    if others and warnings is not None:
+        warnings.append(f"{len(others) + 1} launch commands with GRPO keys in this file: read "
+                        f"the first (line {min(chosen[2].values())}), not the one(s) at line "
+                        + ", ".join(str(x) for x in others))
+    return (*chosen, False)
+
+
+_LAUNCHERS = ("accelerate", "python", "python3", "torchrun", "deepspeed", "trl")
+_SHELL_STOP = ("|", "||", "&&", ";", ">", ">>", "2>&1", "&", "<")
+
+
+def _cli_flags(lines):
+    """``--key value`` / ``--key=value`` flags of the launch commands in a shell script or a
+    README (``accelerate launch train.py --num_generations 8 ...``, ``trl grpo ...``): the way
+    TRL scripts pass a GRPOConfig through HfArgumentParser.  A flag without a value is
+    ``True``, several values a list; ``-`` in a name reads as ``_``; ``$VAR`` resolves from
+    the shell assignments above.  Returns ``(config, set(), line_of_key)``."""
+    import re
+    import shlex
+
+    from grpo_theory.runs.logs.verl import _SHELL, _convert, _strip_quotes
+
+    shell, out, where = {}, {}, {}
+    logical, start, physical, own_script = "", 0, [], False
+    for i, raw in enumerate(lines + [""]):
+        text = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].rstrip()
+        if not logical:
+            start, physical = i + 1, []
+        physical.append((i + 1, text))
+        if text.endswith("\\"):
+            logical += text[:-1] + " "
+            continue
+        logical += text
+        command, logical = logical.strip(), ""
+        try:
+            toks = shlex.split(command)
+        except ValueError:
+            toks = command.split()
+        m = _SHELL.match(command)
+        if m and " " not in command.split("=", 1)[0] and len(toks) <= 2:
+            shell[m.group(1)] = _strip_quotes(m.group(2))     # VAR=value, export VAR=value
+            continue
+        while toks and _SHELL.match(toks[0]):                 # VAR=value before a command
+            toks = toks[1:]
+        if not toks or not any(t.split("/")[-1] in _LAUNCHERS for t in toks[:3]):
+            continue
+        # `trl grpo ...` parses its flags as a GRPOConfig (an unknown one is an error there);
+        # a script of one's own (`python train.py`, `accelerate launch train.py`) may have
+        # arguments of its own
+        own_script = own_script or not any(t.split("/")[-1] == "trl" for t in toks[:3])
+        # flags before the script (`accelerate launch --config_file X train.py`) are the
+        # launcher's: of them only the number of processes is read
+        script = next((k + (1 if toks[k] == "-m" else 0) for k, t in enumerate(toks)
+                       if t.endswith(".py") or t == "-m"), -1)
+        j = 0
+        while j < len(toks):
+            tok = toks[j]
+            launcher_flag = j < script
+            j += 1
+            if tok in _SHELL_STOP or tok.startswith((">", "2>")):
+                break
+            if not tok.startswith("--") or len(tok) < 3:
+                continue
+            key, eq, val = tok[2:].partition("=")
+            vals = [val] if eq else []
+            while not eq and j < len(toks) and not toks[j].startswith("--") \
+                    and toks[j] not in _SHELL_STOP and not toks[j].startswith((">", "2>")):
+                vals.append(toks[j])
+                j += 1
+            vals = [re.sub(r"\$\{?(\w+)\}?", lambda mm: shell.get(mm.group(1), mm.group(0)), v)
+                    for v in vals]
+            flag = "--" + key
+            key = key.replace("-", "_")
+            if launcher_flag and key not in _TRL_LAUNCH_KEYS:
+                continue
+            out[key] = (True if not vals else _convert(vals[0]) if len(vals) == 1
+                        else [_convert(v) for v in vals])
+            where[key] = next((n for n, t in physical if re.search(
+                rf"(?:^|\s){re.escape(flag)}(?:[\s=]|$)", t)), start)
+    return out, set(), where, own_script
+
+
+def _key_line(text: str, key: str, syntax) -> int | None:
+    """Line (1-based) where a JSON/YAML file sets ``key``'s last component, if found."""
+    import re
+
+    leaf = re.escape(key.split(".")[-1])
+    pat = (re.compile(rf'"{leaf}"\s*:') if syntax == "json" else
+           re.compile(rf"^\s*(?:-\s*)?['\"]?{leaf}['\"]?\s*:"))
+    for i, ln in enumerate(text.split("\n"), start=1):
+        if pat.search(ln):
+            return i
+    return None
 
 
 class ConfigMapping(dict):
@@ -209,6 +552,13 @@ def _momentum_from_betas(k, v):
     return _real(k, b1, low=0, high=1, high_open=True)
 
 
+def torch_sgd(cfg: dict, kind: str) -> bool:
+    """Whether the config trains with torch SGD (TRL ``optim`` naming sgd: heavy ball with the
+    momentum of ``optim_args``) rather than Adam(W) (every other case the model reads)."""
+    ko, optim = _get(cfg, "optim")
+    return kind == "trl" and bool(ko) and "sgd" in str(optim).lower()
+
+
 def map_config(cfg: dict, kind: str) -> ConfigMapping:
     """Map a flat config of ``kind`` (``trl``/``verl``/``cs336``) to the model's parameters."""
     mp = ConfigMapping()
@@ -219,14 +569,33 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                     "TRL default num_generations = 8", _count)
         _lookup(mp, cfg, "learning_rate", ("learning_rate",), 1e-6,
                 "GRPOConfig default learning_rate = 1e-6", lambda k, v: _real(k, v, **pos))
-        _lookup(mp, cfg, "momentum", ("adam_beta1",), 0.9, "AdamW default adam_beta1 = 0.9",
-                lambda k, v: _real(k, v, low=0, high=1, high_open=True),
-                note="Adam's beta1 = the heavy-ball momentum mu (adam.momentum_form)")
+        if torch_sgd(cfg, kind):
+            import re
+            ko, optim = _get(cfg, "optim")
+            ka, args = _get(cfg, "optim_args")
+            m = re.search(r"momentum\s*=\s*([^,\s]+)", str(args)) if ka else None
+            if m:
+                mp.put("momentum", _real(ka, m.group(1), low=0, high=1, high_open=True),
+                       f"{ka} ({ko} = {optim!r})", note="torch SGD's heavy-ball momentum")
+            else:
+                mp.put("momentum", 0.0, f"{ko} = {optim!r}: torch SGD, momentum 0 unless "
+                       "optim_args sets it", note="plain SGD: no heavy ball")
+        else:
+            _lookup(mp, cfg, "momentum", ("adam_beta1",), 0.9, "AdamW default adam_beta1 = 0.9",
+                    lambda k, v: _real(k, v, low=0, high=1, high_open=True),
+                    note="Adam's beta1 = the heavy-ball momentum mu (adam.momentum_form)")
         beta = _lookup(mp, cfg, "kl_coef", ("beta",), 0.0,
                        "GRPOConfig default beta = 0.0 (TRL >= 0.18; earlier versions 0.04)",
                        lambda k, v: _real(k, v, **nonneg))
-        mp.put("kl", "k3" if beta > 0 else "none",
-               "TRL puts the per-token k3 estimator in the loss when beta > 0")
+        kb, bias_corr = _get(cfg, "use_bias_correction_kl")
+        if beta > 0 and kb is not None and _bool(kb, bias_corr):
+            mp.put("kl", "exact", f"{kb} = True",
+                   note="TRL multiplies the k3 term by the importance ratio pi/pi_old: its "
+                        "expectation under the sampling policy is the exact KL(pi || pi_ref) of "
+                        "the current policy, so the loss carries the exact-KL force")
+        else:
+            mp.put("kl", "k3" if beta > 0 else "none",
+                   "TRL puts the per-token k3 estimator in the loss when beta > 0")
         k, v = _get(cfg, "scale_rewards")
         if k is None:
             mp.put("normalization", "std", "TRL default scale_rewards = 'group' (group std)",
@@ -257,8 +626,35 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
         _clip(mp, cfg, ("epsilon",), ("epsilon_high",), 0.2, "GRPOConfig default epsilon = 0.2")
         kg, gas = _get(cfg, "gradient_accumulation_steps")
         gas = _count(kg, gas) if kg else 1
+        kp, pdb = _get(cfg, "per_device_train_batch_size")
+        kw, ws = _get(cfg, "num_processes", "world_size")
+        pdb = _count(kp, pdb) if kp else 8
+        ws = _count(kw, ws) if kw else 1
         ks, spg = _get(cfg, "steps_per_generation")
-        spg = _count(ks, spg) if ks else gas
+        kgb, gbs = _get(cfg, "generation_batch_size")
+        # TRL: generation_batch_size = per-device batch x processes x steps_per_generation; a
+        # config sets one of the two, a dumped GRPOConfig holds both (then they give processes)
+        if ks and kgb:
+            spg, gbs = _count(ks, spg), _count(kgb, gbs)
+            if gbs % (pdb * spg):
+                raise ParameterError(kgb, gbs, f"a multiple of per_device_train_batch_size x "
+                                     f"steps_per_generation = {pdb} x {spg}")
+            implied = gbs // (pdb * spg)
+            if kw and implied != ws:
+                raise ParameterError(kgb, gbs, f"{pdb} x {ws} x {spg} (per-device batch x "
+                                     f"{kw} x steps_per_generation)")
+            ws, kw = implied, f"{kgb} / (per_device_train_batch_size x {ks})"
+            kgb = None
+        if kgb:
+            gbs = _count(kgb, gbs)
+            if gbs % (pdb * ws):
+                raise ParameterError(kgb, gbs, f"a multiple of per_device_train_batch_size x "
+                                     f"processes = {pdb} x {ws}")
+            spg = gbs // (pdb * ws)
+            ks = (f"{kgb} / (per_device_train_batch_size x processes{'' if kw else ', assumed 1'}) "
+                  f"= {spg} steps_per_generation")
+        else:
+            spg = _count(ks, spg) if ks else gas
         ki, it = _get(cfg, "num_iterations")
         it = _count(ki, it) if ki else 1
         _window(mp, it, _batches(ks or "steps_per_generation (default = GAS)", spg,
@@ -266,11 +662,7 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                 ki or "num_iterations default 1",
                 f"{ks or 'steps_per_generation (default = gradient_accumulation_steps)'} / "
                 f"{kg or 'gradient_accumulation_steps (default 1)'}",
-                assumed=not (ki or ks))
-        kp, pdb = _get(cfg, "per_device_train_batch_size")
-        kw, ws = _get(cfg, "num_processes", "world_size")
-        pdb = _count(kp, pdb) if kp else 8
-        ws = _count(kw, ws) if kw else 1
+                assumed=not (ki or ks) or bool(kgb and not kw))
         _prompts(mp, pdb * ws * gas, G, f"per_device_train_batch_size ({pdb}{'' if kp else ', default'})"
                  f" x processes ({ws}{'' if kw else ', assumed'}) x GAS ({gas}) / num_generations",
                  assumed=not (kp and kw))

@@ -55,7 +55,9 @@ from grpo_theory.validate import ParameterError, check_choice
 
 __all__ = [
     "applicability",
+    "curve_gain",
     "noise_ceiling",
+    "r2_text",
     "is_binary_range",
     "finite_sorted",
     "BINARY_FAMILIES",
@@ -491,6 +493,13 @@ def fit_models(t, y, models=None) -> dict:
 
 BINARY_FAMILIES = ("mean_field_std", "mean_field_mean", "mixture_std", "mixture_mean")
 
+
+def r2_text(x) -> str:
+    """The one format of an R^2 and of the noise ceiling in every message (0.045, never 0.04
+    in one line and 0.045 in the next)."""
+    return format(float(x), ".3f")
+
+
 def noise_ceiling(y) -> float:
     """Largest R^2 any smooth curve can reach: 1 - sigma^2 / Var y, sigma^2 from lag-1 differences."""
     y = np.asarray(y, dtype=float)
@@ -500,6 +509,20 @@ def noise_ceiling(y) -> float:
     return max(0.0, 1.0 - float(np.var(np.diff(y))) / 2.0 / var)
 
 
+def curve_gain(y) -> dict:
+    """The one definition of a curve's gain, used by ``fit``, ``diagnose`` and ``check-config``:
+    the median of the last fifth of the points minus the median of the first fifth
+    (``k = max(2, n // 5)`` points each), with the step-to-step noise sd (lag-1 differences)
+    and the noise of the gain, ``sd * sqrt(2 / k)``.  ``{"start", "end", "gain", "k",
+    "noise_sd", "gain_sd"}``."""
+    y = np.asarray(y, dtype=float)
+    k = max(2, y.size // 5)
+    start, end = float(np.median(y[:k])), float(np.median(y[-k:]))
+    sd = float(np.std(np.diff(y)) / math.sqrt(2)) if y.size >= 3 else 0.0
+    return {"start": start, "end": end, "gain": end - start, "k": k, "noise_sd": sd,
+            "gain_sd": sd * math.sqrt(2.0 / k)}
+
+
 def applicability(t, y, *, min_points=8) -> list:
     """Reasons the reduced-order model does not apply to (t, y); empty when it does."""
     reasons = []
@@ -507,13 +530,12 @@ def applicability(t, y, *, min_points=8) -> list:
         return [f"{y.size} points, need >= {min_points}"]
     ceiling = noise_ceiling(y)
     if ceiling < 0.3:
-        reasons.append(f"noise ceiling R^2 = {ceiling:.2f} (< 0.3): the log's own step-to-step "
+        reasons.append(f"noise ceiling R^2 = {r2_text(ceiling)} (< 0.3): the log's own step-to-step "
                        "noise leaves no curve to fit")
-    k = max(2, y.size // 5)
-    gain = float(np.median(y[-k:]) - np.median(y[:k]))
-    sd = float(np.std(np.diff(y)) / math.sqrt(2)) or 1e-12
-    if gain < 2 * sd / math.sqrt(k):
-        reasons.append(f"flat or decreasing reward (gain {gain:+.3g} over the run, noise sd "
+    g = curve_gain(y)
+    sd = g["noise_sd"] or 1e-12
+    if g["gain"] < 2 * sd / math.sqrt(g["k"]):
+        reasons.append(f"flat or decreasing reward (gain {g['gain']:+.3g} over the run, noise sd "
                        f"{sd:.3g}): no rise for the relaxation models")
     return reasons
 

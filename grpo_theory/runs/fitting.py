@@ -14,12 +14,106 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grpo_theory.results import Result
-from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability, finite_sorted,
-                                     fit_models, is_binary_range, noise_ceiling)
+from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability, curve_gain,
+                                     finite_sorted, fit_curve, is_binary_range, noise_ceiling,
+                                     r2_text)
 from grpo_theory.runs.forecast import forecast
 from grpo_theory.validate import ParameterError, check_choice
 
-__all__ = ["FitReport", "fit_log", "plot_fit", "REWARD_KINDS"]
+__all__ = ["CurveSummary", "FitReport", "fit_log", "plot_fit", "summarize_curve", "REWARD_KINDS",
+           "CORE_FAMILIES"]
+
+#: the relaxation families every command fits and reads the same way (regime, time scale)
+CORE_FAMILIES = ("exponential", "oscillator")
+
+
+@dataclass(frozen=True)
+class CurveSummary:
+    """What ``fit``, ``diagnose`` and ``check-config --from-log`` all read off one reward curve,
+    computed once (:func:`summarize_curve`): the gain (:func:`~grpo_theory.runs.curves.curve_gain`),
+    whether the reduced-order model applies and why not, the fits, and -- only where it applies
+    -- the regime and damping ratio of the L3 fit and the relaxation time of the exponential
+    with its standard error (inflated for the residuals' lag-1 autocorrelation)."""
+
+    metric: str
+    steps: np.ndarray
+    values: np.ndarray
+    binary: bool
+    fits: dict
+    reasons: list
+    noise_ceiling: float
+    gain: dict
+
+    @property
+    def applicable(self) -> bool:
+        return not self.reasons
+
+    @property
+    def oscillator(self):
+        return self.fits.get("oscillator") if self.applicable else None
+
+    @property
+    def regime(self):
+        """The L3 fit's regime, ``None`` where the model does not apply."""
+        o = self.oscillator
+        return o.reading.get("regime") if o is not None else None
+
+    @property
+    def damping_ratio(self):
+        o = self.oscillator
+        return float(o.params["zeta"]) if o is not None else None
+
+    def relaxation_time(self):
+        """``(tau, stderr)`` of the exponential, the stderr inflated by ``sqrt((1 + rho)/(1 - rho))``
+        for the residuals' lag-1 autocorrelation rho (the iid error understates it); ``None``
+        where the model does not apply."""
+        if not self.applicable or "exponential" not in self.fits:
+            return None
+        fr = self.fits["exponential"]
+        r = self.values - fr.predict(self.steps - fr.t0)
+        d = r - r.mean()
+        rho = float(np.sum(d[1:] * d[:-1]) / np.sum(d * d)) if np.sum(d * d) > 0 else 0.0
+        rho = min(max(rho, 0.0), 0.95)
+        se = fr.stderr["tau"] * math.sqrt((1 + rho) / (1 - rho))
+        return fr.params["tau"], se
+
+    def describe(self) -> str:
+        g = self.gain
+        head = (f"{self.metric}: {g['start']:.4g} -> {g['end']:.4g} (gain {g['gain']:+.4g} ± "
+                f"{g['gain_sd']:.2g}, medians of the first and last fifth)")
+        if not self.applicable:
+            return head + "; the model does not apply, no regime is named: " + "; ".join(self.reasons)
+        z = self.damping_ratio
+        return head + (f"; L3 fit: zeta = {z:.3g} ({self.regime})" if z is not None else "")
+
+
+def summarize_curve(steps, values, *, metric="reward", models=None, binary=None) -> CurveSummary:
+    """Fit ``models`` (default the core families) to one reward curve and read it once (see
+    :class:`CurveSummary`).  Applicability: :func:`~grpo_theory.runs.curves.applicability` plus
+    the core families' best R^2 against half the noise ceiling (the same whichever other
+    families are fitted)."""
+    steps, values = finite_sorted(steps, values)
+    chosen = list(CORE_FAMILIES if models is None else models)
+    fits = {}
+    for m in chosen:
+        try:
+            fits[m] = fit_curve(steps, values, m)
+        except ParameterError:
+            continue
+    reasons = applicability(steps, values)
+    ceiling = noise_ceiling(values)
+    core = [fits[m].r2 for m in CORE_FAMILIES if m in fits and math.isfinite(fits[m].r2)]
+    if not core:
+        core = [fr.r2 for fr in fits.values() if math.isfinite(fr.r2)]
+    best_r2 = max(core, default=0.0)
+    if not reasons and best_r2 < 0.5 * ceiling:
+        reasons.append(f"best R^2 {r2_text(best_r2)} is below half the noise ceiling "
+                       f"{r2_text(ceiling)}: "
+                       "the families miss the curve's shape")
+    return CurveSummary(metric=metric, steps=steps, values=values,
+                        binary=is_binary_range(values) if binary is None else bool(binary),
+                        fits=fits, reasons=reasons, noise_ceiling=ceiling,
+                        gain=curve_gain(values))
 
 
 @dataclass(frozen=True)
@@ -44,6 +138,8 @@ class FitReport(Result):
     best_bic: str | None
     applicable: dict
     warnings: list
+    gain: dict | None = None
+    regime: str | None = None
     forecast: dict | None = None
     steps: np.ndarray = field(repr=False, default=None)
     values: np.ndarray = field(repr=False, default=None)
@@ -57,10 +153,14 @@ class FitReport(Result):
         lines = [f"{self.source} ({self.format}), metric {self.metric}: {self.n} points, steps "
                  f"{f(self.first_step, 'g')}..{f(self.last_step, 'g')}"]
         lines += [f"  warning: {w}" for w in self.warnings]
+        if self.gain:
+            g = self.gain
+            lines.append(f"  {g['start']:.4g} -> {g['end']:.4g}: gain {g['gain']:+.4g} ± "
+                         f"{g['gain_sd']:.2g} (medians of the first and last fifth)")
         if not self.applicable["fit"]:
             lines.append("the model does not apply; no regime is named:")
             lines += [f"  - {r}" for r in self.applicable["reasons"]]
-        lines.append(f"  noise ceiling R^2 = {f(self.applicable['noise_ceiling'], '.3f')}")
+        lines.append(f"  noise ceiling R^2 = {r2_text(self.applicable['noise_ceiling'])}")
         lines.append(f"    {'model':<16} {'R^2':>8} {'AIC':>11} {'plateau':>9} {'t90 (steps)':>12}")
         for name, m in self.models.items():
             mark = "*" if name == self.best else " "
@@ -80,14 +180,28 @@ class FitReport(Result):
                     f"{f(fc['split_step'], 'g')}), {fc['n_holdout']} held out")
             if fc["applicable"]["forecast"]:
                 iv = fc["interval"]
+
+                def span(d, key="interval"):
+                    return ("" if not d or not d.get(key) else
+                            f" [{f(d[key][0])}, {f(d[key][1])}]")
+
                 lines.append(f"{head}; family by rolling origin: {fc['best']}, holdout RMSE "
-                             f"{f(fc['holdout_rmse'])}, plateau {f(fc['plateau'])}"
-                             + (" (cut to the reward's range)" if fc["plateau_clipped"] else ""))
-                lines.append(f"  90 % interval ± {f(iv['halfwidth_first'])} (first held-out step) "
-                             f"to ± {f(iv['halfwidth_last'])} (last); covers "
-                             f"{f(100 * iv['holdout_coverage'], '.0f')} % of the held-out points")
+                             f"{f(fc['holdout_rmse'])}")
+                for r in fc["fallback"]:
+                    lines.append(f"  the relaxation families do not apply, the level is carried "
+                                 f"forward: {r}")
+                end, pl, t90 = fc["end_level"], fc["plateau"], fc["time_to_90"]
+                lines.append(f"  end level {f(end['value'])}{span(end)} at step {f(end['step'], 'g')}"
+                             f"; plateau {f(pl['value'])}{span(pl)}"
+                             + (" (cut to the reward's range)" if pl.get("clipped") else "")
+                             + ("" if not t90 else f"; time to 90 % {f(t90['steps'])}"
+                                f"{span(t90, 'interval_steps')} steps"))
+                lines.append(f"  90 % band: the family's predictive sd x max(1, kappa = "
+                             f"{f(iv['kappa'])}); covers "
+                             f"{f(100 * iv['holdout_coverage'], '.0f')} % of the held-out points "
+                             "(the curve: --json, forecast.curve)")
             else:
-                lines.append(f"{head}; the model does not apply to the prefix, no forecast:")
+                lines.append(f"{head}; no forecast:")
                 lines += [f"  - {r}" for r in fc["applicable"]["reasons"]]
             for name, m in fc["models"].items():
                 mark = "*" if name == fc["best"] else " "
@@ -134,18 +248,21 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
         dropped = [m for m in chosen if m in BINARY_FAMILIES]
         chosen = [m for m in chosen if m not in BINARY_FAMILIES]
         why = "leaves [0, 1]" if not in_unit else "is declared dense"
-        warnings.append(f"{name} {why} (a dense reward): the mean-field families "
-                        f"{', '.join(dropped) or '(none requested)'} assume binary rewards and are off")
+        if dropped:      # nothing to say when none of them was asked for
+            warnings.append(f"{name} {why} (a dense reward): the mean-field families "
+                            f"{', '.join(dropped)} assume binary rewards and are off")
     if not chosen:
         raise ParameterError("models", models, "at least one family that applies to a dense reward "
                              "(exponential, oscillator)")
-    res = fit_models(steps, values, chosen)
-    reasons = applicability(steps, values)
-    ceiling = noise_ceiling(values)
-    best_r2 = max((fr.r2 for fr in res["models"].values() if math.isfinite(fr.r2)), default=0.0)
-    if best_r2 < 0.5 * ceiling:
-        reasons.append(f"best R^2 {best_r2:.2f} is below half the noise ceiling {ceiling:.2f}: "
-                       "the families miss the curve's shape")
+    from grpo_theory.progress import progress
+
+    summary = summarize_curve(steps, values, metric=name, binary=binary,
+                              models=list(progress(chosen, total=len(chosen), desc="fitting")))
+    fits = summary.fits
+    reasons, ceiling = list(summary.reasons), summary.noise_ceiling
+    res = {"models": fits,
+           "best": min(fits, key=lambda k: fits[k].aic) if fits else None,
+           "best_bic": min(fits, key=lambda k: fits[k].bic) if fits else None}
     fc = None
     if train_fraction is not None:
         ent = log.role("entropy")
@@ -159,6 +276,7 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
                      best=res["best"] if ok else None, best_bic=res["best_bic"] if ok else None,
                      applicable={"fit": ok, "reasons": reasons, "noise_ceiling": ceiling,
                                  "binary_families": binary},
+                     gain=summary.gain, regime=summary.regime,
                      warnings=warnings, forecast=fc.to_dict() if fc is not None else None,
                      steps=steps, values=values, fits=res["models"], forecast_result=fc)
 

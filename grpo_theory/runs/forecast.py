@@ -1,37 +1,35 @@
-r"""Forecast a reward curve from a prefix of the log, next to the baselines, and say when not to.
+r"""Forecast of a reward curve from a prefix: the curve, its 90 % band, the end level, the plateau and
+the time to 90 % of it, each with an interval; calibrated on the prefix's own future.
 
-The forecast
-    Every applicable family of :mod:`grpo_theory.runs.fitting` (curve formulas from the
-    theory) is fitted to the first ``train_fraction`` of the points.  The family is
-    chosen by **rolling-origin** error inside that prefix (fit on the first 50 / 65 /
-    80 % of the prefix, score on the rest of it), never by in-sample AIC and never by
-    looking at the held-out part.  Predictions are clipped to the reward's range
-    (``[0, 1]`` for a success rate) and so is the forecast plateau.
+Families, simplest first
+    ``constant`` (the level carried forward: the mean of the last :math:`k = \min(10, n/3)`
+    prefix points, :math:`k \ge 3`), ``exponential`` and the mean-field families (3
+    parameters), the difficulty mixture (4), the L3 oscillator (5) — the curve formulas of
+    :mod:`grpo_theory.runs.curves`.  Where the relaxation families do not apply to the prefix
+    (too noisy, flat or falling: :func:`grpo_theory.runs.curves.applicability`) only the level
+    is left: the forecast falls back to it and says why, instead of declining.  It declines
+    only when not even the level can be checked (fewer than 3 rolling-origin errors).
 
-When it declines
-    The model is a relaxation towards a fixed point.  The forecast says it does not apply
-    (``applicable = False``, no family named, no prediction) when the prefix is too short,
-    when its own step-to-step noise leaves no curve to fit (noise ceiling), when the
-    prefix does not rise, when no family reaches half the noise ceiling, or when the
-    rolling-origin check has too few points.  The baselines are still reported.
+Choice of family
+    Rolling origin inside the prefix (fit on its first 50 / 65 / 80 %, predict the rest of it):
+    among the families with errors at every usable origin, the simplest whose mean squared
+    error is within one standard error of the best (the one-standard-error rule: a richer
+    family must earn its parameters on the prefix's own future).
 
-The 90 % prediction interval
-    The step-to-step noise plus the error of the trend at horizon :math:`h` steps past
-    the prefix,
+The 90 % band
+    The chosen family's predictive sd at each held-out step: the residual noise of its fit plus
+    the delta-method uncertainty of the fitted curve, the latter inflated by
+    :math:`(1 + \rho)/(1 - \rho)` for the residuals' lag-1 autocorrelation :math:`\rho` (the
+    effective number of points); for the level, the step-to-step noise and the uncertainty of
+    the mean.  It is then calibrated on the prefix's own future: the rolling-origin errors in
+    units of the same predictive sd have an RMS :math:`\kappa`; the band is
+    :math:`\pm 1.645\,\max(1, \kappa)\,s(h)`, cut to the reward's range.  Nothing is tuned on
+    the benchmark.
 
-    .. math:: s^2(h) = \sigma^2 + \max\big(\delta^2 h^2,\; s_\theta^2(h)\big),
-
-    :math:`\sigma` the step-to-step noise of the prefix (lag-1 differences,
-    :math:`\mathrm{Var}(\Delta y)/2`); :math:`\delta` the drift of the chosen family's
-    trend error per step of horizon, from its rolling-origin errors
-    (:math:`\delta^2 = \max(\overline{e^2} - \sigma^2, 0)/\overline{h^2}`: a wrong slope
-    grows linearly with the horizon); :math:`s_\theta` the delta-method parameter
-    uncertainty of the fit.  The last two both estimate the trend's error (empirically,
-    misspecification included, and under the model), so the larger is taken rather than
-    their sum, which would count it twice.  The half-width is :math:`1.645\,s(h)`, and the interval is
-    cut to the reward's range.  Its calibration is tested on synthetic curves with a known
-    answer (``tests/runs/test_forecast.py``) and measured on the benchmark
-    (``benchmarks/scorecard.py``).
+Binary rewards
+    With a reward in [0, 1] every prediction, band, end level and plateau is cut to [0, 1];
+    the interval of the plateau and of the time to 90 % come from parameter draws from the
+    fit's (inflated) covariance, each cut to the range.
 
 The baselines (empirical laws from the literature, written here once)
     - ``last_value``: the naive forecast, the level carried forward (here the mean of the
@@ -57,26 +55,27 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
-from grpo_theory.progress import progress
 from grpo_theory.results import jsonable
 from grpo_theory.runs.curves import (
     BINARY_FAMILIES,
     MODEL_NAMES,
     SPECS,
-    FitResult,
     applicability,
     finite_sorted,
     fit_curve,
     is_binary_range,
-    noise_ceiling,
+    time_to_fraction,
 )
 from grpo_theory.validate import ParameterError, check_choice, check_real
 
 __all__ = [
     "BASELINES",
+    "COMPLEXITY",
+    "MIN_TRAIN_POINTS",
     "ORIGINS",
     "Z90",
     "ForecastResult",
+    "LevelFit",
     "entropy_law",
     "fit_entropy_law",
     "fit_scalerl_sigmoid",
@@ -93,8 +92,6 @@ Z90 = 1.6448536269514722
 ORIGINS = (0.5, 0.65, 0.8)
 #: Names of the baselines, in the order they are reported.
 BASELINES = ("last_value", "exponential", "scalerl_sigmoid", "entropy_law")
-#: Fewest rolling-origin errors of the chosen family for a forecast (below: declined).
-MIN_ORIGIN_ERRORS = 3
 
 
 # ----------------------------------------------------------------------------------
@@ -158,140 +155,13 @@ def noise_sd(y) -> float:
 
 
 # ----------------------------------------------------------------------------------
-# Rolling origin
+# The forecast
 # ----------------------------------------------------------------------------------
-
-def rolling_origin(t, y, models, bounds=(-np.inf, np.inf), origins=ORIGINS) -> dict:
-    """Per family: errors and horizons on the rest of the prefix from each origin.
-
-    Returns ``{model: (errors, horizons)}`` (arrays; horizon in steps past the origin's
-    last point).  Only origins at which *every* family can be fitted (``p + 2`` points for
-    ``p`` parameters) are used, so the families are compared on the same errors: a
-    flexible family is not judged on fewer, later origins than a simple one.
-    """
-    need = max(len(SPECS[m].params) + 2 for m in models)
-    out = {m: ([], []) for m in models}
-    done = set()
-    for frac in origins:
-        n0 = int(round(frac * t.size))
-        if n0 in done or n0 < need or t.size - n0 < 2:
-            continue
-        done.add(n0)
-        for m in models:
-            try:
-                fr = fit_curve(t[:n0], y[:n0], m)
-            except ParameterError:  # pragma: no cover - n0 >= need
-                continue
-            pred = np.clip(fr.predict(t[n0:] - fr.t0), *bounds)
-            out[m][0].extend((pred - y[n0:]).tolist())
-            out[m][1].extend((t[n0:] - t[n0 - 1]).tolist())
-    return {m: (np.array(e, dtype=float), np.array(h, dtype=float)) for m, (e, h) in out.items()}
-
 
 def _rmse(a, b=0.0) -> float:
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     return float(np.sqrt(np.mean(d ** 2))) if d.size else math.nan
 
-
-# ----------------------------------------------------------------------------------
-# The result
-# ----------------------------------------------------------------------------------
-
-@dataclass
-class ForecastResult:
-    """A forecast from the first ``train_fraction`` of a log (see the module docstring).
-
-    ``applicable``/``reasons``: whether the model applies to the prefix; when it does not,
-    ``best``, ``prediction`` and ``interval_halfwidth`` are ``None`` and only the baselines
-    are given.  ``holdout_rmse``/``origin_rmse``: per family on the held-out part / by
-    rolling origin inside the prefix.  ``interval_halfwidth``: per held-out point (90 %).
-    ``reward_range``: the range predictions and plateau are clipped to (``None``: not known,
-    a dense reward).
-    """
-
-    train_fraction: float
-    split_step: float
-    n_train: int
-    n_holdout: int
-    applicable: bool
-    reasons: list
-    fits: dict
-    holdout_rmse: dict
-    origin_rmse: dict
-    best: str | None
-    baselines: dict
-    interval_coverage: float | None
-    reward_range: tuple | None
-    noise_sd: float
-    drift_per_step: float | None = None
-    t_holdout: np.ndarray = field(repr=False, default=None)
-    y_holdout: np.ndarray = field(repr=False, default=None)
-    prediction: np.ndarray = field(repr=False, default=None)
-    interval_halfwidth: np.ndarray = field(repr=False, default=None)
-
-    @property
-    def band(self):
-        """The 90 % interval on the held-out steps, ``(low, high)`` cut to the reward's range;
-        ``None`` when the forecast declined."""
-        if self.prediction is None:
-            return None
-        lo, hi = self.reward_range or (-np.inf, np.inf)
-        return (np.maximum(self.prediction - self.interval_halfwidth, lo),
-                np.minimum(self.prediction + self.interval_halfwidth, hi))
-
-    @property
-    def plateau(self):
-        """The chosen family's plateau, cut to the reward's range (``None`` if declined)."""
-        if self.best is None:
-            return None
-        p = self.fits[self.best].plateau
-        if self.reward_range is not None and math.isfinite(p):
-            p = min(max(p, self.reward_range[0]), self.reward_range[1])
-        return p
-
-    def to_dict(self) -> dict:
-        b = self.fits.get(self.best) if self.best is not None else None
-        raw = b.plateau if b is not None else None
-        out = {"train_fraction": self.train_fraction, "split_step": self.split_step,
-               "n_train": self.n_train, "n_holdout": self.n_holdout,
-               "applicable": {"forecast": self.applicable, "reasons": list(self.reasons)},
-               "best": self.best,
-               "selection": "rolling-origin RMSE inside the training prefix "
-                            f"(origins at {', '.join(f'{o:.0%}' for o in ORIGINS)} of it)",
-               "holdout_rmse": self.holdout_rmse.get(self.best) if b is not None else None,
-               "plateau": self.plateau,
-               "plateau_clipped": bool(raw is not None and self.plateau != raw),
-               "plateau_stderr": _plateau_se(b) if b is not None else None,
-               "time_to_90_steps": b.time_to_90 if b is not None else None,
-               "step_90": (b.t0 + b.time_to_90 if b is not None and math.isfinite(b.time_to_90)
-                           else None),
-               "reward_range": list(self.reward_range) if self.reward_range else None,
-               "interval": {"level": 0.9,
-                            "halfwidth_first": (float(self.interval_halfwidth[0])
-                                                if self.interval_halfwidth is not None else None),
-                            "halfwidth_last": (float(self.interval_halfwidth[-1])
-                                               if self.interval_halfwidth is not None else None),
-                            "noise_sd": self.noise_sd, "drift_per_step": self.drift_per_step,
-                            "holdout_coverage": self.interval_coverage,
-                            "method": "1.645 sqrt(noise^2 + max((drift x horizon)^2, "
-                                      "parameter variance)), cut to the reward's range"},
-               "baselines": self.baselines,
-               "models": {m: {"holdout_rmse": self.holdout_rmse[m],
-                              "rolling_origin_rmse": self.origin_rmse.get(m),
-                              "plateau": f.plateau, "time_to_90_steps": f.time_to_90,
-                              "r2_train": f.r2}
-                          for m, f in self.fits.items()}}
-        return jsonable(out)
-
-
-def _plateau_se(fit: FitResult):
-    key = {"exponential": "plateau", "oscillator": "plateau"}.get(fit.model, "ceiling")
-    return fit.stderr.get(key)
-
-
-# ----------------------------------------------------------------------------------
-# The forecast
-# ----------------------------------------------------------------------------------
 
 def _baselines(tt, yt, th, yh, bounds, entropy, exp_fit) -> dict:
     out = {"last_value": {"holdout_rmse": _rmse(np.clip(last_value(yt), *bounds), yh),
@@ -321,24 +191,275 @@ def _baselines(tt, yt, th, yh, bounds, entropy, exp_fit) -> dict:
     return out
 
 
-def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
-             reward_range="auto") -> ForecastResult:
-    """Fit on the first ``train_fraction`` of the points (by step) and forecast the rest.
+#: fewest prefix points for a forecast (the exponential's p + 2)
+MIN_TRAIN_POINTS = 5
+#: parameters of each family, for the one-standard-error rule
+COMPLEXITY = {"constant": 1, "exponential": 3, "mean_field_std": 3, "mean_field_mean": 3,
+              "mixture_std": 4, "mixture_mean": 4, "oscillator": 5}
+#: parameter draws for the intervals of the plateau and the time to 90 %
+PARAM_DRAWS = 200
 
-    ``entropy``: optional ``(steps, values)`` for the entropy-law baseline.
-    ``reward_range``: ``(low, high)``, ``None`` (unknown), or ``"auto"``: ``(0, 1)`` when
-    every reward lies in [0, 1] (a success rate), else unknown.  The families that assume
-    a binary reward are used only when the range is [0, 1].
-    Raises :class:`ParameterError` when the fraction leaves fewer than 8 training points or
-    no held-out point.
+
+class LevelFit:
+    """The level carried forward: the mean of the last ``k`` points, its noise and uncertainty."""
+
+    model = "constant"
+    param_names = ("level",)
+    formula = "R(t) = level"
+
+    def __init__(self, t, y):
+        t = np.asarray(t, dtype=float)
+        y = np.asarray(y, dtype=float)
+        self.n = int(y.size)
+        self.k = max(3, min(self.n // 3, 10))
+        self.t0 = float(t[0])
+        self.level = float(np.mean(y[-self.k:]))
+        self.sigma = noise_sd(y) if y.size >= 3 else 0.0
+        self.params = {"level": self.level}
+        self.stderr = {"level": self.sigma / math.sqrt(self.k)}
+        rss = float(np.sum((y - self.level) ** 2))
+        tss = float(np.sum((y - y.mean()) ** 2))
+        self.r2 = 1.0 - rss / tss if tss > 0 else math.nan
+        self.aic = self.n * math.log(max(rss / self.n, 1e-300)) + 2
+        self.plateau = self.level
+        self.time_to_90 = math.nan
+
+    def predict(self, t):
+        return np.full(np.shape(t), self.level)
+
+    def predictive_sd(self, t):
+        return np.full(np.shape(t), math.sqrt(self.sigma ** 2 * (1 + 1.0 / self.k)))
+
+
+class _Curve:
+    """A fitted family with its predictive sd (residual noise + autocorrelation-inflated
+    parameter uncertainty)."""
+
+    def __init__(self, fit, t, y):
+        self.fit = fit
+        self.model = fit.model
+        r = y - fit.predict(t - fit.t0)
+        self.s = float(np.sqrt(np.sum(r ** 2) / max(r.size - len(fit.param_names), 1)))
+        rho = 0.0
+        if r.size > 3 and np.std(r) > 0:
+            d = r - r.mean()
+            rho = float(np.sum(d[1:] * d[:-1]) / np.sum(d * d))
+        self.rho = min(max(rho, 0.0), 0.95)
+        self.inflation = (1 + self.rho) / (1 - self.rho)
+
+    def predict(self, t):
+        return self.fit.predict(np.asarray(t, dtype=float) - self.fit.t0)
+
+    def predictive_sd(self, t):
+        ps = self.fit.prediction_sd(np.asarray(t, dtype=float) - self.fit.t0)
+        return np.sqrt(self.s ** 2 + self.inflation * ps ** 2)
+
+
+def _build(model, t, y):
+    """The fitted family, or ``None`` where it cannot be fitted or its parameter uncertainty is
+    unknown (a singular covariance, e.g. a parameter at its bound: no band can be given)."""
+    if model == "constant":
+        return LevelFit(t, y) if y.size >= 3 else None
+    if y.size < COMPLEXITY[model] + 2:
+        return None
+    try:
+        c = _Curve(fit_curve(t, y, model), t, y)
+    except ParameterError:
+        return None
+    probe = c.fit.prediction_sd(np.array([0.0, float(t[-1] - t[0]) * 2 + 1.0]))
+    return c if np.all(np.isfinite(probe)) else None
+
+
+def rolling_origin(t, y, models, bounds=(-np.inf, np.inf), origins=ORIGINS) -> dict:
+    """Per family: ``(errors, horizons, standardised errors)`` on the rest of the prefix from
+    each origin at which it can be fitted (standardised by its own predictive sd)."""
+    out = {m: ([], [], []) for m in models}
+    done = set()
+    for frac in origins:
+        n0 = int(round(frac * t.size))
+        if n0 in done or n0 < 3 or t.size - n0 < 1:
+            continue
+        done.add(n0)
+        for m in models:
+            c = _build(m, t[:n0], y[:n0])
+            if c is None:
+                continue
+            pred = np.clip(c.predict(t[n0:]), *bounds)
+            e = pred - y[n0:]
+            out[m][0].extend(e.tolist())
+            out[m][1].extend((t[n0:] - t[n0 - 1]).tolist())
+            out[m][2].extend((e / np.maximum(c.predictive_sd(t[n0:]), 1e-12)).tolist())
+    return {m: tuple(np.array(a, dtype=float) for a in v) for m, v in out.items()}
+
+
+def _select(ro):
+    """The simplest family within one standard error of the best rolling-origin MSE, among
+    those with errors at every usable origin (>= 3 errors)."""
+    counts = {m: v[0].size for m, v in ro.items()}
+    top = max(counts.values(), default=0)
+    elig = ([m for m, c in counts.items() if c >= 3 and c == top]
+            or [m for m, c in counts.items() if c >= 3])
+    if not elig:
+        return None, {}
+    mse = {m: float(np.mean(ro[m][0] ** 2)) for m in elig}
+    b = min(elig, key=lambda m: mse[m])
+    se = float(np.std(ro[b][0] ** 2) / math.sqrt(ro[b][0].size))
+    best = min((m for m in elig if mse[m] <= mse[b] + se), key=lambda m: (COMPLEXITY[m], mse[m]))
+    return best, mse
+
+
+def _kappa2(u, horizons, h):
+    r"""Squared calibration factor at horizons ``h``: the standardised rolling-origin errors'
+    mean square as a straight line in the horizon, :math:`u^2 \approx c_0 + c_1 h` with
+    :math:`c_1 \ge 0` (least squares), extrapolated to the held-out horizons, never below 1
+    (the family's own predictive sd).  A trend the family misses grows the error with the
+    horizon; a correct family keeps :math:`u^2 \approx 1`."""
+    h = np.asarray(h, dtype=float)
+    if u.size < 3 or np.ptp(horizons) == 0:
+        return np.full(h.shape, max(1.0, float(np.mean(u ** 2)) if u.size else 1.0))
+    A = np.column_stack([np.ones_like(horizons), horizons])
+    (c0, c1), *_ = np.linalg.lstsq(A, u ** 2, rcond=None)
+    res = u ** 2 - A @ np.array([c0, c1])
+    dof = max(u.size - 2, 1)
+    cov = float(np.sum(res ** 2)) / dof * np.linalg.pinv(A.T @ A)
+    se1 = math.sqrt(max(cov[1, 1], 0.0))
+    if not c1 > 2 * se1:            # no significant growth: do not extrapolate the noise of u^2
+        c0, c1 = float(np.mean(u ** 2)), 0.0
+    return np.maximum(1.0, c0 + c1 * h)
+
+
+def _draws(curve, bounds, rng):
+    """Plateau and time to 90 % of parameter draws from the fit's inflated covariance."""
+    fit = curve.fit
+    p = np.array([fit.params[k] for k in fit.param_names])
+    cov = fit.covariance
+    if cov is None or not np.all(np.isfinite(cov)):
+        return None
+    spec = SPECS[fit.model]
+    try:
+        draws = rng.multivariate_normal(p, curve.inflation * cov, size=PARAM_DRAWS,
+                                        check_valid="ignore")
+    except (ValueError, np.linalg.LinAlgError):
+        return None
+    plateaus, t90 = [], []
+    for q in draws:
+        params = dict(zip(fit.param_names, q))
+        pl = float(spec.plateau(params))
+        plateaus.append(min(max(pl, bounds[0]), bounds[1]))
+        if fit.model == "exponential":
+            t90.append(q[2] * math.log(10.0) if q[2] > 0 else math.nan)
+            continue
+        f = lambda tt, q=q: spec.curve(tt, *q)  # noqa: E731
+        try:
+            with np.errstate(all="ignore"):
+                init = float(np.asarray(f(np.array([0.0])))[0])
+            t90.append(time_to_fraction(f, init, pl, 0.9, horizon=1e5))
+        except ParameterError:            # a draw outside the family's domain (e.g. rate < 0)
+            t90.append(math.nan)
+    return np.array(plateaus), np.array(t90)
+
+
+def _interval(x):
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size < PARAM_DRAWS // 2:
+        return None
+    return [float(np.quantile(x, 0.05)), float(np.quantile(x, 0.95))]
+
+
+@dataclass
+class ForecastResult:
+    """A forecast from the first ``train_fraction`` of a log (see the module docstring).
+
+    ``prediction``/``lower``/``upper``: the curve and its 90 % band on the held-out steps
+    ``t_holdout`` (``None`` when the forecast declined, with ``reasons``); ``fallback``: why
+    the relaxation families were left out (the level was used); ``fits``: every candidate
+    family fitted to the whole prefix (:class:`~grpo_theory.runs.curves.FitResult`, or
+    :class:`LevelFit`).  ``end_level``, ``plateau``,
+    ``time_to_90``: ``{"value", "interval"}`` dicts (``None`` where the family has none).
+    """
+
+    train_fraction: float
+    split_step: float
+    n_train: int
+    n_holdout: int
+    applicable: bool
+    reasons: list
+    fallback: list
+    best: str | None
+    fits: dict
+    holdout_rmse: dict
+    origin_rmse: dict
+    kappa: float | None
+    baselines: dict
+    reward_range: tuple | None
+    noise_sd: float
+    end_level: dict | None = None
+    plateau: dict | None = None
+    time_to_90: dict | None = None
+    t_holdout: np.ndarray = field(repr=False, default=None)
+    y_holdout: np.ndarray = field(repr=False, default=None)
+    prediction: np.ndarray = field(repr=False, default=None)
+    lower: np.ndarray = field(repr=False, default=None)
+    upper: np.ndarray = field(repr=False, default=None)
+
+    @property
+    def band(self):
+        return None if self.prediction is None else (self.lower, self.upper)
+
+    @property
+    def interval_coverage(self):
+        if self.prediction is None or self.y_holdout is None or not self.y_holdout.size:
+            return None
+        return float(np.mean((self.y_holdout >= self.lower) & (self.y_holdout <= self.upper)))
+
+    def to_dict(self) -> dict:
+        curve = None
+        if self.prediction is not None:
+            curve = [{"step": float(s), "mean": float(m), "lower": float(lo), "upper": float(hi)}
+                     for s, m, lo, hi in zip(self.t_holdout, self.prediction, self.lower,
+                                             self.upper)]
+        return jsonable({
+            "train_fraction": self.train_fraction, "split_step": self.split_step,
+            "n_train": self.n_train, "n_holdout": self.n_holdout,
+            "applicable": {"forecast": self.applicable, "reasons": list(self.reasons)},
+            "fallback": list(self.fallback), "best": self.best,
+            "selection": "rolling origin inside the prefix (origins at "
+                         + ", ".join(f"{o:.0%}" for o in ORIGINS)
+                         + " of it): the simplest family within one standard error of the best",
+            "holdout_rmse": self.holdout_rmse.get(self.best) if self.best else None,
+            "curve": curve, "end_level": self.end_level, "plateau": self.plateau,
+            "time_to_90": self.time_to_90,
+            "interval": {"level": 0.9, "kappa": self.kappa, "noise_sd": self.noise_sd,
+                         "holdout_coverage": self.interval_coverage,
+                         "method": "1.645 max(1, kappa) x the family's predictive sd (residual "
+                                   "noise + autocorrelation-inflated parameter uncertainty), kappa "
+                                   "the RMS of its standardised rolling-origin errors; cut to the "
+                                   "reward's range"},
+            "reward_range": list(self.reward_range) if self.reward_range else None,
+            "baselines": self.baselines,
+            "models": {m: {"holdout_rmse": self.holdout_rmse.get(m),
+                           "rolling_origin_rmse": self.origin_rmse.get(m)}
+                       for m in self.holdout_rmse}})
+
+
+def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
+            reward_range="auto") -> ForecastResult:
+    """Fit the first ``train_fraction`` of the points (by step) and forecast the rest.
+
+    ``models``: the relaxation families to consider (default all that apply to the reward);
+    the level (``constant``) is always a candidate.  ``reward_range``: ``(low, high)``,
+    ``None`` or ``"auto"`` ((0, 1) when every reward lies in [0, 1]).  Raises
+    :class:`ParameterError` when the fraction leaves fewer than :data:`MIN_TRAIN_POINTS`
+    training points or no held-out point.
     """
     f = check_real("train_fraction", train_fraction, low=0, high=1, low_open=True, high_open=True)
     t, y = finite_sorted(t, y)
     n_train = int(math.ceil(f * t.size))
-    if n_train < 8 or t.size - n_train < 1:
+    if n_train < MIN_TRAIN_POINTS or t.size - n_train < 1:
         raise ParameterError("train_fraction", train_fraction,
-                             f"a fraction leaving >= 8 training and >= 1 held-out points "
-                             f"(the log has {t.size})")
+                             f"a fraction leaving >= {MIN_TRAIN_POINTS} training and >= 1 "
+                             f"held-out points (the log has {t.size})")
     if isinstance(reward_range, str) and reward_range == "auto":
         reward_range = (0.0, 1.0) if is_binary_range(y) else None
     elif reward_range is not None:
@@ -350,49 +471,56 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     requested = list(MODEL_NAMES if models is None else models)
     for m in requested:
         check_choice("model", m, MODEL_NAMES)
-    models = [m for m in requested if binary or m not in BINARY_FAMILIES]
-    if not models:
-        raise ParameterError("models", requested, "at least one family that applies to a "
-                             "dense reward (exponential, oscillator)")
+    families = [m for m in requested if binary or m not in BINARY_FAMILIES]
     bounds = reward_range or (-np.inf, np.inf)
     tt, yt, th, yh = t[:n_train], y[:n_train], t[n_train:], y[n_train:]
-    fits = {m: fit_curve(tt, yt, m) for m in progress(models, total=len(models), desc="forecast")}
-    preds = {m: np.clip(fr.predict(th - fr.t0), *bounds) for m, fr in fits.items()}
-    rmse = {m: _rmse(p, yh) for m, p in preds.items()}
-    baselines = _baselines(tt, yt, th, yh, bounds, entropy, fits.get("exponential"))
+    fallback = list(applicability(tt, yt, min_points=MIN_TRAIN_POINTS))
+    candidates = (families if not fallback else []) + ["constant"]
+    baselines = _baselines(tt, yt, th, yh, bounds, entropy, None)
     sigma = noise_sd(yt)
-
-    reasons = list(applicability(tt, yt))
-    ceiling = noise_ceiling(yt)
-    best_r2 = max((fr.r2 for fr in fits.values() if math.isfinite(fr.r2)), default=0.0)
-    if not reasons and best_r2 < 0.5 * ceiling:
-        reasons.append(f"best R^2 on the prefix {best_r2:.2f} is below half its noise ceiling "
-                       f"{ceiling:.2f}: the families miss the curve's shape")
-    origin, best = {}, None
-    if not reasons:  # the rolling origin is the costly part: only where the model applies
-        ro = rolling_origin(tt, yt, models, bounds)
-        origin = {m: (_rmse(e) if e.size else math.inf) for m, (e, _) in ro.items()}
-        best = min(models, key=lambda m: (origin[m], fits[m].aic))
-        errors, horizons = ro[best]
-        if errors.size < MIN_ORIGIN_ERRORS:
-            reasons.append(f"too few points for a rolling-origin check ({n_train} in the "
-                           f"prefix; the chosen family needs >= {MIN_ORIGIN_ERRORS} "
-                           "out-of-sample errors)")
-    if reasons:
-        return ForecastResult(train_fraction=f, split_step=float(tt[-1]), n_train=n_train,
-                              n_holdout=int(th.size), applicable=False, reasons=reasons,
-                              fits=fits, holdout_rmse=rmse, origin_rmse=origin, best=None,
-                              baselines=baselines, interval_coverage=None,
-                              reward_range=reward_range, noise_sd=sigma, t_holdout=th,
-                              y_holdout=yh)
-    drift2 = max(float(np.mean(errors ** 2)) - sigma ** 2, 0.0) / float(np.mean(horizons ** 2))
-    h = th - tt[-1]
-    param_sd = np.nan_to_num(fits[best].prediction_sd(th - fits[best].t0), nan=0.0)
-    half = Z90 * np.sqrt(sigma ** 2 + np.maximum(drift2 * h ** 2, param_sd ** 2))
-    coverage = float(np.mean(np.abs(preds[best] - yh) <= half))
-    return ForecastResult(train_fraction=f, split_step=float(tt[-1]), n_train=n_train,
-                          n_holdout=int(th.size), applicable=True, reasons=[], fits=fits,
-                          holdout_rmse=rmse, origin_rmse=origin, best=best, baselines=baselines,
-                          interval_coverage=coverage, reward_range=reward_range, noise_sd=sigma,
-                          drift_per_step=math.sqrt(drift2), t_holdout=th, y_holdout=yh,
-                          prediction=preds[best], interval_halfwidth=half)
+    ro = rolling_origin(tt, yt, candidates, bounds)
+    best, mse = _select(ro)
+    base = dict(train_fraction=f, split_step=float(tt[-1]), n_train=n_train,
+                n_holdout=int(th.size), fallback=fallback, baselines=baselines,
+                reward_range=reward_range, noise_sd=sigma, t_holdout=th, y_holdout=yh,
+                origin_rmse={m: math.sqrt(v) for m, v in mse.items()})
+    curve = _build(best, tt, yt) if best is not None else None
+    if curve is None:
+        return ForecastResult(applicable=False, best=None, fits={}, holdout_rmse={}, kappa=None,
+                          reasons=[f"too few points for a rolling-origin check ({n_train} in the "
+                                   "prefix; not even the level has >= 3 out-of-sample errors)"],
+                          **base)
+    fits, holdout = {}, {}
+    for m in candidates:
+        c = curve if m == best else _build(m, tt, yt)
+        if c is not None:
+            holdout[m] = _rmse(np.clip(c.predict(th), *bounds), yh)
+            fits[m] = c if m == "constant" else c.fit
+    u, hor = ro[best][2], ro[best][1]
+    kappa = max(1.0, float(np.sqrt(np.mean(u ** 2)))) if u.size else 1.0
+    k2 = _kappa2(u, hor, th - tt[-1])
+    pred = np.clip(curve.predict(th), *bounds)
+    half = Z90 * np.sqrt(k2) * curve.predictive_sd(th)
+    lower = np.maximum(pred - half, bounds[0])
+    upper = np.minimum(pred + half, bounds[1])
+    end = {"step": float(th[-1]), "value": float(pred[-1]),
+           "interval": [float(lower[-1]), float(upper[-1])]}
+    if best == "constant":
+        hw = Z90 * math.sqrt(float(k2[-1])) * curve.stderr["level"]
+        plateau = {"value": curve.level, "interval": [max(curve.level - hw, bounds[0]),
+                                                      min(curve.level + hw, bounds[1])],
+                   "note": "the level carried forward"}
+        t90 = None
+    else:
+        fit = curve.fit
+        pl = min(max(float(fit.plateau), bounds[0]), bounds[1]) if math.isfinite(fit.plateau) \
+            else None
+        dr = _draws(curve, bounds, np.random.default_rng(0))
+        plateau = {"value": pl, "interval": _interval(dr[0]) if dr else None,
+                   "clipped": bool(pl is not None and pl != fit.plateau)}
+        t90 = {"steps": fit.time_to_90 if math.isfinite(fit.time_to_90) else None,
+               "step": (fit.t0 + fit.time_to_90) if math.isfinite(fit.time_to_90) else None,
+               "interval_steps": _interval(dr[1]) if dr else None}
+    return ForecastResult(applicable=True, reasons=[], best=best, fits=fits,
+                      holdout_rmse=holdout, kappa=kappa, end_level=end, plateau=plateau,
+                      time_to_90=t90, prediction=pred, lower=lower, upper=upper, **base)

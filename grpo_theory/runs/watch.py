@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from grpo_theory.runs.diagnostics import diagnose
 from grpo_theory.runs.logs import LogFormatError, read_log
-from grpo_theory.validate import ParameterError, check_real
+from grpo_theory.validate import ParameterError, check_int, check_real
 
 __all__ = ["FiredWarning", "watch", "new_warnings"]
 
@@ -41,17 +41,29 @@ def _signature(path):
 
 
 def watch(path, *, format=None, metric=None, group_size=None, interval=10.0, max_polls=None,
-          sleep=time.sleep):
+          sleep=time.sleep, wait=False, state=None):
     """Yield a :class:`FiredWarning` each time a detector first fires on the growing log ``path``.
 
-    Polls every ``interval`` seconds; stops after ``max_polls`` polls (``None``: never).
+    Polls every ``interval`` seconds; stops after ``max_polls`` polls (``None``: never).  A
+    log that does not exist is a :class:`ParameterError` unless ``wait`` (a run about to
+    start): then it is polled for until it appears.  ``state`` (a dict), if given, records
+    ``polls`` and ``reads`` (how often the log was read), so a caller can tell "no warning"
+    from "nothing was read".
     """
     interval = check_real("interval", interval, low=0)
+    if max_polls is not None:
+        max_polls = check_int("max_polls", max_polls, low=1)
+    if not wait and not os.path.exists(path):
+        raise ParameterError("log file", os.fspath(path), "an existing file (give --wait to "
+                             "wait for a run that has not written it yet)")
+    state = {} if state is None else state
+    state.update(polls=0, reads=0)
     fired, seen, polls = set(), None, 0
     while max_polls is None or polls < max_polls:
         if polls:
             sleep(interval)
         polls += 1
+        state["polls"] = polls
         if not os.path.exists(path):
             continue
         sig = _signature(path)
@@ -62,6 +74,7 @@ def watch(path, *, format=None, metric=None, group_size=None, interval=10.0, max
         except LogFormatError:
             continue  # a partial write: read again at the next poll
         seen = sig
+        state["reads"] += 1
         try:
             yield from new_warnings(log, fired, metric=metric, group_size=group_size)
         except ParameterError:

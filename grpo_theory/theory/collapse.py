@@ -209,6 +209,45 @@ def _risk(model, steps, degenerate_level, grid):
     return prob, tau, depth, fp, (delta, 1 - delta)
 
 
+def _infinite_group(model, T, degenerate_level) -> CollapseRisk:
+    r"""The G -> infinity limit of the risk.
+
+    The drift has a finite limit (the G = inf drift of ``drift``) while the per-step update
+    variance is :math:`\sigma_1^2/(BG) + O(1/G^2)` (``drift.update_variance_coefficient``):
+    the diffusion :math:`D \propto 1/G` vanishes on the whole basin, so the potential
+    :math:`\phi = \int b/D` of a stable interior fixed point grows without bound, and with
+    it the mean first passage.  The limit is a run that stays at its fixed point: probability
+    0 within any horizon, :math:`\tau = \infty`, infinite depth.  Where the G = inf model has
+    no stable interior fixed point (below the exact-KL saddle-node, or an unstable window
+    map) the answer is n/a with the same reasons as at finite G; the default degenerate level
+    1/(10 G) is 0, so the basin is all of (0, 1)."""
+    if model.kl == "k1_reward":
+        return CollapseRisk(T, reason="KL in the reward: every advantage vanishes at z*, so the "
+                                      "noise vanishes there and the diffusion model (D > 0 on the "
+                                      "basin) does not apply")
+    try:
+        fp = stable_fixed_point(model)
+    except ParameterError as exc:
+        return CollapseRisk(T, reason=f"no stable fixed point at G = inf ({exc.allowed})")
+    delta = 0.0 if degenerate_level is None else degenerate_level
+    if not delta < fp.p < 1 - delta:
+        return CollapseRisk(T, reason=f"the fixed point p* = {fp.p:.6g} is itself degenerate "
+                                      f"at level {delta:g}")
+    if not math.isfinite(stationary_variance(model.learning_rate, model.momentum, fp.stiffness,
+                                             1.0, refresh_interval=model.refresh_interval,
+                                             fresh_fraction=fp.fresh_fraction, reuse=model.reuse,
+                                             window_batches=model.window_batches)):
+        return CollapseRisk(T, reason="the window map is unstable (L2): the run leaves the "
+                                      "plateau deterministically")
+    return CollapseRisk(T, 0.0, math.inf, math.inf, delta, fp.p, (delta, 1 - delta),
+                        reason="G = inf is the limit of large groups: the update noise is "
+                               "O(1/(B G)) (drift.update_variance; its leading coefficient "
+                               "drift.update_variance_coefficient) and vanishes, "
+                               "so the barrier in noise temperatures and the mean first passage "
+                               "grow without bound with G; the run stays at its stable fixed "
+                               "point")
+
+
 def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001) -> CollapseRisk:
     r"""Probability that ``model`` collapses to a degenerate policy within ``steps`` steps.
 
@@ -223,13 +262,13 @@ def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001)
     if degenerate_level is not None:
         check_real("degenerate_level", degenerate_level, low=0, low_open=True, high=0.5,
                    high_open=True)
-    if model.group_size is None:
-        return CollapseRisk(T, reason="needs a finite group size (the noise is 1/G)")
     if model.lag_model != "refresh":
         return CollapseRisk(T, reason="defined for lag_model 'refresh'")
     if model.optimizer != "sgd":
         return CollapseRisk(T, reason="defined for the heavy-ball optimizer sgd (the diffusion "
                                       "model has no Adam step)")
+    if model.group_size is None:
+        return _infinite_group(model, T, degenerate_level)
     out = _risk(model, T, degenerate_level, grid)
     if isinstance(out, str):
         return CollapseRisk(T, reason=out)

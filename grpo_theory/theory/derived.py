@@ -273,19 +273,36 @@ class Derived:
                     + r",\quad ".join(parts + refs) + r"\end{gathered}")
         return rf"\begin{{equation}}{body}\label{{{self.label}}}\end{{equation}}"
 
-    def proof_log(self):
-        """The proof log as a Markdown table (claim, method, detail) for notebooks.
-
-        Returns an ``IPython.display.Markdown`` (IPython comes with the ``[book]`` extra);
-        the records themselves are :attr:`verifications`.
-        """
-        from IPython.display import Markdown
-
+    def proof_log(self) -> "ProofLog":
+        """How the record was verified, as text: one line per claim, as ``derive`` prints
+        them (``print(record.proof_log())``).  In a notebook the same object shows as a
+        Markdown table (claim, method, detail) through ``_repr_markdown_``; no IPython is
+        needed.  The records themselves are :attr:`verifications`."""
+        lines = [f"proof log of {self.name}:"]
+        for v in self.verifications:
+            mark = "ok  " if v.passed else "FAIL"
+            detail = f" -- {to_plain(v.detail)}" if v.detail else ""
+            lines.append(f"  [{mark}] ({v.method}) {to_plain(v.claim)}{detail}")
+        if not self.verifications:
+            lines.append("  (no verification recorded: a definition or a quoted result)")
         rows = [f"| {to_markdown(v.claim)} | {v.method} {'✓' if v.passed else '✗'} | "
                 f"{to_markdown(v.detail)} |"
                 for v in self.verifications]
-        return Markdown("\n".join([f"**Proof log of `{self.name}`**", "",
-                                   "| claim | verified by | detail |", "|---|---|---|", *rows]))
+        markdown = "\n".join([f"**Proof log of `{self.name}`**", "",
+                               "| claim | verified by | detail |", "|---|---|---|", *rows])
+        return ProofLog("\n".join(lines), markdown)
+
+
+class ProofLog(str):
+    """A proof log: the text is the terminal form; :meth:`_repr_markdown_` the notebook's."""
+
+    def __new__(cls, text: str, markdown: str):
+        obj = super().__new__(cls, text)
+        obj.markdown = markdown
+        return obj
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown
 
 
 # --- mutation testing ------------------------------------------------------------------

@@ -356,7 +356,7 @@ def _fixed_points(model: GRPOModel, span: tuple) -> tuple:
 
     def point(zs):
         c = drift_components(model, zs)
-        Kf, Ks = -float(c["dF_dz"]), -float(c["dF_dzold"])
+        Kf, Ks = -float(c["dF_dz"]) + 0.0, -float(c["dF_dzold"]) + 0.0   # + 0.0: no "-0"
         return FixedPoint(p=float(expit(zs)), z=float(zs), stable=bool(Kf + Ks > 0),
                           stiffness=Kf + Ks, stiffness_fresh=Kf, stiffness_stale=Ks)
 

@@ -780,9 +780,13 @@ def damping_ratio(mass, damping, spring):
 
 
 def regime(mass, damping, spring, *, rtol=1e-12) -> str:
-    """``"unstable"`` (gamma <= 0), ``"oscillatory"``, ``"critical"`` or ``"overdamped"``."""
-    if damping <= 0:
+    """``"unstable"`` (gamma < 0: the amplitude grows), ``"undamped"`` (gamma = 0: it neither
+    grows nor decays, the marginal case), ``"oscillatory"``, ``"critical"`` or
+    ``"overdamped"``."""
+    if damping < 0:
         return "unstable"
+    if damping == 0:
+        return "undamped"
     zeta = float(damping_ratio(mass, damping, spring))
     if abs(zeta - 1) <= rtol:
         return "critical"

@@ -152,7 +152,7 @@ class StabilityReport(Result):
                  else "n/a (L3 predicts no threshold)" if not math.isfinite(r.max_stable_learning_rate_continuous)
                  else "n/a (no exact threshold)")]
         width = max(len(label) for label, _ in rows)
-        lines += [f"{label:<{width}}  {_fmt(val)}" for label, val in rows if val is not None]
+        lines += [f"{label:<{width}}  {_fmt(val)}".rstrip() for label, val in rows if val is not None]
         if self.adam is not None:
             lines.append(str(self.adam))
         if self.fluctuation is not None:

@@ -73,10 +73,22 @@ def test_every_command_is_one_library_call():
         assert callable(getattr(mod, "call", None)), f"{name} has no call(args) -> Result"
 
 
-def test_no_command_prints_help_and_exits_2():
-    proc = _run()
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.startswith("usage: grpo-theory")
+def test_no_command_prints_help_and_exits_2(capsys):
+    """Issue 21 item 12: `grpo-theory` alone exited 0."""
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("usage: grpo-theory") and "COMMAND" in err
+
+
+def test_trajectory_times_by_spaces_or_commas(capsys):
+    """Issue 21 item 11: `--times` read like a list but took only a comma-separated string."""
+    base = ["trajectory", "--mass", "1", "--damping", "0.5", "--spring", "0.1", "--x0", "1"]
+    assert main(base + ["--times", "0,1,2.5"]) == 0
+    commas = capsys.readouterr().out
+    assert main(base + ["--times", "0", "1", "2.5"]) == 0
+    assert capsys.readouterr().out == commas and "2.5" in commas
+    assert main(base + ["--times", "0", "-1"]) == 2
+    assert "times must be" in capsys.readouterr().err
 
 
 def test_report_command_is_one_call_of_build_report(monkeypatch, tmp_path, capsys):

@@ -59,8 +59,15 @@ def test_the_same_bad_value_gives_the_same_line(command, capsys):
 
 @pytest.mark.parametrize("command", ["stability", "simulate", "fixed-points", "collapse-risk"])
 def test_k1_reward_needs_mean_normalization_in_every_command(command, capsys):
+    """Issue 21 item 8: `simulate --kl k1_reward` ran with std normalization (exit 0) while
+    the other commands refused it: the same one line, exit 2, nothing printed."""
     assert main([command, "--kl", "k1_reward", "--kl-coef", "0.5"]) == 2
-    assert "normalization must be 'mean' with kl 'k1_reward'" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert out == "" and err == (f"grpo-theory {command}: error: normalization must be 'mean' "
+                                 "with kl 'k1_reward' (KL in the reward), got 'std'\n")
+    assert main([command, "--kl", "k1_reward", "--kl-coef", "0.5", "--normalization", "mean"]
+                + {"simulate": ["--steps", "2", "--runs", "4"]}.get(command, [])) in (0, 1)
+    assert capsys.readouterr().err == ""
 
 
 def test_adam_takes_the_same_arguments_in_simulate_and_stability(capsys):
@@ -74,3 +81,19 @@ def test_adam_takes_the_same_arguments_in_simulate_and_stability(capsys):
     out = capsys.readouterr().out
     assert "adam (eta = 0.01, betas = 0.8/0.99, eps = 1e-07)" in out
     assert "momentum = 0.3 is not used by Adam" in out
+
+
+def test_every_command_taking_a_model_field_takes_the_generated_option():
+    """A command that takes some of the model's fields (deepnet, lab, compare, check-config,
+    ...) takes them from the one generator: the field's option string, help text and metavar,
+    not given by default; only the shown default may be the command's own."""
+    subs = _subparsers()
+    ref = _model_actions(subs["stability"])
+    seen = set()
+    for name, p in subs.items():
+        for field, (opts, help_, metavar, default) in _model_actions(p).items():
+            r_opts, r_help, r_metavar, r_default = ref[field]
+            assert (opts, metavar, default) == (r_opts, r_metavar, r_default), (name, field)
+            assert help_.split(" (default: ")[0] == r_help.split(" (default: ")[0], (name, field)
+            seen.add(name)
+    assert {"lab", "deepnet", "compare", "check-config"} <= seen

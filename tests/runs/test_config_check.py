@@ -123,6 +123,18 @@ def test_verl_kl_in_reward_is_k1_reward_and_all_stale(tmp_path):
 
 # --- without a stiffness -----------------------------------------------------------------
 
+def test_the_optimizer_assumption_names_torch_sgd_or_adam(tmp_path):
+    """TRL optim 'sgd' trains with torch SGD (heavy ball, momentum from optim_args): the
+    check says so instead of reading it as Adam(W)."""
+    sgd = check_config(_write(tmp_path, "s.json", {"num_generations": 8, "optim": "sgd",
+                                                   "optim_args": "momentum=0.5"}), p_ref=0.3)
+    adam = check_config(_write(tmp_path, "a.json", {"num_generations": 8}), p_ref=0.3)
+    assert sgd.assumptions[0].startswith("optimizer torch SGD")
+    assert sgd.parameters["momentum"]["value"] == 0.5
+    assert adam.assumptions[0].startswith("optimizer Adam(W)")
+    assert adam.parameters["momentum"]["value"] == 0.9
+
+
 def test_trl_default_objective_has_no_refresh_threshold(tmp_path):
     p = _write(tmp_path, "t.json", {"beta": 0.04, "num_generations": 16,
                                     "num_iterations": 2, "steps_per_generation": 4,
@@ -151,8 +163,9 @@ def test_trl_default_objective_has_no_refresh_threshold(tmp_path):
 
 
 def test_exact_threshold_in_eta_K_against_recursion(tmp_path):
+    # four fresh mini-batches per rollout (one pass each): the lag of the L2 theory, no reuse
     y = _write(tmp_path, "c.yaml", "training:\n  loss_type: reinforce_with_baseline\n"
-               "  epochs_per_rollout_batch: 4\n  learning_rate: 1e-5\n")
+               "  rollout_batch_size: 256\n  train_batch_size: 64\n  learning_rate: 1e-5\n")
     res = check_config(y)
     mu, k = res.parameters["momentum"]["value"], res.parameters["refresh_interval"]["value"]
     lo, hi = res.thresholds["exact_eta_K"]
@@ -171,7 +184,7 @@ def test_exact_threshold_in_eta_K_against_recursion(tmp_path):
 
 def test_interval_verdict(tmp_path, monkeypatch):
     y = _write(tmp_path, "c.yaml", "training:\n  loss_type: reinforce_with_baseline\n"
-               "  epochs_per_rollout_batch: 4\n  learning_rate: 1e-5\n")
+               "  rollout_batch_size: 256\n  train_batch_size: 64\n  learning_rate: 1e-5\n")
     lo = check_config(y).thresholds["exact_eta_K"][0]
     log = _write(tmp_path, "other.csv", "step,reward\n1,0.1\n")
 
@@ -235,6 +248,10 @@ def test_real_configs_map_and_never_stable_without_stiffness():
     assert len(paths) >= 20
     kinds = set()
     for p in paths:
+        if "_ppo/" in p:    # verl's PPO twin (GAE + critic): not a GRPO config, refused
+            with pytest.raises(ParameterError, match="not a GRPO config"):
+                check_config(p)
+            continue
         res = check_config(p)
         d = json.loads(res.to_json())
         kinds.add(d["kind"])
@@ -255,7 +272,8 @@ def _cli(capsys, *argv):
     return rc, out, err
 
 
-@pytest.mark.parametrize("obj,name", [({"learning_rate": -1e-6}, "learning_rate"),
+@pytest.mark.parametrize("obj,name", [({"learning_rate": -1e-6, "num_generations": 8},
+                                       "learning_rate"),
                                       ({"beta": -0.1}, "beta"),
                                       ({"num_iterations": 0}, "num_iterations"),
                                       ({"steps_per_generation": 6,
@@ -310,3 +328,44 @@ def test_collapse_risk_only_with_a_stiffness_and_at_the_same_eta_K(tmp_path):
                                       adv_eps=1e-4, surrogate="ratio"))
     assert cr["bandit_learning_rate"] * fp.stiffness == pytest.approx(1e-6 * 1e5)
     assert cr["p_star"] == pytest.approx(fp.p)
+
+
+def test_reuse_criterion_in_the_verdict(tmp_path):
+    # the same stable eta K: 4 fresh mini-batches (one pass each) are stable; 4 passes over one
+    # batch with the log-prob surrogate (no clip) are at risk; with the clip and no measured
+    # self push the reuse criterion is unknown, so the verdict is too
+    fresh = _write(tmp_path, "f.yaml", "training:\n  loss_type: reinforce_with_baseline\n"
+                   "  rollout_batch_size: 256\n  train_batch_size: 64\n  learning_rate: 1e-5\n")
+    lo = check_config(fresh).thresholds["exact_eta_K"][0]
+    K = 0.5 * lo / 1e-5
+    ok = check_config(fresh, stiffness=K)
+    assert ok.prediction["stable"] is True and ok.prediction["reuse"]["verdict"] == "stable"
+    reuse = _write(tmp_path, "r.yaml", "training:\n  loss_type: reinforce_with_baseline\n"
+                   "  epochs_per_rollout_batch: 4\n  learning_rate: 1e-5\n")
+    r = check_config(reuse, stiffness=K)
+    assert r.prediction["reuse"]["passes"] == 4 and r.prediction["reuse"]["verdict"] == "at risk"
+    assert r.prediction["stable"] is None and r.prediction["risk"].startswith("at risk")
+    assert "reuse:" in str(r) and "no clip" in str(r)
+    clipped = _write(tmp_path, "c.yaml", "training:\n  loss_type: grpo_clip\n"
+                     "  epochs_per_rollout_batch: 4\n  learning_rate: 1e-5\n")
+    c = check_config(clipped, stiffness=K)
+    assert c.prediction["reuse"]["verdict"] is None and c.prediction["stable"] is None
+    assert any("reuse criterion is unknown" in u for u in c.prediction["unknown"])
+
+
+def test_from_log_refuses_a_curve_fit_declines(tmp_path):
+    # a run sitting at its plateau (flat, noisy): no relaxation to measure K from, so no K --
+    # and no verdict built on one (item 21.7: no stiffness from a log fit declined)
+    y = _write(tmp_path, "c.yaml", "training:\n  loss_type: grpo_clip\n  learning_rate: 1e-5\n")
+    rng = np.random.default_rng(0)
+    flat = _write(tmp_path, "flat.csv", "step,reward,learning_rate\n" + "".join(
+        f"{s},{0.5 + 0.05 * rng.standard_normal():.4f},1e-5\n" for s in range(1, 120)))
+    with pytest.raises(ParameterError, match="fit accepts"):
+        check_config(y, from_log=flat)
+
+
+def test_trl_sgd_momentum_from_optim_args():
+    mp = map_config({"optim": "sgd", "optim_args": "momentum=0.5", "learning_rate": 0.01}, "trl")
+    assert mp.value("momentum") == 0.5 and not mp["momentum"]["assumed"]
+    assert map_config({"optim": "sgd"}, "trl").value("momentum") == 0.0
+    assert map_config({"learning_rate": 0.01}, "trl").value("momentum") == 0.9   # AdamW's beta1

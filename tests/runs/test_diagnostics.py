@@ -88,11 +88,25 @@ def test_na_on_sft_and_one_point_logs():
 
 
 def test_dynamical_instability_on_simulation():
-    base = dict(steps=400, runs=RUNS, group_size=8, prompts=32, optimizer="momentum",
-                momentum=0.9, kl="k3", kl_coef=0.5, p_ref=0.5, seed=1)
-    clean = _rate(D.dynamical_instability, simulate(**base, learning_rate=0.05))
-    hit = _rate(D.dynamical_instability, simulate(**base, learning_rate=1.5))
+    # at its fixed point (std, k3 beta 2 in the loss, p_ref 0.1, the ratio surrogate: fresh
+    # fraction 0.31) at eta K = 0.45 the exact largest stable refresh interval is 6
+    # (discrete.max_stable_refresh_interval): k = 4 is stable, k = 12 has a window eigenvalue
+    # below -1 and the deviation flips sign every window (the alternation, at lag 12)
+    from grpo_theory.theory.discrete import max_stable_refresh_interval
+    from grpo_theory.theory.fixed_points import stable_fixed_point
+
+    kw = dict(group_size=8, prompts=32, kl="k3", kl_coef=2.0, p_ref=0.1, surrogate="ratio",
+              clip_low=0.99, clip_high=10.0, adv_eps=1e-4)
+    fp = stable_fixed_point(GRPOModel(**kw))
+    assert max_stable_refresh_interval(0.45, 0.0, 1.0, fresh_fraction=fp.fresh_fraction) == 6
+    lr = 0.45 / fp.stiffness
+    clean = _rate(D.dynamical_instability, simulate(steps=400, runs=RUNS, learning_rate=lr,
+                                                    refresh_interval=4, seed=1, **kw))
+    res = simulate(steps=400, runs=RUNS, learning_rate=lr, refresh_interval=12, seed=1, **kw)
+    hit = _rate(D.dynamical_instability, res)
     assert clean == 0.0 and hit >= 0.9
+    d = D.dynamical_instability(from_simulation(res, 0))
+    assert d["alternation"]["reward"]["lag"] == 12
 
 
 def test_reward_hacking_injected_heldout():
@@ -131,7 +145,7 @@ def test_diagnose_cli_real_log(capsys):
     out = json.loads(capsys.readouterr().out)
     d = out["diagnostics"]
     assert set(d) == {"advantage_degeneracy", "policy_concentration", "reward_hacking",
-                      "dynamical_instability", "entropy_explosion"}
+                      "dynamical_instability", "entropy_explosion", "divergence", "collapse"}
     for v in d.values():
         assert set(v) >= {"flag", "score", "missing", "evidence", "first_step", "knob"}
     assert out["group_size"] == 5  # from the launch script's rollout.n
@@ -139,4 +153,199 @@ def test_diagnose_cli_real_log(capsys):
     # training and held-out reward rise together (correlation 0.68): not hacking
     assert d["reward_hacking"]["flag"] is False
     assert d["dynamical_instability"]["flag"] is False
+    # KL saturates at ~0.1 and entropy only falls over 1,119 steps: drift, not divergence
+    assert d["divergence"]["flag"] is False
     assert main(["diagnose", str(VERL), "--group-size", "1"]) == 2
+
+
+# ----------------------------------------------------------------------------------
+# divergence: runaway growth of KL / entropy / length before the reward falls
+# ----------------------------------------------------------------------------------
+
+def _channels_log(n, seed, *, kl, entropy, length, reward=None, extra=None):
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1.0, n + 1)
+    noisy = lambda x, rel: x * (1 + rel * rng.standard_normal(n))  # noqa: E731
+    m = {"reward": (steps, reward if reward is not None else
+                    np.clip(0.3 + 0.4 * (1 - np.exp(-steps / 20)) + 0.03 * rng.standard_normal(n), 0, 1)),
+         "kl": (steps, noisy(kl, 0.1)), "entropy": (steps, noisy(entropy, 0.05)),
+         "response_length/mean": (steps, noisy(length, 0.05))}
+    m.update(extra or {})
+    return TrainingLog(metrics=m)
+
+
+@pytest.mark.parametrize("n", [40, 150, 600])
+def test_divergence_no_false_alarm_on_drift(n):
+    # healthy shapes: KL relaxing to a plateau, KL growing linearly or quadratically (drift),
+    # entropy falling, length creeping up 30 %: none gains an e-fold above its earlier range
+    t = np.arange(1.0, n + 1) / n
+    shapes = {"saturating": 0.1 * (1 - np.exp(-5 * t)), "linear": 0.5 * t, "quadratic": 0.5 * t * t}
+    for seed in range(10):
+        for kl in shapes.values():
+            log = _channels_log(n, seed, kl=kl + 1e-4, entropy=0.8 * np.exp(-2 * t) + 0.05,
+                                length=400 * (1 + 0.3 * t))
+            d = D.divergence(log)
+            assert d["flag"] is False, (seed, d["evidence"])
+            assert D.dynamical_instability(log)["flag"] is False
+
+
+def test_divergence_before_the_reward_falls():
+    # KL, entropy and length run away from 70 % of the run while the reward is still flat
+    n = 100
+    t = np.arange(1.0, n + 1)
+    blow = np.exp(np.clip(t - 70, 0, None) / 5.0)          # an e-fold every 5 steps after 70
+    log = _channels_log(n, 0, kl=0.05 * (1 - np.exp(-t / 20)) * blow, entropy=0.3 * blow ** 0.5,
+                        length=500 * blow ** 0.3, reward=np.full(n, 0.6))
+    d = D.divergence(log)
+    assert d["flag"] is True
+    assert 70 <= d["first_step"] <= 85
+    assert "learning rate" in d["knob"]
+    di = D.dynamical_instability(log)
+    assert di["flag"] is True and di["diverging"] is True and di["collapsed"] is False
+
+
+def test_divergence_length_cap_and_blow_up():
+    n = 80
+    t = np.arange(1.0, n + 1)
+    trunc = np.clip(0.05 + 0.9 / (1 + np.exp(-(t - 50) / 3)), 0, 1)
+    flat = dict(kl=np.full(n, 0.05), entropy=np.full(n, 0.4), length=np.full(n, 900.0))
+    d = D.divergence(_channels_log(n, 1, **flat, extra={
+        "response_length/clip_ratio": (t, trunc)}))
+    assert d["flag"] is True and 45 <= d["truncation_step"] <= 60
+    # the same fraction staying low: no flag
+    low = D.divergence(_channels_log(n, 1, **flat, extra={
+        "response_length/clip_ratio": (t, np.full(n, 0.1))}))
+    assert low["flag"] is False
+    # gradient norm growing to overflow, then NaN: blow-up; a lone NaN after stable values: not
+    g = np.concatenate([np.geomspace(0.3, 1e12, n - 1), [np.nan]])
+    assert D.divergence(_channels_log(n, 2, **flat, extra={"grad_norm": (t, g)}))["flag"] is True
+    g = np.concatenate([np.full(n - 1, 0.3), [np.nan]])
+    assert D.divergence(_channels_log(n, 2, **flat, extra={"grad_norm": (t, g)}))["flag"] is False
+
+
+def test_growth_scan_thresholds_from_the_mechanism():
+    # t^d since 3 windows gains at most 1.5^d: cubic is flagged by an e-fold factor, quadratic not
+    n = 200
+    t = np.arange(1.0, n + 1)
+    quad = D.growth_scan(t, t ** 2)
+    cubic = D.growth_scan(t, t ** 3)
+    assert quad["ratio"] == pytest.approx(1.5 ** 2, rel=0.05) and quad["step"] is None
+    assert cubic["ratio"] == pytest.approx(1.5 ** 3, rel=0.05) and cubic["step"] is not None
+    assert D.growth_scan(t[:5], t[:5]) is None
+
+
+# ----------------------------------------------------------------------------------
+# reward hacking against the binomial error of a finite evaluation set
+# ----------------------------------------------------------------------------------
+
+def test_eval_set_size_from_the_lattice():
+    rng = np.random.default_rng(3)
+    assert D.eval_set_size(rng.binomial(1319, 0.7, 20) / 1319) == 1319
+    assert D.eval_set_size(rng.binomial(500 * 4, 0.4, 12) / 2000) in (2000, 1000, 500)
+    # values printed with three decimals: the grid of the printout, not the set
+    assert D.eval_set_size(np.round(rng.binomial(1319, 0.7, 20) / 1319, 3)) is None
+    assert D.eval_set_size([0.5, 0.5, 0.5]) is None
+
+
+@pytest.mark.parametrize("n_eval", [64, 1319, 1000])
+def test_reward_hacking_against_the_binomial_error(n_eval):
+    # training reward rises 0.3 -> 0.8 (400 steps, batch noise 0.03); held-out accuracy on n_eval
+    # problems every 20 steps either follows (at 0.8x the gain: a harder held-out set) or stays
+    # flat.  Flat is flagged at both set sizes, following never is.
+    steps = np.arange(1.0, 401)
+    p = 0.3 + 0.5 * (1 - np.exp(-steps / 80))
+    ev = np.arange(20.0, 401, 20)
+    p_ev = 0.3 + 0.5 * (1 - np.exp(-ev / 80))
+    flags = {"follow": [], "flat": []}
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        train = p + 0.03 * rng.standard_normal(steps.size)
+        for kind, q in (("follow", 0.25 + 0.8 * (p_ev - 0.3)), ("flat", np.full(ev.size, 0.25))):
+            held = rng.binomial(n_eval, q) / n_eval
+            log = TrainingLog(metrics={"reward": (steps, train), "eval_reward": (ev, held)})
+            d = D.reward_hacking(log)
+            if n_eval == 1000:   # k/1000 cannot be told from a printout rounded to 3 decimals
+                assert d["eval_set_size"] is None and "lag-1" in d["evidence"]
+            else:
+                assert n_eval % d["eval_set_size"] == 0
+            flags[kind].append(d["flag"])
+    assert np.mean(flags["follow"]) == 0.0
+    assert np.mean(flags["flat"]) >= 0.9
+
+
+def test_reward_hacking_na_when_the_reward_is_itself_held_out():
+    steps = np.arange(0.0, 50, 5)
+    log = TrainingLog(metrics={"eval/reward_total": (steps, np.linspace(0.2, 0.5, 10)),
+                               "eval/reward_answer": (steps, np.linspace(0.2, 0.5, 10))})
+    d = D.reward_hacking(log, "eval/reward_total")
+    assert d["flag"] is None and "itself a held-out" in d["evidence"]
+
+
+def test_alternation_marks_a_window_eigenvalue_at_minus_one():
+    # one reward per refresh window: a deviation that flips sign every window and grows
+    # (eigenvalue -1.15), against white noise and a stable flip-flop (eigenvalue -0.3)
+    rng = np.random.default_rng(4)
+    n = 20
+    steps = np.arange(1.0, n + 1)
+    dev = 0.01 * (-1.15) ** np.arange(n)
+    flip = 0.3 + np.clip(dev, -0.2, 0.2) + 0.01 * rng.standard_normal(n)
+    a = D.alternation(steps, flip)
+    assert a["alternating"] is True and a["lag"] == 1 and a["eigenvalue"] > 0.9
+    for seed in range(30):
+        noise = 0.3 + 0.05 * np.random.default_rng(seed).standard_normal(60)
+        assert D.alternation(np.arange(60.0), noise)["alternating"] is False
+    x = np.zeros(200)
+    e = 0.05 * np.random.default_rng(9).standard_normal(200)
+    for t in range(1, 200):
+        x[t] = -0.3 * x[t - 1] + e[t]
+    stable = D.alternation(np.arange(200.0), 0.3 + x)
+    assert stable["p_value"] < 1e-3 and stable["alternating"] is False   # significant, |lambda| < 1/2
+    assert stable["eigenvalue"] < 0.5
+    log = TrainingLog(metrics={"reward": (steps, flip)})
+    d = D.dynamical_instability(log)
+    assert d["flag"] is True and d["alternating"] is True
+
+
+def test_entropy_falling_from_its_first_value_is_not_an_explosion():
+    # an entropy that drops from ln 2 within the first steps (start median far below the first
+    # value) then keeps falling: no explosion, no divergence
+    h = np.concatenate([[0.693, 0.142, 0.085], np.geomspace(0.056, 0.003, 117)])
+    log = _entropy_log(h)
+    assert D.entropy_explosion(log)["flag"] is False
+    assert D.divergence(log)["flag"] is False
+
+
+def test_collapse_seen_in_the_divergence_before_the_reward_has_finished_falling():
+    n = 100
+    t = np.arange(1.0, n + 1)
+    blow = np.exp(np.clip(t - 70, 0, None) / 5.0)
+    falling = np.where(t < 80, 0.6, 0.6 - 0.01 * (t - 80))          # a late, slow fall of 0.2
+    log = _channels_log(n, 0, kl=0.05 * (1 - np.exp(-t / 20)) * blow, entropy=0.3 * blow ** 0.5,
+                        length=500 * blow ** 0.3, reward=falling)
+    c = D.collapse(log)
+    assert c["flag"] is True and c["early"] is True and c["collapsed"] is False
+    flat = _channels_log(n, 0, kl=0.05 * (1 - np.exp(-t / 20)) * blow, entropy=0.3 * blow ** 0.5,
+                         length=500 * blow ** 0.3, reward=np.full(n, 0.6))
+    assert D.collapse(flat)["flag"] is False and D.divergence(flat)["flag"] is True
+
+
+def test_entropy_re_expanding_after_concentrating():
+    # falls 3x, then climbs 4x above its minimum and ends above its start: an explosion; the
+    # same bump coming back down below the start is bounded: not one
+    down = np.geomspace(0.2, 0.066, 60)
+    up = np.geomspace(0.066, 0.26, 12)
+    assert D.entropy_explosion(_entropy_log(np.concatenate([down, up])))["flag"] is True
+    back = np.concatenate([down, up, np.geomspace(0.26, 0.07, 30)])
+    assert D.entropy_explosion(_entropy_log(back))["flag"] is False
+
+
+def test_instability_from_a_divergence_when_the_reward_is_too_short():
+    # a few rewards (one per generation) but a per-step gradient norm that overflows: unstable
+    t = np.arange(1.0, 41)
+    log = TrainingLog(metrics={"reward": (t[:4], np.array([0.3, 0.2, 0.35, 0.1])),
+                               "grad_norm": (t, np.concatenate([np.full(30, 0.3),
+                                                                np.geomspace(1, 1e12, 9),
+                                                                [np.nan]]))})
+    d = D.dynamical_instability(log)
+    assert d["flag"] is True and d["diverging"] is True
+    assert D.dynamical_instability(TrainingLog(metrics={"reward": (t[:4], np.ones(4) * 0.3)}))["flag"] is None

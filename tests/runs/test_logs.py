@@ -85,6 +85,37 @@ def test_trl_trainer_state(tmp_path):
     assert any("without a numeric 'step'" in w for w in log.warnings)
 
 
+def test_trl_reads_the_grpo_config_saved_next_to_the_state(tmp_path, capsys):
+    """TRL's trainer state has no num_generations; a GRPOConfig saved next to it as
+    config.json (the lab's runs) gives diagnose its G and check-config --from-log its
+    optimizer; a checkpoint's model config.json is left alone; an unreadable one is named.
+    TRL's train-end entry repeats the epoch of the last step: no duplicate warning."""
+    from grpo_theory.runs.check_config import stiffness_from_log
+    from grpo_theory.runs.diagnostics import diagnose
+
+    state = _trl_state()
+    state["log_history"].append({"step": 20, "epoch": 1.0, "train_loss": 0.1})
+    next(e for e in state["log_history"] if e.get("step") == 20 and "reward" in e)["epoch"] = 1.0
+    (tmp_path / "trainer_state.json").write_text(json.dumps(state))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_embd": 32}))
+    log = read_log(tmp_path)
+    assert "num_generations" not in log.config and log.config["global_step"] == 20
+    assert not any("duplicated" in w for w in log.warnings)
+    assert diagnose(log).group_size is None
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"num_generations": 4, "learning_rate": 0.01, "optim": "sgd",
+         "optim_args": "momentum=0.5", "steps_per_generation": 3, "max_steps": 99}))
+    log = read_log(tmp_path)
+    assert log.config["num_generations"] == 4 and log.config["max_steps"] == 20   # the state's
+    assert diagnose(log).group_size == 4
+    k = stiffness_from_log(tmp_path / "trainer_state.json", learning_rate=0.01)
+    assert (k["momentum"], k["refresh_interval"]) == (0.5, 3)      # not Adam's 0.9, k = 1
+    (tmp_path / "config.json").write_text("{not json")
+    log = read_log(tmp_path)
+    assert "num_generations" not in log.config
+    assert any("config.json: not read as the run's GRPOConfig" in w for w in log.warnings)
+
+
 def test_trl_malformed(tmp_path):
     p = tmp_path / "trainer_state.json"
     p.write_text('{"log_history": [\n {"step": 1, "reward": 0.1},\n {"step": 2 "reward": 0.2}\n]}')
@@ -202,3 +233,26 @@ def test_wandb_csv_with_train_global_step(tmp_path):
     assert log.format == "wandb"
     steps, values = log.series(log.reward_metric())
     assert steps.tolist() == [1.0, 2.0, 3.0] and values.tolist() == [0.1, 0.2, 0.3]
+
+
+def test_long_csv_one_row_per_metric_is_pivoted(tmp_path):
+    """Newcomer pass: a W&B/pandas long export (run_name,metric,step,value) read as one metric
+    called 'value'."""
+    from grpo_theory.runs.logs import read_log
+    from grpo_theory.validate import ParameterError
+
+    rows = ["run_name,metric,step,value"]
+    for run, scale in (("a", 1.0), ("b", 2.0)):
+        for s in range(5):
+            rows += [f"{run},reward,{s},{scale * 0.1 * s}", f"{run},entropy,{s},{scale}"]
+    p = tmp_path / "long.csv"
+    p.write_text("\n".join(rows) + "\n")
+    log = read_log(p)
+    assert set(log.names) == {"reward", "entropy"} and log.runs == ["a", "b"] and log.run == "a"
+    assert any("2 runs" in w for w in log.warnings)
+    _, r = log.series("reward")
+    assert list(r) == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
+    _, rb = read_log(p, run="b").series("reward")
+    assert list(rb) == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8])
+    with pytest.raises(ParameterError, match="one of 'a', 'b'"):
+        read_log(p, run="c")

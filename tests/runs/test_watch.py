@@ -32,7 +32,8 @@ def test_watch_fires_once_when_the_collapse_arrives(tmp_path):
 
     fired = list(watch(str(log), format="csv", interval=0, max_polls=6, sleep=grow))
     names = [w.detector for w in fired]
-    assert names == ["dynamical_instability"]
+    # the collapse detector names the same event as the instability one it is built from
+    assert names == ["dynamical_instability", "collapse"]
     w = fired[0]
     # it fired only once the fall was in the log, and names when it first would have fired
     assert w.last_step >= 49 and w.first_step <= w.last_step
@@ -47,3 +48,29 @@ def test_watch_cli_and_no_warning_on_a_healthy_run(tmp_path, capsys):
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["warnings"] == []
     assert main(["watch", str(log), "--interval", "-1", "--max-polls", "1"]) == 2
+
+
+def test_a_missing_log_is_an_error_unless_told_to_wait(tmp_path, capsys):
+    """Issue 21 item 5: `watch nosuch.log` printed "0 warning(s)" and exited 0."""
+    missing = str(tmp_path / "nosuch.log")
+    assert main(["watch", missing, "--max-polls", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "--wait" in err
+    # told to wait: it polls; if the log never comes, it says no check ran (exit 1, not "0 warnings")
+    assert main(["watch", missing, "--wait", "--interval", "0", "--max-polls", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "no check ran" in out and "0 warning" not in out
+
+
+def test_wait_picks_up_a_log_that_appears(tmp_path):
+    log = tmp_path / "late.csv"
+    steps, r = _collapse_curve()
+    state = {}
+
+    def appear(_seconds):
+        _write(log, steps, r)
+
+    fired = list(watch(str(log), format="csv", interval=0, max_polls=2, sleep=appear, wait=True,
+                       state=state))
+    assert state == {"polls": 2, "reads": 1}
+    assert [w.detector for w in fired] == ["dynamical_instability", "collapse"]

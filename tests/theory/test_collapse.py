@@ -37,7 +37,8 @@ def test_first_passage_constant_drift(b):
 
 
 def test_not_applicable_cases():
-    assert collapse_risk(GRPOModel(group_size=None), steps=10).probability is None
+    # G = inf is the large-group limit (probability 0 at a stable plateau), not n/a: see below
+    assert collapse_risk(GRPOModel(group_size=None), steps=10).probability == 0.0
     r = collapse_risk(GRPOModel(kl="none", kl_coef=0.0), steps=10)
     assert r.probability is None and r.exit_code == 1 and "fixed point" in r.reason
     r = collapse_risk(GRPOModel(kl="k1_reward", normalization="mean", kl_coef=0.5), steps=10)
@@ -67,3 +68,32 @@ def test_cli(capsys):
     assert "steps" in err and len(err.strip().splitlines()) == 1
     r = collapse_risk(GRPOModel(optimizer="adam"), steps=10)
     assert r.probability is None and "heavy-ball" in r.reason
+
+
+def test_infinite_group_is_the_limit_of_large_groups():
+    """Issue 21 item 6: `--group-size inf` was offered and then answered n/a.  G = inf is the
+    limit of the finite-G risk: checked against the finite-G model itself (exact binomial
+    noise), whose probability falls to 0 and whose basin depth grows without bound as G grows,
+    while its fixed point converges to the G = inf one."""
+    base = dict(p_ref=0.3, kl="exact", kl_coef=1.5, learning_rate=0.5)
+    inf = collapse_risk(GRPOModel(**base, group_size=None), steps=1000)
+    assert inf.probability == 0.0 and inf.exit_code == 0
+    assert inf.mean_first_passage_steps == math.inf and inf.basin_depth == math.inf
+    assert inf.basin == (0.0, 1.0) and "G = inf" in inf.reason
+    finite = [collapse_risk(GRPOModel(**base, group_size=G), steps=1000, knobs=False)
+              for G in (8, 32, 128, 512)]
+    probs = [r.probability for r in finite]
+    depths = [r.basin_depth for r in finite]
+    assert probs == sorted(probs, reverse=True) and probs[0] > 0 and probs[-1] < 1e-300
+    assert depths == sorted(depths) and depths[-1] > 30 * depths[0]
+    gaps = [abs(r.p_star - inf.p_star) for r in finite]
+    assert gaps == sorted(gaps, reverse=True) and gaps[-1] < 1e-3
+
+
+def test_infinite_group_without_a_plateau_says_why(capsys):
+    # below the exact-KL saddle-node (beta_c = 1.08 at p_ref = 0.3) the G = inf reward escapes
+    r = collapse_risk(GRPOModel(p_ref=0.3, kl="exact", kl_coef=0.7, group_size=None), steps=10)
+    assert r.probability is None and "G = inf" in r.reason and "escapes" in r.reason
+    assert cli_main(["collapse-risk", "--group-size", "inf", "--kl-coef", "1.5"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("collapse risk within 1000 steps: 0\n")

@@ -197,3 +197,13 @@ def test_windowed_binomial_sum_equals_the_full_sum(monkeypatch):
     full = Dr.drift_components(m, z)
     for key in ("F", "dF_dz", "dF_dzold"):
         np.testing.assert_allclose(windowed[key], full[key], rtol=1e-13, atol=1e-300)
+
+
+def test_an_exactly_zero_fresh_stiffness_prints_as_0_not_minus_0(capsys):
+    """Issue 21 item 12: KL in the reward has K_fresh = 0 exactly, shown as `fresh -0`."""
+    model = GRPOModel(p_ref=0.3, kl_coef=0.5, normalization="mean", kl="k1_reward")
+    (fp,) = [f for f in FP.fixed_points(model) if f.stable]
+    assert fp.stiffness_fresh == 0 and math.copysign(1.0, fp.stiffness_fresh) == 1.0
+    assert main(["fixed-points", "--kl", "k1_reward", "--normalization", "mean", "--kl-coef", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "(fresh 0," in out and "-0" not in out.replace("e-0", "")

@@ -29,6 +29,8 @@ def _ivp(m, g, k, x0, v0, t):
     (0.95, 0.2, 0.5, -0.7, 0.3, "oscillatory"),
     (1.0, 2.0, 1.0, 1.0, 2.0, "critical"),
     (0.75, 0.3, 0.03, 2.0, 0.0, "critical"),     # gamma^2 = 4 m k exactly
+    (1.0, 0.0, 1.0, 1.0, 0.0, "undamped"),        # gamma = 0: marginal, not unstable (issue 21)
+    (1.0, -0.1, 1.0, 1.0, 0.0, "unstable"),
 ])
 def test_trajectory_vs_solve_ivp(m, g, k, x0, v0, reg):
     t = np.linspace(0, 30, 61)

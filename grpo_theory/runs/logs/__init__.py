@@ -104,9 +104,19 @@ def detect_format(path, text: str | None = None) -> str:
         import io
         header = next(csv.reader(io.StringIO(first_line)), [])
         return "wandb" if is_wandb_header([h.strip() for h in header]) else "csv"
+    import re
+
+    printed = re.search(r"^\s*\{'(?:loss|reward|train_loss|eval_loss)': .*'epoch': [0-9.]+\}\s*$",
+                        head, re.MULTILINE)
+    if printed:
+        line = head[:printed.start()].count("\n") + 1
+        raise LogFormatError(path, line, "a TRL/transformers console log (the trainer's printed "
+                                         "dicts carry no step): read the run's "
+                                         "checkpoint-N/trainer_state.json, or its TensorBoard or "
+                                         "W&B logs, instead")
     raise LogFormatError(path, 1, "format not recognised (expected TRL trainer_state.json, a verl "
-                                  "console log, verl/generic JSONL or a W&B/generic CSV); "
-                                  "give --format")
+                                  "console log, verl/generic JSONL, a W&B/generic CSV or a "
+                                  "TensorBoard event file)")
 
 
 def read_log(path, format: str | None = None, *, run: str | None = None,
@@ -140,7 +150,7 @@ def read_log(path, format: str | None = None, *, run: str | None = None,
     if format in (None, "auto"):
         format = detect_format(p, text)
     check_choice("format", format, FORMATS + ("auto",))
-    if run is not None and format != "wandb":
+    if run is not None and format not in ("wandb", "csv"):
         raise ParameterError("run", run, f"omitted: the {format} format holds a single run")
     if format == "trl":
         log = read_trl(p, text)
@@ -151,7 +161,7 @@ def read_log(path, format: str | None = None, *, run: str | None = None,
     elif format == "wandb":
         log = read_wandb_csv(p, text, run=run)
     elif format == "csv":
-        log = read_csv(p, text, step_column=step_column, rename=rename)
+        log = read_csv(p, text, step_column=step_column, rename=rename, run=run)
     else:
         log = read_jsonl(p, text, step_column=step_column, rename=rename)
     if rename and format not in ("csv", "jsonl"):

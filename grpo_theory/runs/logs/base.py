@@ -41,6 +41,18 @@ class LogFormatError(ParameterError):
         self.allowed = problem
 
 
+class NoRewardMetric(ParameterError):
+    """A log with no metric that plays the reward (an SFT or evaluation-only log, or a reward
+    logged under a name of its own); one line naming the file and its metrics."""
+
+    def __init__(self, log):
+        avail = ", ".join(log.names[:40]) + (" ..." if len(log.names) > 40 else "")
+        ValueError.__init__(self, f"{log.source}: no reward metric among its metrics ({avail}); "
+                                  "an SFT or evaluation-only log? If one of them is the "
+                                  "reward, give --metric NAME")
+        self.name, self.value, self.allowed = "metric", None, "given with --metric"
+
+
 # Canonical roles -> candidate metric names, most specific first.  A reader
 # does not rename metrics; TrainingLog.role() finds the metric playing a role.
 ROLES: dict[str, tuple[str, ...]] = {
@@ -59,6 +71,8 @@ ROLES: dict[str, tuple[str, ...]] = {
     "grad_norm": ("grad_norm", "train/grad_norm", "actor/grad_norm", "train/train_norm"),
     "response_length": ("completions/mean_length", "train/completions/mean_length",
                         "response_length/mean", "completion_length"),
+    "truncation_frac": ("completions/clipped_ratio", "train/completions/clipped_ratio",
+                        "response_length/clip_ratio"),
     "val_reward": ("eval_reward", "eval/reward", "val_reward", "heldout_reward"),
 }
 _VAL_PREFIXES = ("val-core/", "val/", "eval_", "eval/", "test/")
@@ -78,8 +92,10 @@ class TrainingLog:
         ``"wandb"``, ``"csv"``, ``"jsonl"``, ``"simulation"``).
     run : run name for multi-run files, else ``None``; ``runs`` lists all runs.
     config : hyperparameters found in the file (verl launch script, TRL state).
-    warnings : what the reader tolerated (duplicated steps, truncated lines, ...).
+    warnings : what the reader tolerated (duplicated steps, truncated lines, text dropped
+        from a numeric column, ...).
     default_metric : the reward metric for this format.
+    text_columns : columns that hold text only (name -> (line, first value)): not metrics.
     """
 
     metrics: dict
@@ -90,6 +106,7 @@ class TrainingLog:
     config: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     default_metric: str | None = None
+    text_columns: dict = field(default_factory=dict)
 
     # -- access ------------------------------------------------------------------
     @property
@@ -107,6 +124,7 @@ class TrainingLog:
         Raises :class:`ParameterError` naming the available metrics if absent.
         """
         if name not in self.metrics:
+            self._refuse_text(name)
             avail = ", ".join(self.names[:40]) + (" ..." if len(self.names) > 40 else "")
             raise ParameterError("metric", name, f"a metric in {self.source} ({avail})")
         steps, values = self.metrics[name]
@@ -140,11 +158,20 @@ class TrainingLog:
             return metric
         name = self.role("reward")
         if name is None:
-            avail = ", ".join(self.names[:40])
-            raise ParameterError("metric", None,
-                                 f"given with --metric: no default reward metric in "
-                                 f"{self.source} (metrics: {avail})")
+            for cand in (self.default_metric,) + ROLES["reward"]:
+                if cand:
+                    self._refuse_text(cand)
+            raise NoRewardMetric(self)
         return name
+
+    def _refuse_text(self, name: str) -> None:
+        """A column that holds text only is named with its first value, not called absent."""
+        if name in self.text_columns:
+            line, first = self.text_columns[name]
+            raise LogFormatError(self.source, line if isinstance(line, int) else None,
+                                 f"column {name!r} holds text, not numbers (first value "
+                                 f"{first!r}" + ("" if isinstance(line, int) or line is None
+                                                 else f", {line}") + ")")
 
     def to_dict(self) -> dict:
         """JSON-ready summary (no arrays)."""
@@ -170,22 +197,42 @@ def _to_float(value):
     return None
 
 
-def records_to_metrics(records, *, warnings: list, source: str = "<log>"):
+def _is_text(value) -> bool:
+    """A non-empty string that is not a number nor a missing-value word ("nan", "none", ...)."""
+    return isinstance(value, str) and value.strip() != "" and _to_float(value) is None
+
+
+def _where(line) -> str:
+    return f"line {line}" if isinstance(line, int) else str(line)
+
+
+def records_to_metrics(records, *, warnings: list, source: str = "<log>",
+                       text_columns: dict | None = None):
     """Turn ``[(step, line, {name: value})]`` into the metrics dict of :class:`TrainingLog`.
 
     Each metric keeps, for each step, the *last* value logged (a restarted or
     resumed run logs the same step twice); every such duplicate is counted and
-    reported once per metric in ``warnings``.  Non-numeric values are skipped.
+    reported once per metric in ``warnings``.  Text where a number belongs is never
+    dropped silently: a column with numbers *and* text keeps its numbers, and one warning
+    says how many rows were dropped and where the first is (``line`` is the file's line
+    number, or a description such as ``"log_history entry 7"``); a column with text only
+    (run names, tags) is not a metric, and is recorded in ``text_columns`` (name ->
+    ``(line, first value)``) so that asking for it as a metric can say why it is not one.
     """
     per: dict[str, dict[float, float]] = {}
     dup: dict[str, list] = {}
-    for step, _line, values in records:
+    text: dict[str, list] = {}           # name -> [count, first line, first value]
+    for step, line, values in records:
         for name, raw in values.items():
             v = _to_float(raw)
             if v is None:
+                if _is_text(raw):
+                    t = text.setdefault(name, [0, line, raw.strip()])
+                    t[0] += 1
                 continue
             d = per.setdefault(name, {})
-            if step in d:
+            # the same value again is no conflict (TRL's train-end entry repeats the epoch)
+            if step in d and not (d[step] == v or (math.isnan(d[step]) and math.isnan(v))):
                 dup.setdefault(name, []).append(step)
             d[step] = v
     if dup:
@@ -194,6 +241,13 @@ def records_to_metrics(records, *, warnings: list, source: str = "<log>"):
         warnings.append(f"{source}: {n_steps} duplicated step(s) (e.g. "
                         f"{', '.join(str(int(s)) if float(s).is_integer() else str(s) for s in examples)}); "
                         f"kept the last value logged for each")
+    for name, (count, line, first) in text.items():
+        if name in per:
+            n = count + len(per[name])
+            warnings.append(f"{source}: {name}: {count} of {n} values are text, not numbers, and "
+                            f"were dropped (first at {_where(line)}: {first!r})")
+        elif text_columns is not None:
+            text_columns[name] = (line, first)
     metrics = {}
     for name, d in per.items():
         steps = np.array(sorted(d), dtype=float)

@@ -11,6 +11,7 @@ import csv
 import io
 
 from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, flatten, iter_csv_rows, records_to_metrics
+from grpo_theory.validate import ParameterError
 from grpo_theory.runs.logs.verl import iter_jsonl
 
 __all__ = ["read_csv", "read_jsonl", "STEP_NAMES"]
@@ -31,9 +32,19 @@ def _find_step(keys, step_column, path, lineno):
                                        f"{', '.join(STEP_NAMES)}; or give --step-column)")
 
 
+#: a "long" (tidy) CSV has one row per (step, metric): these name the metric column, the value
+#: column and, optionally, the run column (W&B and pandas exports: run_name,metric,step,value)
+LONG_NAME = ("metric", "key", "tag", "name")
+LONG_RUN = ("run_name", "run", "run_id")
+
+
 def read_csv(path, text: str | None = None, *, step_column: str | None = None,
-             rename: dict | None = None) -> TrainingLog:
-    """Read a CSV file whose rows are steps; empty cells are missing values."""
+             rename: dict | None = None, run: str | None = None) -> TrainingLog:
+    """Read a CSV file whose rows are steps; empty cells are missing values.
+
+    A long CSV (one row per step and metric, columns ``metric`` and ``value``, e.g.
+    ``run_name,metric,step,value``) is read too; with a run column, ``run`` chooses the run
+    (default: the first, with a warning when there are several)."""
     if text is None:
         with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
             text = fh.read()
@@ -45,6 +56,12 @@ def read_csv(path, text: str | None = None, *, step_column: str | None = None,
     step_name = _find_step(header, step_column, path, 1)
     step_col = header.index(step_name)
     warnings: list[str] = []
+    name_col = next((header.index(c) for c in LONG_NAME if c in header), None)
+    if "value" in header and name_col is not None:
+        return _read_long_csv(path, rows, header, step_col, step_name, name_col, rename, run,
+                              warnings)
+    if run is not None:
+        raise ParameterError("run", run, "omitted: this CSV holds a single run")
     records = []
     for lineno, step, row in iter_csv_rows(path, rows, step_col, warnings, step_name):
         values = {}
@@ -52,20 +69,46 @@ def read_csv(path, text: str | None = None, *, step_column: str | None = None,
             if i == step_col or not h:
                 continue
             cell = row[i].strip()
-            if cell == "":
-                continue
-            try:
-                values[rename.get(h, h)] = float(cell)
-            except ValueError:
-                if cell.lower() in ("nan", "none", "null", "na"):
-                    values[rename.get(h, h)] = float("nan")
-                # other text columns (run names, tags) are not metrics: ignored
+            if cell != "":
+                values[rename.get(h, h)] = cell     # numbers parsed, text counted, by the caller
         records.append((step, lineno, values))
     if not records:
         raise LogFormatError(path, None, "no data rows")
-    metrics = records_to_metrics(records, warnings=warnings, source=str(path))
+    text_columns: dict = {}
+    metrics = records_to_metrics(records, warnings=warnings, source=str(path),
+                                 text_columns=text_columns)
     return TrainingLog(metrics=metrics, source=str(path), format="csv", warnings=warnings,
-                       default_metric="reward" if "reward" in metrics else None)
+                       default_metric="reward" if "reward" in metrics else None,
+                       text_columns=text_columns)
+
+
+def _read_long_csv(path, rows, header, step_col, step_name, name_col, rename, run, warnings):
+    value_col = header.index("value")
+    run_col = next((header.index(c) for c in LONG_RUN if c in header), None)
+    runs = [] if run_col is None else list(dict.fromkeys(r[run_col].strip() for r in rows[1:]
+                                                          if len(r) > run_col and r[run_col].strip()))
+    if run is not None and run not in runs:
+        raise ParameterError("run", run, "one of " + ", ".join(repr(r) for r in runs) if runs
+                             else "omitted: this CSV has no run column")
+    chosen = run if run is not None else (runs[0] if runs else None)
+    if run is None and len(runs) > 1:
+        warnings.append(f"{path}: holds {len(runs)} runs ({', '.join(runs)}); using {chosen!r} "
+                        "(choose with --run)")
+    records = []
+    for lineno, step, row in iter_csv_rows(path, rows, step_col, warnings, step_name):
+        if chosen is not None and row[run_col].strip() != chosen:
+            continue
+        name, cell = row[name_col].strip(), row[value_col].strip()
+        if name and cell != "":
+            records.append((step, lineno, {rename.get(name, name): cell}))
+    if not records:
+        raise LogFormatError(path, None, "no data rows")
+    text_columns: dict = {}
+    metrics = records_to_metrics(records, warnings=warnings, source=str(path),
+                                 text_columns=text_columns)
+    return TrainingLog(metrics=metrics, source=str(path), format="csv", run=chosen, runs=runs,
+                       warnings=warnings, default_metric="reward" if "reward" in metrics else None,
+                       text_columns=text_columns)
 
 
 def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
@@ -89,8 +132,11 @@ def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
         records.append((float(step), lineno, {rename.get(k, k): v for k, v in flat.items()}))
     if not records:
         raise LogFormatError(path, None, "no JSON object lines found")
-    metrics = records_to_metrics(records, warnings=warnings, source=str(path))
+    text_columns: dict = {}
+    metrics = records_to_metrics(records, warnings=warnings, source=str(path),
+                                 text_columns=text_columns)
     return TrainingLog(metrics=metrics, source=str(path), format="jsonl", warnings=warnings,
-                       default_metric="reward" if "reward" in metrics else None)
+                       default_metric="reward" if "reward" in metrics else None,
+                       text_columns=text_columns)
 
 

@@ -40,16 +40,21 @@ def _strip_quotes(s: str) -> str:
     return s
 
 
-def parse_overrides(lines, *, shell_vars: dict | None = None) -> dict:
+def parse_overrides(lines, *, shell_vars: dict | None = None, added: set | None = None,
+                    where: dict | None = None) -> dict:
     """Hydra-style ``key=value`` overrides (and ``\\``-continued shell lines) -> dict.
 
     Numbers become floats/ints, ``True``/``False`` booleans, ``$VAR``/``${VAR}``
-    are replaced from ``shell_vars`` (and from ``VAR=value`` lines seen earlier).
-    Keys keep their dots (``actor_rollout_ref.rollout.n``).
+    are replaced from ``shell_vars`` (and from ``VAR=value`` lines seen earlier; a
+    dict passed as ``shell_vars`` is updated with them).  Keys keep their dots
+    (``actor_rollout_ref.rollout.n``).  An override quoted in prose (`` `key=value` ``,
+    ``key=value,``) is read too.  ``added`` collects the keys written ``+key=`` or
+    ``++key=`` (Hydra's way of adding a key the schema does not have); ``where``
+    maps each key to the index (in ``lines``) of the line that set it.
     """
-    shell = dict(shell_vars or {})
+    shell = shell_vars if shell_vars is not None else {}
     out: dict = {}
-    for line in lines:
+    for idx, line in enumerate(lines):
         line = re.split(r"(?:^|\s)#", line, maxsplit=1)[0]
         stripped = line.strip().rstrip("\\").strip()
         if not stripped:
@@ -58,12 +63,20 @@ def parse_overrides(lines, *, shell_vars: dict | None = None) -> dict:
         if m and "." not in m.group(1) and " " not in stripped.split("=", 1)[0]:
             shell[m.group(1)] = _strip_quotes(m.group(2))
         for tok in stripped.split():
+            if "`" in tok:                      # `key=value` quoted in prose
+                tok = tok.strip("`").split("`")[0]
+            elif tok.endswith((",", ";")):
+                tok = tok.rstrip(",;")
             am = _ASSIGN.match(tok)
             if not am or "." not in am.group(1):
                 continue
             key, val = am.group(1), _strip_quotes(am.group(2))
             val = re.sub(r"\$\{?(\w+)\}?", lambda mm: shell.get(mm.group(1), mm.group(0)), val)
             out[key] = _convert(val)
+            if added is not None and tok.startswith("+"):
+                added.add(key)
+            if where is not None:
+                where[key] = idx
     return out
 
 
@@ -180,6 +193,9 @@ def read_verl_jsonl(path, text: str | None = None) -> TrainingLog:
         records.append((float(step), lineno, data))
     if not records:
         raise LogFormatError(path, None, "no {'step': N, 'data': {...}} line found")
-    metrics = records_to_metrics(records, warnings=warnings, source=str(path))
+    text_columns: dict = {}
+    metrics = records_to_metrics(records, warnings=warnings, source=str(path),
+                                 text_columns=text_columns)
     return TrainingLog(metrics=metrics, source=str(path), format="verl-jsonl",
-                       warnings=warnings, default_metric="critic/score/mean")
+                       warnings=warnings, default_metric="critic/score/mean",
+                       text_columns=text_columns)

@@ -1,0 +1,113 @@
+r"""The transformer's stiffness, measured two independent ways (as ``deepnet`` does for the MLP).
+
+Linearised at the plateau, the expected GRPO update of the prompts' success log-odds is
+:math:`\Delta z = \eta\,\frac{\Theta}{N}\,\frac{F(z)}{\kappa}` (THEORY §8):
+:math:`\Theta = JJ^\top` is the empirical tangent kernel of the log-odds
+(:math:`J_{n} = \partial z_n/\partial\theta` over the trainable parameters), :math:`F` the
+bandit drift of each prompt (same group statistics, normalisation and KL form as the
+bandit) and :math:`\kappa = 2` the two-logit softmax factor the bandit carries.  Every
+eigenmode of :math:`\Theta` is the scalar map of the theory; the top one binds, with
+
+.. math::  K_{top} = \frac{K_{bandit}}{\kappa}\,\frac{\lambda_{\max}(\Theta)}{N}
+
+and the bandit's fresh/stale split (the k3 KL and the importance ratio act on the current
+iterate, the advantage on the sampling policy).
+
+1. **Tangent-kernel route** (:func:`top_mode`): :math:`\lambda_{\max}` of :math:`\Theta` in
+   float64 from the Jacobian of the N log-odds, times the bandit theory's stiffness.
+2. **Linear response** (:func:`response_series`): a kick :math:`\pm\delta` of the
+   parameters along :math:`d = J^\top e/\lambda` (so :math:`Jd = e`, the top eigenvector),
+   trained by TRL with identical seeds for the two signs (common random numbers: the
+   same uniforms draw the answers, so most of the sampling noise cancels in the
+   difference); the top-mode coordinate :math:`x = e\cdot(z - z^*)` of the half
+   difference relaxes as :math:`(1-\eta K)^t` at k = 1, so :math:`K = (1-c)/\eta` from
+   the pooled AR(1) coefficient :math:`c`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .model import log_odds
+
+__all__ = ["TopMode", "jacobian", "top_mode", "response_series"]
+
+
+@dataclass
+class TopMode:
+    """Top eigenpair of the tangent kernel and the parameter kick that excites it."""
+
+    eigenvalue: float           # lambda_max(Theta)
+    eigenvector: np.ndarray     # e (N,), unit norm, sum(e) > 0
+    direction: list             # d (tensors, trainable-parameter order) with J d = e
+    spectrum: np.ndarray        # eigenvalues of Theta, descending
+    prompts: int
+
+    @property
+    def ntk_over_n(self) -> float:
+        return self.eigenvalue / self.prompts
+
+    @property
+    def uniform_overlap(self) -> float:
+        """|e . 1/sqrt(N)|: how much the top mode moves all prompts together."""
+        return float(abs(self.eigenvector.sum()) / np.sqrt(self.prompts))
+
+
+def jacobian(lab, state):
+    """J (N, P) of the success log-odds w.r.t. the trainable parameters, float64."""
+    torch = lab.torch
+    model = lab.new_model()
+    model.load_state_dict(state)
+    model = model.double()
+    params = [p for p in model.parameters() if p.requires_grad]
+    z = log_odds(model, lab.input_ids, lab.labels)
+    rows = []
+    for n in range(z.shape[0]):
+        g = torch.autograd.grad(z[n], params, retain_graph=True)
+        rows.append(torch.cat([gi.reshape(-1) for gi in g]))
+    return torch.stack(rows), [p.shape for p in params]
+
+
+def top_mode(lab, state) -> TopMode:
+    torch = lab.torch
+    J, shapes = jacobian(lab, state)
+    w, V = torch.linalg.eigh(J @ J.T)
+    lam = float(w[-1])
+    e = V[:, -1]
+    if float(e.sum()) < 0:
+        e = -e
+    d = J.T @ e / lam
+    out, i = [], 0
+    for s in shapes:
+        n = int(np.prod(s))
+        out.append(d[i:i + n].reshape(s).float())
+        i += n
+    return TopMode(eigenvalue=lam, eigenvector=e.numpy().copy(), direction=out,
+                   spectrum=w.flip(0).numpy().copy(), prompts=J.shape[0])
+
+
+def response_series(lab, spec, *, state, reference, mode: TopMode, z_star, amplitude, pairs,
+                    seed=0, every=1, adam_state=None):
+    """Half-difference top-mode response of ``pairs`` common-random-number pairs.
+
+    Returns ``(response (T, pairs) at steps 0, every, 2 every, ..., records)``; a pair whose
+    either run diverged contributes its finite prefix (NaN after).
+    """
+    series, recs = [], []
+    for i in range(int(pairs)):
+        s = spec.replace(seed=seed + i)
+        xs = []
+        for sign in (1.0, -1.0):
+            kick = [sign * amplitude * d for d in mode.direction]
+            rec = lab.train(s, state=state, reference=reference, kick=kick,
+                            adam_state=adam_state)
+            recs.append(rec)
+            x = np.full(spec.steps + 1, np.nan)
+            if rec.log_odds.size:
+                xv = rec.mode_coordinate(mode.eigenvector, z_star)
+                x[rec.observed_steps] = xv
+            xs.append(x)
+        series.append(0.5 * (xs[0] - xs[1])[::every])
+    return np.stack(series, axis=1), recs

@@ -1,0 +1,110 @@
+"""Text where a number belongs is never dropped without a word (issue 21 item 3).
+
+A column with numbers and some text keeps its numbers and says how many rows were dropped and
+where the first one is (file and line); a reward column of text only is an error naming the
+column and its first value, for `fit`, `fit --metric` and `diagnose` alike (not "an SFT log?").
+"""
+
+import json
+
+import pytest
+
+from grpo_theory.cli.main import main
+from grpo_theory.runs.logs import read_log
+from grpo_theory.validate import ParameterError
+
+BAD_STEPS = (4, 9, 17, 23, 30, 41, 48)
+
+
+def _csv(tmp_path, reward=lambda s: f"{0.2 + 0.6 * (1 - 0.9 ** s):.5f}", extra=""):
+    rows = ["step,reward,entropy,run" + extra]
+    for s in range(1, 51):
+        rows.append(f"{s},{reward(s)},{0.5 - 0.004 * s:.4f},demo")
+    p = tmp_path / "log.csv"
+    p.write_text("\n".join(rows) + "\n")
+    return p
+
+
+def test_some_text_cells_are_dropped_with_a_count_and_the_first_line(tmp_path, capsys):
+    p = _csv(tmp_path, reward=lambda s: "oops" if s in BAD_STEPS else f"{0.2 + 0.01 * s:.3f}")
+    log = read_log(p)
+    steps, _ = log.series("reward")
+    assert len(steps) == 50 - len(BAD_STEPS)
+    (w,) = [w for w in log.warnings if "reward" in w]
+    # step s sits on line s + 1 (line 1 is the header)
+    assert "7 of 50" in w and f"line {BAD_STEPS[0] + 1}" in w and "'oops'" in w
+    assert not any("run" in x for x in log.warnings)       # a text-only column is not a metric
+    assert main(["fit", str(p), "--models", "exponential"]) == 0
+    out = capsys.readouterr().out
+    assert "43 points" in out and "7 of 50" in out
+
+
+@pytest.mark.parametrize("argv", [["fit"], ["fit", "--metric", "reward"], ["diagnose"]])
+def test_an_all_text_reward_column_is_named_with_its_first_value(tmp_path, capsys, argv):
+    p = _csv(tmp_path, reward=lambda s: "pending" if s < 3 else "bad")
+    rc = main([argv[0], str(p), *argv[1:]])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "'reward'" in err and "'pending'" in err and "line 2" in err and "SFT" not in err
+
+
+def test_jsonl_and_trl_text_values_are_counted(tmp_path):
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(json.dumps({"step": s, "reward": "n.a." if s in BAD_STEPS else 0.1 * s})
+                           for s in range(1, 21)) + "\n")
+    (w,) = read_log(p).warnings
+    assert "3 of 20" in w and "line 4" in w
+    state = {"log_history": [{"step": s, "reward": "x" if s == 2 else 0.1 * s, "loss": 1.0}
+                             for s in range(1, 6)]}
+    t = tmp_path / "trainer_state.json"
+    t.write_text(json.dumps(state))
+    (w,) = read_log(t).warnings
+    assert "1 of 5" in w and "log_history entry 1" in w
+    state = {"log_history": [{"step": s, "reward": "x", "loss": 1.0} for s in range(1, 6)]}
+    t.write_text(json.dumps(state))
+    with pytest.raises(ParameterError, match="'reward' holds text"):
+        read_log(t).reward_metric()
+
+
+def test_the_noise_ceiling_prints_the_same_everywhere_in_one_output(tmp_path, capsys):
+    """Issue 21 item 12: the ceiling was 0.04 in the reason and 0.045 in the next line."""
+    import re
+
+    import numpy as np
+
+    rng = np.random.default_rng(1)             # ceiling 0.0845: 0.08 at two digits
+    y = 0.5 + 0.002 * np.arange(60) + 0.1 * rng.standard_normal(60)
+    p = tmp_path / "noisy.csv"
+    p.write_text("step,reward\n" + "".join(f"{s},{v:.5f}\n" for s, v in enumerate(y, 1)))
+    main(["fit", str(p)])
+    out = capsys.readouterr().out
+    shown = re.findall(r"noise ceiling (?:R\^2 = )?([0-9.]+)", out)
+    assert len(shown) >= 2 and len(set(shown)) == 1, out
+    assert len(shown[0].split(".")[1]) == 3 and shown[0][-1] != "0"
+
+
+def test_a_log_without_a_reward_says_so_in_words(tmp_path, capsys):
+    """Newcomer pass: an SFT trainer_state.json gave `metric must be given with --metric: ...,
+    got None`."""
+    t = tmp_path / "trainer_state.json"
+    t.write_text(json.dumps({"log_history": [{"step": s, "loss": 1.0 / s, "learning_rate": 1e-5}
+                                             for s in range(1, 20)]}))
+    assert main(["fit", str(t)]) == 2
+    err = capsys.readouterr().err
+    assert "no reward metric among its metrics (learning_rate, loss)" in err and "--metric" in err
+    assert "got None" not in err and len(err.strip().splitlines()) == 1
+    assert main(["diagnose", str(t)]) == 0          # diagnose still runs the other checks
+    assert "SFT" in capsys.readouterr().out
+
+
+def test_a_trl_console_log_is_named_and_the_right_file_suggested(tmp_path, capsys):
+    """Newcomer pass: a TRL run's console output (printed dicts, as in JuncyLu/trl_DAPO's
+    training logs) was 'format not recognised ... give --format', though no format fits."""
+    p = tmp_path / "train.log"
+    p.write_text("Loading checkpoint shards: 100%\n  2%|2   | 1/43 [01:40<1:10:29]\n"
+                 "{'loss': -0.0447, 'grad_norm': 0.30, 'reward': 1.875, 'epoch': 0.23}\n"
+                 "{'loss': -0.0078, 'grad_norm': 0.0, 'reward': 0.49, 'epoch': 0.47}\n")
+    assert main(["fit", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "line 3" in err and "console log" in err and "trainer_state.json" in err
+    assert "give --format" not in err
