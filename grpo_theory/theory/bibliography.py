@@ -63,6 +63,13 @@ REFERENCES = {
         "title": "{DAPO}: An Open-Source {LLM} Reinforcement Learning System at Scale",
         "eprint": "2503.14476", "year": "2025",
     },
+    "schulman2017ppo": {
+        "type": "article",
+        "authors": ["Schulman, John", "Wolski, Filip", "Dhariwal, Prafulla", "Radford, Alec",
+                    "Klimov, Oleg"],
+        "title": "Proximal Policy Optimization Algorithms",
+        "eprint": "1707.06347", "year": "2017",
+    },
     "schulman2020kl": {
         "type": "misc",
         "authors": ["Schulman, John"],

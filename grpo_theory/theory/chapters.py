@@ -130,14 +130,14 @@ CHAPTERS = (
             "step: a self-consistent heavy-ball reduction."),
     Chapter("reuse_collapse", "10. Reuse collapse: k passes over one finite batch",
             "Reusing one batch for $k$ passes moves the policy $k$ times along that batch's own "
-            "gradient. With the log-prob surrogate the push is the same at every pass, exactly, "
+            "gradient. With the log-probability surrogate the push is the same at every pass, exactly, "
             "for any number of actions, so the batch's noise displacement grows like $k$, not "
             "$\\sqrt{k}$. With the importance ratio the clip stops each sample once its ratio "
-            "leaves $[1 - \\epsilon, 1 + \\epsilon]$: the window stalls at $p_{\\mathrm{sat}}$ and the "
-            "KL it can travel on its batch is bounded by $\\approx \\epsilon^{2}/2$; without the clip "
-            "nothing bounds it. A window stays in the trust region of its own batch while the "
-            "passes times the per-pass growth of a sample's log-ratio stay below "
-            "$\\log(1 + \\epsilon)$.",
+            "leaves $[1 - \\epsilon_{\\mathrm{clip}}, 1 + \\epsilon_{\\mathrm{clip}}]$: the window stalls at "
+            "$p_{\\mathrm{sat}}$ and the KL it can travel on its batch is bounded by about "
+            "$\\epsilon_{\\mathrm{clip}}^{2}/2$; without the clip nothing bounds it. A window stays in "
+            "the trust region of its own batch while the passes times the per-pass growth of a "
+            "sample's log-ratio stay below $\\log(1 + \\epsilon_{\\mathrm{clip}})$.",
             "Reuse collapse: k passes over one finite batch",
             "Reusing one batch of samples for $k$ optimisation passes moves the policy $k$ times along that batch's own gradient. The chapter derives how far: with the log-probability surrogate the push is the same at every pass, so the batch's noise displacement grows like $k$; with the importance ratio and its clip each sample stops once its ratio leaves the trust interval, which bounds the KL a window can travel on its batch."),
 )

@@ -156,6 +156,18 @@ tau_exit = sp.Function(r"\tau_{\mathrm{exit}}")      #: mean first-passage time
 beta_1 = sp.Symbol("beta_1", positive=True)         #: Adam beta_1
 v_hat = sp.Symbol(r"\hat{v}", positive=True)        #: Adam second moment
 eta_theta = sp.Symbol("eta_theta", positive=True)   #: Adam per-parameter learning rate
+# chapter 10, reuse of one batch and the clip of the ratio
+theta_b = sp.Symbol("theta_b", real=True)           #: logit of action b of the softmax bandit
+n_b = sp.Symbol("n_b", integer=True, positive=True)  #: samples of action b in a group
+A_b = sp.Symbol("A_b", real=True)                   #: advantage of the samples of action b
+Delta = sp.Symbol("Delta")                          #: change over one pass or one window
+V_A = sp.Symbol("V_A", positive=True)               #: variance of A_+ over groups
+eps_low = sp.Symbol("epsilon_low", positive=True)   #: lower clip width (ratio >= 1 - eps_low)
+eps_high = sp.Symbol("epsilon_high", positive=True)  #: upper clip width (ratio <= 1 + eps_high)
+eps_clip = sp.Symbol("epsilon_clip", positive=True)  #: a symmetric clip width
+p_sat = sp.Symbol("p_sat", positive=True)           #: where a clipped window stalls
+j_clip = sp.Symbol("j_clip", positive=True)         #: passes until the ratio leaves the clip
+delta_push = sp.Symbol("delta", positive=True)      #: per-pass growth of a sample's log-ratio
 LATEX_NAMES.update({
     pi_theta: r"\pi_{\theta}", pi_old: r"\pi_{\mathrm{old}}", pi_ref: r"\pi_{\mathrm{ref}}",
     q_star: r"q^{*}", A_i: r"A_{i}", sd_n: r"\hat{\sigma}_{n}", sd_inf: r"\hat{\sigma}_{\infty}", A_plus: r"A_{+}",
@@ -164,6 +176,10 @@ LATEX_NAMES.update({
     Phi_k3: r"\Phi_{\mathrm{k3}}", Phi_k1: r"\Phi_{\mathrm{k1}}", sigma2_1: r"\sigma_{1}^{2}",
     K_p: r"K_{p}", x_s: r"x_{s}", z_0: r"z_{0}", z_next: r"z_{t+1}", var_z: r"\operatorname{Var} z", P_char: r"P",
     x_pm: r"x_{\pm}", beta_1: r"\beta_{1}", eta_theta: r"\eta_{\theta}",
+    theta_b: r"\theta_{b}", n_b: r"n_{b}", A_b: r"A_{b}", Delta: r"\Delta", V_A: r"V_{A}",
+    eps_low: r"\epsilon_{\mathrm{low}}", eps_high: r"\epsilon_{\mathrm{high}}",
+    eps_clip: r"\epsilon_{\mathrm{clip}}", p_sat: r"p_{\mathrm{sat}}", j_clip: r"j_{\mathrm{clip}}",
+    delta_push: r"\delta",
 })
 
 # thresholds and named quantities that appear as left-hand sides (one symbol each)
