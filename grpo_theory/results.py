@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Result", "jsonable", "dumps"]
+__all__ = ["Result", "jsonable", "dumps", "table_cell"]
 
 
 def jsonable(obj):
@@ -80,3 +80,15 @@ class Result:
     @property
     def exit_code(self) -> int:
         return 0
+
+
+def table_cell(v, fmt=".4f") -> str:
+    """One cell of a terminal table: ``-`` for a missing or non-finite number, ``stable`` /
+    ``UNSTABLE`` for a verdict, ``fmt`` for a float."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "stable" if v else "UNSTABLE"
+    if isinstance(v, float):
+        return format(v, fmt) if math.isfinite(v) else "-"
+    return str(v)

@@ -39,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="refresh intervals k (>= 1) of the headline sweep (default: around the exact k_max)")
     add_model_options(parser, ("variant",), fields=EXPERIMENT_FIELDS,
                       defaults={"group_size": "8, of the plateau experiments; the group-size "
-                                              "family sweeps its own"})
+                                              "family sweeps its own"},
+                      texts={"group_size": "G samples per group: an integer >= 2 (TRL's "
+                                           "num_generations; the engine has no large-G limit)"})
     a("--modulus", type=number, default=2,
       help="answers of the task, 0..m-1 (single digit tokens); the plateau experiments need 2")
     a("--seed", type=number, default=0, help="seed of the model and of TRL's sampling")

@@ -36,14 +36,15 @@ def _default_text(value) -> str:
 
 
 def add_model_options(parser: argparse.ArgumentParser, groups=("variant", "optimizer", "lag"), *,
-                      fields=None, defaults: str | dict = "") -> None:
+                      fields=None, defaults: str | dict = "", texts: dict | None = None) -> None:
     """Add one option per field of the model's ``groups`` (or only the named ``fields``) to
     ``parser``.
 
     The options default to "not given" (``argparse.SUPPRESS``), so :func:`model_options_given`
     knows what the user typed; ``--help`` shows the default model's value, or ``defaults``
     where a command starts from another base: a phrase for every option (``"the config's"``)
-    or a dict ``{field: phrase}`` for some of them."""
+    or a dict ``{field: phrase}`` for some of them.  ``texts`` replaces the allowed-values text
+    of a field where a command takes fewer values than the model (the lab: a finite G only)."""
     for group in groups:
         names = [n for n in FIELD_GROUPS[group] if fields is None or n in fields]
         if not names:
@@ -51,6 +52,7 @@ def add_model_options(parser: argparse.ArgumentParser, groups=("variant", "optim
         g = parser.add_argument_group(GROUP_TITLES[group])
         for name in names:
             text, metavar = field_help(name)
+            text = (texts or {}).get(name, text)
             shown = (defaults.get(name) if isinstance(defaults, dict) else defaults) \
                 or _default_text(DEFAULTS[name])
             g.add_argument(option(name), dest=name, type=number, default=argparse.SUPPRESS,

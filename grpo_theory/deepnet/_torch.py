@@ -5,7 +5,7 @@ from __future__ import annotations
 from grpo_theory.validate import ParameterError
 
 TORCH_MESSAGE = ("deepnet needs PyTorch: pip install 'grpo-theory[deepnet]' "
-                 "(CPU: pip install torch==2.13.0)")
+                 "(torch 2.13.0, the CPU build)")
 
 
 class TorchMissing(ParameterError):

@@ -25,11 +25,11 @@ import math
 import time
 
 import numpy as np
-from scipy.optimize import brentq
 
 from grpo_theory.theory.derived import get
-from grpo_theory.theory.discrete import (linear_stability, max_stable_refresh_interval,
-                                         published_k_max, refresh_thresholds)
+from grpo_theory.theory.discrete import (critical_momentum, linear_stability,
+                                         max_stable_refresh_interval, published_k_max,
+                                         refresh_thresholds, window_discriminant)
 from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.theory.noise import stationary_variance
 from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
@@ -104,12 +104,6 @@ def auto_eta_K(mu, target=TARGET_K) -> float:
     return math.sqrt(_a_star(mu, target) * _a_star(mu, target + 1))
 
 
-def critical_momentum(eta_K) -> float:
-    """Exact discrete mu_c at k = 1: root of (eta K)_c(mu) = eta_K (refresh_thresholds)."""
-    return float(brentq(lambda m: float(refresh_thresholds(m, 1)[2]) - eta_K, 1e-6, 0.999,
-                        xtol=1e-14))
-
-
 def _amplitudes(pairs, amp):
     return np.r_[np.full(pairs, amp), np.full(pairs, -amp)]
 
@@ -173,7 +167,7 @@ def momentum_transition(plat: Plateau, K, momenta, *, eta_K=0.05, steps=40, pair
         s = rec.response()
         est = ar_multiplier(s, 2)
         osh, osh_se = overshoot(s)
-        dpred = (1 + mu - eta_K) ** 2 - 4 * mu
+        dpred = window_discriminant(eta_K, mu)
         rows.append(TransitionRow(
             momentum=float(mu), eta_K=float(eta_K), discriminant=est["discriminant"],
             discriminant_se=est["discriminant_se"], discriminant_predicted=float(dpred),

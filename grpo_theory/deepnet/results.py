@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 
-from grpo_theory.results import Result, jsonable
+from grpo_theory.results import Result
+from grpo_theory.results import table_cell as _f, jsonable
 
 __all__ = ["KRow", "TransitionRow", "DeepnetResult"]
 
 
-def _f(v, fmt=".4f"):
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "stable" if v else "UNSTABLE"
-    if isinstance(v, float):
-        return format(v, fmt) if math.isfinite(v) else "-"
-    return str(v)
 
 
 @dataclass(frozen=True)

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import math
 
-from scipy.optimize import brentq
 from scipy.special import expit
 
 from grpo_theory.model import GRPOModel
 from grpo_theory.runs.config_map import map_config
 from grpo_theory.simulation import simulate
 from grpo_theory.theory.derived import get
-from grpo_theory.theory.discrete import max_stable_learning_rate, monodromy, refresh_thresholds
+from grpo_theory.theory.discrete import critical_momentum, max_stable_learning_rate
+from grpo_theory.theory.discrete import window_discriminant as discriminant
 from grpo_theory.theory.drift import geometric_factor
 from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.theory.stability import stability
@@ -117,18 +117,6 @@ def threshold_eta_K(momentum, refresh_interval, fresh_fraction) -> float:
     """Exact threshold of eta K at which refresh interval k becomes unstable."""
     return float(max_stable_learning_rate(momentum, refresh_interval, 1.0,
                                           fresh_fraction=fresh_fraction))
-
-
-def critical_momentum(eta_K) -> float:
-    """Exact discrete critical momentum at k = 1 (real -> complex eigenvalues of the step map)."""
-    f = lambda m: float(refresh_thresholds(m, 1)[2]) - eta_K  # noqa: E731
-    return float(brentq(f, 1e-9, 0.999999, xtol=1e-14))
-
-
-def discriminant(eta_K, momentum) -> float:
-    """tr^2 - 4 det of the exact k = 1 step map (stale, heavy ball): < 0 is oscillatory."""
-    M = monodromy(eta_K, momentum, 1, 1.0)
-    return float((M[0, 0] + M[1, 1]) ** 2 - 4 * (M[0, 0] * M[1, 1] - M[0, 1] * M[1, 0]))
 
 
 def critical_momentum_continuous(eta_K) -> float:

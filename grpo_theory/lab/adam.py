@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
 from . import _theory as th
-from .stiffness import TopMode, jacobian
+from .stiffness import TopMode, jacobian, kernel_top_mode
 
 __all__ = ["AdamSetup", "measure_second_moment"]
 
@@ -68,19 +67,7 @@ class AdamSetup:
         P = torch.cat([(1.0 / (vi.sqrt() + eps)).reshape(-1) for vi in v])
         J, shapes = jacobian(plat.lab, plat.state)
         JP = J * P[None, :]
-        w, V = torch.linalg.eigh(JP @ J.T)
-        lam = float(w[-1])
-        e = V[:, -1]
-        if float(e.sum()) < 0:
-            e = -e
-        d = JP.T @ e / lam
-        out, i = [], 0
-        for s in shapes:
-            n = int(np.prod(s))
-            out.append(d[i:i + n].reshape(s).float())
-            i += n
-        mode = TopMode(eigenvalue=lam, eigenvector=e.numpy().copy(), direction=out,
-                       spectrum=w.flip(0).numpy().copy(), prompts=J.shape[0])
+        mode = kernel_top_mode(torch, J, JP, shapes)
         K = plat.fp.stiffness * mode.ntk_over_n / th.KAPPA
         note = (f"Adam reduction: heavy ball with mu = beta1 = {beta1:g} and eta (1 - beta1) on the "
                 f"kernel J P J^T, P = 1/(sqrt(v) + eps), v measured on the engine over {steps} "

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_theory.deepnet.analysis import ar1, ar_multiplier, overshoot, predicted_overshoot
+from grpo_theory.deepnet.results import TransitionRow
 from grpo_theory.validate import ParameterError, check_int, check_real
 
 from . import _theory as th
@@ -302,19 +303,6 @@ def refresh_sweep(plat: Plateau, ks, *, knob="steps_per_generation", momentum=0.
 
 
 @dataclass(frozen=True)
-class TransitionRow:
-    momentum: float
-    discriminant: float
-    discriminant_se: float
-    discriminant_predicted: float
-    oscillatory_observed: bool
-    oscillatory_predicted: bool
-    overshoot: float
-    overshoot_se: float
-    overshoot_predicted: float
-
-
-@dataclass(frozen=True)
 class Transition:
     """Overdamped-to-oscillatory transition at k = 1 (momentum sweep)."""
 
@@ -351,7 +339,7 @@ def momentum_transition(plat: Plateau, *, eta_K=0.05, offsets=(-0.1, -0.05, -0.0
         osh, osh_se = overshoot(r)
         dpred = th.discriminant(eta_K, mu)
         rows.append(TransitionRow(
-            momentum=mu, discriminant=est["discriminant"], discriminant_se=est["discriminant_se"],
+            momentum=mu, eta_K=float(eta_K), discriminant=est["discriminant"], discriminant_se=est["discriminant_se"],
             discriminant_predicted=float(dpred), oscillatory_observed=bool(est["discriminant"] < 0),
             oscillatory_predicted=bool(dpred < 0), overshoot=osh, overshoot_se=osh_se,
             overshoot_predicted=predicted_overshoot(eta_K, mu, steps)))

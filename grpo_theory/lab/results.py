@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-from grpo_theory.results import Result, jsonable
+from grpo_theory.results import Result
+from grpo_theory.results import table_cell as _f, jsonable
 
 __all__ = ["LabResult"]
 
 
-def _f(v, fmt=".4f"):
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "stable" if v else "UNSTABLE"
-    if isinstance(v, float):
-        return format(v, fmt) if math.isfinite(v) else "-"
-    return str(v)
 
 
 def _sweep_dict(s) -> dict:

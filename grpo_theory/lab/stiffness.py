@@ -71,14 +71,22 @@ def jacobian(lab, state):
 
 
 def top_mode(lab, state) -> TopMode:
-    torch = lab.torch
+    """The top mode of the empirical tangent kernel J J^T at ``state``."""
     J, shapes = jacobian(lab, state)
-    w, V = torch.linalg.eigh(J @ J.T)
+    return kernel_top_mode(lab.torch, J, J, shapes)
+
+
+def kernel_top_mode(torch, J, JP, shapes) -> TopMode:
+    """The top eigenpair of the kernel ``JP @ J.T`` (``JP = J`` for the plain tangent kernel,
+    ``J P`` for a diagonal preconditioner P), with its parameter-space direction
+    ``JP.T e / lambda`` split into the parameters' shapes; the eigenvector's sign is the one
+    with a positive sum."""
+    w, V = torch.linalg.eigh(JP @ J.T)
     lam = float(w[-1])
     e = V[:, -1]
     if float(e.sum()) < 0:
         e = -e
-    d = J.T @ e / lam
+    d = JP.T @ e / lam
     out, i = [], 0
     for s in shapes:
         n = int(np.prod(s))

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_theory.results import Result
+from grpo_theory.runs.fitting import CurveSummary, summarize_curve
 from grpo_theory.validate import ParameterError, check_int
 
 __all__ = [
@@ -776,7 +777,6 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     zeta, overshoot, regime = None, None, None
     # the L3 fit read from the one summary of the reward curve (runs.fitting.summarize_curve), as
     # `fit` reads it: a regime and a damping ratio only where the model applies
-    from grpo_theory.runs.fitting import summarize_curve
 
     summary = fit if fit is not None else summarize_curve(rs, rv, metric=rname)
     if not summary.applicable:
@@ -972,9 +972,10 @@ def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis
             warnings.append(f"{metric} is not in [0, 1] (a dense or shaped reward): the binary "
                             "mean-field predictions are switched off")
     curve = None
+    if fit is not None and not isinstance(fit, CurveSummary):
+        raise TypeError(f"diagnose: fit must be the curve summary of runs.fitting.summarize_curve, "
+                        f"got {type(fit).__name__}")
     if metric is not None and fit is None:
-        from grpo_theory.runs.fitting import summarize_curve
-
         rs, rv = log.series(metric)
         if rs.size >= 12:      # the instability checks' minimum
             fit = summarize_curve(rs, rv, metric=metric)

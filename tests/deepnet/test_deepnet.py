@@ -308,4 +308,4 @@ def test_import_without_torch_and_message():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ("deepnet needs PyTorch: pip install 'grpo-theory[deepnet]' "
-                                  "(CPU: pip install torch==2.13.0)")
+                                  "(torch 2.13.0, the CPU build)")

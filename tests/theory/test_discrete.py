@@ -293,3 +293,26 @@ def test_mean_lag_k_max_record_matches_the_table():
         bound = (1 - r["momentum"]) / r["eta_K"]
         k = r["k_max_mean_lag"]
         assert (k - 1) / 2 < bound <= k / 2 + 1e-12
+
+
+@pytest.mark.parametrize("k, eta_K", [(1, 0.01), (1, 0.1), (1, 0.5), (2, 0.01), (2, 0.3),
+                                       (5, 0.01), (5, 0.1)])
+def test_critical_momentum_is_where_the_literal_window_map_turns_complex(k, eta_K):
+    """Independent check: the eigenvalues of the literally iterated window map are real just
+    below the exact critical momentum and complex just above; the discriminant changes sign."""
+    mu_c = D.critical_momentum(eta_K, k)
+    assert 0 < mu_c < 1
+    for mu, complex_expected in ((mu_c - 1e-4, False), (mu_c + 1e-4, True)):
+        eig = np.linalg.eigvals(brute_monodromy(eta_K, mu, k))
+        assert bool(abs(eig[0].imag) > 1e-9) is complex_expected
+        assert bool(D.window_discriminant(eta_K, mu, k) < 0) is complex_expected
+    if k == 1:   # the heavy ball's textbook boundary (1 - sqrt(mu))^2 = eta K
+        assert math.isclose((1 - math.sqrt(mu_c)) ** 2, eta_K, rel_tol=1e-9)
+        mu = 0.3
+        assert math.isclose(D.window_discriminant(eta_K, mu), (1 + mu - eta_K) ** 2 - 4 * mu,
+                            rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_critical_momentum_refuses_an_eta_K_without_a_transition():
+    with pytest.raises(ParameterError, match="eta_K"):
+        D.critical_momentum(0.5, 5)      # the critical damping at k = 5 never exceeds 0.19

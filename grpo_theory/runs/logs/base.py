@@ -12,6 +12,8 @@ verifier reward, i.e. a success probability).
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import os
 from dataclasses import dataclass, field
@@ -254,6 +256,18 @@ def records_to_metrics(records, *, warnings: list, source: str = "<log>",
         vals = np.array([d[s] for s in steps], dtype=float)
         metrics[name] = (steps, vals)
     return metrics
+
+
+def csv_rows(path, text: str | None = None) -> list[list[str]]:
+    """The parsed rows of a CSV file (``text`` if given, else the file; a UTF-8 BOM is
+    dropped); an empty file is a :class:`LogFormatError` at line 1."""
+    if text is None:
+        with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+            text = fh.read()
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        raise LogFormatError(path, 1, "empty CSV file")
+    return rows
 
 
 def iter_csv_rows(path, rows, step_col: int, warnings: list, step_name: str = "step"):

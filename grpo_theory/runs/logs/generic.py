@@ -7,10 +7,8 @@ the names used downstream (e.g. ``{"acc": "reward"}``).
 
 from __future__ import annotations
 
-import csv
-import io
 
-from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, flatten, iter_csv_rows, records_to_metrics
+from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, flatten, csv_rows, iter_csv_rows, records_to_metrics
 from grpo_theory.validate import ParameterError
 from grpo_theory.runs.logs.verl import iter_jsonl
 
@@ -45,12 +43,7 @@ def read_csv(path, text: str | None = None, *, step_column: str | None = None,
     A long CSV (one row per step and metric, columns ``metric`` and ``value``, e.g.
     ``run_name,metric,step,value``) is read too; with a run column, ``run`` chooses the run
     (default: the first, with a warning when there are several)."""
-    if text is None:
-        with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
-            text = fh.read()
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows:
-        raise LogFormatError(path, 1, "empty CSV file")
+    rows = csv_rows(path, text)
     header = [h.strip() for h in rows[0]]
     rename = dict(rename or {})
     step_name = _find_step(header, step_column, path, 1)

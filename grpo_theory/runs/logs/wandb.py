@@ -9,11 +9,9 @@ Columns without the `` - `` separator belong to an unnamed run.
 
 from __future__ import annotations
 
-import csv
-import io
 
 from grpo_theory.validate import ParameterError
-from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, iter_csv_rows, records_to_metrics
+from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, csv_rows, iter_csv_rows, records_to_metrics
 
 __all__ = ["read_wandb_csv", "is_wandb_header"]
 
@@ -33,12 +31,7 @@ def _split(col: str):
 
 def read_wandb_csv(path, text: str | None = None, run: str | None = None) -> TrainingLog:
     """Read one run from a W&B CSV export (``run`` is required when there are several)."""
-    if text is None:
-        with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
-            text = fh.read()
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows:
-        raise LogFormatError(path, 1, "empty CSV file")
+    rows = csv_rows(path, text)
     header = rows[0]
     step_col = next((i for i, h in enumerate(header) if h.strip() in _STEP_NAMES), None)
     if step_col is None:

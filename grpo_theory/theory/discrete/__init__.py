@@ -52,8 +52,9 @@ The chapter is a package, one module per concept:
 The derivation cache hashes every file of the package (``derived._chapter_hash``).
 """
 
-from grpo_theory.theory.discrete.refresh import (monodromy, refresh_thresholds, spectral_radius,
-                                                 step_matrix)
+from grpo_theory.theory.discrete.refresh import (critical_momentum, monodromy, refresh_thresholds,
+                                                 spectral_radius, step_matrix,
+                                                 window_discriminant)
 from grpo_theory.theory.discrete.delay import delay_spectral_radius
 from grpo_theory.theory.discrete.bridge import continuous_lag, published_k_max
 from grpo_theory.theory.discrete.thresholds import (StabilityResult, linear_stability,
@@ -65,4 +66,5 @@ from grpo_theory.theory.discrete.tables import (REGIME_CODES, PhaseDiagram, phas
 __all__ = ["StabilityResult", "PhaseDiagram", "REGIME_CODES", "monodromy", "spectral_radius",
            "linear_stability", "phase_diagram", "refresh_thresholds", "max_stable_refresh_interval",
            "max_stable_learning_rate", "delay_spectral_radius", "threshold_error_table",
-           "refresh_interval_error_table", "step_matrix", "continuous_lag", "published_k_max"]
+           "refresh_interval_error_table", "step_matrix", "continuous_lag", "published_k_max",
+           "critical_momentum", "window_discriminant"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.optimize import brentq
 import sympy as sp
 
 from grpo_theory.theory import symbols as S
@@ -474,6 +475,29 @@ def _stale_eigs(a, mu, k):
     det = _num("discrete.refresh_determinant")(a, mu, k)
     root = np.sqrt(np.asarray(tr * tr - 4 * det, dtype=complex))
     return (tr + root) / 2, (tr - root) / 2
+
+
+def critical_momentum(eta_K, refresh_interval=1) -> float:
+    r"""The exact critical momentum: the :math:`\mu` at which the stale window map's eigenvalues
+    turn from real to complex at this :math:`\eta K` (root in :math:`\mu` of
+    ``discrete.refresh_critical_damping`` :math:`= \eta K`; at :math:`k = 1` the heavy ball's
+    :math:`(1-\sqrt{\mu})^2 = \eta K`)."""
+    k = float(refresh_interval)
+    f = lambda m: float(refresh_thresholds(m, k)[2]) - float(eta_K)  # noqa: E731
+    lo, hi = 1e-9, 0.999999
+    if not (f(lo) > 0 > f(hi)):
+        raise ParameterError("eta_K", eta_K, f"between {refresh_thresholds(hi, k)[2]:.3g} and "
+                             f"{refresh_thresholds(lo, k)[2]:.3g} (the critical damping's range "
+                             f"over 0 < mu < 1 at k = {refresh_interval}): no critical momentum "
+                             "outside it")
+    return float(brentq(f, lo, hi, xtol=1e-14))
+
+
+def window_discriminant(eta_K, momentum, refresh_interval=1) -> float:
+    """:math:`\operatorname{tr}^2 - 4\det` of the exact stale window map
+    (``discrete.refresh_monodromy``): negative where the deviation oscillates."""
+    M = monodromy(eta_K, momentum, refresh_interval, 1.0)
+    return float((M[0, 0] + M[1, 1]) ** 2 - 4 * (M[0, 0] * M[1, 1] - M[0, 1] * M[1, 0]))
 
 
 def step_matrix(learning_rate, momentum, stiffness, fresh_fraction=0.0):
