@@ -29,6 +29,7 @@ from grpo_theory.render import latex
 from grpo_theory.render.latex import math_label, notation
 from grpo_theory.report import figures
 from grpo_theory.report.atlas_tex import atlas_section
+from grpo_theory.report.lab import lab_data, lab_section, lab_summary
 from grpo_theory.report.data import (DEEPNET_INSTALL, MROUEH_KL_COEF, atlas_data, bifurcation_data,
                                      deepnet_data, fluctuation_data, key_numbers, log_fit_data,
                                      phase_diagram_data, trajectories_data)
@@ -275,7 +276,9 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
                                     for r in atlas["resonances"]]}
     done("atlas")
     stage("equations")
-    rr.files.update(_write_equations(out, status, notes, extra_sections=[atlas_section(atlas)]))
+    nums["lab"] = lab_summary(lab_data())
+    rr.files.update(_write_equations(out, status, notes,
+                                     extra_sections=[atlas_section(atlas), lab_section(nums["lab"])]))
     done("equations")
     stage("phase diagrams")
     figs["phase"] = _fig_phase(out, model, full)

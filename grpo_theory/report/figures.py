@@ -349,13 +349,14 @@ def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None) -> l
         if forecast is not None and forecast.best is not None:
             ax = axes[0, 1]
             th, yh = np.asarray(forecast.t_holdout), np.asarray(forecast.y_holdout)
-            pred, hw = np.asarray(forecast.prediction), np.asarray(forecast.interval_halfwidth)
-            ax.fill_between(th, pred - hw, pred + hw, color=PALETTE[1], alpha=0.2, lw=0,
+            pred = np.asarray(forecast.prediction)
+            lower, upper = np.asarray(forecast.lower), np.asarray(forecast.upper)
+            ax.fill_between(th, lower, upper, color=PALETTE[1], alpha=0.2, lw=0,
                             label="90 % forecast interval")
             ax.plot(th, yh, ".", ms=2.5, color="0.45", label="held-out reward")
             ax.plot(th, pred, color=PALETTE[1], lw=1.2,
                     label=f"forecast ({forecast.best}, fitted on the first part)")
-            inside = np.mean(np.abs(yh - pred) <= hw)
+            inside = np.mean((yh >= lower) & (yh <= upper))
             rmse = forecast.holdout_rmse[forecast.best]
             ax.set_title(f"held out: RMSE {rmse:.2g}, {100 * inside:.0f} % inside the interval",
                          fontsize=8)

@@ -15,6 +15,7 @@ from grpo_theory.crosscheck.base import format_headline_numbers
 from grpo_theory.prose import math_to_plain, to_plain_or_as_is
 from grpo_theory.render.notation import notation, notation_rows
 from grpo_theory.report.data import DEEPNET_INSTALL
+from grpo_theory.report.lab import lab_markdown
 from grpo_theory.theory.bibliography import REFERENCES, format_reference
 
 __all__ = ["report_markdown", "cc_markdown_table", "number_text", "CHECK_TITLES"]
@@ -471,6 +472,9 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
                "measured minus the predicted multiplier with ±1 SE (the SE is smaller than the "
                "markers above). The vertical lines mark the largest stable k of the exact theory and "
                "of the published rule."))
+    if nums.get("lab") is not None:
+        for line in lab_markdown(nums["lab"], cite, number_text):
+            a(line)
     a("## Cross-checks: theory against direct simulation\n")
     if cc is None:
         a("*Not available in this build* (the cross-checks could not be run).\n")
