@@ -389,7 +389,8 @@ def verification_appendix(names) -> str:
         "high-precision arithmetic and checked against iterations of the map itself.",
         "\\paragraph{Sources of the figures.} The report's figures (in \\texttt{report.md}) are "
         "drawn with Matplotlib~\\cite{hunter2007matplotlib}; the deep-network experiment trains "
-        "its policy with PyTorch~\\cite{paszke2019pytorch}.",
+        "its policy with PyTorch~\\cite{paszke2019pytorch}, and the real-engine section reads the "
+        "results of training with TRL's GRPO trainer~\\cite{vonwerra2020trl} on PyTorch.",
     ])
 
 
@@ -424,11 +425,13 @@ def _abstract(n: int) -> str:
             "GRPO~\\cite{shao2024deepseekmath} on a softmax bandit, from the update rule to its "
             "mean-field drift (level L1), the exact linearisation of the discrete training map with "
             "momentum and a lagged sampling policy (L2), and a reduced-order continuous oscillator "
-            "(L3), with the noise, the collapse risk and Adam near a fixed point. "
+            "(L3), with the noise, the collapse risk, Adam near a fixed point and the reuse of one "
+            "batch over a refresh window. "
             f"This document lists the {n} derived results of the package "
             f"\\emph{{grpo-theory}} (version {escape_tex(__version__)}), each with its assumptions "
-            "and the checks that verified it, and the two-parameter bifurcation atlas of the "
-            "fixed points and of the discrete map. "
+            "and the checks that verified it, the two-parameter bifurcation atlas of the "
+            "fixed points and of the discrete map, and a comparison with real GRPO training of a "
+            "small transformer. "
             + _verification_key() + "\\end{abstract}")
 
 

@@ -180,9 +180,9 @@ def _fig_fluctuation(out_dir, model, full):
     d = fluctuation_data(model, full=full)
     v = d["holds"]["variant"]
     p_model = d["model"]["rows"][0]["p_star"], d["model"]["rows"][-1]["p_star"]
-    regimes = [(f"mean normalization, analytic KL, $\\beta = {v['kl_coef']:g}$: levels off once "
+    regimes = [(f"mean normalization, analytic KL, $\\beta = {v['kl_coef']:g}$:\nlevels off once "
                 "$G\\,\\min(p^*, q^*) \\gg 1$", d["holds"]),
-               (f"the model ($p^*$ from {p_model[0]:.2f} to {p_model[1]:.2f}): failures are rare, "
+               (f"the model ($p^*$ from {p_model[0]:.2f} to {p_model[1]:.2f}):\nfailures are rare, "
                 "$G\\,\\mathrm{Var}\\,z$ keeps growing", d["model"])]
     return figures.fluctuation_law(out_dir, "fluctuation_law", regimes), d["rows"]
 

@@ -363,7 +363,7 @@ def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None) -> l
             lo, hi = float(np.min(yh)), float(np.max(yh))
             ax.set_ylim(lo - 0.45 * (hi - lo), hi + 0.05 * (hi - lo))
             ax.set_xlabel("step")
-            ax.legend(frameon=False, fontsize=6.5, loc="lower left", ncol=2)
+            ax.legend(frameon=False, fontsize=6.5, loc="lower left")
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
