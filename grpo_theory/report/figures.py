@@ -113,6 +113,15 @@ def _regime_image(ax, x_edges, y_edges, code, *, logy=True):
     return [Patch(facecolor=REGIME_COLORS[n], edgecolor="0.6", label=REGIME_LABELS[n]) for n in names]
 
 
+def _tick_label(v, _pos=None) -> str:
+    """A tick label: a plain number (0.6, 0.04, 20), a power of ten below 0.001 ($10^{-6}$)."""
+    if v <= 0 or 1e-3 <= v < 1e5:
+        return f"{v:g}"
+    e = int(np.floor(np.log10(v) + 1e-9))
+    m = v / 10.0**e
+    return f"$10^{{{e}}}$" if abs(m - 1) < 1e-9 else f"${m:g}\\times 10^{{{e}}}$"
+
+
 def _plain_log_ticks(axis, subs=None):
     """Tick labels of a log axis as plain numbers (0.6, 0.04, 20), never 6x10^-1; ``subs``
     (e.g. ``(1, 2, 5)``) puts labelled ticks at those multiples of each power of ten, for an
@@ -121,7 +130,7 @@ def _plain_log_ticks(axis, subs=None):
 
     if subs is not None:
         axis.set_major_locator(LogLocator(base=10, subs=subs))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_major_formatter(FuncFormatter(_tick_label))
     axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
@@ -415,7 +424,7 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
                              color=REGIME_COLORS["oscillatory"], alpha=0.6, lw=0)
             for j, b in enumerate((lo_b, up_b)):
                 ax.plot(b, pr, "o:", ms=2.5, lw=0.8, mfc="white", color="k",
-                        label="folds found directly, below the continuation" if j == 0 else None)
+                        label="folds found directly,\nbelow the continuation" if j == 0 else None)
         ax.set_yscale("log")
         _plain_log_ticks(ax.yaxis)
         ax.set_xscale("log")
@@ -424,7 +433,7 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
         ax.set_ylabel(f"reference reward {math_label('p_ref')}")
         ax.set_title(f"folds in ({math_label('beta')}, {math_label('p_ref')}), "
                      f"{math_label('G')} = {fc['group_size']}")
-        ax.legend(frameon=False, loc="upper left", fontsize=6.5)
+        ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=6)
 
         ax = axes[2]
         g = data["group_size_plane"]
@@ -440,7 +449,7 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
         ax.set_ylabel(f"group size {math_label('G')}")
         ax.set_title(f"folds in ({math_label('beta')}, {math_label('G')}), "
                      f"{math_label('p_ref')} = {g['p_ref']:g}")
-        ax.legend(frameon=False, loc="lower right", bbox_to_anchor=(1.02, 0.0), fontsize=6.5)
+        ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=6)
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
