@@ -18,6 +18,7 @@ from grpo_theory.crosscheck.base import (
     seed_of,
 )
 from grpo_theory.simulation import simulate
+from grpo_theory.theory.printing import sci
 from grpo_theory.theory.adam import adam_reduction, critical_learning_rate
 from grpo_theory.theory.derived import get
 from grpo_theory.theory.fixed_points import stable_fixed_point
@@ -76,13 +77,13 @@ def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(
                                          f"relative error {100 * rel:+.1f} %)")
     return Check(
         name="adam",
-        description=r"Adam runs vs the self-consistent heavy-ball reduction ($\mu = \beta_{1}$, "
-                    r"$\eta_{\mathrm{eff}}$ from the stationary second moment including the "
+        description=r"Adam runs vs the self-consistent heavy-ball reduction (momentum $\mu$ = Adam's first-moment decay rate, "
+                    r"$\eta_{\theta}$ from the stationary second moment including the "
                     r"force fluctuation): $\operatorname{Var} z$",
         predicted=pred, measured=var_meas, error=var_meas - pred,
         band={"tolerance": RELATIVE_TOLERANCE * pred,
               "derivation": f"the stated 10 % criterion for variances (4 SE = "
-                            f"{N_SIGMA * var_se:.2g} from $R = {R}$ runs is smaller)"},
+                            f"{sci(N_SIGMA * var_se)} from {R} runs is smaller)"},
         verdict="pass" if abs(var_meas - pred) <= RELATIVE_TOLERANCE * pred else "fail",
         headline=hl, reason=reason,
         details={"units": "z in logits (variance logits^2)", "relative_error_variance": rel,
@@ -116,23 +117,23 @@ def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9
               f"{a_meas:.4g} ± {se:.2g} ({100 * (a_meas - a_c) / a_c:+.1f} %)")]
     rho_pred = 1 - a_c / (1 + betas[0])
     rho_meas = 1 - a_meas / (1 + betas[0])
-    hl = headline(r"step $\eta_{\mathrm{eff}} K$ (the per-step contraction, from the lag-1 "
+    hl = headline(r"step $\eta_{\theta} K$ (the per-step contraction, from the lag-1 "
                   "autocorrelation $\\rho_1$ of $z$) at the predicted critical Adam learning rate",
                   "dimensionless",
-                  f"Adam $\\eta = \\eta_c = {eta_c:.4g}$, $\\beta_1 = {betas[0]:g}$, "
+                  f"Adam $\\eta = \\eta_c = {eta_c:.4g}$, $\\mu = {betas[0]:g}$, "
                   f"{R} runs", a_c, a_meas, [a_c - N_SIGMA * se, a_c + N_SIGMA * se],
                   "± 4 SE of the per-run estimates")
     reason = band_reason(hl, "step", f" (measured $\\rho_1 = {rho_meas:.5f}$ against the "
                                      f"predicted ${rho_pred:.5f}$; the step is "
-                                     f"$(1 + \\beta_1)(1 - \\rho_1)$)")
+                                     f"$(1 + \\mu)(1 - \\hat{{\\rho}}_{{1}})$)")
     return Check(
         name="adam_critical_damping",
         description=r"Adam at the predicted critically damped learning rate: the step "
-                    r"$\eta_{\mathrm{eff}} K$ measured from the lag-1 autocorrelation vs "
-                    r"$(1 - \sqrt{\beta_{1}})^{2}$",
+                    r"$\eta_{\theta} K$ measured from the lag-1 autocorrelation vs "
+                    r"$(1 - \sqrt{\mu})^{2}$",
         predicted=a_c, measured=a_meas, error=a_meas - a_c,
         band={"tolerance": N_SIGMA * se,
-              "derivation": f"4 SE of the per-run step estimates over $R = {R}$ runs"},
+              "derivation": f"4 SE of the per-run step estimates over {R} runs"},
         verdict="pass" if abs(a_meas - a_c) <= N_SIGMA * se else "fail",
         headline=hl, reason=reason,
         details={"units": "dimensionless step eta_eff K", "eta_critical": eta_c, "runs": R,

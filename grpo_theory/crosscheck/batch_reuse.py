@@ -58,7 +58,7 @@ def _check(reuse, quick, seed_seq, base):
                      + " vs the exact L2 window map"),
         predicted=p, measured=var, error=var - p,
         band={"tolerance": N_SIGMA * se,
-              "derivation": f"4 SE of the phase-averaged variance over $R = {R}$ independent runs"},
+              "derivation": f"4 SE of the phase-averaged variance over {R} independent runs"},
         verdict="pass" if abs(var - p) <= N_SIGMA * se else "fail", headline=hl, reason=reason,
         details={"units": "logits^2", "relative_error": (var - p) / p,
                  "predicted_batch_over_fresh": ratio, "runs": R, "steps": T,

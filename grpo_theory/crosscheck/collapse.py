@@ -57,9 +57,9 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
               f"$p^{{*}} = {risk.p_star:.4f}$, degenerate level {d:.4g}, basin depth "
               f"{risk.basin_depth:.3g} noise temperatures, mean first passage "
               f"{risk.mean_first_passage_steps:.4g} steps"),
-             (f"probability of a collapse by $T = {steps}$: first-passage model {pred:.4f}, "
+             (f"probability of a collapse by step {steps}: first-passage model {pred:.4f}, "
               f"simulation {measured:.4f} ({hit.sum()} of {R} runs)")]
-    hl = headline(f"fraction of runs collapsed by step $T = {steps}$ "
+    hl = headline(f"fraction of runs collapsed by step {steps} "
                   f"($p$ outside $[{d:.4g}, {1 - d:.4g}]$)", "fraction of runs",
                   f"$G = {model.group_size}$, SGD $\\eta = {model.learning_rate:g}$, "
                   f"$\\beta = {model.kl_coef:g}$, $k = {model.refresh_interval}$"
@@ -77,8 +77,8 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
                     "and noise",
         predicted=pred, measured=measured, error=measured - pred,
         band={"tolerance": N_SIGMA * se,
-              "derivation": r"4 binomial SE $\sqrt{P (1 - P) / R}$ at the predicted $P$, "
-                            f"$R = {R}$ runs"},
+              "derivation": f"4 binomial standard errors at the predicted probability, over "
+                            f"{R} runs"},
         verdict="pass" if abs(measured - pred) <= N_SIGMA * se else "fail", headline=hl,
         reason=reason,
         details={"units": "probability", "tau": risk.mean_first_passage_steps,

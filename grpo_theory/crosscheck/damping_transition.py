@@ -110,7 +110,7 @@ def check_damping_transition(quick=True, seed_seq=None, base=None, momentum=0.5,
               "derivation": r"learning rates in units of the discrete critical $\eta_{c}$; "
                             r"an overshoot is detected when $\max_{t} (\bar z_{t} - "
                             r"\bar z_{\mathrm{plateau}}) \operatorname{sgn}(-x_{0})$ exceeds "
-                            f"4 SE (the SEM at $t$ and the plateau SEM, $R = {R}$); a grid point "
+                            f"4 SE (the SEM at $t$ and the plateau SEM, {R} runs); a grid point "
                             r"is consistent when an overdamped one ($\eta < \eta_{c}$) shows "
                             "none, and an oscillatory one whose L2 overshoot exceeds twice the "
                             "band shows one; smaller predicted overshoots are 'below "
@@ -137,7 +137,8 @@ def _headline(rows, eta_c, mu, x0, R):
         hl = headline("learning rate $\\eta$ of the first overshoot of the plateau "
                       "(onset of oscillation)", "dimensionless", setting, eta_c, first,
                       [min(above) if above else None, min(resolvable) if resolvable else None],
-                      "grid $\\eta$ above $\\eta_c$ up to the first with a resolvable L2 overshoot")
+                      "where the measured onset must fall: grid $\\eta$ above the predicted $\\eta_c$, up to the "
+                      "first whose L2 overshoot is resolvable")
         nores = [r for r in rows if r["expected"] == "below resolution"]
         extra = (f"; predicted: none at or below $\\eta_c = {eta_c:.4g}$ (the discrete critical "
                  "damping), and overshoots resolvable from "

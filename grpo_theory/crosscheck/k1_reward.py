@@ -7,6 +7,7 @@ import numpy as np
 from grpo_theory.crosscheck.base import Check, band_reason, headline, heavy_ball, seed_of
 from grpo_theory.model import GRPOModel
 from grpo_theory.simulation import simulate
+from grpo_theory.theory.printing import sci
 from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.theory.stability import stability
 
@@ -69,8 +70,8 @@ def check_k1_refresh_threshold(quick=True, seed_seq=None, base=None) -> Check:
                     "all-stale split",
         predicted=k_pred, measured=k_meas, error=k_meas - k_pred,
         band={"tolerance": 0, "derivation": "integer threshold: exact agreement required "
-                                            f"($R = {R}$ runs, $T = {T}$ steps per $k$; a $k$ "
+                                            f"({R} runs, {T} steps per $k$; a $k$ "
                                             "is stable when the median "
-                                            rf"$|z_{{T}} - z^{{*}}|$ is below {CONVERGED:g})"},
+                                            rf"$|z - z^{{*}}|$ at the last step is below {sci(CONVERGED)})"},
         verdict="pass" if k_meas == k_pred and consistent else "fail", headline=hl, reason=reason,
         details={"units": "steps", "rows": rows, "notes": notes})

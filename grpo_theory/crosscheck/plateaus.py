@@ -52,7 +52,8 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
                      "prediction": "mroueh (G=inf)" if mroueh else "finite-G fixed point",
                      "p_pred": pred, "p_star_finite_G": fp.p, "p_meas": m, "sem": se,
                      "second_order_offset": dp, "error": m - pred, "ratio_to_band": ratio,
-                     "stiffness": fp.stiffness, "relaxation_steps": relax})
+                     "stiffness": fp.stiffness, "relaxation_steps": relax,
+                     "informational": mroueh})
     notes = [f"{_variant_text(r['variant'])}, $G = {r['group_size']}$ "
              f"({_prediction_text(r['prediction'])}): predicted {r['p_pred']:.5f}, measured "
              f"{r['p_meas']:.5f} ± {r['sem']:.2g} (noise offset {r['second_order_offset']:.2g}): "
@@ -80,7 +81,7 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
         band={"tolerance": 1.0,
               "derivation": r"the largest over variants of $|\bar p_{\mathrm{sim}} - p^{*}| / "
                             r"(4\,\mathrm{SEM} + |\delta p|)$; the SEM from per-run time averages "
-                            f"(after at least 5 relaxation times) over $R = {R}$ runs; "
+                            f"(after at least 5 relaxation times) over {R} runs; "
                             r"$\delta p$ the computed second-order noise offset "
                             r"$p'(z^{*}) \frac{F''(z^{*}) \operatorname{Var} z}{2 K} + "
                             r"p''(z^{*}) \frac{\operatorname{Var} z}{2}$ ($p(z)$ the logistic "

@@ -238,7 +238,7 @@ def check_refresh_threshold(quick=True, seed_seq=None, base=None, stiffness_scal
                     "splits): mean response to an offset vs the exact L2 window monodromy",
         predicted=len(summaries), measured=inside, error=inside - len(summaries),
         band={"tolerance": 0,
-              "derivation": f"per setting and $k$, $R = {R}$ runs from $z^{{*}} + {x0}$ "
+              "derivation": f"per setting and $k$, {R} runs from $z^{{*}} + {x0}$ "
                             f"($v = 0$, window phase 0), {WINDOWS} windows; the mean $x$ at each "
                             f"window start within 4 SE (across runs) + |second-order mean-field "
                             f"bias| of the exact L2 prediction $M^{{n}} (x_{{0}}, 0)$; $k$ growing "

@@ -29,6 +29,7 @@ from grpo_theory.render import latex
 from grpo_theory.render.latex import math_label, notation
 from grpo_theory.report import figures
 from grpo_theory.report.atlas_tex import atlas_section
+from grpo_theory.report.lab import lab_data, lab_section, lab_summary
 from grpo_theory.report.data import (DEEPNET_INSTALL, MROUEH_KL_COEF, atlas_data, bifurcation_data,
                                      deepnet_data, fluctuation_data, key_numbers, log_fit_data,
                                      phase_diagram_data, trajectories_data)
@@ -132,7 +133,7 @@ def _write_equations(out_dir: Path, status, notes, extra_sections=()) -> dict:
     if failed:
         notes.append("derivations that failed and are left out of equations.tex: " + ", ".join(failed))
     latex.write_equations(out_dir, names=[n for n in status if n not in failed],
-                          extra_sections=extra_sections)
+                          extra_sections=extra_sections, warnings=notes)
     files = {"equations.tex": out_dir / "equations.tex", "references.bib": out_dir / "references.bib"}
     if (out_dir / "equations.pdf").exists():
         files["equations.pdf"] = out_dir / "equations.pdf"
@@ -141,6 +142,7 @@ def _write_equations(out_dir: Path, status, notes, extra_sections=()) -> dict:
 
 def _verification_summary(status) -> dict:
     counts, failed, methods = {"verified": 0, "unverified": 0, "failed": 0}, [], {}
+    cases = 0
     for name, d in status.items():
         if isinstance(d, Exception):
             counts["failed"] += 1
@@ -149,7 +151,9 @@ def _verification_summary(status) -> dict:
         counts["verified" if d.verified else "unverified"] += 1
         for v in d.verifications:
             methods[v.method] = methods.get(v.method, 0) + 1
-    return {"derivations": len(status), **counts, "claims_by_method": methods, "failed_list": failed}
+            cases += bool(getattr(v, "cases", ""))
+    return {"derivations": len(status), **counts, "claims_by_method": methods,
+            "finite_cases": cases, "failed_list": failed}
 
 
 # ----------------------------------------------------------------------------------
@@ -162,7 +166,7 @@ def _fig_phase(out_dir, model, full):
         sym, val = d["fixed"]
         files += figures.phase_diagram(out_dir, f"phase_diagram_{key}", d["diagram"],
                                        published=d["published"], exact_boundary=d["exact_boundary"],
-                                       marker=d["marker"],
+                                       marker=d["marker"], resonances=d.get("resonances", ()),
                                        title=f"exact L2 regimes, {math_label(sym)} = {val:g}")
     return files
 
@@ -174,8 +178,13 @@ def _fig_trajectories(out_dir, model, full, notes):
 
 def _fig_fluctuation(out_dir, model, full):
     d = fluctuation_data(model, full=full)
-    return figures.fluctuation_law(out_dir, "fluctuation_law", d["group_size"], d["g_var_sim"],
-                                   d["g_var_sim_err"], d["g_var_theory"], d["g_var_continuous"]), d["rows"]
+    v = d["holds"]["variant"]
+    p_model = d["model"]["rows"][0]["p_star"], d["model"]["rows"][-1]["p_star"]
+    regimes = [(f"mean normalization, analytic KL, $\\beta = {v['kl_coef']:g}$:\nlevels off once "
+                "$G\\,\\min(p^*, q^*) \\gg 1$", d["holds"]),
+               (f"the model ($p^*$ from {p_model[0]:.2f} to {p_model[1]:.2f}):\nfailures are rare, "
+                "$G\\,\\mathrm{Var}\\,z$ keeps growing", d["model"])]
+    return figures.fluctuation_law(out_dir, "fluctuation_law", regimes), d["rows"]
 
 
 def _fig_bifurcation(out_dir, model, full):
@@ -183,9 +192,9 @@ def _fig_bifurcation(out_dir, model, full):
     files = figures.bifurcation(out_dir, "bifurcation", d["panels"], mroueh=d["mroueh"], mroueh_panels=1,
                                 beta_range=d["beta_range"], p_ref=d["p_ref"],
                                 note=f"Branches are traced up to {math_label('z_star')} = {math_label('z_ref')} + "
-                                     f"{d['z_span']:g} (1 − p* ≈ 1e-17): a curve starting at p* = 1 inside the "
-                                     "window continues there to its left; a curve starting below 1 starts at a "
-                                     "saddle-node (fold).")
+                                     f"{d['z_span']:g} ($1 - p^{{*}} \\approx 10^{{-17}}$). A curve that starts at "
+                                     "$p^{*} = 1$ inside the window continues there to its left;\na curve that "
+                                     "starts below 1 starts at a saddle-node (fold).")
     return files, d["rows"]
 
 
@@ -199,7 +208,8 @@ def _fig_atlas(out_dir):
 def _fig_log(out_dir):
     d = log_fit_data()
     files = figures.log_fit(out_dir, "log_fit", d["steps"], d["values"], d["fits"],
-                            forecast=d["forecast"], title="verl GRPO, DeepSeek 7B, GSM8K")
+                            forecast=d["forecast"],
+                            title="verl GRPO log: deepseek-llm-7b-chat, GSM8K")
     return files, d["summary"]
 
 
@@ -258,10 +268,17 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     figs = {}
     stage("atlas")
     figs["atlas"], atlas = _fig_atlas(out)
-    nums["atlas"] = atlas["atlas"].to_dict()
+    nums["atlas"] = {**atlas["atlas"].to_dict(), "fold_limit": atlas["fold_limit"].to_dict(),
+                     "criticality": atlas["criticality"],
+                     "resonances": [{**{k: v for k, v in r.items() if k != "eigenvalues"},
+                                     "eigenvalues": [[float(e.real), float(e.imag)]
+                                                     for e in r["eigenvalues"]]}
+                                    for r in atlas["resonances"]]}
     done("atlas")
     stage("equations")
-    rr.files.update(_write_equations(out, status, notes, extra_sections=[atlas_section(atlas)]))
+    nums["lab"] = lab_summary(lab_data())
+    rr.files.update(_write_equations(out, status, notes,
+                                     extra_sections=[atlas_section(atlas), lab_section(nums["lab"])]))
     done("equations")
     stage("phase diagrams")
     figs["phase"] = _fig_phase(out, model, full)
@@ -293,6 +310,8 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
             rr.files[p.name] = p
     stage("report")
     nums["verification"] = _verification_summary(status)
+    nums["equation_numbers"] = latex.equation_numbers(
+        [n for n, d in status.items() if not isinstance(d, Exception)])
     rr.seconds = time.perf_counter() - t0
     nums["timings_seconds"] = {k: round(v, 2) for k, v in timings.items() if k != "report"}
     (out / "report.json").write_text(json.dumps(jsonable(nums), indent=1, allow_nan=False))

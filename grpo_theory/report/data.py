@@ -25,13 +25,17 @@ from grpo_theory.runs.logs import read_log
 from grpo_theory.simulation import simulate
 from grpo_theory.theory import atlas as at
 from grpo_theory.theory import discrete, noise, oscillator
+from grpo_theory.theory.criticality import (boundary_point, measure_coefficient,
+                                            one_to_two_resonance, window_map)
 from grpo_theory.theory.derived import get
+from grpo_theory.theory.fold_limit import fold_limit
 from grpo_theory.theory.fixed_points import (bifurcations, level_set, mroueh_fixed_points,
                                              stable_fixed_point)
 from grpo_theory.theory.mean_field import mean_field_trajectory
 from grpo_theory.theory.stability import stability
 
-__all__ = ["FIGURE_DATA", "MROUEH_KL_COEF", "DEEPNET_INSTALL", "key_numbers", "phase_diagram_data",
+__all__ = ["FIGURE_DATA", "MROUEH_KL_COEF", "DEEPNET_INSTALL", "LAW_HOLDS", "key_numbers",
+           "phase_diagram_data",
            "trajectories_data", "fluctuation_data", "bifurcation_data", "log_fit_data",
            "atlas_data", "deepnet_data"]
 
@@ -84,6 +88,7 @@ def phase_diagram_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
     and the exact boundary as ``(axis, eta_K)`` arrays, and the default model's ``marker``."""
     eta_K = model.learning_rate * stable_fixed_point(model).stiffness
     mu, k = model.momentum, model.refresh_interval
+    codim = at.discrete_boundaries(momentum=mu, refresh_interval=k, points=200)["codim2_mu"]
     n = 400 if full else 200
     aK = np.logspace(-3, math.log10(5.0), n)
     pub = get("discrete.published_threshold_learning_rate").numeric
@@ -99,7 +104,8 @@ def phase_diagram_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
                "published": (mus, pub(mus, float(k))),
                "exact_boundary": (mus, np.array([float(min(*discrete.refresh_thresholds(float(m_), k)[:2]))
                                                  for m_ in mus])),
-               "marker": (mu, eta_K, "default model"), "fixed": ("k", k)},
+               "marker": (mu, eta_K, "default model"), "fixed": ("k", k),
+               "resonances": [(c["momentum"], c["eta_K"]) for c in codim]},
     }
 
 
@@ -164,7 +170,8 @@ def trajectories_data(model: GRPOModel = DEFAULT_MODEL, *, full=False, notes=Non
             hi = max(np.nanmax(z.mean(0) + 2 * sd), np.nanmax(lin))
             ylim = (lo - 0.2 * (hi - lo), hi + 0.2 * (hi - lo))
         panels.append({"title": f"{title}: $\\eta={eta:.3g}$, $\\mu={mu:g}$",
-                       "t": t, "mean": z.mean(axis=0), "sd": sd,
+                       "regime": title, "t": t, "mean": z.mean(axis=0), "sd": sd,
+                       "rms": np.sqrt(np.mean((z - zs) ** 2, axis=0)),
                        "theory_t": tt, "theory": theory, "discrete_t": np.arange(lin.size),
                        "discrete": lin, "l1_t": np.arange(l1.size), "l1": l1, "z_star": zs, "ylim": ylim,
                        "note": f"L2: {st.discrete_regime}, ρ={st.spectral_radius:.3f}"
@@ -176,15 +183,16 @@ def trajectories_data(model: GRPOModel = DEFAULT_MODEL, *, full=False, notes=Non
     return panels, rows
 
 
-def fluctuation_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
-    """Data twin of the 1/G-law figure: arrays ``group_size``, ``g_var_sim`` (± ``g_var_sim_err``),
-    ``g_var_theory`` (exact L2), ``g_var_continuous`` (L3), and the table ``rows``."""
-    eta, mu = 0.5, 0.0
-    Gs = [4, 8, 16, 32, 64, 128, 256] if full else [4, 8, 16, 32, 64, 128]
-    runs, steps, burn = (1024, 600, 200) if full else (256, 300, 100)
+#: the variant of the fluctuation figure in which the 1/G law holds: mean normalization with the
+#: analytic KL at beta = 0.45 keeps the fixed point away from p = 1 (p* from 0.69 at G = 4 to
+#: 0.80 at G = 128), so G min(p*, q*) grows from about 1 to 26
+LAW_HOLDS = {"normalization": "mean", "kl": "exact", "kl_coef": 0.45, "adv_eps": 0.0}
+
+
+def _fluctuation_series(model, Gs, runs, steps, burn, eta, mu) -> dict:
     rows = []
     sim, err, th, cont = [], [], [], []
-    for G in progress(Gs, desc="1/G law"):
+    for G in Gs:
         setting = model.replace(group_size=G, optimizer="sgd", learning_rate=eta, momentum=mu,
                                 refresh_interval=1, prompts=1)
         fp = stable_fixed_point(setting)
@@ -204,12 +212,34 @@ def fluctuation_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
         err.append(G * se)
         th.append(G * var_th)
         cont.append(G * var_c)
-        rows.append({"group_size": G, "p_star": fp.p, "stiffness": fp.stiffness,
+        rows.append({"group_size": G, "p_star": fp.p, "g_min_pq": G * min(fp.p, 1 - fp.p),
+                     "stiffness": fp.stiffness,
                      "noise_variance": s2, "var_z_sim": var_sim, "var_z_sim_se": se,
                      "var_z_theory": var_th, "var_z_continuous": var_c,
                      "var_z_time_per_run": float(per_run.mean())})
     return {"group_size": np.array(Gs), "g_var_sim": np.array(sim), "g_var_sim_err": np.array(err),
-            "g_var_theory": np.array(th), "g_var_continuous": np.array(cont), "rows": rows}
+            "g_var_theory": np.array(th), "g_var_continuous": np.array(cont),
+            "g_min_pq": np.array([r["g_min_pq"] for r in rows]), "rows": rows}
+
+
+def fluctuation_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
+    """Data twin of the 1/G-law figure, two regimes: ``holds`` (the variant :data:`LAW_HOLDS`
+    of ``model``, where G min(p*, q*) grows well above 1) and ``model`` (``model`` itself; for
+    the default, failures are rare and G min(p*, q*) stays near 1).  Each has the arrays
+    ``group_size``, ``g_var_sim`` (± ``g_var_sim_err``), ``g_var_theory`` (exact L2),
+    ``g_var_continuous`` (L3), ``g_min_pq`` and the table ``rows``; ``variant`` describes it."""
+    eta, mu = 0.5, 0.0
+    Gs = [4, 8, 16, 32, 64, 128, 256] if full else [4, 8, 16, 32, 64, 128]
+    runs, steps, burn = (1024, 600, 200) if full else (256, 300, 100)
+    out = {}
+    for key, m in progress([("holds", model.replace(**LAW_HOLDS)), ("model", model)],
+                           desc="1/G law"):
+        out[key] = _fluctuation_series(m, Gs, runs, steps, burn, eta, mu)
+        out[key]["variant"] = {k: getattr(m, k) for k in ("normalization", "kl", "kl_coef",
+                                                          "adv_eps", "p_ref")}
+    out["learning_rate"], out["momentum"] = eta, mu
+    out["rows"] = [dict(r, regime=key) for key in ("holds", "model") for r in out[key]["rows"]]
+    return out
 
 
 #: the branches are traced for z* up to z_ref + this many logits (p* within 1e-17 of 1)
@@ -268,6 +298,36 @@ def bifurcation_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
             "p_ref": p_ref, "rows": bif_rows, "z_span": _BRANCH_SPAN}
 
 
+#: the boundary points whose criticality the atlas section computes: (setting in words, model,
+#: momentum, refresh interval); the first has the all-stale stiffness of the atlas's L2 map
+CRITICALITY_POINTS = (
+    ("KL in the reward (all stiffness stale), $G = 16$, $\\beta = 1$",
+     GRPOModel(normalization="mean", kl="k1_reward", kl_coef=1.0, group_size=16, adv_eps=0.0), 0.8, 4),
+    ("std normalization, analytic KL, $G = 4$, $\\beta = 1$",
+     GRPOModel(normalization="std", kl="exact", kl_coef=1.0, group_size=4, adv_eps=0.0), 0.5, 4),
+    ("std normalization, analytic KL, $G = 4$, $\\beta = 1$",
+     GRPOModel(normalization="std", kl="exact", kl_coef=1.0, group_size=4, adv_eps=0.0), 0.5, 6),
+)
+
+#: reference rewards below the continuation's end at which the folds are found directly
+FOLD_LIMIT_P_REFS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+
+
+def criticality_rows() -> list[dict]:
+    """The criticality of the boundary points of :data:`CRITICALITY_POINTS`: kind, eta K, the
+    normal-form coefficient and the same coefficient measured by iterating the map."""
+    rows = []
+    for setting, model, mu, k in CRITICALITY_POINTS:
+        wm = window_map(model, momentum=mu, refresh_interval=k)
+        pt = boundary_point(wm)
+        meas = measure_coefficient(wm, pt)
+        rows.append({"setting": setting, "momentum": mu, "refresh_interval": k, "kind": pt.kind,
+                     "eta_K": pt.eta_K, "fresh_fraction": pt.fresh_fraction,
+                     "coefficient": pt.coefficient, "measured": meas["measured"],
+                     "relative_error": meas["relative_error"], "criticality": pt.criticality})
+    return rows
+
+
 def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
                refresh_interval=4) -> dict:
     """Data twin of the atlas figures: arrays to re-plot them in any style.
@@ -275,8 +335,11 @@ def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
     ``branches`` (p* vs beta with stability and the folds at ``group_size``, ``p_ref``),
     ``p_ref_plane`` (the continued fold curve and its cusp), ``group_size_plane`` (lower and
     upper fold per integer G), ``discrete`` (flip / complex-pair curves, codimension-two
-    points), ``checks`` (the independent checks) and ``atlas`` (the
-    :class:`~grpo_theory.theory.atlas.Atlas`).
+    points), ``checks`` (the independent checks), ``atlas`` (the
+    :class:`~grpo_theory.theory.atlas.Atlas`), ``fold_limit`` (the folds below the
+    continuation's end, :func:`~grpo_theory.theory.fold_limit.fold_limit`), ``resonances``
+    (the monodromy at each codimension-two point) and ``criticality``
+    (:func:`criticality_rows`).
     """
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -303,6 +366,11 @@ def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
         "discrete": res.discrete,
         "checks": res.checks,
         "atlas": res,
+        "fold_limit": fold_limit(group_size, p_refs=FOLD_LIMIT_P_REFS),
+        "resonances": [{**c, **one_to_two_resonance(c.get("momentum", momentum),
+                                                     c.get("refresh_interval", refresh_interval))}
+                       for c in res.discrete["codim2_k"] + res.discrete["codim2_mu"]],
+        "criticality": criticality_rows(),
     }
 
 
@@ -320,6 +388,10 @@ def log_fit_data() -> dict:
             "forecast": res.forecast_result, "summary": summary}
 
 
+#: the refresh intervals of the report's deep-network sweep: from on-policy past the published
+#: rule's k_max (5) to beyond the exact one (10), where the multiplier crosses 1
+DEEPNET_KS = (1, 2, 3, 4, 5, 6, 8, 10, 11, 12)
+
 DEEPNET_INSTALL = ("pip install 'grpo-theory[deepnet]' (on a CPU-only machine first "
                    "pip install torch==2.13.0)")
 
@@ -332,13 +404,14 @@ def deepnet_data(*, full=False) -> dict | None:
     if importlib.util.find_spec("torch") is None:
         return None
 
-    res = run_deepnet(quick=True, refresh_intervals=tuple(range(1, 15)) if full else (9, 10, 11),
+    res = run_deepnet(quick=True, refresh_intervals=tuple(range(1, 15)) if full else DEEPNET_KS,
                       transition=full)
     rows = res.per_k
     return {"k": np.array([r.k for r in rows]), "multiplier": np.array([r.multiplier for r in rows]),
             "se": np.array([r.se for r in rows]), "predicted": np.array([r.predicted for r in rows]),
             "k_max_predicted": res.k_max_predicted, "k_max_published": res.k_max_published,
-            "k_max_observed": res.k_max_observed, "result": res}
+            "k_max_observed": res.k_max_observed, "learning_rate": res.learning_rate,
+            "momentum": res.momentum, "eta_K": res.eta_K, "result": res}
 
 
 #: Each report figure (stem) -> its data twin: call it to get the arrays and re-plot in any style.

@@ -91,6 +91,15 @@ def save(fig, out_dir, stem) -> list[Path]:
     return paths
 
 
+#: the regimes of the window map, defined by its two multipliers (eigenvalues of M)
+REGIME_LABELS = {
+    "overdamped": "overdamped: real multipliers, the largest positive",
+    "alternating": "alternating: real multipliers, the largest negative\n(the deviation changes sign every window)",
+    "oscillatory": "oscillatory: a complex pair of multipliers",
+    "unstable": "unstable: a multiplier outside the unit circle",
+}
+
+
 def _regime_image(ax, x_edges, y_edges, code, *, logy=True):
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
@@ -101,7 +110,28 @@ def _regime_image(ax, x_edges, y_edges, code, *, logy=True):
                   shading="flat", rasterized=True)
     if logy:
         ax.set_yscale("log")
-    return [Patch(facecolor=REGIME_COLORS[n], edgecolor="0.6", label=n) for n in names]
+    return [Patch(facecolor=REGIME_COLORS[n], edgecolor="0.6", label=REGIME_LABELS[n]) for n in names]
+
+
+def _tick_label(v, _pos=None) -> str:
+    """A tick label: a plain number (0.6, 0.04, 20), a power of ten below 0.001 ($10^{-6}$)."""
+    if v <= 0 or 1e-3 <= v < 1e5:
+        return f"{v:g}"
+    e = int(np.floor(np.log10(v) + 1e-9))
+    m = v / 10.0**e
+    return f"$10^{{{e}}}$" if abs(m - 1) < 1e-9 else f"${m:g}\\times 10^{{{e}}}$"
+
+
+def _plain_log_ticks(axis, subs=None):
+    """Tick labels of a log axis as plain numbers (0.6, 0.04, 20), never 6x10^-1; ``subs``
+    (e.g. ``(1, 2, 5)``) puts labelled ticks at those multiples of each power of ten, for an
+    axis that spans less than a decade or two."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    if subs is not None:
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(_tick_label))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
 def _edges(values, log=False):
@@ -117,71 +147,110 @@ def _edges(values, log=False):
 
 
 def phase_diagram(out_dir, stem, diagram, *, published, exact_boundary, marker=None,
-                  title="") -> list[Path]:
+                  title="", resonances=()) -> list[Path]:
     """Regime map of a :class:`~grpo_theory.theory.discrete.PhaseDiagram` (rows ηK, columns k or μ).
 
     ``published`` and ``exact_boundary`` are ``(axis_values, eta_K_values)`` curves;
-    ``marker`` an optional ``(axis_value, eta_K, label)`` for the default model.
+    ``marker`` an optional ``(axis_value, eta_K, label)`` for the default model; ``resonances``
+    ``(axis_value, eta_K)`` points where the flip and complex-pair boundaries meet.  Over the
+    integer refresh interval each k is a cell from the geometric midpoint with k - 1 to the
+    one with k + 1 (the first from k = 1), and the exact boundary is drawn as the same steps.
     """
     with style() as plt:
-        fig, ax = plt.subplots(figsize=(3.6, 2.9))
+        fig, ax = plt.subplots(figsize=(3.8, 2.9))
         is_k = diagram.axis_name == "refresh_interval"
-        xe = _edges(diagram.axis, log=False) if not is_k else np.arange(
-            diagram.axis.min() - 0.5, diagram.axis.max() + 1.0)
+        if is_k:
+            ks = np.asarray(diagram.axis, float)
+            xe = np.concatenate([[ks[0]], np.sqrt(ks[1:] * ks[:-1]), [ks[-1]]])
+        else:
+            xe = _edges(diagram.axis, log=False)
         ye = _edges(diagram.eta_K, log=True)
         handles = _regime_image(ax, xe, ye, diagram.regime_code)
-        h1, = ax.plot(*exact_boundary, color="k", lw=1.2, label="exact stability boundary (L2)")
+        if is_k:
+            h1 = ax.stairs(exact_boundary[1], xe, color="k", lw=1.2, baseline=None,
+                           label="exact stability boundary (L2)")
+        else:
+            h1, = ax.plot(*exact_boundary, color="k", lw=1.2, label="exact stability boundary (L2)")
         h2, = ax.plot(*published, color=PALETTE[1], lw=1.4, ls="--",
                       label=r"published $\eta K k = 1-\mu$")
         hs = [h1, h2]
+        for i, (x, y) in enumerate(resonances):
+            h, = ax.plot([x], [y], "o", ms=5, mfc="white", color="k", ls="none",
+                         label="1:2 resonance (flip meets complex pair)" if i == 0 else None)
+            if i == 0:
+                hs.append(h)
         if marker is not None:
             h3, = ax.plot([marker[0]], [marker[1]], marker="*", ms=9, color=PALETTE[0], ls="none",
                           label=marker[2])
             hs.append(h3)
         if is_k:
             ax.set_xscale("log")
+            _plain_log_ticks(ax.xaxis)
             ax.set_xlabel(f"refresh interval {math_label('k')} (steps)")
-            ax.set_xlim(xe[0], xe[-1])
         else:
             ax.set_xlabel(f"momentum {math_label('mu')}")
-            ax.set_xlim(xe[0], xe[-1])
+        ax.set_xlim(xe[0], xe[-1])
         ax.set_ylim(ye[0], ye[-1])
+        _plain_log_ticks(ax.yaxis)
         ax.set_ylabel(f"{math_label('a')} = {math_label('eta')}{math_label('K')} (learning rate × stiffness)")
         if title:
             ax.set_title(title)
         fig.tight_layout()
         fig.legend(handles=handles + hs, loc="upper center", bbox_to_anchor=(0.5, -0.01),
-                   ncol=2, frameon=False)
+                   ncol=1, frameon=False, fontsize=6.5)
         return save(fig, out_dir, stem)
 
 
 def trajectories(out_dir, stem, panels) -> list[Path]:
-    """One panel per regime.  Each panel dict: ``title``, ``t``, ``mean``, ``sd``,
-    ``theory_t``, ``theory`` (L3 closed form or None), ``z_star``, ``note``."""
+    """One panel per regime.  Each panel dict: ``title``, ``t``, ``mean``, ``sd``, ``rms``,
+    ``theory_t``, ``theory`` (L3 closed form or None), ``discrete``, ``l1``, ``z_star``,
+    ``note``.  A stable panel shows the logit; the unstable one shows the size of the
+    deviation from the fixed point on a log axis (the simulation's root mean square, the
+    maps' and the closed form's absolute value), where the growth of each is visible."""
     with style() as plt:
-        fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 2.5))
+        fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 2.6))
         for ax, pan in zip(np.atleast_1d(axes), panels):
             t, m, s = pan["t"], pan["mean"], pan["sd"]
-            ax.fill_between(t, m - 2 * s, m + 2 * s, color=PALETTE[0], alpha=0.18, lw=0,
-                            label="simulation ±2 sd")
-            ax.plot(t, m, color=PALETTE[0], label="simulation mean")
-            if pan.get("l1") is not None:
-                ax.plot(pan["l1_t"], pan["l1"], color=PALETTE[2], lw=1.1,
-                        label="L1 nonlinear mean-field map")
-            if pan.get("discrete") is not None:
-                ax.plot(pan["discrete_t"], pan["discrete"], ls="none", marker="o", ms=2.2,
-                        color="k", label="L2 linear map")
-            if pan.get("theory") is not None:
-                ax.plot(pan["theory_t"], pan["theory"], color=PALETTE[1], ls="--",
-                        label="L3 closed form")
-            ax.axhline(pan["z_star"], color="0.5", lw=0.7, ls=":")
+            zs = pan["z_star"]
+            unstable = pan.get("regime", "").startswith("unstable")
+            if not unstable:
+                ax.fill_between(t, m - 2 * s, m + 2 * s, color=PALETTE[0], alpha=0.18, lw=0,
+                                label="simulation ±2 sd")
+                ax.plot(t, m, color=PALETTE[0], label="simulation mean")
+                if pan.get("l1") is not None:
+                    ax.plot(pan["l1_t"], pan["l1"], color=PALETTE[2], lw=1.1,
+                            label="L1 nonlinear mean-field map")
+                if pan.get("discrete") is not None:
+                    ax.plot(pan["discrete_t"], pan["discrete"], ls="none", marker="o", ms=2.2,
+                            color="k", label="L2 linear map")
+                if pan.get("theory") is not None:
+                    ax.plot(pan["theory_t"], pan["theory"], color=PALETTE[1], ls="--",
+                            label="L3 closed form")
+                ax.axhline(zs, color="0.5", lw=0.7, ls=":")
+            else:
+                ax.plot(t, pan["rms"], color=PALETTE[0], lw=1.3, label="simulation (root mean square)")
+                if pan.get("l1") is not None:
+                    ax.plot(pan["l1_t"], np.abs(pan["l1"] - zs), color=PALETTE[2], lw=1.1)
+                if pan.get("discrete") is not None:
+                    ax.plot(pan["discrete_t"], np.abs(pan["discrete"] - zs), ls="none", marker="o",
+                            ms=2.2, color="k")
+                if pan.get("theory") is not None:
+                    ax.plot(pan["theory_t"], np.abs(pan["theory"] - zs), color=PALETTE[1], ls="--")
+                ax.set_yscale("log")
+                top = float(np.nanmax(pan["rms"]))
+                ax.set_ylim(1e-3, 5 * top)
+                ax.set_ylabel("size of the deviation $|z - z^{*}|$", fontsize=8)
+                ax.legend(frameon=False, fontsize=6, loc="upper left")
+                ax.text(0.97, 0.30, "L3 has no flip (no eigenvalue at $-1$):\n"
+                        "it predicts a decaying oscillation", transform=ax.transAxes, ha="right",
+                        va="bottom", fontsize=6, color=PALETTE[1])
             ax.set_title(pan["title"])
             ax.set_xlabel(f"step {math_label('t')}")
-            if pan.get("ylim") is not None:
+            if pan.get("ylim") is not None and not unstable:
                 ax.set_ylim(*pan["ylim"])
             if pan.get("note"):
-                ax.text(0.97, 0.04, pan["note"], transform=ax.transAxes, ha="right",
-                        va="bottom", fontsize=6.5, color="0.25")
+                ax.text(0.97, 0.04, pan["note"], transform=ax.transAxes, ha="right", va="bottom",
+                        fontsize=6.5, color="0.25")
         np.atleast_1d(axes)[0].set_ylabel(f"logit {math_label('z')}")
         h, lab = np.atleast_1d(axes)[0].get_legend_handles_labels()
         fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=5, frameon=False)
@@ -189,26 +258,29 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
         return save(fig, out_dir, stem)
 
 
-def fluctuation_law(out_dir, stem, group_sizes, g_var_sim, g_var_sim_err, g_var_theory,
-                    g_var_continuous=None) -> list[Path]:
-    """G·Var z (stationary) against G: simulation with error bars, exact L2 theory."""
+def fluctuation_law(out_dir, stem, regimes) -> list[Path]:
+    """G·Var z (stationary) against G for each regime (a list of ``(title, series)``, series
+    from :func:`grpo_theory.report.data.fluctuation_data`): simulation with ±2 SE, the exact
+    discrete theory and the continuous one; under each G its G min(p*, q*)."""
     with style() as plt:
-        fig, ax = plt.subplots(figsize=(3.4, 2.5))
-        G = np.asarray(group_sizes, float)
-        ax.errorbar(G, g_var_sim, yerr=2 * np.asarray(g_var_sim_err), fmt="o", ms=4,
-                    color=PALETTE[0], capsize=2, label="simulation (±2 se)")
-        ax.plot(G, g_var_theory, color=PALETTE[1], marker="_", ms=10, lw=1.2,
-                label="exact L2 (AR) theory")
-        if g_var_continuous is not None:
-            ax.plot(G, g_var_continuous, color=PALETTE[2], ls="--", lw=1.0,
-                    label="L3 Langevin")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(G)
-        ax.set_xticklabels([str(int(g)) for g in G])
-        ax.set_xlabel(f"group size {math_label('G')}")
-        ax.set_ylabel(r"$G \cdot \mathrm{Var}\,z$ (stationary)")
-        ax.set_ylim(0, None)
-        ax.legend(frameon=False)
+        fig, axes = plt.subplots(1, len(regimes), figsize=(7.0, 2.8))
+        for ax, (title, d) in zip(np.atleast_1d(axes), regimes):
+            G = np.asarray(d["group_size"], float)
+            ax.errorbar(G, d["g_var_sim"], yerr=2 * np.asarray(d["g_var_sim_err"]), fmt="o", ms=4,
+                        color=PALETTE[0], capsize=2, label="simulation (±2 SE)")
+            ax.plot(G, d["g_var_theory"], color=PALETTE[1], marker="_", ms=10, lw=1.2,
+                    label="exact discrete theory (L2)")
+            ax.plot(G, d["g_var_continuous"], color=PALETTE[2], ls="--", lw=1.0,
+                    label="continuous model (L3)")
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(G)
+            ax.set_xticklabels([f"{int(g)}\n{q:.2g}" for g, q in zip(G, d["g_min_pq"])], fontsize=7)
+            ax.set_xlabel(f"group size {math_label('G')} (below: $G\\,\\min(p^{{*}}, q^{{*}})$)")
+            ax.set_ylim(0, None)
+            ax.set_title(title, fontsize=8)
+        np.atleast_1d(axes)[0].set_ylabel(r"$G \cdot \mathrm{Var}\,z$ (stationary)")
+        np.atleast_1d(axes)[0].legend(frameon=False, loc="lower right")
+        fig.tight_layout()
         return save(fig, out_dir, stem)
 
 
@@ -230,13 +302,18 @@ def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
 
         for i_ax, (ax, (title, curves)) in enumerate(zip(np.atleast_1d(axes), panels.items())):
             handles = []
+            drew_unstable = False
             for i, (label, beta, p, stable) in enumerate(curves):
                 col = PALETTE[i % len(PALETTE)]
                 for xs, ys, st in _segments(np.asarray(beta), np.asarray(p), np.asarray(stable)):
+                    visible = np.isfinite(xs) & (xs >= beta_range[0]) & (xs <= beta_range[1])
+                    if not st and visible.any():
+                        drew_unstable = True
                     ax.plot(xs, ys, color=col, ls="-" if st else "--", lw=1.3 if st else 1.0)
                 handles.append(Line2D([], [], color=col, lw=1.3, label=label))
-            handles += [Line2D([], [], color="0.3", lw=1.3, label="stable"),
-                        Line2D([], [], color="0.3", lw=1.0, ls="--", label="unstable")]
+            handles.append(Line2D([], [], color="0.3", lw=1.3, label="stable"))
+            if drew_unstable:
+                handles.append(Line2D([], [], color="0.3", lw=1.0, ls="--", label="unstable"))
             if mroueh is not None and (mroueh_panels is None or i_ax < mroueh_panels):
                 handles.append(ax.plot(*mroueh, ls="none", marker="o", ms=2.5, mfc="none", color="k",
                                        label="Mroueh (2025) recurrence")[0])
@@ -250,29 +327,53 @@ def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
             ax.legend(handles=handles, frameon=False, loc="lower left")
         np.atleast_1d(axes)[0].set_ylabel(r"fixed point $p^*$ (reward)")
         if note:
-            fig.text(0.5, -0.02, note, ha="center", va="top", fontsize=6.5, color="0.3")
+            fig.text(0.5, -0.02, note, ha="center", va="top", fontsize=7, color="0.3", wrap=True)
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
 
 def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None) -> list[Path]:
-    """The logged reward with fitted curves (``fits``: name -> FitResult)."""
+    """The logged reward with fitted curves (``fits``: name -> FitResult); with a
+    ``forecast``, a second panel shows the held-out part at its own scale: the held-out points,
+    the forecast of the family chosen on the first part and its 90 % interval."""
     with style() as plt:
-        fig, ax = plt.subplots(figsize=(4.6, 2.9))
+        ncols = 2 if forecast is not None else 1
+        fig, axes = plt.subplots(1, ncols, figsize=(7.2, 2.9), squeeze=False)
+        ax = axes[0, 0]
         ax.plot(steps, values, ".", ms=2.5, color="0.55", label="logged reward")
         for i, (name, fr) in enumerate(fits.items()):
             ax.plot(steps, fr.predict(np.asarray(steps, float) - fr.t0),
                     color=PALETTE[i % len(PALETTE)], lw=1.1,
-                    label=f"{name.replace('_', ' ')} ($R^2$={fr.r2:.3f})")
+                    label=f"{name.replace('_', ' ')} ($R^2$ = {fr.r2:.3f})")
         if forecast is not None:
             ax.axvline(forecast.split_step, color="k", lw=0.7, ls=":")
-            ax.fill_between(forecast.t_holdout, forecast.band[0], forecast.band[1], color="k",
-                            alpha=0.1, lw=0, label=f"90 % forecast interval ({forecast.best})")
+            ax.text(forecast.split_step, 0.02, "  fitted | held out  ", transform=ax.get_xaxis_transform(),
+                    ha="center", va="bottom", fontsize=6.5,
+                    bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
         ax.set_xlabel("step")
         ax.set_ylabel("reward")
         if title:
-            ax.set_title(title)
-        ax.legend(frameon=False, fontsize=6.5, loc="lower right")
+            ax.set_title(title, fontsize=8)
+        ax.legend(frameon=False, fontsize=6.5, loc="center right")
+        if forecast is not None and forecast.best is not None:
+            ax = axes[0, 1]
+            th, yh = np.asarray(forecast.t_holdout), np.asarray(forecast.y_holdout)
+            pred = np.asarray(forecast.prediction)
+            lower, upper = np.asarray(forecast.lower), np.asarray(forecast.upper)
+            ax.fill_between(th, lower, upper, color=PALETTE[1], alpha=0.2, lw=0,
+                            label="90 % forecast interval")
+            ax.plot(th, yh, ".", ms=2.5, color="0.45", label="held-out reward")
+            ax.plot(th, pred, color=PALETTE[1], lw=1.2,
+                    label=f"forecast ({forecast.best}, fitted on the first part)")
+            inside = np.mean((yh >= lower) & (yh <= upper))
+            rmse = forecast.holdout_rmse[forecast.best]
+            ax.set_title(f"held out: RMSE {rmse:.2g}, {100 * inside:.0f} % inside the interval",
+                         fontsize=8)
+            lo, hi = float(np.min(yh)), float(np.max(yh))
+            ax.set_ylim(lo - 0.45 * (hi - lo), hi + 0.05 * (hi - lo))
+            ax.set_xlabel("step")
+            ax.legend(frameon=False, fontsize=6.5, loc="lower left")
+        fig.tight_layout()
         return save(fig, out_dir, stem)
 
 
@@ -314,11 +415,25 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
                          label="bistable (3 fixed points)")
         c = fc["cusp"]
         ax.plot([c["kl_coef"]], [c["p_ref"]], "*", ms=8, color=PALETTE[1], label="cusp")
+        fl = data.get("fold_limit")
+        if fl is not None:
+            pr = np.array([r["p_ref"] for r in fl.rows])
+            lo_b = np.array([r["folds"][0]["kl_coef"] for r in fl.rows])
+            up_b = np.array([r["folds"][1]["kl_coef"] for r in fl.rows])
+            ax.fill_betweenx(pr, np.minimum(lo_b, up_b), np.maximum(lo_b, up_b),
+                             color=REGIME_COLORS["oscillatory"], alpha=0.6, lw=0)
+            for j, b in enumerate((lo_b, up_b)):
+                ax.plot(b, pr, "o:", ms=2.5, lw=0.8, mfc="white", color="k",
+                        label="folds found directly,\nbelow the continuation" if j == 0 else None)
+        ax.set_yscale("log")
+        _plain_log_ticks(ax.yaxis)
+        ax.set_xscale("log")
+        _plain_log_ticks(ax.xaxis)
         ax.set_xlabel(f"KL coefficient {math_label('beta')}")
         ax.set_ylabel(f"reference reward {math_label('p_ref')}")
         ax.set_title(f"folds in ({math_label('beta')}, {math_label('p_ref')}), "
                      f"{math_label('G')} = {fc['group_size']}")
-        ax.legend(frameon=False, loc="upper left", fontsize=6.5)
+        ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=6)
 
         ax = axes[2]
         g = data["group_size_plane"]
@@ -329,11 +444,12 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
         ax.axhline(g["first_bistable"] - 0.5, color=PALETTE[1], lw=0.8, ls=":",
                    label=f"onset: {math_label('G')} = {g['first_bistable'] - 1}→{g['first_bistable']}")
         ax.set_yscale("log", base=2)
+        _plain_log_ticks(ax.yaxis)
         ax.set_xlabel(f"KL coefficient {math_label('beta')}")
         ax.set_ylabel(f"group size {math_label('G')}")
         ax.set_title(f"folds in ({math_label('beta')}, {math_label('G')}), "
                      f"{math_label('p_ref')} = {g['p_ref']:g}")
-        ax.legend(frameon=False, loc="lower right", bbox_to_anchor=(1.02, 0.0), fontsize=6.5)
+        ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=6)
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
@@ -355,12 +471,16 @@ def atlas_discrete(out_dir, stem, data) -> list[Path]:
                             color=REGIME_COLORS["unstable"], lw=0, label="unstable")
             for pt in cod:
                 ax.plot([pt[xkey]], [pt["eta_K"]], "o", ms=5, mfc="white", color="k")
-            ax.plot([], [], "o", ms=5, mfc="white", color="k", label="codimension-two point")
+            ax.plot([], [], "o", ms=5, mfc="white", color="k",
+                    label="1:2 resonance (codimension two)")
             ax.set_yscale("log")
             ax.set_ylim(np.nanmin(fl) / 3, np.nanmax(fl) * 1.5)
+            _plain_log_ticks(ax.yaxis, subs=(1.0, 2.0, 5.0) if np.nanmax(fl) / np.nanmin(fl) < 30
+                             else None)
             ax.set_ylabel(f"{math_label('a')} = {math_label('eta')}{math_label('K')}")
             ax.set_title(fixed)
         axes[0].set_xscale("log")
+        _plain_log_ticks(axes[0].xaxis)
         axes[0].text(0.03, 0.04, f"{math_label('k')} extended to real values between the integers",
                      transform=axes[0].transAxes, fontsize=6.5, color="0.3")
         axes[0].set_xlabel(f"refresh interval {math_label('k')} (steps)")
@@ -372,21 +492,34 @@ def atlas_discrete(out_dir, stem, data) -> list[Path]:
 
 
 def deepnet(out_dir, stem, data) -> list[Path]:
-    """Measured per-window multipliers of the neural policy (± SE) against the exact (L2)
-    prediction from the measured stiffness, with the exact and published k_max marked."""
+    """Measured per-window multipliers of the neural policy against the exact (L2) prediction
+    from the measured stiffness, with the exact and the published k_max; below, measured minus
+    predicted with ±1 SE (the SE is smaller than the markers above)."""
     with style() as plt:
-        fig, ax = plt.subplots(figsize=(4.6, 2.9))
+        fig, (ax, ax2) = plt.subplots(2, 1, figsize=(4.8, 3.8), sharex=True,
+                                      gridspec_kw={"height_ratios": [2.2, 1]})
         k = np.asarray(data["k"])
         ax.axhline(1.0, color="0.6", lw=0.7)
-        ax.plot(k, data["predicted"], "s", mfc="none", color=PALETTE[0], label="exact L2 prediction")
-        ax.errorbar(k, data["multiplier"], yerr=data["se"], fmt="o", ms=3.5, color=PALETTE[1],
-                    label="neural policy, real GRPO (± SE)")
+        ax.plot(k, data["predicted"], "s", ms=6, mfc="none", color=PALETTE[0],
+                label="exact L2 prediction")
+        ax.errorbar(k, data["multiplier"], yerr=data["se"], fmt="o", ms=3, color=PALETTE[1],
+                    label="neural policy, real GRPO (±1 SE)")
         if data["k_max_predicted"] is not None:
             ax.axvline(data["k_max_predicted"] + 0.5, color=PALETTE[0], ls="--", lw=0.8,
-                       label=f"exact $k_{{\\max}}$ = {data['k_max_predicted']}")
+                       label=f"exact theory: stable up to $k$ = {data['k_max_predicted']}")
         ax.axvline(data["k_max_published"] + 0.5, color="0.3", ls=":", lw=0.8,
-                   label=f"published rule: $k_{{\\max}}$ = {data['k_max_published']}")
-        ax.set_xlabel("refresh interval $k$ (steps)")
+                   label=f"published rule: stable up to $k$ = {data['k_max_published']}")
         ax.set_ylabel("multiplier per window")
+        lr = data.get("learning_rate")
+        if lr is not None:
+            ax.set_title(f"MLP policy, SGD: $\\eta$ = {lr:.3g}, $\\mu$ = {data['momentum']:g}, "
+                         f"$\\eta K$ = {data['eta_K']:.3g}", fontsize=8)
         ax.legend(frameon=False, fontsize=6.5, loc="upper left")
+        resid = np.asarray(data["multiplier"]) - np.asarray(data["predicted"])
+        ax2.axhline(0.0, color="0.6", lw=0.7)
+        ax2.errorbar(k, resid, yerr=data["se"], fmt="o", ms=3, color=PALETTE[1], capsize=2)
+        ax2.set_ylabel("measured −\npredicted", fontsize=7)
+        ax2.set_xlabel("refresh interval $k$ (steps)")
+        ax2.set_xticks(k)
+        fig.tight_layout()
         return save(fig, out_dir, stem)

@@ -38,6 +38,7 @@ import sympy as sp
 
 from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result
+from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_zero
 from grpo_theory.theory.drift import geometric_factor
 from grpo_theory.theory.fixed_points import stable_fixed_point
@@ -49,30 +50,32 @@ __all__ = ["AdamReduction", "adam_reduction", "heavy_ball_reduction", "critical_
 
 @derivation("adam.momentum_form")
 def _momentum_form() -> Derived:
-    b1, eta, g, m, t = sp.symbols("beta_1 eta g m t", positive=True)
-    vhat = sp.Symbol(r"\hat{v}", positive=True)
-    b = sp.Symbol("b", real=True)
+    # Adam's first-moment decay rate is written mu: it is the heavy-ball momentum
+    b1, eta, g, m, t = S.mu, S.eta, sp.Symbol("g", positive=True), sp.Symbol("m_adam", positive=True), \
+        sp.Symbol("t", positive=True)
+    vhat = S.v_hat
+    b = sp.Symbol("v", real=True)
     m_next = b1 * m + (1 - b1) * g
     b_next = b1 * b + g
     step_adam = -eta * (m_next / (1 - b1**t)) / sp.sqrt(vhat)
     expr = eta * (1 - b1) / ((1 - b1**t) * sp.sqrt(vhat))
     out = Derived("adam.momentum_form", expr, (eta, b1, t, vhat), r"\eta_{\theta}",
-                  r"Adam's first moment $\bar{g}$ (the running mean of the gradients, written $m$ in "
-                  r"Adam's paper; here $m$ is the mass) is the heavy-ball buffer $b = \frac{\bar{g}}{1 - \beta_{1}}$ "
-                  r"up to its scale: the "
-                  r"step is heavy ball with momentum $\beta_{1}$ and the per-logit learning rate "
-                  r"$\eta_{\theta}$ below ($\epsilon$ neglected).",
+                  r"Adam's first moment $\bar{g}$, the running mean of the gradients with decay rate "
+                  r"$\mu$, is $(1 - \mu)$ times the heavy-ball buffer $v$: the Adam step is a heavy-ball "
+                  r"step with momentum $\mu$ and the per-parameter learning rate $\eta_{\theta}$ "
+                  r"below (Adam's $\epsilon$ neglected).",
                   units="logits per unit gradient", assumptions=r"$\hat{v}$ treated as given at each "
-                  r"step; $\epsilon \ll \sqrt{\hat{v}}$", level="L2")
+                  r"step; Adam's $\epsilon \ll \sqrt{\hat{v}}$", level="L2",
+                  references=("kingma2015adam", "polyak1964"), title="Adam as a heavy-ball step")
     expr = out.expr
-    out.check(r"$\bar{g}_{t+1} = (1 - \beta_{1}) b_{t+1}$ when $\bar{g}_{t} = (1 - \beta_{1}) b_{t}$", "sympy",
+    out.check(r"$\bar{g}_{t+1} = (1 - \mu) v_{t+1}$ when $\bar{g}_{t} = (1 - \mu) v_{t}$", "sympy",
               prove_zero(m_next.subs(m, (1 - b1) * b) - (1 - b1) * b_next))
-    out.check(r"the Adam step equals $-\eta_{\theta} b_{t+1}$", "sympy",
+    out.check(r"the Adam step equals $-\eta_{\theta} v_{t+1}$", "sympy",
               prove_zero(step_adam.subs(m, (1 - b1) * b) + expr * b_next))
-    out.check(r"bias correction of $\bar{g}$: the factor tends to $\frac{\eta (1 - \beta_{1})}{\sqrt{\hat{v}}}$ "
-              r"as $t \to \infty$ (checked at $\beta_{1} = 9/10$)",
-              "sympy", prove_zero(sp.limit(expr.subs(b1, sp.Rational(9, 10)), t, sp.oo)
-                                  - (eta / 10) / sp.sqrt(vhat)))
+    out.check(r"bias correction of $\bar{g}$: the factor tends to $\eta (1 - \mu)/\sqrt{\hat{v}}$ "
+              r"as $t \to \infty$", "sympy",
+              prove_zero(sp.limit(expr.subs(b1, sp.Rational(9, 10)), t, sp.oo)
+                         - (eta / 10) / sp.sqrt(vhat)), cases=r"$\mu = 9/10$")
     return out
 
 
@@ -82,20 +85,21 @@ def _critical_step() -> Derived:
     char = lam**2 - (1 + mu - a) * lam + mu          # heavy ball, on-policy
     disc = sp.discriminant(char, lam)
     expr = (1 - sp.sqrt(mu)) ** 2
-    out = Derived("adam.critical_step", expr, (mu,), r"a_c",
+    out = Derived("adam.critical_step", expr, (mu,), r"a_{c}",
                   r"Critical damping of the heavy-ball map at momentum $\mu$ (on-policy): the step "
-                  r"$a = \eta_{\mathrm{eff}} K$ at which its two eigenvalues meet on the real axis; "
-                  r"under Adam $\mu = \beta_{1}$ and $\eta_{\mathrm{eff}}$ is the self-consistent "
-                  "effective learning rate.",
+                  r"stiffness $a$ at which its two eigenvalues meet on the real axis; under Adam $\mu$ "
+                  r"is its first-moment decay rate and $a = \eta_{\theta} K$ with the self-consistent "
+                  r"$\eta_{\theta}$.",
                   units="dimensionless", assumptions=r"refresh interval $1$; the smaller root "
                   r"(the larger, $(1 + \sqrt{\mu})^{2}$, lies beyond the flip threshold $2(1 + \mu)$)",
-                  level="L2")
+                  level="L2", references=("kingma2015adam", "polyak1964"),
+                  title="Critical damping of the on-policy heavy-ball step")
     expr = out.expr
     out.check(r"the discriminant of $\lambda^{2} - (1 + \mu - a) \lambda + \mu$ vanishes at "
               r"$a = (1 - \sqrt{\mu})^{2}$",
               "sympy", prove_zero(disc.subs(a, expr)))
-    out.check(r"the discriminant $\Delta$ has $\frac{\partial \Delta}{\partial a} = -4 \sqrt{\mu} < 0$ "
-              r"there: a complex pair (oscillatory) just above $a_{c}$", "sympy",
+    out.check(r"the discriminant's derivative in $a$ is $-4 \sqrt{\mu} < 0$ there: a complex pair "
+              r"(oscillatory) just above $a_{c}$", "sympy",
               prove_zero(sp.diff(disc, a).subs(a, expr) + 4 * sp.sqrt(mu)))
     return out
 

@@ -21,11 +21,19 @@ never use :math:`\partial_z B`: root counts of :math:`F` on dense grids on eithe
 each fold, and the cusp as the solution of :math:`\partial_z B = \partial_z^2 B = 0` from
 finite differences of :math:`B` alone.
 
+The fold curves are continued down to ``p_ref_min`` only; they do not end there (as
+:math:`p_{\mathrm{ref}} \to 0` both fold values of :math:`\beta` go to zero like
+:math:`1/\ln(1/p_{\mathrm{ref}})`: :mod:`~grpo_theory.theory.fold_limit`).
+
 **Boundaries of the exact discrete map (L2).**  The flip (period-doubling, eigenvalue
 :math:`-1`) and complex-pair (Neimark-Sacker) thresholds of the refresh-window monodromy
 (:func:`~grpo_theory.theory.discrete.refresh_thresholds`) as curves in
-:math:`(\eta K, k)` and :math:`(\eta K, \mu)`, with the codimension-two points where they
-meet (the binding boundary switches from flip to complex pair).
+:math:`(\eta K, k)` and :math:`(\eta K, \mu)`: stability boundaries of the *linear* L2 map.
+They meet at codimension-two points where the binding boundary switches from flip to complex
+pair: there the monodromy has a double eigenvalue :math:`-1` with one eigenvector, the 1:2
+resonance (:func:`~grpo_theory.theory.criticality.one_to_two_resonance`).  Whether the
+nonlinear L1 map loses stability softly or hard on each boundary is decided by its normal-form
+coefficient (:mod:`~grpo_theory.theory.criticality`).
 """
 
 from __future__ import annotations

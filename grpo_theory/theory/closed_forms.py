@@ -32,8 +32,8 @@ from grpo_theory.validate import check_choice, check_finite_array, check_real
 
 __all__ = ["no_kl_logit", "no_kl_reward", "no_kl_time_to_logit"]
 
-_r = sp.Symbol("r", positive=True)  # rate eta*kappa (times 1 - 1/G for mean)
-_z0 = sp.Symbol("z_0", real=True)
+_r = S.r    # rate eta*kappa (times 1 - 1/G for mean)
+_z0 = S.z_0
 
 
 def _force_in_z(normalization):
@@ -69,16 +69,17 @@ def _no_kl_std() -> Derived:
     out = Derived("closed_forms.no_kl_std", expr, (S.t, _z0, _r), "z(t)",
                   r"Mean-field logit trajectory without KL, std normalization (large $G$, "
                   r"$\epsilon = 0$): explicit closed form.", units="logits",
-                  assumptions=r"continuous time; $r = \eta \kappa$ (per step)", level="L1 (nonlinear)")
+                  assumptions=r"continuous time; $r = \eta \kappa$ (per step)", level="L1 (nonlinear)",
+                  title="Logit trajectory without KL, std normalization")
     expr = out.expr
-    out.check(r"$\sqrt{p q} = \frac{1}{2 \cosh(z/2)}$ for $p = \sigma(z)$", "sympy",
+    out.check(r"$\sqrt{p q} = 1/(2 \cosh(z/2))$ for $p = 1/(1 + e^{-z})$", "sympy",
               _rational_in_w(g - g_simple) == 0)
-    out.check(r"separation of variables: $\int 2 \cosh(z/2) \, dz = 4 \sinh(z/2)$", "sympy",
+    out.check(r"separation of variables: $\int 2 \cosh(z/2) \, \mathrm{d}z = 4 \sinh(z/2)$", "sympy",
               prove_zero(T - 4 * sp.sinh(S.z / 2)))
-    out.check(r"$z(t)$ solves $T(z) = T(z_{0}) + r t$ ($T$ the time integral)", "sympy",
+    out.check(r"$z(t)$ solves the separated equation $4 \sinh(z/2) - 4 \sinh(z_{0}/2) = r t$", "sympy",
               prove_zero(T.subs(S.z, expr) - T.subs(S.z, _z0) - _r * S.t))
     ode = sp.diff(expr, S.t) - _r * g_simple.subs(S.z, expr)
-    out.check(r"satisfies $\frac{dz}{dt} = r \sqrt{p q}$", "sympy", prove_zero(ode))
+    out.check(r"satisfies $\mathrm{d}z/\mathrm{d}t = r \sqrt{p q}$", "sympy", prove_zero(ode))
     out.check(r"$z(0) = z_{0}$ (since $\sinh(z(0)/2) = \sinh(z_{0}/2)$ and $\sinh$ is injective)", "sympy",
               prove_zero(sp.sinh(expr.subs(S.t, 0) / 2) - sp.sinh(_z0 / 2)))
     _mpmath_check(out, expr, g_simple)
@@ -92,12 +93,15 @@ def _no_kl_std_time() -> Derived:
     out = Derived("closed_forms.no_kl_std_time", expr, (S.z, _z0, _r), "t(z)",
                   r"Mean-field time to reach logit $z$ without KL, std normalization (large $G$, "
                   r"$\epsilon = 0$): the inverse of the explicit trajectory.", units="steps",
-                  assumptions=r"continuous time; $r = \eta \kappa$ (per step)", level="L1 (nonlinear)")
+                  assumptions=r"continuous time; $r = \eta \kappa$ (per step)", level="L1 (nonlinear)",
+                  title="Time to reach a logit without KL, std normalization")
     expr = out.expr
+    out.show(sp.Mul(4, sp.sinh(S.z / 2) - sp.sinh(_z0 / 2), 1 / _r, evaluate=False))
     z_of_t = get("closed_forms.no_kl_std").expr
     out.check(r"$t(z(t)) = t$ for the explicit trajectory $z(t)$", "sympy",
               prove_zero(expr.subs(S.z, z_of_t) - S.t))
-    out.check(r"$\frac{dt}{dz} = \frac{1}{r g(z)}$ with the force $g(z) = \frac{1}{2 \cosh(z/2)}$", "sympy",
+    out.check(r"$\mathrm{d}t/\mathrm{d}z = 2 \cosh(z/2)/r$, the inverse of the velocity "
+              r"$r \sqrt{p q}$", "sympy",
               prove_zero(sp.diff(expr, S.z) - 1 / (_r * g_simple)))
     return out
 
@@ -109,13 +113,15 @@ def _no_kl_mean() -> Derived:
     out = Derived("closed_forms.no_kl_mean", expr, (S.z, _z0, _r), "t(z)",
                   r"Mean-field time to reach logit $z$ without KL, mean normalization (exact at finite "
                   r"$G$ with $r = \eta \kappa (1 - 1/G)$): the implicit closed form, inverted numerically.",
-                  units="steps", assumptions="continuous time", level="L1 (nonlinear)")
+                  units="steps", assumptions="continuous time", level="L1 (nonlinear)",
+                  title="Time to reach a logit without KL, mean normalization")
     expr = out.expr
-    out.check(r"$p q = \frac{1}{2 + 2 \cosh z}$ for $p = \sigma(z)$", "sympy",
+    out.show(sp.Mul(2, S.z - _z0 + sp.sinh(S.z) - sp.sinh(_z0), 1 / _r, evaluate=False))
+    out.check(r"$p q = 1/(2 + 2 \cosh z)$ for $p = 1/(1 + e^{-z})$", "sympy",
               _rational_in_w(g - g_simple) == 0)
-    out.check(r"separation of variables: $\int (2 + 2 \cosh z) \, dz = 2 z + 2 \sinh z$", "sympy",
+    out.check(r"separation of variables: $\int (2 + 2 \cosh z) \, \mathrm{d}z = 2 z + 2 \sinh z$", "sympy",
               prove_zero(T - (2 * S.z + 2 * sp.sinh(S.z))))
-    out.check(r"$\frac{dt}{dz} = \frac{1}{r g(z)}$ with the force $g(z) = \frac{1}{2 + 2 \cosh z}$, "
+    out.check(r"$\mathrm{d}t/\mathrm{d}z = (2 + 2 \cosh z)/r$, the inverse of the velocity $r p q$, "
               r"and $t(z_{0}) = 0$", "sympy",
               prove_zero(sp.diff(expr, S.z) - 1 / (_r * g_simple)) and expr.subs(S.z, _z0) == 0)
     # high precision: invert t(z) at 40 digits and compare with mpmath's ODE solver
@@ -127,8 +133,9 @@ def _no_kl_mean() -> Derived:
         for tt in (mpmath.mpf("0.5"), mpmath.mpf(2), mpmath.mpf(5)):
             zt = mpmath.findroot(lambda zz: tf(zz, zz0, r0) - tt, zz0 + r0 * tt / 4)
             errs.append(abs(zt - sol(tt)) / abs(sol(tt)))
-    record_numeric(out, "inverted closed form against the ODE solver of mpmath (odefun, 32 digits) "
-                   "at $t = 0.5, 2, 5$", errs, digits=25)
+    record_numeric(out, r"the closed form, inverted by root finding, against an independent "
+                   r"high-precision integration of $\mathrm{d}z/\mathrm{d}t = r p q$ at $t = 0.5, 2, 5$",
+                   errs, digits=25, precision=32)
     return out
 
 
@@ -140,8 +147,9 @@ def _mpmath_check(out, expr, g_simple):
         sol = mpmath.odefun(lambda tt, y: r0 * gf(y), 0, zz0)
         errs = [abs(f(tt, zz0, r0) - sol(tt)) / abs(sol(tt))
                 for tt in (mpmath.mpf("0.5"), mpmath.mpf(2), mpmath.mpf(5))]
-    record_numeric(out, "closed form against the ODE solver of mpmath (odefun, 32 digits) "
-                   "at $t = 0.5, 2, 5$", errs, digits=25)
+    record_numeric(out, r"closed form against an independent high-precision integration of "
+                   r"$\mathrm{d}z/\mathrm{d}t = r \sqrt{p q}$ at $t = 0.5, 2, 5$", errs, digits=25,
+                   precision=32)
 
 
 # ----------------------------------------------------------------------------------

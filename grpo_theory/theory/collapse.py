@@ -40,6 +40,7 @@ from scipy.special import expit
 
 from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result
+from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, prove_zero
 from grpo_theory.theory.drift import drift, update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
@@ -48,40 +49,50 @@ from grpo_theory.validate import ParameterError, check_int, check_real
 
 __all__ = ["CollapseRisk", "collapse_risk", "first_passage"]
 
-_x, _y, _w = sp.symbols("x y w", real=True)
+_x = sp.Symbol("x", real=True)
+_y, _w = S.y, S.w
 _lo, _hi = sp.symbols("x_- x_+", real=True)   # the ends of the interval (a is the step stiffness)
+
+
+def _opaque(expr):
+    """``expr`` with every integral replaced by a symbol of its own: an identity proven for
+    arbitrary values of the integrals holds for their values (and simplification does not try
+    to evaluate integrals of unknown functions)."""
+    ints = sorted(expr.atoms(sp.Integral), key=sp.default_sort_key)
+    return expr.xreplace({integral: sp.Dummy(f"I{j}") for j, integral in enumerate(ints)})
 
 
 @derivation("collapse.mean_first_passage")
 def _mfpt() -> Derived:
-    bf, Df = sp.Function("b"), sp.Function("D")
-    phi = sp.Function("phi")          # phi' = b/D
+    bf, Df = S.b, S.D
+    phi = S.phi                       # phi' = b/D
     inner = sp.Integral(sp.exp(phi(_w)) / Df(_w), (_w, _lo, _y))
     T1 = sp.Integral(sp.exp(-phi(_y)) * inner, (_y, _lo, _x))
     S1 = sp.Integral(sp.exp(-phi(_y)), (_y, _lo, _x))
     C = T1.subs(_x, _hi) / S1.subs(_x, _hi)
     expr = C * S1 - T1
-    out = Derived("collapse.mean_first_passage", expr, (_x,), r"\tau(x)",
-                  r"Mean first-passage time out of $(x_{-}, x_{+})$ of the diffusion with drift $b(x)$ and "
-                  r"diffusion $D(x)$, $dx = b \, dt + \sqrt{2 D} \, dW$, started at $x$: with "
-                  r"$\phi' = b/D$, $\tau(x) = C S(x) - T(x)$ where "
-                  r"$S(x) = \int_{x_{-}}^{x} e^{-\phi(y)} \, dy$, "
-                  r"$T(x) = \int_{x_{-}}^{x} e^{-\phi(y)} \int_{x_{-}}^{y} \frac{e^{\phi(w)}}{D(w)} \, dw \, dy$ "
-                  r"and $C = T(x_{+})/S(x_{+})$.",
+    out = Derived("collapse.mean_first_passage", expr, (_x,), r"\tau_{\mathrm{exit}}(x)",
+                  r"Mean first-passage time out of $(x_{-}, x_{+})$ of the diffusion with drift $b(x)$ "
+                  r"and diffusion coefficient $D(x)$ (generator $D\, \partial_{x}^{2} + b\, \partial_{x}$), "
+                  r"started at $x$, with the potential $\phi' = b/D$.",
                   units="steps", assumptions=r"diffusion limit of the logit walk; $D > 0$ on $(x_{-}, x_{+})$",
-                  level="L1")
+                  level="L1", title="Mean time to escape the plateau's basin")
     tau = out.expr
+    Sx, Tx = S.scale_S(_x), S.passage_T(_x)
+    out.show(S.passage_T(_hi) * Sx / S.scale_S(_hi) - Tx,
+             [(Sx, S1, ""), (Tx, T1, "")])
     ode = Df(_x) * sp.diff(tau, _x, 2) + bf(_x) * sp.diff(tau, _x) + 1
-    ode = ode.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x)).doit()
+    ode = ode.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x)).doit(integrals=False)
     ode = ode.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x))
-    out.check(r"$D \tau'' + b \tau' = -1$ (with $\phi' = b/D$)", "sympy", prove_zero(sp.simplify(ode)))
-    out.check(r"$\tau(x_{-}) = 0$ and $\tau(x_{+}) = 0$", "sympy",
-              prove_zero(tau.subs(_x, _lo).doit()) and prove_zero(sp.simplify(tau.subs(_x, _hi))))
+    out.check(r"$D \tau_{\mathrm{exit}}'' + b\, \tau_{\mathrm{exit}}' = -1$", "sympy",
+              prove_zero(_opaque(ode)))
+    out.check(r"$\tau_{\mathrm{exit}}(x_{-}) = 0$ and $\tau_{\mathrm{exit}}(x_{+}) = 0$", "sympy",
+              prove_zero(tau.subs(_x, _lo).doit()) and prove_zero(_opaque(tau.subs(_x, _hi))))
     # perturbation: the same construction with b -> 2b fails the equation
     bad = Df(_x) * sp.diff(tau, _x, 2) + 2 * bf(_x) * sp.diff(tau, _x) + 1
-    bad = bad.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x)).doit()
+    bad = bad.subs(sp.Derivative(phi(_x), _x), bf(_x) / Df(_x)).doit(integrals=False)
     out.check("the check is sharp: with the drift doubled the equation fails", "sympy",
-              not prove_zero(sp.simplify(bad)))
+              not prove_zero(_opaque(bad)))
     return out
 
 

@@ -30,11 +30,11 @@ from typing import Callable
 
 import mpmath
 import sympy as sp
-from sympy.printing.latex import LatexPrinter
+from sympy.core.function import AppliedUndef
 
 from grpo_theory.prose import to_markdown, to_plain
 from grpo_theory.theory.chapters import import_chapters
-from grpo_theory.theory.symbols import LATEX_NAMES
+from grpo_theory.theory.printing import latex
 
 __all__ = [
     "Derived",
@@ -69,6 +69,10 @@ class Verification:
     method: str
     passed: bool
     detail: str = ""
+    #: a verification of a statement about every value of a parameter that was carried out
+    #: for a finite set of values only names them here (prose, e.g. ``"$G = 2, 3, 4$"``): the
+    #: documents then call it a check for those cases, not a proof of the statement
+    cases: str = ""
 
 
 @dataclass(frozen=True)
@@ -91,19 +95,37 @@ def _from_srepr(text: str):
         return eval(text, _sympy_namespace())  # noqa: S307 - our own cache, written by srepr
 
 
-class _Printer(LatexPrinter):
-    """sympy's LaTeX printer with the functions it leaves as operator names in standard
-    notation (``loggamma`` -> ``\\log\\Gamma``)."""
-
-    def _print_loggamma(self, expr, exp=None):
-        tex = r"\log \Gamma\left(%s\right)" % self._print(expr.args[0])
-        return tex if exp is None else r"\left(%s\right)^{%s}" % (tex, exp)
+def _label(name: str) -> str:
+    """The equation label of the record ``name`` (``eq:drift:ratio-factor``)."""
+    return "eq:" + name.replace(".", ":").replace("_", "-")
 
 
-def latex(expr, **settings) -> str:
-    """LaTeX of a sympy expression as the documents print it (sympy's printer, the
-    standard name of ``loggamma``)."""
-    return _Printer(settings).doprint(expr)
+def _pack(expr):
+    """``expr`` as its ``srepr`` text when rebuilding it from that text gives the same tree and
+    the same printed form (pickling re-evaluates a tree, which can change how it prints:
+    ``(k - 1)/2`` comes back as ``k/2 - 1/2``); else the expression itself."""
+    if not isinstance(expr, sp.Basic):
+        return expr
+    try:
+        text = sp.srepr(expr)
+        back = _from_srepr(text)
+        if sp.srepr(back) == text and latex(back) == latex(expr):
+            return _Srepr(text)
+    except Exception:  # pragma: no cover - the pickled tree is the fallback
+        pass
+    return expr
+
+
+def _unpack(value):
+    return _from_srepr(value.text) if isinstance(value, _Srepr) else value
+
+
+def _equal(a, b) -> bool:
+    """sympy proves ``a == b`` (elementwise for matrices)."""
+    if isinstance(a, sp.MatrixBase) or isinstance(b, sp.MatrixBase):
+        a, b = sp.Matrix(a), sp.Matrix(b)
+        return a.shape == b.shape and all(prove_equal(x, y) for x, y in zip(a, b))
+    return prove_equal(a, b)
 
 
 @dataclass
@@ -120,6 +142,13 @@ class Derived:
     units : units of the result (steps, logits, reward, ...).
     assumptions : what the derivation assumes, in words.
     verifications : the proof log.
+    title : the result's name in words, as a heading (the record name is for the code).
+    display : a readable form of :attr:`expr` for the documents, written with the named
+        sub-expressions of :attr:`where`; set by :meth:`show`, which proves it equal to
+        :attr:`expr` (``None``: the documents print :attr:`expr` itself).
+    where : ``(symbol, definition, record name)`` triples: each named sub-expression of
+        :attr:`display`, defined by ``definition`` (a sympy expression) and, when it is the
+        expression of another record, that record's name (the documents then refer to it).
     """
 
     name: str
@@ -132,16 +161,46 @@ class Derived:
     verifications: list = field(default_factory=list)
     level: str = ""
     references: tuple = ()
+    title: str = ""
+    display: object = None
+    where: tuple = ()
 
     # -- rendering ------------------------------------------------------------------
     def latex(self, **settings) -> str:
-        """LaTeX of ``lhs = expr``, rendered from :attr:`expr` by sympy's printer."""
-        settings.setdefault("symbol_names", LATEX_NAMES)
-        return f"{self.lhs} = {latex(self.expr, **settings)}"
+        """LaTeX of ``lhs = `` the displayed form (:attr:`display`, else :attr:`expr`),
+        printed by the project's printer (:func:`grpo_theory.theory.printing.latex`)."""
+        shown = self.expr if self.display is None else self.display
+        return f"{self.lhs} = {latex(shown, **settings)}"
+
+    def where_latex(self) -> list[tuple[str, str, str]]:
+        """The named sub-expressions of the displayed form: ``(symbol LaTeX, definition LaTeX,
+        record name)`` (record name ``""`` for a definition that belongs to this record)."""
+        return [(latex(sym), latex(defn), rec) for sym, defn, rec in self.where]
+
+    def show(self, form, where=(), *, proven=None, how: str = "") -> None:
+        """Display ``form`` instead of :attr:`expr`: a readable form written with the named
+        sub-expressions ``where`` (``(symbol, definition, record name or "")`` triples).
+        sympy must prove that ``form`` with every definition substituted equals :attr:`expr`
+        (recorded in the proof log; a perturbed expression fails it).  Where sympy needs a
+        route, the caller proves it and passes the result as ``proven`` (a proof that compares
+        with :attr:`expr`, so that a perturbed expression fails it) and says how in ``how``."""
+        where = tuple((sym, sp.sympify(defn), rec) for sym, defn, rec in where)
+        full, defs = form, {sym: defn for sym, defn, _ in where}
+        funcs = {sym.func: sp.Lambda(sym.args, defn) for sym, defn in defs.items()
+                 if isinstance(sym, AppliedUndef) and all(a.is_Symbol for a in sym.args)}
+        for _ in range(len(defs) + 1):              # a definition may use another one
+            full = full.xreplace(defs)
+            for f, lam in funcs.items():            # f(x) = ... defines f at every argument
+                full = full.replace(f, lam)
+        names = [f"${latex(sym)}$" for sym, _, _ in where]
+        claim = ("the form displayed" + (f" (with {', '.join(names)} as defined)" if names else "")
+                 + " equals the derived expression" + (f" ({how})" if how else ""))
+        self.check(claim, "sympy", _equal(full, self.expr) if proven is None else bool(proven))
+        self.display, self.where = form, where
 
     @property
     def label(self) -> str:
-        return "eq:" + self.name.replace(".", ":").replace("_", "-")
+        return _label(self.name)
 
     # -- numerics --------------------------------------------------------------------
     @functools.cached_property
@@ -165,9 +224,12 @@ class Derived:
     def verified(self) -> bool:
         return bool(self.verifications) and all(v.passed for v in self.verifications)
 
-    def check(self, claim: str, method: str, passed: bool, detail: str = "") -> None:
-        """Record a verification; raise :class:`VerificationError` if it failed."""
-        self.verifications.append(Verification(claim, method, bool(passed), detail))
+    def check(self, claim: str, method: str, passed: bool, detail: str = "", *,
+              cases: str = "") -> None:
+        """Record a verification; raise :class:`VerificationError` if it failed.  ``cases``
+        names the finite set of values a statement about every value was checked for (see
+        :class:`Verification`)."""
+        self.verifications.append(Verification(claim, method, bool(passed), detail, cases))
         if not passed:
             raise VerificationError(f"{self.name}: {claim} failed ({method}) {detail}")
 
@@ -183,27 +245,33 @@ class Derived:
         # every cached record's printed form with it (a record pickled again keeps the first)
         state.setdefault("latex_as_built", self.latex())
         # pickling rebuilds a sympy tree with evaluation on, which can change the printed form
-        # ((k - 1)/2 comes back as k/2 - 1/2); keep its exact structure as srepr when that
-        # round-trips, else fall back to the pickled expression
-        try:
-            text = sp.srepr(self.expr)
-            back = _from_srepr(text)
-            if sp.srepr(back) == text and latex(back) == latex(self.expr):
-                state["expr"] = _Srepr(text)
-        except Exception:  # pragma: no cover - the pickled tree is the fallback
-            pass
+        # ((k - 1)/2 comes back as k/2 - 1/2); keep the exact structure of every printed
+        # expression as srepr when that round-trips (:func:`_pack`)
+        state["expr"] = _pack(self.expr)
+        state["display"] = _pack(self.display)
+        state["where"] = tuple((_pack(sym), _pack(defn), rec) for sym, defn, rec in self.where)
         return state
 
     def __setstate__(self, state):
-        if isinstance(state.get("expr"), _Srepr):
-            state = dict(state, expr=_from_srepr(state["expr"].text))
+        state = dict(state)
+        state["expr"] = _unpack(state["expr"])
+        state["display"] = _unpack(state.get("display"))
+        state["where"] = tuple((_unpack(sym), _unpack(defn), rec)
+                               for sym, defn, rec in state.get("where", ()))
         self.__dict__.update(state)
 
     # -- notebook display (the lectures) -------------------------------------------------
     def _repr_latex_(self) -> str:
         r"""Jupyter shows the record as a numbered equation labelled :attr:`label`, so the
         text around it can refer to it with ``\eqref{<label>}``."""
-        return rf"\begin{{equation}}{self.latex()}\label{{{self.label}}}\end{{equation}}"
+        body = self.latex()
+        parts = [f"{s} = {d}" for s, d, rec in self.where_latex() if not rec]
+        refs = [f"{s}" + r"\text{ from }\eqref{" + _label(rec) + "}"
+                for s, _, rec in self.where_latex() if rec]
+        if parts or refs:
+            body = (r"\begin{gathered}" + body + r"\\ \text{with }"
+                    + r",\quad ".join(parts + refs) + r"\end{gathered}")
+        return rf"\begin{{equation}}{body}\label{{{self.label}}}\end{{equation}}"
 
     def proof_log(self) -> "ProofLog":
         """How the record was verified, as text: one line per claim, as ``derive`` prints
@@ -315,12 +383,18 @@ def prove_equal(lhs, rhs, **kw) -> bool:
     return prove_zero(sp.sympify(lhs) - sp.sympify(rhs), **kw)
 
 
-def record_numeric(derived: Derived, claim: str, errors, *, digits: float) -> None:
-    """Record a high-precision numerical verification: all relative errors < 10**-digits."""
+def record_numeric(derived: Derived, claim: str, errors, *, digits: float,
+                   precision: int | None = None) -> None:
+    """Record a high-precision numerical verification: all relative errors < 10**-digits
+    (``precision``: the working precision in decimal digits, stated in the detail)."""
+    errors = list(errors)
     worst = max((mpmath.mpf(e) for e in errors), default=mpmath.mpf(0))
     agree = float(-mpmath.log10(worst)) if worst > 0 else float("inf")
+    at = f" at {precision}-digit precision" if precision else ""
+    found = (f"the two agree to at least {agree:.0f} digits at every point" if worst > 0
+             else "the two are identical at every point")
     derived.check(claim, "mpmath", agree >= digits,
-                  f"{len(list(errors))} points, worst agreement {agree:.1f} digits (need {digits})")
+                  f"{len(errors)} points{at}: {found} ({digits:g} required)")
 
 
 # --- registry and cache ------------------------------------------------------------------
@@ -363,7 +437,7 @@ def _cache_base() -> Path | None:
 
 
 _THEORY_DIR = Path(__file__).parent
-_SHARED_SOURCES = ("derived", "symbols")
+_SHARED_SOURCES = ("derived", "symbols", "printing")
 _IMPORT_RE = re.compile(r"grpo_theory\.theory(?:\.(\w+)| import ([\w, ]+))")
 
 

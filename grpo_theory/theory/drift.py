@@ -2,7 +2,7 @@ r"""Level L1: the exact mean-field drift of the logit under GRPO on a softmax ba
 
 Setting (``docs/theory.md``, "Setting"): success probability :math:`p = \sigma(z)`, a group of
 :math:`G` actions from :math:`\pi_{\mathrm{old}}` with :math:`n` correct
-(:math:`n \sim \mathrm{Bin}(G, p_{\mathrm{old}})`), advantages normalised by
+(:math:`n \sim \mathrm{Bin}(G, p_{\mathrm{old}})`), advantages normalized by
 the group mean (``mean``) or mean and Bessel-corrected std plus
 :math:`\epsilon` (``std``), a surrogate that ignores the importance ratio
 (``stale``) or keeps it (``ratio``), and a KL penalty ``none``, ``exact``
@@ -36,9 +36,12 @@ from scipy.stats import binom
 from grpo_theory.model import KL_KINDS, NORMALIZATIONS, SURROGATES, GRPOModel
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
+from grpo_theory.theory.printing import latex, root
+from grpo_theory.theory.printing import sci as _sci
 from grpo_theory.validate import ParameterError, check_int
 
 __all__ = [
+    "drift_name",
     "d_dz",
     "d_dz_old",
     "on_simplex",
@@ -81,10 +84,13 @@ def on_policy(expr):
     return sp.sympify(expr).subs({_PO: _P, _QO: _Q, S.z_old: S.z})
 
 
-def _sci(x) -> str:
-    """A small number for a detail, in math: ``3.2 \\times 10^{-5}``."""
-    m, e = f"{float(x):.2e}".split("e")
-    return f"${m} \\times 10^{{{int(e)}}}$" if float(x) != 0 else "$0$"
+#: where-definitions of the notation symbols a displayed form may use
+#: ("notation": defined in the notation table, not restated under the equation)
+_Z_DEF = (S.z, sp.log(_P / _Q), "notation")
+_ZOLD_DEF = (S.z_old, sp.log(_PO / _QO), "notation")
+_ZREF_DEF = (S.z_ref, sp.log(_PR / _QR), "notation")
+#: the large-G group standard deviation of the sampling policy, sqrt(p_old q_old)
+SD_INF = S.sd_inf
 
 
 # ----------------------------------------------------------------------------------
@@ -116,17 +122,22 @@ def _adv_std() -> Derived:
     a_c, a_w, s2 = _group_advantages("std")
     expr = _advantage_sum("std")
     out = Derived("drift.advantage_sum_std", expr, (S.n, S.G, S.eps), r"A_{+}(n)",
-                  r"Advantage mass on the correct actions, $A_{+}(n) = \frac{1}{G} \sum_{i\,\mathrm{correct}} A_{i}$, "
-                  r"for std normalization (Bessel-corrected group standard deviation plus $\epsilon$).",
+                  r"Advantage mass on the correct actions of a group with $n$ correct samples, "
+                  r"$A_{+} = \frac{1}{G} \sum_{i\,\mathrm{correct}} A_{i}$, with GRPO's std "
+                  r"normalization: each reward minus the group mean, divided by the Bessel-corrected "
+                  r"group standard deviation $\hat{\sigma}_{n}$ plus $\epsilon$.",
                   units="reward per group standard deviation",
                   assumptions=r"binary rewards; $n$ correct out of $G$",
-                  level="L1")
+                  level="L1", references=("shao2024deepseekmath",),
+                  title="Advantage mass of a group, std normalization")
     expr = out.expr
-    out.check(r"Bessel-corrected variance: $s^{2} = \frac{n (G - n)}{G (G - 1)}$", "sympy",
+    out.show(S.n * (S.G - S.n) / (S.G**2 * (S.eps + S.sd_n)),
+             [(S.sd_n, root(S.n * (S.G - S.n) / (S.G * (S.G - 1))), "")])
+    out.check(r"Bessel-corrected variance: $\hat{\sigma}_{n}^{2} = n (G - n)/(G (G - 1))$", "sympy",
               prove_equal(s2, S.n * (S.G - S.n) / (S.G * (S.G - 1))))
     out.check("advantages sum to zero over the group", "sympy",
               prove_zero(S.n * a_c + (S.G - S.n) * a_w))
-    out.check(r"$A_{+}(n)$ is $\frac{1}{G}$ times the sum of the advantages of the $n$ correct samples",
+    out.check(r"$A_{+}(n)$ is $1/G$ times the sum of the advantages of the $n$ correct samples",
               "sympy",
               prove_zero((S.n * a_c / S.G - expr).subs(s2, S.n * (S.G - S.n) / (S.G * (S.G - 1))))
               and prove_equal(s2, S.n * (S.G - S.n) / (S.G * (S.G - 1))))
@@ -140,12 +151,15 @@ def _adv_mean() -> Derived:
     a_c, a_w, _ = _group_advantages("mean")
     expr = sp.factor(_advantage_sum("mean"))
     out = Derived("drift.advantage_sum_mean", expr, (S.n, S.G), r"A_{+}(n)",
-                  "Advantage mass on the correct actions for mean-only normalization (Dr. GRPO).",
-                  units="reward", assumptions=r"binary rewards; $n$ correct out of $G$", level="L1")
+                  "Advantage mass on the correct actions of a group with $n$ correct samples with "
+                  "mean-only normalization (each reward minus the group mean, as in Dr. GRPO).",
+                  units="reward", assumptions=r"binary rewards; $n$ correct out of $G$", level="L1",
+                  references=("liu2025drgrpo",),
+                  title="Advantage mass of a group, mean normalization")
     expr = out.expr
     out.check("advantages sum to zero over the group", "sympy",
               prove_zero(S.n * a_c + (S.G - S.n) * a_w))
-    out.check(r"$A_{+}(n)$ is $\frac{1}{G}$ times the sum of the advantages of the $n$ correct samples",
+    out.check(r"$A_{+}(n)$ is $1/G$ times the sum of the advantages of the $n$ correct samples",
               "sympy", prove_zero(S.n * a_c / S.G - expr))
     return out
 
@@ -182,7 +196,8 @@ def _kappa() -> Derived:
                   r"$K_{a}$ logits moves the success logit $z$ by $\kappa$ times the force computed in "
                   r"the one-logit picture ($K_{a}$ actions, $c$ of them correct).",
                   units="dimensionless", assumptions=r"symmetric rewards: the $c$ correct actions share "
-                  r"one logit, the $K_{a} - c$ wrong ones another", level="L1")
+                  r"one logit, the $K_{a} - c$ wrong ones another", level="L1",
+                  title="Softmax metric factor")
     expr = out.expr
     ok = True
     for K_ in range(2, 7):
@@ -193,8 +208,8 @@ def _kappa() -> Derived:
             grad2 = sum(sp.diff(zc, v) ** 2 for v in th)
             sym = {th[i]: (S.z if i < c_ else 0) for i in range(K_)}
             ok &= prove_zero(sp.simplify(grad2.subs(sym)) - expr.subs({S.n_actions: K_, S.n_correct: c_}))
-    out.check(r"$\lVert\nabla_{\theta} z\rVert^{2} = \frac{K_{a}}{c (K_{a} - c)}$ at the symmetric point, "
-              r"for all $K_{a} \le 6$ and $1 \le c < K_{a}$", "sympy", ok)
+    out.check(r"$\lVert\nabla_{\theta} z\rVert^{2} = K_{a}/(c (K_{a} - c))$ at the symmetric point",
+              "sympy", ok, cases=r"$K_{a} \le 6$, $1 \le c < K_{a}$")
     return out
 
 
@@ -220,17 +235,19 @@ def _ratio_factor() -> Derived:
     A_plus = _advantage_sum("std")
     R = sp.simplify(on_simplex(ratio / A_plus))
     R = _P * _Q / (_PO * _QO)
-    out = Derived("drift.ratio_factor", R, (_P, _Q, _PO, _QO), r"R",
-                  r"Factor $R$ by which the importance ratio "
-                  r"rescales the policy-gradient force (inside the clip range); $R = 1$ on-policy and "
-                  r"for the stale surrogate.",
-                  units="dimensionless", assumptions="clip inactive (small steps)", level="L1")
+    out = Derived("drift.ratio_factor", R, (_P, _Q, _PO, _QO), r"\Psi",
+                  r"Factor $\Psi$ by which the importance ratio $\pi_{\theta}/\pi_{\mathrm{old}}$ "
+                  r"rescales the policy-gradient force inside the clip range (symmetric in GRPO, "
+                  r"asymmetric in DAPO); $\Psi = 1$ on-policy and for the stale surrogate, which "
+                  r"drops the ratio.",
+                  units="dimensionless", assumptions="clip inactive (small steps)", level="L1",
+                  references=("shao2024deepseekmath", "yu2025dapo"), title="Ratio factor")
     R = out.expr
     out.check(r"stale surrogate: the per-group force in $z$ equals $A_{+}(n)$ exactly "
               "(the advantages sum to zero)", "sympy", prove_zero(on_simplex(stale - A_plus)))
-    out.check(r"ratio surrogate: the per-group force equals $R\,A_{+}(n)$ for every $n$", "sympy",
+    out.check(r"ratio surrogate: the per-group force equals $\Psi\,A_{+}(n)$ for every $n$", "sympy",
               prove_zero(on_simplex(ratio - R * A_plus)))
-    out.check(r"$R = 1$ on-policy", "sympy", on_policy(R) == 1)
+    out.check(r"$\Psi = 1$ on-policy", "sympy", on_policy(R) == 1)
     return out
 
 
@@ -246,13 +263,15 @@ def _kl_exact() -> Derived:
         {sp.log(_P) - sp.log(_Q): sp.log(_P) - sp.log(_Q)}))
     expr = _P * _Q * (sp.log(_P / _Q) - sp.log(_PR / _QR))
     out = Derived("drift.kl_force_exact", expr, (_P, _Q, _PR, _QR), r"\Phi_{\mathrm{exact}}",
-                  r"Gradient in $z$ of the analytic $\mathrm{KL}(\pi_{\theta} \,\|\, \pi_{\mathrm{ref}})$: "
-                  r"$p q\,(z - z_{\mathrm{ref}})$. It acts on the current iterate only.",
+                  r"Gradient in $z$ of the analytic $\mathrm{KL}(\pi_{\theta} \,\|\, \pi_{\mathrm{ref}})$. "
+                  r"It acts on the current iterate only.",
                   units=r"logits per unit $\beta$",
-                  assumptions="two-class symmetric policy", level="L1")
+                  assumptions="two-class symmetric policy", level="L1",
+                  title="KL force of the analytic KL penalty")
     expr = out.expr
-    out.check(r"$\Phi = \frac{d}{dz} \mathrm{KL}(p \,\|\, p_{\mathrm{ref}})$, with "
-              r"$\frac{d}{dz} = p q\,(\partial_{p} - \partial_{q})$", "sympy",
+    out.show(_P * _Q * (S.z - S.z_ref), [_Z_DEF, _ZREF_DEF])
+    out.check(r"$\Phi_{\mathrm{exact}} = \frac{\mathrm{d}}{\mathrm{d}z} \mathrm{KL}(p \,\|\, p_{\mathrm{ref}})$, with "
+              r"$\frac{\mathrm{d}}{\mathrm{d}z} = p q\,(\partial_{p} - \partial_{q})$", "sympy",
               prove_zero(on_simplex(sp.expand_log(d_dz(kl) - expr, force=True))))
     return out
 
@@ -266,13 +285,14 @@ def _kl_k3() -> Derived:
     per_c = dk3.subs({ell: sp.log(_P), ell_r: sp.log(_PR)}) * g_c
     per_w = dk3.subs({ell: sp.log(_Q), ell_r: sp.log(_QR)}) * g_w
     expr = sp.simplify(_PO * per_c + _QO * per_w)  # expectation over a ~ pi_old
-    out = Derived("drift.kl_force_k3", expr, (_P, _Q, _PO, _QO, _PR, _QR), r"\Phi_{k3}",
-                  r"Expected gradient in $z$ of the per-sample k3 estimator "
-                  r"$e^{\ell_{\mathrm{ref}} - \ell} - (\ell_{\mathrm{ref}} - \ell) - 1$, with "
-                  r"$\ell = \log \pi_{\theta}(a)$ and $\ell_{\mathrm{ref}} = \log \pi_{\mathrm{ref}}(a)$, "
-                  r"with samples from $\pi_{\mathrm{old}}$ (TRL, and verl's "
-                  r"$\texttt{low\_var\_kl}$).", units=r"logits per unit $\beta$",
-                  assumptions="two-class symmetric policy", level="L1")
+    out = Derived("drift.kl_force_k3", expr, (_P, _Q, _PO, _QO, _PR, _QR), r"\Phi_{\mathrm{k3}}",
+                  r"Expected gradient in $z$ of the k3 estimator of the KL divergence, "
+                  r"$\pi_{\mathrm{ref}}/\pi_{\theta} - \log(\pi_{\mathrm{ref}}/\pi_{\theta}) - 1$ at "
+                  r"each sampled action, the samples drawn from $\pi_{\mathrm{old}}$: the KL penalty of "
+                  r"TRL and verl's low-variance KL.", units=r"logits per unit $\beta$",
+                  assumptions="two-class symmetric policy", level="L1",
+                  references=("schulman2020kl", "vonwerra2020trl", "sheng2025hybridflow"),
+                  title="KL force of the k3 estimator")
     expr = out.expr
     on = on_simplex(on_policy(expr))
     out.check(r"on-policy the k3 force is $p - p_{\mathrm{ref}}$ (not $p q\,(z - z_{\mathrm{ref}})$)", "sympy",
@@ -283,6 +303,7 @@ def _kl_k3() -> Derived:
               prove_zero(on_simplex(d_dz(rev_kl)) - on))
     exact = get("drift.kl_force_exact").expr
     lin = sp.series(on_simplex(exact).subs(_P, _PR + S.h) - on.subs(_P, _PR + S.h), S.h, 0, 2).removeO()
+    # (S.h is only a small displacement here)
     out.check(r"the k3 and exact forces agree to first order at $p_{\mathrm{ref}}$ and differ at "
               "second order", "sympy",
               prove_zero(lin) and not prove_zero(sp.series(
@@ -303,16 +324,21 @@ def _kl_k1_reward() -> Derived:
     A_plus = _advantage_sum("mean")
     gap = 1 - S.beta * (sp.log(_PO / _QO) - sp.log(_PR / _QR))     # r'_c - r'_w
     expr = get("drift.expected_advantage_mean").expr * (sp.log(_PO / _QO) - sp.log(_PR / _QR))
-    out = Derived("drift.kl_force_k1_reward", expr, (_PO, _QO, _PR, _QR, S.G), r"\Phi_{k1}",
-                  r"KL in the reward (verl's $\texttt{use\_kl\_in\_reward}$, k1 estimator, mean "
-                  r"normalization): the shifted rewards make the expected force "
-                  r"$\mathcal{A}_{G}(p_{\mathrm{old}})\,[1 - \beta (z_{\mathrm{old}} - z_{\mathrm{ref}})]$, "
-                  r"so the KL force is $\mathcal{A}_{G}(p_{\mathrm{old}})\,(z_{\mathrm{old}} - z_{\mathrm{ref}})$. "
+    out = Derived("drift.kl_force_k1_reward", expr, (_PO, _QO, _PR, _QR, S.G), r"\Phi_{\mathrm{k1}}",
+                  r"KL in the reward (verl's option to subtract the k1 estimate "
+                  r"$\beta \log(\pi_{\mathrm{old}}/\pi_{\mathrm{ref}})$ of the KL from each sampled "
+                  r"reward, with mean normalization): the shifted rewards make the expected force "
+                  r"$\mathcal{A}_{G}\,[1 - \beta (z_{\mathrm{old}} - z_{\mathrm{ref}})]$. "
                   r"It acts only through $\pi_{\mathrm{old}}$: the fresh stiffness $K_{f}$ is exactly $0$ "
                   r"and the fixed point is $z^{*} = z_{\mathrm{ref}} + 1/\beta$.",
                   units=r"logits per unit $\beta$", assumptions="two-class symmetric policy; mean "
-                  "normalization; times the ratio factor $R$ for the ratio surrogate", level="L1")
+                  r"normalization; times the ratio factor $\Psi$ for the ratio surrogate", level="L1",
+                  references=("sheng2025hybridflow", "schulman2020kl"),
+                  title="KL force of the k1 estimator in the reward")
     expr = out.expr
+    out.show(S.A_G * (S.z_old - S.z_ref),
+             [(S.A_G, get("drift.expected_advantage_mean").expr, "drift.expected_advantage_mean"),
+              _ZOLD_DEF, _ZREF_DEF])
     out.check(r"per group, the stale force is "
               r"$A_{+}(n)\,[1 - \beta (z_{\mathrm{old}} - z_{\mathrm{ref}})]$ for every $n$", "sympy",
               prove_zero(sp.expand_log(on_simplex(per_group - A_plus * gap), force=True)))
@@ -320,12 +346,11 @@ def _kl_k1_reward() -> Derived:
               r"$z$ is $0$ ($K_{f} = 0$)", "sympy", prove_zero(on_simplex(d_dz(per_group))))
     A_G = get("drift.expected_advantage_mean").expr
     out.check(r"the expectation over $n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$ of the per-group force "
-              r"is $\mathcal{A}_{G} - \beta\,\Phi_{k1}$ (this record's expression), for "
-              r"$G = 2, \dots, 8$", "sympy",
+              r"is $\mathcal{A}_{G} - \beta\,\Phi_{\mathrm{k1}}$", "sympy",
               all(prove_zero(sp.expand_log(on_simplex(
                   sp.Sum(sp.binomial(g, n) * _PO**n * _QO**(g - n) * (A_plus * gap).subs(G, g),
                          (n, 0, g)).doit() - (A_G - S.beta * expr).subs(G, g)), force=True))
-                  for g in range(2, 9)))
+                  for g in range(2, 9)), cases=r"$G = 2, \dots, 8$")
     return out
 
 
@@ -339,6 +364,10 @@ def kl_force_expr(kl):
 # the expected advantage mass: finite G (binomial sum), its limit and 1/G correction
 # ----------------------------------------------------------------------------------
 
+#: A_+(n) as a function of n, for the displayed sums
+_APLUS = sp.Function("A_{+}")
+
+
 def _summand(normalization, p=_PO, q=_QO):
     return sp.binomial(S.G, S.n) * p**S.n * q ** (S.G - S.n) * advantage_sum_expr(normalization)
 
@@ -347,16 +376,20 @@ def _summand(normalization, p=_PO, q=_QO):
 def _ea_std() -> Derived:
     expr = sp.Sum(_summand("std"), (S.n, 1, S.G - 1))
     out = Derived("drift.expected_advantage_std", expr, (_PO, _QO, S.G, S.eps),
-                  r"\mathcal{A}_G(p_{\mathrm{old}})",
+                  r"\mathcal{A}_{G}",
                   r"Exact expected advantage mass on the correct actions at finite $G$, std "
-                  r"normalization: a binomial sum over the number $n$ of correct samples (the degenerate "
-                  r"groups $n = 0$ and $n = G$ contribute nothing).",
+                  r"normalization: the mean of $A_{+}(n)$ over the binomial number $n$ of correct "
+                  r"samples (the degenerate groups $n = 0$ and $n = G$ contribute nothing).",
                   units="reward per group standard deviation",
-                  assumptions=r"$n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$", level="L1")
+                  assumptions=r"$n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$", level="L1",
+                  title="Expected advantage mass, std normalization, finite $G$")
     expr = out.expr
+    out.show(sp.Sum(S.w_n * _APLUS(S.n), (S.n, 1, S.G - 1)),
+             [(S.w_n, sp.binomial(S.G, S.n) * _PO**S.n * _QO ** (S.G - S.n), ""),
+              (_APLUS(S.n), advantage_sum_expr("std"), "drift.advantage_sum_std")])
     ok = all(prove_zero(expr.subs(S.G, g).doit() - _enumerate_outcomes("std", g)) for g in range(2, 7))
-    out.check(r"equals the brute-force expectation over all $2^{G}$ reward vectors, for "
-              r"$G = 2, \dots, 6$", "sympy", ok)
+    out.check(r"equals the brute-force expectation over all $2^{G}$ reward vectors", "sympy", ok,
+              cases=r"$G = 2, \dots, 6$")
     return out
 
 
@@ -365,10 +398,12 @@ def _ea_mean() -> Derived:
     summand = _summand("mean")
     expr = (1 - 1 / S.G) * _PO * _QO
     out = Derived("drift.expected_advantage_mean", expr, (_PO, _QO, S.G),
-                  r"\mathcal{A}_G(p_{\mathrm{old}})",
+                  r"\mathcal{A}_{G}",
                   r"Exact expected advantage mass for mean-only normalization, in closed form at "
                   r"every finite $G$.", units="reward",
-                  assumptions=r"$n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$", level="L1")
+                  assumptions=r"$n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$", level="L1",
+                  references=("liu2025drgrpo",),
+                  title="Expected advantage mass, mean normalization")
     expr = out.expr
     # factorial-moment identity n (G-n) C(G,n) = G (G-1) C(G-2, n-1) ...
     ident = sp.gammasimp(S.n * (S.G - S.n) * sp.binomial(S.G, S.n)
@@ -380,18 +415,18 @@ def _ea_mean() -> Derived:
     bt_val = [a for a in sp.Mul.make_args(bt) if not isinstance(a, sp.Piecewise)]
     pw = [a for a in sp.Mul.make_args(bt) if isinstance(a, sp.Piecewise)]
     closed = sp.Mul(*bt_val) * (pw[0].args[0][0] if pw else 1)
-    out.check(r"binomial theorem: $\sum_{j=0}^{M} \binom{M}{j} p^{j} q^{M - j} = (p + q)^{M}$", "sympy",
+    out.check(r"the binomial theorem, in the form used: the sum over $n$ of "
+              r"$\binom{G - 2}{n - 1} p^{n - 1} q^{G - n - 1}$ is $(p + q)^{G - 2}$", "sympy",
               prove_zero(sp.powsimp(sp.simplify(closed - (_PO + _QO) ** M), force=True)))
     # so the sum is G(G-1) p q (p+q)^(G-2) / G^2 = (1 - 1/G) p q on the simplex.
     explicit = all(prove_zero(on_simplex(sp.Sum(summand.subs(S.G, g), (S.n, 0, g)).doit()
                                          - expr.subs(S.G, g)))
                    for g in range(2, 13))
-    out.check(r"the explicit binomial sums equal $\left(1 - \frac{1}{G}\right) p q$ for "
-              r"$G = 2, \dots, 12$", "sympy", explicit)
-    out.check(r"equals the brute-force expectation over all $2^{G}$ reward vectors, for "
-              r"$G = 2, \dots, 6$", "sympy",
+    out.check(r"the explicit binomial sums equal $(1 - 1/G)\, p q$", "sympy", explicit,
+              cases=r"$G = 2, \dots, 12$")
+    out.check(r"equals the brute-force expectation over all $2^{G}$ reward vectors", "sympy",
               all(prove_zero(on_simplex(expr.subs(S.G, g) - _enumerate_outcomes("mean", g)))
-                  for g in range(2, 7)))
+                  for g in range(2, 7)), cases=r"$G = 2, \dots, 6$")
     return out
 
 
@@ -402,15 +437,17 @@ def _ea_std_limit() -> Derived:
     lim = sp.limit(per_group, S.G, sp.oo)
     expr = _PO * _QO / (sp.sqrt(_PO * _QO) + S.eps)
     out = Derived("drift.expected_advantage_std_limit", expr, (_PO, _QO, S.eps),
-                  r"\mathcal{A}_\infty(p_{\mathrm{old}})",
+                  r"\mathcal{A}_{\infty}",
                   r"Large-$G$ limit of the std-normalized advantage mass (the law of large "
-                  r"numbers applied to $A_{+}(n)$ at $n/G \to p_{\mathrm{old}}$).",
+                  r"numbers applied to $A_{+}(n)$ at $n/G \to p_{\mathrm{old}}$); the group standard "
+                  r"deviation tends to $\hat{\sigma}_{\infty}$.",
                   units="reward per group standard deviation",
-                  assumptions=r"$G \to \infty$ ($n/G \to p$ by the law of large numbers)",
-                  level="L1")
+                  assumptions=r"$G \to \infty$ ($n/G \to p_{\mathrm{old}}$ by the law of large numbers)",
+                  level="L1", title="Expected advantage mass, std normalization, large $G$")
     expr = out.expr
-    out.check(r"$\lim_{G \to \infty} A_{+}(u G)$ at fixed $u = n/G$ equals "
-              r"$\frac{u (1 - u)}{\sqrt{u (1 - u)} + \epsilon}$", "sympy",
+    out.show(_PO * _QO / (S.eps + SD_INF), [(SD_INF, root(_PO * _QO), "")])
+    out.check(r"$\lim_{G \to \infty} A_{+}(n)$ at a fixed fraction $n/G = p$ of correct samples "
+              r"equals $p q/(\sqrt{p q} + \epsilon)$", "sympy",
               prove_zero(lim - expr.subs({_PO: u, _QO: 1 - u})))
     return out
 
@@ -447,15 +484,19 @@ def _ea_std_corr() -> Derived:
                   r"\mathcal{A}^{(1)}",
                   r"Leading $1/G$ correction: "
                   r"$\mathcal{A}_{G} = \mathcal{A}_{\infty} + \mathcal{A}^{(1)}/G + O(1/G^{2})$ "
-                  r"(std normalization), from the second-order Taylor expansion of $A_{+}(n)$ about $n = G p$ "
-                  r"with the binomial variance $p q / G$ of $n/G$.",
+                  r"(std normalization), from the second-order Taylor expansion of $A_{+}(n)$ about "
+                  r"$n = G p_{\mathrm{old}}$ with the binomial variance "
+                  r"$p_{\mathrm{old}} q_{\mathrm{old}}/G$ of $n/G$.",
                   units="reward per group standard deviation",
-                  assumptions=r"$p$ fixed in $(0, 1)$, $G \to \infty$ (not uniform in $p$)",
-                  level="L1")
+                  assumptions=r"$p_{\mathrm{old}}$ fixed in $(0, 1)$, $G \to \infty$ (not uniform in "
+                  r"$p_{\mathrm{old}}$)",
+                  level="L1", title="The $1/G$ correction to the expected advantage mass")
     expr = out.expr
-    out.check(r"the form shown equals the coefficient of $h = 1/G$ in the expansion (on the "
+    out.show(-SD_INF * (SD_INF * (1 + 4 * _PO * _QO) + S.eps * (3 + 4 * _PO * _QO + 8 * S.eps * SD_INF))
+             / (8 * (SD_INF + S.eps) ** 3), [(SD_INF, root(_PO * _QO), "")])
+    out.check(r"the form shown equals the coefficient of $1/G$ in the expansion (on the "
               r"simplex $q = 1 - p$)", "sympy", prove_equal(on_simplex(expr), on_simplex(c1)),
-              rf"the coefficient as derived: ${sp.latex(c1, symbol_names=S.LATEX_NAMES)}$")
+              rf"the coefficient as derived: ${latex(c1)}$")
     ser0 = sp.simplify(on_simplex(ser.coeff(h, 0)) - on_simplex(get("drift.expected_advantage_std_limit").expr))
     out.check(r"the $O(1)$ term of the expansion is the large-$G$ limit", "sympy", prove_zero(ser0))
     # high precision: the residual of the exact binomial sum is O(1/G^2)
@@ -478,7 +519,7 @@ def _verify_correction(out, normalization, c1_expr):
             ratios.append((res[2] / res[1], res[1] / res[0]))
     ok = all(abs(r - 1) < 0.1 for pair in ratios for r in pair)
     out.check(r"the exact binomial sum minus $(\mathcal{A}_{\infty} + \mathcal{A}^{(1)}/G)$ is "
-              r"$O(1/G^{2})$: $G^{2}$ times the residual converges ($G = 100, 200, 400$; mpmath, "
+              r"$O(1/G^{2})$: $G^{2}$ times the residual converges ($G = 100, 200, 400$; "
               "40 digits)", "mpmath", ok,
               r"successive ratios of the $G^{2}$ residuals ($p = 0.3$ with $\epsilon = 0$, then "
               r"$p = 0.55$ with $\epsilon = 10^{-2}$): "
@@ -496,11 +537,11 @@ def _log_weight() -> Derived:
     out = Derived("drift.binomial_log_weight", expr, (nr, Gr, _PO, _QO), r"\log w_n",
                   r"Logarithm of the binomial weight of $n$ correct samples (the numerically safe form "
                   r"of the weights in the finite-$G$ sums: no overflow of $\binom{G}{n}$ at large $G$).",
-                  units="dimensionless", level="L1")
+                  units="dimensionless", level="L1", title="Binomial weight of a group, in logarithms")
     expr = out.expr
     as_log_gamma = expr.replace(sp.loggamma, lambda arg: sp.log(sp.gamma(arg))).subs({Gr: S.G, nr: S.n})
     out.check(r"$\log w_{n} = \log\left(\binom{G}{n} p_{\mathrm{old}}^{n} q_{\mathrm{old}}^{G - n}\right)$ "
-              r"(sympy's $\operatorname{loggamma}$ equals $\log \Gamma$ here: all its arguments are at least 1)",
+              r"(with $\log \Gamma$ at arguments of at least 1)",
               "sympy",
               prove_zero(sp.expand_log(sp.log(pmf.rewrite(sp.gamma)), force=True)
                          - sp.expand_log(as_log_gamma, force=True)))
@@ -509,7 +550,7 @@ def _log_weight() -> Derived:
               r"$n q_{\mathrm{old}} - (G - n) p_{\mathrm{old}}$, which is $n - G p_{\mathrm{old}}$ on the "
               "simplex", "sympy", prove_zero(on_simplex(score) - (S.n - S.G * _PO)),
               "the derivative before the substitution $q_{\\mathrm{old}} = 1 - p_{\\mathrm{old}}$: "
-              f"${sp.latex(score, symbol_names=S.LATEX_NAMES)}$")
+              f"${latex(score)}$")
     return out
 
 
@@ -521,9 +562,10 @@ def _degenerate() -> Derived:
     out = Derived("drift.degenerate_probability", expr, (_P, _Q, S.G), r"P_{\mathrm{deg}}",
                   r"Probability that a group is degenerate (all rewards equal: zero variance, "
                   r"zero advantage): $p^{G} + (1 - p)^{G}$.", units="probability",
-                  assumptions="binary rewards, homogeneous prompt difficulty", level="L1")
+                  assumptions="binary rewards, homogeneous prompt difficulty", level="L1",
+                  title="Probability of a degenerate group")
     expr = out.expr
-    out.check(r"$P(n = 0) + P(n = G) = p^{G} + q^{G}$", "sympy", prove_equal(expr, _P**S.G + _Q**S.G))
+    out.check(r"$\Pr(n = 0) + \Pr(n = G) = p^{G} + q^{G}$", "sympy", prove_equal(expr, _P**S.G + _Q**S.G))
     return out
 
 
@@ -592,10 +634,51 @@ def _objective_gradient(normalization, kl, surrogate, g):
     return S.kappa * d_dz(total)
 
 
-#: the variants in words, for the descriptions of the drift records
+#: the variants in words, for the descriptions and titles of the drift records
 _NORM_WORDS = {"std": "std normalization", "mean": "mean-only normalization"}
-_KL_WORDS = {"none": "no KL penalty", "exact": "exact KL penalty", "k3": "k3 KL estimator",
+_KL_WORDS = {"none": "no KL penalty", "exact": "analytic KL penalty", "k3": "k3 KL estimator",
              "k1_reward": "KL in the reward (k1 estimator)"}
+_KL_TITLE = {"none": "no KL", "exact": "analytic KL", "k3": "k3 KL", "k1_reward": "k1 KL in the reward"}
+_KL_SYMBOL = {"exact": (S.Phi_exact, "drift.kl_force_exact"), "k3": (S.Phi_k3, "drift.kl_force_k3"),
+              "k1_reward": (S.Phi_k1, "drift.kl_force_k1_reward")}
+_NORM_REFS = {"std": ("shao2024deepseekmath",), "mean": ("liu2025drgrpo",)}
+_KL_REFS = {"none": (), "exact": (), "k3": ("schulman2020kl",), "k1_reward": ("sheng2025hybridflow",)}
+
+
+def _drift_display(norm, kl, sur, finite):
+    """The drift of one variant as the document shows it, kappa (Psi A - beta Phi), with the
+    pieces that are records of their own named (and the definitions to substitute)."""
+    where = []
+    R = sp.Integer(1)
+    if sur == "ratio":
+        R = S.Psi
+        where.append((S.Psi, get("drift.ratio_factor").expr, "drift.ratio_factor"))
+    if norm == "mean" and not finite:
+        A = _PO * _QO
+    else:
+        name = (f"drift.expected_advantage_{norm}" if finite
+                else "drift.expected_advantage_std_limit")
+        A = S.A_G if finite else S.A_inf
+        where.append((A, get(name).expr, name))
+    if kl == "none":
+        Phi = sp.Integer(0)
+    elif kl == "k1_reward" and not finite:
+        Phi = R * _PO * _QO * (S.z_old - S.z_ref)
+        where += [_ZOLD_DEF, _ZREF_DEF]
+    else:
+        sym, name = _KL_SYMBOL[kl]
+        Phi = sym * (R if kl == "k1_reward" else 1)
+        where.append((sym, get(name).expr, name))
+    if kl == "k1_reward":
+        form = S.kappa * R * (A - S.beta * Phi / R)
+    else:
+        form = S.kappa * (R * A - S.beta * Phi)
+    return form, where
+
+
+def drift_name(normalization, kl, surrogate, finite: bool) -> str:
+    """The record name of the drift of one variant (finite G or the G -> infinity limit)."""
+    return f"drift.F_{normalization}_{kl}_{surrogate}_{'G' if finite else 'inf'}"
 
 
 def _register_drift_variants():
@@ -605,7 +688,7 @@ def _register_drift_variants():
                 for finite in (True, False):
                     if kl == "k1_reward" and norm != "mean":
                         continue
-                    name = f"drift.F_{norm}_{kl}_{sur}_{'G' if finite else 'inf'}"
+                    name = drift_name(norm, kl, sur, finite)
 
                     def build(norm=norm, kl=kl, sur=sur, finite=finite, name=name) -> Derived:
                         expr = drift_expr(norm, kl, sur, finite)
@@ -617,33 +700,32 @@ def _register_drift_variants():
                             f"{'exact at finite $G$' if finite else 'large-$G$ limit'}.",
                             units="logits per step per unit learning rate",
                             assumptions="mean field (expectation over the group); clip inactive; "
-                                        "$q = 1 - p$", level="L1")
+                                        "$q = 1 - p$", level="L1",
+                            references=_NORM_REFS[norm] + _KL_REFS[kl],
+                            title=(f"Drift: {norm} normalization, {_KL_TITLE[kl]}, {sur} surrogate, "
+                                   + ("finite $G$" if finite else "$G \\to \\infty$")))
                         expr = out.expr
+                        out.show(*_drift_display(norm, kl, sur, finite))
                         if finite:
                             ok = all(prove_zero(on_simplex(
                                 sp.expand_log(expr.subs(S.G, g).doit()
                                               - _objective_gradient(norm, kl, sur, g), force=True)))
                                 for g in (2, 3, 4))
-                            out.check(r"equals $\kappa \frac{d}{dz}$ of the expected GRPO objective "
-                                      r"built from its definition (all $2^{G}$ reward vectors, "
-                                      r"advantages, surrogate, KL) for $G = 2, 3, 4$", "sympy", ok)
+                            out.check(r"equals $\kappa\, \mathrm{d}/\mathrm{d}z$ of the expected "
+                                      r"GRPO objective built from its definition (all $2^{G}$ reward "
+                                      r"vectors, advantages, surrogate, KL)", "sympy", ok,
+                                      cases="$G = 2, 3, 4$")
                         elif kl == "k1_reward":
                             # the KL term is a reward shift inside the advantage: the limit is
                             # taken of the finite-G drift, proven from the objective's definition
                             F_G = get(name[:-len("inf")] + "G").expr
                             out.check(r"equals the $G \to \infty$ limit of the finite-$G$ drift "
-                                      r"(proven in its record equal to $\kappa \frac{d}{dz}$ of the "
-                                      r"expected objective with the KL-shifted rewards)", "sympy",
+                                      r"(checked in its record against $\kappa\, \mathrm{d}/\mathrm{d}z$ "
+                                      r"of the expected objective with the KL-shifted rewards)", "sympy",
                                       prove_zero(sp.expand_log(
                                           expr - sp.limit(F_G, S.G, sp.oo), force=True)))
-                        else:
-                            A = (sp.limit(get("drift.expected_advantage_mean").expr, S.G, sp.oo)
-                                 if norm == "mean" else get("drift.expected_advantage_std_limit").expr)
-                            R = get("drift.ratio_factor").expr if sur == "ratio" else 1
-                            out.check(r"equals $\kappa\,(R\,\mathcal{A}_{\infty} - \beta\,\Phi)$ "
-                                      r"with $\mathcal{A}_{\infty}$ the $G \to \infty$ limit of the "
-                                      r"expected advantage (proven in its record)", "sympy",
-                                      prove_zero(expr - S.kappa * (R * A - S.beta * kl_force_expr(kl))))
+                        # (otherwise the displayed form, proven above, is the G -> infinity limit
+                        # of the expected advantage with the same ratio factor and KL force)
                         on = on_policy(expr)
                         out.check("on-policy, the ratio and stale surrogates give the same drift",
                                   "sympy",
@@ -829,14 +911,16 @@ def _noise_coeff() -> Derived:
     phi_inf = sp.limit(phi, S.G, sp.oo)
     expr = sp.simplify(sp.diff(phi_inf, u).subs(u, _P) ** 2 * _P * (1 - _P))
     out = Derived("drift.update_variance_coefficient", expr, (_P, S.kappa, S.eps),
-                  r"\sigma^2_1", r"Leading coefficient of the per-group gradient-noise variance of "
-                  r"the logit update: $\operatorname{Var} = \frac{\sigma_1^{2}}{B G} + O(1/G^{2})$ "
-                  r"(std normalization, exact KL; $B$ prompts per step).",
+                  r"\sigma_{1}^{2}", r"Leading coefficient of the gradient-noise variance of "
+                  r"the logit update: $\sigma^{2} = \sigma_{1}^{2}/(B G) + O(1/G^{2})$ per unit "
+                  r"learning rate (std normalization, analytic KL; $B$ prompts per step, on-policy).",
                   units="logits$^2$ per unit learning rate$^2$",
-                  assumptions=r"first-order Taylor expansion in $n/G$: "
-                              r"$\operatorname{Var} f(n/G) = f'(p)^{2}\, p q / G$",
-                  level="L1")
+                  assumptions=r"first-order Taylor expansion of the per-group update in $n/G$ about "
+                              r"$p$, whose binomial variance is $p q/G$",
+                  level="L1", title="Noise of the update at large $G$")
     expr = out.expr
+    out.show(S.kappa**2 * _P * _Q * (2 * _P - 1) ** 2 * (2 * S.eps + SD_INF) ** 2
+             / (4 * (S.eps + SD_INF) ** 4), [(SD_INF, root(_P * _Q), ""), (_Q, 1 - _P, "notation")])
     f = sp.lambdify((S.n, S.G, _P, _PR, S.kappa, S.beta, S.eps), _per_group_update("std", "exact"), "mpmath")
     cf = sp.lambdify((_P, S.kappa, S.eps), expr, "mpmath")
     extrapolated = []
@@ -853,7 +937,7 @@ def _noise_coeff() -> Derived:
             extrapolated += [2 * vals[1] - vals[0], 2 * vals[2] - vals[1]]
     errs = [abs(e - 1) for e in extrapolated]
     out.check(r"$G$ times the exact binomial variance over $\sigma_1^{2}$ is $1 + O(1/G)$: its "
-              r"Richardson extrapolation ($G = 400, 800, 1600$; $p = 0.3, 0.6$; mpmath, 30 digits) is 1 "
+              r"Richardson extrapolation ($G = 400, 800, 1600$; $p = 0.3, 0.6$; 30 digits) is 1 "
               r"within $2 \times 10^{-4}$", "numeric",
               max(errs) < 2e-4, "distance of the extrapolated values from 1: "
               + ", ".join(_sci(e) for e in errs))
@@ -871,13 +955,14 @@ def _noise_rare() -> Derived:
     expr = sp.simplify(lead.coeff(qq, 1) * u**2)
     out = Derived("drift.update_variance_rare_failure", expr, (S.G, S.kappa, S.eps),
                   r"\lim_{q \to 0} \frac{\operatorname{Var}}{q}",
-                  r"Rare-failure limit of the per-group update variance (std normalization, exact or no "
+                  r"Rare-failure limit of the per-group update variance (std normalization, analytic or no "
                   r"KL): the variance is this coefficient times $1 - p$, plus $O((1 - p)^{2})$. At "
                   r"$\epsilon = 0$ it is $\kappa^{2} (1 - 1/G)^{2}$, independent of $G$: the single failing "
                   r"sample carries an advantage of order $\sqrt{G}$ and occurs with probability $G q$, so "
                   r"the $1/G$ law needs $G (1 - p) \gg 1$.",
                   units="logits$^2$ per unit learning rate$^2$ per unit failure probability",
-                  assumptions=r"fixed $G$, $p \to 1$", level="L1")
+                  assumptions=r"fixed $G$, $p \to 1$", level="L1",
+                  title="Noise of the update when failures are rare")
     expr = out.expr
     out.check(r"the one-failure weight is $G q + O(q^{2})$", "sympy", prove_zero(lead - G * qq))
     out.check(r"at $\epsilon = 0$ the coefficient is $\kappa^{2} (1 - 1/G)^{2}$", "sympy",
@@ -896,7 +981,7 @@ def _noise_rare() -> Derived:
                 ratios.append(var / (cf(g, 2, 0) * qv))
     errs = [abs(r - 1) for r in ratios]
     out.check(r"the exact binomial variance divided by the coefficient times $q$ tends to 1 with "
-              r"error $O(q)$ ($G = 8, 64$; $q = 10^{-8}, 10^{-10}$; mpmath, 40 digits)", "mpmath",
+              r"error $O(q)$ ($G = 8, 64$; $q = 10^{-8}, 10^{-10}$; 40 digits)", "mpmath",
               all(e < 1e-5 for e in errs), "distance of the ratios from 1: "
               + ", ".join(_sci(e) for e in errs))
     return out

@@ -27,6 +27,7 @@ from grpo_theory.model import NORMALIZATIONS, SURROGATES, GRPOModel
 from grpo_theory.results import Result, jsonable
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_zero
+from grpo_theory.theory.printing import latex, root
 from grpo_theory.theory.drift import d_dz, drift_components, drift_expr, on_policy, on_simplex
 from grpo_theory.validate import ParameterError, check_real
 
@@ -54,7 +55,7 @@ _P, _Q, _PR, _QR = S.p, S.q_fail, S.p_ref, S.q_ref
 
 def _tex(e) -> str:
     """LaTeX of a sympy expression in the notation of the documents."""
-    return sp.latex(e, symbol_names=S.LATEX_NAMES)
+    return latex(e)
 
 
 def _z_of(p, q):
@@ -66,9 +67,10 @@ def _mean_exact_loc() -> Derived:
     F = on_policy(drift_expr("mean", "exact", "stale", finite=True))
     expr = S.z_ref + (1 - 1 / S.G) / S.beta
     out = Derived("fixed_points.mean_exact_location", expr, (S.z_ref, S.G, S.beta), "z^{*}",
-                  "Unique interior fixed point for mean normalization with the exact KL: the "
+                  "Unique interior fixed point for mean normalization with the analytic KL: the "
                   "amplified logit, exact at every finite $G$.", units="logits",
-                  assumptions=r"$\beta > 0$", level="L1")
+                  assumptions=r"$\beta > 0$", level="L1", references=("liu2025drgrpo",),
+                  title="Fixed point, mean normalization with the analytic KL")
     expr = out.expr
     # F = kappa p q [(1 - 1/G) - beta (z - z_ref)] with z - z_ref = log(p/q) - log(p_ref/q_ref)
     Delta = sp.Symbol("Delta", real=True)
@@ -93,14 +95,15 @@ def _mean_exact_stiff() -> Derived:
     # at the fixed point log(p/q) - log(p_ref/q_ref) = (1 - 1/G)/beta
     Kat = sp.expand_log(sp.expand(K_expr), force=True)
     Kat = Kat.subs(sp.log(_P), sp.log(_Q) + sp.log(_PR) - sp.log(_QR) + (zstar - S.z_ref))
-    expr = S.kappa * S.beta * _P * _Q
-    out = Derived("fixed_points.mean_exact_stiffness", expr, (_P, _Q, S.kappa, S.beta), "K",
-                  r"Stiffness at the fixed point, mean normalization, exact KL: "
-                  r"$K = \kappa \beta p^{*} q^{*}$ (the KL coefficient sets the restoring force).",
-                  units="per unit learning rate", assumptions=r"evaluated at $p = p^{*}$", level="L1")
+    expr = S.kappa * S.beta * S.p_star * S.q_star
+    out = Derived("fixed_points.mean_exact_stiffness", expr, (S.p_star, S.q_star, S.kappa, S.beta), "K",
+                  r"Stiffness at the fixed point, mean normalization, analytic KL: the KL "
+                  r"coefficient sets the restoring force.",
+                  units="per unit learning rate", level="L1",
+                  title="Stiffness, mean normalization with the analytic KL")
     expr = out.expr
-    out.check(r"$-\frac{dF}{dz}$ at $z^{*}$ equals $\kappa \beta p^{*} q^{*}$", "sympy",
-              prove_zero(on_simplex(sp.simplify(Kat - expr))))
+    out.check(r"$-\mathrm{d}F/\mathrm{d}z$ at $z^{*}$ is this expression", "sympy",
+              prove_zero(on_simplex(sp.simplify(Kat - expr.subs({S.p_star: _P, S.q_star: _Q})))))
     return out
 
 
@@ -111,7 +114,9 @@ def _k1_reward_loc() -> Derived:
                   "Unique interior fixed point with the KL in the reward (k1, mean normalization): "
                   r"$z^{*} = z_{\mathrm{ref}} + 1/\beta$ at every $G$ and for both surrogates; there "
                   "the shifted rewards of both actions are equal, every advantage is zero.",
-                  units="logits", assumptions=r"$\beta > 0$", level="L1")
+                  units="logits", assumptions=r"$\beta > 0$", level="L1",
+                  references=("sheng2025hybridflow",),
+                  title="Fixed point with the k1 KL in the reward")
     expr = out.expr
     Delta = sp.Symbol("Delta", real=True)   # z_old - z_ref
     for sur in SURROGATES:
@@ -121,14 +126,14 @@ def _k1_reward_loc() -> Derived:
         kf = sp.expand_log(d_dz(F), force=True).subs(
             sp.log(S.p_old), Delta + sp.log(S.q_old) + sp.log(_PR) - sp.log(_QR))
         out.check(f"{sur} surrogate: " + r"$F = 0$ at $z_{\mathrm{old}} - z_{\mathrm{ref}} = 1/\beta$, "
-                  r"and $K_{f} = -\frac{\partial F}{\partial z} = 0$ there",
+                  r"and $K_{f} = -\partial F/\partial z = 0$ there",
                   "sympy", prove_zero(Fd.subs(Delta, expr - S.z_ref))
                   and prove_zero(kf.subs(Delta, expr - S.z_ref)))
     F = on_policy(drift_expr("mean", "k1_reward", "stale", finite=True))
     K_total = sp.expand_log(sp.expand(-d_dz(F)), force=True).subs(
         sp.log(_P), Delta + sp.log(_Q) + sp.log(_PR) - sp.log(_QR)).subs(Delta, expr - S.z_ref)
     out.check(r"the stiffness there is all stale: "
-              r"$K = K_{s} = \kappa \beta \left(1 - \frac{1}{G}\right) p^{*} q^{*}$", "sympy",
+              r"$K = K_{s} = \kappa \beta (1 - 1/G)\, p^{*} q^{*}$", "sympy",
               prove_zero(on_simplex(K_total - S.kappa * S.beta * (1 - 1 / S.G) * _P * _Q)))
     return out
 
@@ -142,11 +147,13 @@ def _std_exact_cond() -> Derived:
     expr = 1 / (S.beta * (sp.sqrt(_P * _Q) + S.eps))
     out = Derived("fixed_points.std_exact_condition", expr, (_P, _Q, S.beta, S.eps),
                   r"z^{*} - z_{\mathrm{ref}}",
-                  "Fixed-point condition for std normalization with the exact KL at large $G$: "
+                  "Fixed-point condition for std normalization with the analytic KL at large $G$: "
                   "the amplification of the logit over the reference.", units="logits",
-                  assumptions=r"$G \to \infty$", level="L1")
+                  assumptions=r"$G \to \infty$", level="L1", references=("shao2024deepseekmath",),
+                  title="Fixed-point condition, std normalization with the analytic KL, large $G$")
     expr = out.expr
-    out.check(r"$F = 0 \iff z - z_{\mathrm{ref}} = \frac{1}{\beta (\sqrt{p q} + \epsilon)}$", "sympy",
+    out.show(1 / (S.beta * (S.eps + S.sd_inf)), [(S.sd_inf, root(_P * _Q), "")])
+    out.check(r"$F = 0 \iff z - z_{\mathrm{ref}} = 1/(\beta (\sqrt{p q} + \epsilon))$", "sympy",
               len(sol) == 1 and prove_zero(sol[0] - expr),
               f"the solutions from sympy's solve: ${_tex(sol)}$")
     return out
@@ -156,16 +163,21 @@ def _std_exact_cond() -> Derived:
 def _mroueh_map() -> Derived:
     # QUOTED from Mroueh (arXiv 2503.06639), not derived here:
     expr = 1 / (1 + ((1 - _PR) / _PR) * sp.exp(-1 / (S.beta * sp.sqrt(_P * (1 - _P) + S.eps))))
-    out = Derived("fixed_points.mroueh_map", expr, (_P, _PR, S.beta, S.eps), "p_{n}",
-                  r"Mroueh's success-probability recurrence $p_{n} = f(p_{n-1})$ for binary rewards, "
-                  "mean and std normalization and KL to the reference (quoted from the literature).",
-                  units="probability", assumptions="quoted: arXiv 2503.06639", level="literature",
-                  references=("mroueh2025",))
+    out = Derived("fixed_points.mroueh_map", expr, (_P, _PR, S.beta, S.eps), "p_{t+1}",
+                  r"Mroueh's recurrence for the success probability: the next iterate $p_{t+1}$ from "
+                  r"the current one $p = p_{t}$, for binary rewards, mean and std normalization and "
+                  "a KL penalty to the reference (quoted from the literature).",
+                  units="probability", assumptions="quoted, not derived here", level="literature",
+                  references=("mroueh2025",), title="Mroueh's recurrence for the success probability")
     expr = out.expr
+    z_next = S.z_next
+    out.show(1 / (1 + sp.exp(-z_next)),
+             [(z_next, S.z_ref + 1 / (S.beta * root(_P * (1 - _P) + S.eps)), ""),
+              (S.z_ref, sp.log(_PR / (1 - _PR)), "notation")])
     odds = expr / (1 - expr)
-    out.check(r"in logits the map reads $z_{n} = z_{\mathrm{ref}} + \frac{1}{\beta \sqrt{p q + \epsilon}}$ "
-              r"(odds $\frac{p_{n}}{1 - p_{n}} = \frac{p_{\mathrm{ref}}}{1 - p_{\mathrm{ref}}} "
-              r"\exp\left(\frac{1}{\beta \sqrt{p q + \epsilon}}\right)$)", "sympy",
+    out.check(r"in logits the map reads $z_{t+1} = z_{\mathrm{ref}} + 1/(\beta \sqrt{p q + \epsilon})$ "
+              r"(odds $p_{t+1}/(1 - p_{t+1}) = (p_{\mathrm{ref}}/q_{\mathrm{ref}}) "
+              r"\exp(1/(\beta \sqrt{p q + \epsilon}))$)", "sympy",
               prove_zero(odds - _PR / (1 - _PR) * sp.exp(1 / (S.beta * sp.sqrt(_P * (1 - _P) + S.eps)))))
     return out
 
@@ -181,16 +193,19 @@ def _mroueh_agree() -> Derived:
     # the series in epsilon, taken in a stand-in h (sympy's series wants a plain symbol)
     derived = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO().subs(S.h, S.eps)
     out = Derived("fixed_points.mroueh_agreement", sp.simplify(derived), (_P, _Q, S.beta, S.eps),
-                  r"\Delta z^{*}_{\mathrm{ours}} - \Delta z^{*}_{\mathrm{Mroueh}}",
-                  r"Difference of the fixed-point conditions (std normalization and exact KL, "
-                  r"$G \to \infty$) from Mroueh's, to first order in the advantage $\epsilon$: "
+                  r"(z^{*} - z_{\mathrm{ref}})_{\mathrm{here}} - (z^{*} - z_{\mathrm{ref}})_{\mathrm{Mroueh}}",
+                  r"Difference of the fixed-point conditions (std normalization and analytic KL, "
+                  r"$G \to \infty$) from Mroueh's, to first order in $\epsilon$: "
                   r"zero at $\epsilon = 0$ (the variants coincide), "
-                  r"$O(\epsilon)$ because $\epsilon$ sits outside the square root in TRL and verl and "
+                  r"$O(\epsilon)$ because $\epsilon$ is added outside the square root in TRL and verl and "
                   "inside it in Mroueh's.", units="logits",
-                  assumptions=r"$G \to \infty$", level="L1", references=("mroueh2025",))
+                  assumptions=r"$G \to \infty$", level="L1",
+                  references=("mroueh2025", "vonwerra2020trl", "sheng2025hybridflow"),
+                  title="Agreement with Mroueh's fixed point")
     expr = out.expr
-    out.check(r"the logit of Mroueh's map is $z_{\mathrm{ref}} + \frac{1}{\beta \sqrt{p q + \epsilon}}$: "
-              r"its fixed points satisfy $z - z_{\mathrm{ref}} = \frac{1}{\beta \sqrt{p q + \epsilon}}$",
+    out.show(S.eps * (1 - 2 * S.sd_inf) / (2 * S.beta * S.sd_inf**3), [(S.sd_inf, root(_P * _Q), "")])
+    out.check(r"the logit of Mroueh's map is $z_{\mathrm{ref}} + 1/(\beta \sqrt{p q + \epsilon})$: "
+              r"its fixed points satisfy $z - z_{\mathrm{ref}} = 1/(\beta \sqrt{p q + \epsilon})$",
               "sympy", prove_zero(theirs - 1 / (S.beta * sp.sqrt(_P * _Q + S.eps))),
               f"sympy gives ${_tex(theirs)}$")
     out.check(r"equals the first-order series in $\epsilon$ of ours minus Mroueh's (computed from the "
@@ -212,9 +227,10 @@ def _stiff_reward() -> Derived:
     at = dg.subs(f(sp.log(pp / (1 - pp))), 0).doit()
     expr = -sp.Derivative(f(S.z), S.z)
     out = Derived("fixed_points.stiffness_reward_invariance", expr, (), "K_{p}",
-                  r"Stiffness in reward coordinates: $-\frac{d}{dp} \frac{dp}{dt}$ at a fixed point "
+                  r"Stiffness in reward coordinates: $-\mathrm{d}\dot{p}/\mathrm{d}p$ at a fixed point "
                   r"equals the logit stiffness $K$ (an eigenvalue is coordinate invariant).",
-                  units="per step per unit learning rate", level="L1")
+                  units="per step per unit learning rate", level="L1",
+                  title="Stiffness in reward coordinates")
     expr = out.expr
     lhs = sp.simplify(-at)
     target = sp.Subs(expr.xreplace({S.z: zs}), zs, sp.log(pp / (1 - pp))).doit()
@@ -222,7 +238,7 @@ def _stiff_reward() -> Derived:
     subs = sorted(lhs.atoms(sp.Subs), key=sp.default_sort_key)
     shown = (rf"${_tex(lhs.xreplace({subs[0]: subs[0].expr.xreplace({subs[0].variables[0]: S.z})}))}$ "
              rf"at $z = {_tex(subs[0].point[0])}$") if len(subs) == 1 else f"${_tex(lhs)}$"
-    out.check(r"$-\frac{d}{dp} \big[p (1 - p) F(z(p))\big] = -F'(z)$ wherever $F = 0$", "sympy",
+    out.check(r"$-\frac{\mathrm{d}}{\mathrm{d}p} \big[p (1 - p) F(z(p))\big] = -F'(z)$ wherever $F = 0$", "sympy",
               prove_zero(sp.simplify(lhs - target)), "sympy gives " + shown)
     del zs
     return out
@@ -277,9 +293,9 @@ def _upper_bound(model: GRPOModel) -> float:
     r"""An upper bound on z* - z_ref for every interior fixed point (logits), from the drift.
 
     Below z_ref both forces push up, so no root lies there.  Above it: for std
-    normalisation at finite G each group's advantage mass obeys
+    normalization at finite G each group's advantage mass obeys
     :math:`A_+(n) \le \sqrt{G}\,n(G-n)/G^2` (since :math:`n(G-n) \ge G-1`), so
-    :math:`\mathcal A_G \le \sqrt{G}\,pq`; for mean normalisation :math:`\mathcal A_G \le pq`;
+    :math:`\mathcal A_G \le \sqrt{G}\,pq`; for mean normalization :math:`\mathcal A_G \le pq`;
     for std at :math:`G=\infty`, :math:`\mathcal A \le pq/\epsilon`.  With the exact KL force
     :math:`\beta pq(z - z_{ref})` the drift is negative beyond :math:`z_{ref} + c/\beta` with
     c the factor above; the k3 force :math:`\beta(p - p_{ref})` wins once
@@ -495,7 +511,7 @@ def mroueh_fixed_point(model: GRPOModel):
 
 
 def compare_with_mroueh(model: GRPOModel) -> list[dict]:
-    """The stable fixed point of every variant (std/mean normalisation, exact/k3 KL, the
+    """The stable fixed point of every variant (std/mean normalization, exact/k3 KL, the
     model's G and G -> infinity) at the model's p_ref, beta and epsilon, next to Mroueh's.
 
     Returns rows ``{"variant", "group_size", "p_star", "mroueh_p_star", "difference"}``.

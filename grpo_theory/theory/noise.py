@@ -32,6 +32,8 @@ from grpo_theory.results import Result
 from grpo_theory.theory import oscillator
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
+from grpo_theory.theory.printing import latex
+from grpo_theory.theory.printing import sci as _sci
 from grpo_theory.theory.discrete import continuous_lag
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
@@ -44,7 +46,7 @@ __all__ = ["stationary_variance", "reward_fluctuation", "noise_at_fixed_point", 
 _PAPER = ("predictable_grpo",)
 
 #: Var z, the stationary variance of the logit (local: used only by the delta method here)
-var_z = sp.Symbol("V_z", positive=True)
+var_z = S.var_z
 
 
 def _sym_cov(name):
@@ -72,16 +74,15 @@ def _langevin() -> Derived:
                   r"$m \ddot{x} + \gamma \dot{x} + \kappa_{s} x = \eta \xi(t)$, white noise of "
                   r"intensity $\sigma^{2}$.",
                   units="logits$^2$", assumptions=r"$\gamma > 0$, $\kappa_{s} > 0$ (stable); white noise",
-                  level="L3", references=_PAPER)
+                  level="L3", references=_PAPER, title="Stationary variance of the continuous model")
     expr = out.expr
     Ps = P.subs(sol)
-    out.check(r"solves the continuous Lyapunov equation $A P + P A^{\mathsf{T}} + Q = 0$", "sympy",
-              all(prove_zero(e) for e in (A * Ps + Ps * A.T + Q)))
-    out.check(r"$\operatorname{Var} x = \frac{\eta^{2} \sigma^{2}}{2 \gamma \kappa_{s}}$, independent "
-              r"of the mass", "sympy",
+    out.check(r"the covariance of $(x, \dot{x})$ solves the continuous Lyapunov equation of the model",
+              "sympy", all(prove_zero(e) for e in (A * Ps + Ps * A.T + Q)))
+    out.check(r"it does not depend on the mass $m$", "sympy",
               prove_equal(expr, eta**2 * s2 / (2 * g * k)) and sp.diff(expr, m) == 0)
-    out.check(r"$\operatorname{Var} v = \frac{\eta^{2} \sigma^{2}}{2 \gamma m}$, "
-              r"$\operatorname{Cov}(x, v) = 0$", "sympy",
+    out.check(r"$\operatorname{Var} \dot{x} = \eta^{2} \sigma^{2}/(2 \gamma m)$ and "
+              r"$\operatorname{Cov}(x, \dot{x}) = 0$", "sympy",
               prove_equal(sol[unknowns[2]], eta**2 * s2 / (2 * g * m))
               and prove_zero(sol[unknowns[1]]))
     vals = {m: 0.75, g: 0.3, k: 0.1, eta: 0.1, s2: 2.0}
@@ -89,8 +90,9 @@ def _langevin() -> Derived:
     Qn = np.array(Q.subs(vals), dtype=float)
     ref = scipy.linalg.solve_continuous_lyapunov(An, -Qn)[0, 0]
     got = float(expr.subs(vals))
-    out.check("matches the continuous Lyapunov solver of SciPy (scipy.linalg)", "numeric",
-              abs(got - ref) <= 1e-12 * abs(ref), f"{got:.17g} vs {float(ref):.17g}")
+    out.check("matches a numerical solution of the continuous Lyapunov equation (one point)",
+              "numeric", abs(got - ref) <= 1e-12 * abs(ref),
+              f"relative difference {_sci(abs(got - ref) / abs(ref))} (tolerance $10^{{-12}}$)")
     return out
 
 
@@ -105,18 +107,20 @@ def _ar2_matrices():
 def _ar2_bound() -> Derived:
     flip = get("discrete.refresh_flip_threshold").expr.subs(S.k_ref, 1)
     out = Derived("noise.ar2_stability_bound", sp.factor(sp.simplify(flip)), (S.mu,),
-                  r"(\eta K)_{\max}^{AR(2)}",
-                  r"Largest $\eta K$ for which the on-policy heavy-ball AR(2) process has a "
-                  r"stationary state: the $k = 1$ flip threshold of the exact map.",
+                  r"a_{\max}",
+                  r"Largest step stiffness $a = \eta K$ for which the on-policy heavy-ball process "
+                  r"(second-order autoregressive) has a stationary state: the $k = 1$ flip threshold "
+                  r"of the exact map.",
                   units=r"dimensionless ($\eta K$)", assumptions=r"on-policy ($k = 1$); $\mu \in [0, 1)$",
-                  level="L2", references=_PAPER)
+                  level="L2", references=_PAPER,
+                  title="Largest stable step stiffness of the on-policy process")
     expr = out.expr
     out.check("equals the exact flip threshold of the refresh monodromy at $k = 1$", "sympy",
               prove_zero(expr - flip))
     A, _ = _ar2_matrices()
     lam = sp.Symbol("lambda")
     cp = A.charpoly(lam).as_expr().subs(S.eta, S.a / S.K)
-    out.check(r"where $\eta K$ equals the bound the AR(2) matrix has the eigenvalue $-1$", "sympy",
+    out.check(r"at the bound the process's matrix has the eigenvalue $-1$", "sympy",
               prove_zero(cp.subs({lam: -1, S.a: expr})))
     return out
 
@@ -131,23 +135,22 @@ def _ar2() -> Derived:
     # displayed with every factor positive on the stable range 0 < eta K < 2 (1 + mu), mu < 1
     display = (1 + S.mu) * S.eta * S.sigma2 / ((1 - S.mu) * S.K * (2 * (1 + S.mu) - S.eta * S.K))
     out = Derived("noise.ar2_variance", display, (S.eta, S.mu, S.K, S.sigma2), r"\operatorname{Var} x",
-                  r"Exact stationary variance of the on-policy heavy-ball AR(2) process "
+                  r"Exact stationary variance of the on-policy heavy-ball process "
                   r"$x_{t+1} = (1 + \mu - \eta K) x_{t} - \mu x_{t-1} + \eta \xi_{t}$, "
                   r"$\operatorname{Var} \xi = \sigma^{2}$.",
                   units="logits$^2$",
                   assumptions=r"on-policy ($k = 1$); $0 < \eta K < 2 (1 + \mu)$, $\mu < 1$",
-                  level="L2", references=_PAPER)
+                  level="L2", references=_PAPER, title="Stationary variance of the on-policy process")
     expr = out.expr
-    out.check("the displayed form, every factor positive where the process is stable, equals the "
-              "Lyapunov solution", "sympy", prove_equal(expr, derived),
-              f"Lyapunov solution factored by sympy: ${sp.latex(derived, symbol_names=S.LATEX_NAMES)}$")
+    out.check("it is the solution of the discrete Lyapunov equation, written with every factor "
+              "positive where the process is stable", "sympy", prove_equal(expr, derived),
+              f"Lyapunov solution as factored: ${latex(derived)}$")
     Ps = P.subs(sol)
-    out.check(r"solves the discrete Lyapunov equation $P = A P A^{\mathsf{T}} + Q$", "sympy",
+    out.check(r"the covariance of $(x_{t}, x_{t-1})$ solves the discrete Lyapunov equation", "sympy",
               all(prove_zero(sp.simplify(e)) for e in (A * Ps * A.T + Q - Ps)))
     a = S.a
     closed = (1 + S.mu) * S.eta**2 * S.sigma2 / ((1 - S.mu) * a * (2 * (1 + S.mu) - a))
-    out.check(r"$\operatorname{Var} x = \frac{(1 + \mu) \eta^{2} \sigma^{2}}{(1 - \mu) a (2(1 + \mu) - a)}$ "
-              r"with $a = \eta K$: it diverges exactly at the flip threshold $a = 2(1 + \mu)$", "sympy",
+    out.check(r"in $a = \eta K$ it diverges exactly at the flip threshold $a = 2(1 + \mu)$", "sympy",
               prove_equal(expr, closed.subs(a, S.eta * S.K)))
     # leading order in a: the L3 Langevin value with m, gamma, k of the oscillator at zero lag
     lang = get("noise.langevin_variance").expr
@@ -157,11 +160,13 @@ def _ar2() -> Derived:
     ratio = sp.simplify((expr / lang_h).subs(S.K, a / S.eta))
     lead = sp.limit(ratio, a, 0)
     corr = sp.simplify(sp.diff(ratio, a).subs(a, 0))
-    out.check(r"agrees with the L3 Langevin variance $\frac{\eta^{2} \sigma^{2}}{2 \gamma \kappa_{s}}$ "
-              r"to leading order in $a$ (their ratio tends to $1$ as $a \to 0$)", "sympy",
+    out.check(r"agrees with the variance $\eta^{2} \sigma^{2}/(2 \gamma \kappa_{s})$ of the continuous "
+              r"model to leading order in $a$ (their ratio tends to $1$ as $a \to 0$)", "sympy",
               prove_equal(lead, 1),
-              rf"exact over L3 $= 1 + {sp.latex(corr, symbol_names=S.LATEX_NAMES)} \, a + O(a^{{2}})$")
-    out.check(r"proportional to $\sigma^{2}$ (hence to $1/G$)", "sympy",
+              rf"exact over L3 $= 1 + {latex(corr)} \, a + O(a^{{2}})$")
+    out.check(r"proportional to $\sigma^{2}$; $\sigma^{2}$ itself is proportional to $1/G$ only "
+              r"where $G \min(p^{*}, q^{*}) \gg 1$ (the noise of the update when failures are rare "
+              r"does not fall with $G$)", "sympy",
               prove_zero(sp.diff(expr, S.sigma2, 2)) and prove_zero(expr.subs(S.sigma2, 0)))
     f = sp.lambdify((S.eta, S.mu, S.K, S.sigma2), expr)
     worst = 0.0
@@ -170,9 +175,8 @@ def _ar2() -> Derived:
         Qn = np.array(Q.subs({S.eta: eta_v, S.sigma2: 1.5}), dtype=float)
         ref = scipy.linalg.solve_discrete_lyapunov(An, Qn)[0, 0]
         worst = max(worst, abs(f(eta_v, mu_v, K_v, 1.5) - ref) / ref)
-    out.check("matches the discrete Lyapunov solver of SciPy (scipy.linalg) at 4 points", "numeric",
-              worst < 1e-10,
-              f"worst relative error {worst:.2g}")
+    out.check("matches a numerical solution of the discrete Lyapunov equation at 4 points", "numeric",
+              worst < 1e-10, f"worst relative error {_sci(worst)} (tolerance $10^{{-10}}$)")
     return out
 
 
@@ -183,15 +187,16 @@ def _reward() -> Derived:
     slope = sp.simplify(sp.diff(S.sigmoid(z), z).subs(z, zstar))
     expr = slope**2 * var_z
     out = Derived("noise.reward_fluctuation", expr, (S.p_star, var_z), r"\operatorname{Var} p",
-                  r"Stationary reward fluctuation from the logit fluctuation "
-                  r"$V_{z} = \operatorname{Var} z$ by linear error propagation; proportional to $1/G$ because "
-                  r"$\operatorname{Var} z$ is proportional to $\sigma^{2} \propto 1/G$.",
+                  r"Stationary reward fluctuation from the stationary fluctuation of the logit by "
+                  r"linear error propagation. It falls like $1/G$ where the noise does, for "
+                  r"$G \min(p^{*}, q^{*}) \gg 1$; when failures are rare it does not.",
                   units="reward$^2$",
                   assumptions=r"$\operatorname{Var} z$ small (linear error propagation, "
                               r"$O\big((\operatorname{Var} z)^{2}\big)$ dropped)",
-                  level="L3", references=_PAPER)
+                  level="L3", references=_PAPER, title="Stationary fluctuation of the reward")
     expr = out.expr
-    out.check(r"$\frac{dp}{dz}$ at $z^{*} = \operatorname{logit} p^{*}$ equals $p^{*} (1 - p^{*})$", "sympy",
+    out.show((ps * S.q_star) ** 2 * var_z, [(S.q_star, 1 - ps, "notation")])
+    out.check(r"$\mathrm{d}p/\mathrm{d}z$ at $z^{*}$ equals $p^{*} q^{*}$", "sympy",
               prove_equal(slope, ps * (1 - ps)))
     # second-order delta method for Gaussian eps: Var sigma(z*+eps) = p'^2 v + O(v^2)
     eps_, v = sp.symbols("epsilon_ v", positive=True)
@@ -199,7 +204,7 @@ def _reward() -> Derived:
     c1, c2 = ser.coeff(eps_, 1), ser.coeff(eps_, 2)
     # moments of N(0, v): E eps = 0, E eps^2 = v, E eps^3 = 0, E eps^4 = 3 v^2
     var = c1**2 * v + 2 * c1 * c2 * 0 + c2**2 * (3 * v**2 - v**2)
-    out.check(r"second-order error propagation: $\operatorname{Var} p = \big(p^{*} (1 - p^{*})\big)^{2} "
+    out.check(r"second-order error propagation: $\operatorname{Var} p = (p^{*} q^{*})^{2} "
               r"\operatorname{Var} z + O\big((\operatorname{Var} z)^{2}\big)$", "sympy",
               prove_zero(sp.simplify(var.coeff(v, 1) * var_z - expr)))
     import mpmath
@@ -216,9 +221,10 @@ def _reward() -> Derived:
             exact = m2 - m1**2
             errs.append(abs(exact / (pv * (1 - pv))**2 / vz - 1))
     worst = max(errs)
-    out.check(r"Gaussian quadrature (mpmath, 30 digits) of $\operatorname{Var} \sigma(z^{*} + \epsilon)$: "
-              r"relative error $O(\operatorname{Var} z)$ at $\operatorname{Var} z \le 10^{-6}$", "mpmath",
-              worst < 1e-5, f"worst relative error {float(worst):.2g}")
+    out.check(r"Gaussian quadrature at 30 digits of the variance of $p$ for a Gaussian logit "
+              r"around $z^{*}$: relative error $O(\operatorname{Var} z)$ at "
+              r"$\operatorname{Var} z \le 10^{-6}$", "mpmath",
+              worst < 1e-5, f"worst relative error {_sci(worst)}")
     return out
 
 

@@ -29,6 +29,7 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
+from grpo_theory.theory.printing import latex, root
 from grpo_theory.results import Result
 from grpo_theory.validate import ParameterError, check_real
 
@@ -50,7 +51,7 @@ _PAPER = ("predictable_grpo",)
 
 def _tex(expr) -> str:
     """LaTeX of a sympy expression with the project's notation (for the texts of checks)."""
-    return sp.latex(expr, symbol_names=S.LATEX_NAMES)
+    return latex(expr)
 
 
 # ----------------------------------------------------------------------------------
@@ -87,12 +88,13 @@ def _mass() -> Derived:
         units=r"steps$^{2}$ (dimensionless per step$^{2}$)",
         assumptions=r"linearisation at a fixed point; heavy-ball momentum $\mu \in [0, 1)$; "
                     "lag to first order",
-        level="L3", references=_PAPER)
+        level="L3", references=_PAPER, title="Mass of the continuous model")
     mass = out.expr
+    out.show(sp.Mul(1 + S.mu, sp.Rational(1, 2), evaluate=False))
     out.check(r"$m$ is the $s^{2}$ coefficient of $\chi(s)$ up to a term second order in the lag",
               "sympy", prove_zero(sp.expand(series).coeff(S.s, 2) - mass - lag2),
               f"dropped term ${_tex(lag2)}$")
-    out.check(r"$m = \frac{1 + \mu}{2} > 0$ for $\mu \ge 0$", "sympy", prove_equal(mass, (1 + S.mu) / 2))
+    out.check(r"$m > 0$ for $\mu \ge 0$", "sympy", prove_equal(mass, (1 + S.mu) / 2))
     return out
 
 
@@ -104,7 +106,7 @@ def _damping() -> Derived:
         r"Damping of the reduced model: the $s$ coefficient of the discrete characteristic "
         r"function $\chi(s)$. Off-policy lag $\ell$ acting on the stale stiffness $K_{s}$ erodes it.",
         units="per step", assumptions=r"first order in the lag $\ell$ (steps)",
-        level="L3", references=_PAPER)
+        level="L3", references=_PAPER, title="Damping of the continuous model")
     damping = out.expr
     out.check(r"$\gamma$ is the $s^{1}$ coefficient of $\chi(s)$", "sympy",
               prove_zero(sp.expand(series).coeff(S.s, 1) - damping))
@@ -120,7 +122,8 @@ def _spring() -> Derived:
     out = Derived(
         "oscillator.spring", sp.simplify(expr), (S.eta, S.K), r"\kappa_{s}",
         r"Spring constant $\kappa_{s}$ of the reduced model: learning rate times total stiffness.",
-        units=r"per step$^{2}$", assumptions=r"$K = K_{f} + K_{s}$", level="L3", references=_PAPER)
+        units=r"per step$^{2}$", assumptions=r"$K = K_{f} + K_{s}$", level="L3", references=_PAPER,
+        title="Spring constant of the continuous model")
     expr = out.expr
     out.check(r"$\kappa_{s} = \chi(0) = \eta (K_{f} + K_{s})$", "sympy",
               prove_zero(series.subs(S.s, 0) - expr.subs(S.K, S.K_fresh + S.K_stale)))
@@ -145,8 +148,9 @@ def _damping_ratio() -> Derived:
     out = Derived(
         "oscillator.damping_ratio", expr, (S.m, S.gamma, S.spring), r"\zeta",
         r"Damping ratio: $\zeta < 1$ oscillatory, $\zeta = 1$ critical, $\zeta > 1$ overdamped.",
-        units="dimensionless", level="L3", references=_PAPER)
+        units="dimensionless", level="L3", references=_PAPER, title="Damping ratio")
     expr = out.expr
+    out.show(S.gamma / (2 * root(S.m * S.spring)))
     # zeta = 1 exactly where the characteristic roots of m s^2 + gamma s + k coincide
     s_plus, s_minus = sp.solve(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
     disc = sp.discriminant(S.m * S.s**2 + S.gamma * S.s + S.spring, S.s)
@@ -174,7 +178,7 @@ def _rationalized(root):
 
 
 def _critical(name, var, args, lhs, description, units, sample, upper=None,
-              rationalize=True, display=None) -> Derived:
+              rationalize=True, display=None, title="", shown=None) -> Derived:
     """Critical damping gamma^2 = 4 m kappa_s of the continuous model (all stiffness stale) solved for
     ``var``; the physical root is the one in range with gamma > 0 at the ``sample`` point,
     written in the rationalised form that is exact and finite at zero lag.  ``display``, when
@@ -190,11 +194,13 @@ def _critical(name, var, args, lhs, description, units, sample, upper=None,
     form = sp.factor_terms(sp.cancel(_rationalized(chosen))) if rationalize else chosen
     out = Derived(name, form if display is None else display, args, lhs, description,
                   units=units, assumptions=r"$K_{s} = K$; root with $\gamma > 0$", level="L3",
-                  references=_PAPER)
+                  references=_PAPER, title=title)
     expr = out.expr
+    if shown is not None:
+        out.show(*shown)
     if display is not None:
-        out.check(r"the displayed form equals the derived root", "sympy", prove_equal(expr, form),
-                  f"derived form ${_tex(form)}$")
+        out.check(r"it is the root found by solving $\gamma^{2} = 4 m \kappa_{s}$", "sympy",
+                  prove_equal(expr, form), f"derived form ${_tex(form)}$")
     out.check(r"$\zeta = 1$ at the root for $" + _tex(var) + "$", "sympy",
               prove_zero(sp.expand(disc.subs(var, expr))))
     out.check(r"equals the quadratic-formula root of $\gamma^{2} = 4 m \kappa_{s}$", "sympy",
@@ -211,37 +217,44 @@ def _critical(name, var, args, lhs, description, units, sample, upper=None,
     return out
 
 
-def _critical_product():
+def _critical_product(sqrt=sp.sqrt):
     r"""The critical :math:`\eta K` at momentum :math:`\mu` and lag :math:`\ell`, factored by hand
     (the damping, mass and spring depend on :math:`\eta` and :math:`K` only through their product)."""
     mu, ell = S.mu, S.ell
-    return (1 - mu)**2 / (1 + mu + ell * (1 - mu) + sp.sqrt((1 + mu) * (1 + mu + 2 * ell * (1 - mu))))
+    return (1 - mu)**2 / (1 + mu + ell * (1 - mu) + sqrt((1 + mu) * (1 + mu + 2 * ell * (1 - mu))))
 
 
 @derivation("oscillator.critical_momentum")
 def _critical_momentum() -> Derived:
-    return _critical("oscillator.critical_momentum", S.mu, (S.eta, S.K, S.ell), r"\mu_c",
+    return _critical("oscillator.critical_momentum", S.mu, (S.eta, S.K, S.ell), r"\mu_{c}",
                      r"Momentum at critical damping ($\zeta = 1$) of the continuous model, all "
                      r"stiffness stale; $\mu > \mu_{c}$ is oscillatory.", "dimensionless",
                      {S.eta: sp.Rational(1, 10), S.K: 1, S.ell: 1}, upper=1, rationalize=False,
                      display=1 + S.eta * S.K * (1 - S.ell)
-                     - sp.sqrt(S.eta * S.K * (4 + S.eta * S.K * (1 - 2 * S.ell))))
+                     - sp.sqrt(S.eta * S.K * (4 + S.eta * S.K * (1 - 2 * S.ell))),
+                     title="Critical momentum of the continuous model",
+                     shown=(1 + S.a * (1 - S.ell) - root(S.a * (4 + S.a * (1 - 2 * S.ell))),
+                            [(S.a, S.eta * S.K, "notation")]))
 
 
 @derivation("oscillator.critical_learning_rate")
 def _critical_learning_rate() -> Derived:
-    return _critical("oscillator.critical_learning_rate", S.eta, (S.mu, S.K, S.ell), r"\eta_c",
+    return _critical("oscillator.critical_learning_rate", S.eta, (S.mu, S.K, S.ell), r"\eta_{c}",
                      r"Learning rate at critical damping of the continuous model (all stiffness "
                      r"stale); $\eta > \eta_{c}$ is oscillatory.", "per step",
-                     {S.mu: sp.Rational(1, 2), S.K: 1, S.ell: 1}, display=_critical_product() / S.K)
+                     {S.mu: sp.Rational(1, 2), S.K: 1, S.ell: 1}, display=_critical_product() / S.K,
+                     title="Critical learning rate of the continuous model",
+                     shown=(_critical_product(root) / S.K, []))
 
 
 @derivation("oscillator.critical_stiffness")
 def _critical_stiffness() -> Derived:
-    return _critical("oscillator.critical_stiffness", S.K, (S.mu, S.eta, S.ell), r"K_c",
+    return _critical("oscillator.critical_stiffness", S.K, (S.mu, S.eta, S.ell), r"K_{c}",
                      "Stiffness at critical damping of the continuous model (all stiffness stale).",
                      "per unit learning rate", {S.mu: sp.Rational(1, 2), S.eta: 1, S.ell: 1},
-                     display=_critical_product() / S.eta)
+                     display=_critical_product() / S.eta,
+                     title="Critical stiffness of the continuous model",
+                     shown=(_critical_product(root) / S.eta, []))
 
 
 @derivation("oscillator.published_threshold")
@@ -255,7 +268,7 @@ def _published_threshold() -> Derived:
         r"identified with the refresh interval $k$ this is the published threshold "
         r"$\eta K k < 1 - \mu$.", units="steps",
         assumptions=r"$K_{s} = K$; first order in the lag",
-        level="L3", references=_PAPER)
+        level="L3", references=_PAPER, title="Largest stable lag of the first-order model")
     ell_max = out.expr
     out.check(r"$\gamma(\ell_{\max}) = 0$", "sympy", prove_zero(g.subs(S.ell, ell_max)))
     out.check(r"$\ell < \ell_{\max} \iff \eta K \ell < 1 - \mu$ (the published form)", "sympy",
@@ -290,6 +303,14 @@ def _underdamped_expr():
     return env * (c1 * sp.cos(W * t) + c2 * sp.sin(W * t) / W)
 
 
+def _shown_trajectory(even, odd, radicand):
+    """The trajectory as displayed: e^{-gamma t/2m} (x0 even(w t) + (v0 + gamma x0/2m) odd(w t)/w)
+    with w the angular frequency (or the half-gap of the real exponents) named."""
+    t, m, g, x0, v0, w = S.t, S.m, S.gamma, S.x0, S.v0, S.omega
+    form = sp.exp(-g * t / (2 * m)) * (x0 * even(w * t) + (v0 + g * x0 / (2 * m)) * odd(w * t) / w)
+    return form, [(w, sp.sqrt(radicand) / (2 * m), "")]
+
+
 def _verify_solution(out: Derived, expr, regime_name: str, spring=S.spring) -> None:
     t = S.t
     ode = S.m * sp.diff(expr, t, 2) + S.gamma * sp.diff(expr, t) + spring * expr
@@ -312,8 +333,9 @@ def _mpmath_check(out: Derived, expr, params: dict, times, digits=25) -> None:
             ref = sol(mpmath.mpf(tt))[0]
             errors.append(abs(closed(mpmath.mpf(tt)) - ref) / max(abs(ref), mpmath.mpf(10) ** -30))
     at = ", ".join(_tex(sp.sympify(tt)) for tt in times)
-    record_numeric(out, f"closed form against the Taylor ODE solver of mpmath (odefun, 40 digits) "
-                   f"at $t = {at}$", errors, digits=digits)
+    record_numeric(out, r"closed form against an independent integration of "
+                   r"$m \ddot{x} + \gamma \dot{x} + \kappa_{s} x = 0$ by its Taylor series "
+                   f"at $t = {at}$", errors, digits=digits, precision=40)
 
 
 _ARGS_TRAJ = (S.t, S.m, S.gamma, S.spring, S.x0, S.v0)
@@ -324,11 +346,14 @@ def _traj_over() -> Derived:
     expr = _overdamped_expr()
     out = Derived("oscillator.trajectory_overdamped", expr, _ARGS_TRAJ, "x(t)",
                   r"Closed-form deviation, overdamped regime ($\gamma^{2} > 4 m \kappa_{s}$).",
-                  units="logits", assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3")
+                  units="logits", assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3",
+                  title="Trajectory of the continuous model, overdamped")
     expr = out.expr
+    out.show(*_shown_trajectory(sp.cosh, sp.sinh, S.gamma**2 - 4 * S.m * S.spring))
     # Independent route: sympy's dsolve with the initial conditions.
     sol = sp.dsolve(_ode(), S.x(S.t), ics={S.x(0): S.x0, S.x(S.t).diff(S.t).subs(S.t, 0): S.v0})
-    out.check("equals the solution of sympy's dsolve with the same initial conditions", "sympy",
+    out.check("equals the solution of the differential equation with these initial conditions, "
+              "found symbolically", "sympy",
               prove_zero(sp.simplify((sol.rhs - expr).rewrite(sp.exp))))
     _verify_solution(out, expr, "overdamped")
     _mpmath_check(out, expr, {S.m: 1, S.gamma: 3, S.spring: 1, S.x0: 1, S.v0: -sp.Rational(1, 2)},
@@ -349,12 +374,15 @@ def _traj_over_modes() -> Derived:
     out = Derived("oscillator.trajectory_overdamped_modes", display, _ARGS_TRAJ, "x(t)",
                   r"Overdamped trajectory as a sum of its two decaying modes (the form used for "
                   r"numerics at large $t$: no overflow of $\cosh$).", units="logits",
-                  assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3")
+                  assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3",
+                  title="Trajectory of the continuous model, overdamped, as two modes")
     expr = out.expr
-    out.check(r"the displayed form equals the derived sum of modes "
-              r"$((v_{0} - r_{2} x_{0}) e^{r_{1} t} + (r_{1} x_{0} - v_{0}) e^{r_{2} t})/(r_{1} - r_{2})$ "
-              r"with $r_{1,2} = (-\gamma \pm \sqrt{\gamma^{2} - 4 m \kappa_{s}})/(2m)$",
-              "sympy", prove_equal(expr, derived))
+    sl, fa = S.s_slow, S.s_fast
+    out.show(((v0 - fa * x0) * sp.exp(sl * t) - (v0 - sl * x0) * sp.exp(fa * t)) / (sl - fa),
+             [(sl, (sp.sqrt(g**2 - 4 * m * k) - g) / (2 * m), "oscillator.slow_root"),
+              (fa, -(g + sp.sqrt(g**2 - 4 * m * k)) / (2 * m), "")])
+    out.check(r"it is the sum of the two modes $e^{s_{\mathrm{slow}} t}$ and $e^{s_{\mathrm{fast}} t}$ "
+              r"that starts at $x_{0}$ with velocity $v_{0}$", "sympy", prove_equal(expr, derived))
     out.check(r"identical to the $\cosh$/$\sinh$ form", "sympy",
               prove_zero((expr - _overdamped_expr()).rewrite(sp.exp)))
     return out
@@ -366,14 +394,16 @@ def _traj_under() -> Derived:
     out = Derived("oscillator.trajectory_underdamped", expr, _ARGS_TRAJ, "x(t)",
                   r"Closed-form deviation, underdamped (oscillatory) regime "
                   r"($\gamma^{2} < 4 m \kappa_{s}$).",
-                  units="logits", assumptions=r"$\gamma^{2} < 4 m \kappa_{s}$", level="L3")
+                  units="logits", assumptions=r"$\gamma^{2} < 4 m \kappa_{s}$", level="L3",
+                  title="Trajectory of the continuous model, underdamped")
     expr = out.expr
+    out.show(*_shown_trajectory(sp.cos, sp.sin, 4 * S.m * S.spring - S.gamma**2))
     over = _overdamped_expr()
     W = sp.Symbol("W", positive=True)
     # the underdamped form is the overdamped one continued to imaginary w = i W
     cont = over.subs(sp.sqrt(S.gamma**2 - 4 * S.m * S.spring), sp.I * 2 * S.m * W)
     target = expr.subs(sp.sqrt(4 * S.m * S.spring - S.gamma**2), 2 * S.m * W)
-    out.check(r"analytic continuation $w \to i W$ of the overdamped form", "sympy",
+    out.check(r"it is the overdamped form continued to an imaginary $\omega$", "sympy",
               prove_zero((cont - target).rewrite(sp.exp)))
     _verify_solution(out, expr, "underdamped")
     _mpmath_check(out, expr, {S.m: 1, S.gamma: sp.Rational(1, 5), S.spring: 2, S.x0: 1, S.v0: 1},
@@ -392,11 +422,13 @@ def _traj_critical() -> Derived:
     out = Derived("oscillator.trajectory_critical", expr, _ARGS_TRAJ[:2] + (S.gamma, S.x0, S.v0),
                   "x(t)", r"Closed-form deviation at critical damping, obtained as the exact limit "
                   r"of the overdamped solution ($\kappa_{s} = \gamma^{2}/(4 m)$).", units="logits",
-                  assumptions=r"$\gamma^{2} = 4 m \kappa_{s}$", level="L3")
+                  assumptions=r"$\gamma^{2} = 4 m \kappa_{s}$", level="L3",
+                  title="Trajectory of the continuous model, critically damped")
     expr = out.expr
+    out.show((S.x0 + (S.v0 + S.gamma * S.x0 / (2 * S.m)) * S.t) * sp.exp(-S.gamma * S.t / (2 * S.m)))
     w_u = sp.Symbol("w", positive=True)
     under = _underdamped_expr().subs(k, (g**2 + 4 * m**2 * w_u**2) / (4 * m))
-    out.check(r"the underdamped limit $W \to 0^{+}$ gives the same function", "sympy",
+    out.check(r"the underdamped form in the limit $\omega \to 0^{+}$ gives the same function", "sympy",
               prove_zero(sp.limit(sp.simplify(under), w_u, 0, "+") - expr))
     _verify_solution(out, expr, r"critical ($\kappa_{s} = \gamma^{2}/(4 m)$)", spring=g**2 / (4 * m))
     _mpmath_check(out, expr, {S.m: 1, S.gamma: 2, S.spring: 1, S.x0: 1, S.v0: 2},
@@ -417,7 +449,7 @@ def _overdamped_limit() -> Derived:
                   r"with $\tau = \gamma/\kappa_{s}$, whatever the initial velocity (the empirical "
                   r"saturation law).",
                   units="logits", assumptions=r"$\gamma > 0$, $t > 0$, $m \to 0^{+}$", level="L3",
-                  references=_PAPER)
+                  references=_PAPER, title="Massless limit of the overdamped trajectory")
     expr = out.expr
     out.check(r"$\lim_{m \to 0^{+}} x(t) = x_{0} e^{-\kappa_{s} t/\gamma}$ for $t > 0$, any $v_{0}$",
               "sympy", prove_zero(lim - expr.subs(g, gp)), f"limit ${_tex(lim)}$")
@@ -438,7 +470,7 @@ def _single_exponential() -> Derived:
                   r"point), initial reward $R_{0}$, time scale $\tau = \gamma/\kappa_{s}$ (inverse "
                   r"stiffness).",
                   units="reward", assumptions=r"overdamped ($m \to 0$) and linear in reward",
-                  level="L3", references=_PAPER)
+                  level="L3", references=_PAPER, title="The single-exponential saturation law")
     expr = out.expr
     out.check(r"$R(0) = R_{0}$ and $R(t) \to R_{\infty}$", "sympy",
               prove_zero(out.expr.subs(S.t, 0) - S.R_0)
@@ -456,10 +488,9 @@ def _slow_start() -> Derived:
                   r"\ddot x(0)", r"Initial acceleration. With $v_{0} = 0$ (training starts at rest) "
                   r"the slope is zero and the curve starts slowly (inertia), unlike the single "
                   r"exponential whose initial slope is $-x_{0}/\tau$.", units=r"logits per step$^{2}$",
-                  level="L3", references=_PAPER)
+                  level="L3", references=_PAPER, title="Initial acceleration")
     x2 = out.expr
-    out.check(r"$\ddot{x}(0) = -(\gamma v_{0} + \kappa_{s} x_{0})/m$", "sympy",
-              prove_equal(x2, -(S.gamma * S.v0 + S.spring * S.x0) / S.m))
+    out.show(-(S.gamma * S.v0 + S.spring * S.x0) / S.m)
     out.check(r"slow start from rest ($v_{0} = 0$): $x(t) = x_{0} + \ddot{x}(0) t^{2}/2 + O(t^{3})$ "
               r"in every regime, a quadratic departure (the single exponential departs linearly, "
               r"$-x_{0} t/\tau$)", "sympy",
@@ -477,7 +508,8 @@ def _slow_root() -> Derived:
     out = Derived("oscillator.slow_root", chosen, (S.m, S.gamma, S.spring), r"s_{\mathrm{slow}}",
                   r"Slow characteristic root of $m s^{2} + \gamma s + \kappa_{s}$ (overdamped: real, "
                   r"the late-time rate; underdamped: its real part is $-\gamma/(2m)$).",
-                  units="per step", assumptions=r"$\gamma > 0$", level="L3", references=_PAPER)
+                  units="per step", assumptions=r"$\gamma > 0$", level="L3", references=_PAPER,
+                  title="Slow characteristic exponent")
     expr = out.expr
     out.check(r"$m s^{2} + \gamma s + \kappa_{s} = 0$ at $s = s_{\mathrm{slow}}$", "sympy",
               prove_zero(sp.expand(m * expr**2 + g * expr + k)))
@@ -495,9 +527,10 @@ def _decay_time() -> Derived:
     out = Derived("oscillator.decay_time", display, (S.m, S.gamma, S.spring), r"\tau_{\mathrm{slow}}",
                   r"Late-time decay time of the overdamped oscillator, $-1/s_{\mathrm{slow}}$ (the "
                   r"time scale with which a fitted curve approaches its plateau).", units="steps",
-                  assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3", references=_PAPER)
+                  assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3", references=_PAPER,
+                  title="Late-time decay time, overdamped")
     expr = out.expr
-    out.check(r"the displayed form equals $-1/s_{\mathrm{slow}}$ (multiply by "
+    out.check(r"it equals $-1/s_{\mathrm{slow}}$ (multiply by "
               r"$\gamma + \sqrt{\gamma^{2} - 4 m \kappa_{s}}$ above and below)", "sympy",
               prove_equal(expr, -1 / slow))
     out.check(r"$e^{-t/\tau_{\mathrm{slow}}}$ solves $m \ddot{x} + \gamma \dot{x} + \kappa_{s} x = 0$",
@@ -525,8 +558,9 @@ def _period() -> Derived:
     out = Derived("oscillator.period", 2 * sp.pi / W, (S.m, S.gamma, S.spring), "T",
                   r"Period of the underdamped oscillation ($2\pi$ over the angular frequency).",
                   units="steps", assumptions=r"$\gamma^{2} < 4 m \kappa_{s}$", level="L3",
-                  references=_PAPER)
+                  references=_PAPER, title="Period of the oscillation")
     expr = out.expr
+    out.show(2 * sp.pi / S.omega, [(S.omega, sp.sqrt(4 * S.m * S.spring - S.gamma**2) / (2 * S.m), "")])
     x = get("oscillator.trajectory_underdamped").expr
     shifted = (x * sp.exp(rate * S.t)).subs(S.t, S.t + expr)
     out.check(r"$x(t) e^{\gamma t/(2m)}$ is periodic with period $T$", "sympy",
@@ -540,7 +574,7 @@ def _envelope() -> Derived:
     out = Derived("oscillator.envelope_decay_time", 1 / rate, (S.m, S.gamma), r"\tau_{\mathrm{env}}",
                   r"Decay time of the underdamped envelope, $2m/\gamma$.", units="steps",
                   assumptions=r"$\gamma^{2} < 4 m \kappa_{s}$, $\gamma > 0$", level="L3",
-                  references=_PAPER)
+                  references=_PAPER, title="Decay time of the envelope")
     expr = out.expr
     x = get("oscillator.trajectory_underdamped").expr
     out.check(r"$x(t) e^{t/\tau_{\mathrm{env}}}$ is a pure oscillation (no exponential left)", "sympy",
@@ -579,8 +613,8 @@ def _check_overshoot_form(out: Derived, expr, derived) -> None:
     Dp, V, b, c, X = (sp.Symbol(n, positive=True) for n in ("D", "V", "b", "c", "X"))
     k_of_D = (Dp**2 + g**2) / (4 * m)
     lemma = prove_zero(sp.diff(sp.atan(c) + sp.atan(1 / c), c)) and 2 * sp.atan(1) == sp.pi / 2
-    out.check(r"$\operatorname{arctan} c + \operatorname{arctan}(1/c) = \pi/2$ for $c > 0$ (zero derivative, value at $c = 1$)",
-              "sympy", lemma)
+    out.check(r"the arctangent of a positive number plus that of its reciprocal is $\pi/2$ (zero "
+              r"derivative, value at $1$)", "sympy", lemma)
 
     def mod_pi(e):
         def value(u, q):
@@ -603,11 +637,11 @@ def _check_overshoot_form(out: Derived, expr, derived) -> None:
     for sx in (X, -X):
         sub = {x0: sx, v0: 0}
         same.append(prove_equal(expr.subs(k, k_of_D).subs(sub), derived.subs(k, k_of_D).subs(sub)))
-    out.check(r"the displayed form equals the derived $-x(t_{1})/x_{0}$ with "
-              r"$t_{1} = (\pi - (\operatorname{atan2}(A, B) \bmod \pi))/W$: proven in each of the "
-              r"four sign cases of $v_{0} \ne 0$ and $B$, and from rest for $x_{0}$ of either sign "
-              r"(the spring written as $\kappa_{s} = (D^{2} + \gamma^{2})/(4m)$ with $D > 0$; "
-              r"the remainder modulo $\pi$ from the range of its argument)", "sympy", all(same),
+    out.check(r"it equals $-x(t_{1})/x_{0}$ at the first zero $t_{1} > 0$ of $\dot{x}$, whose phase "
+              r"is the argument of a complex number taken modulo $\pi$: proven in each of the four "
+              r"sign cases of $v_{0} \ne 0$ and of the sine coefficient of $\dot{x}$, and from rest "
+              r"for $x_{0}$ of either sign (with $\kappa_{s}$ written through $\omega > 0$; the "
+              r"remainder modulo $\pi$ from the range of its argument)", "sympy", all(same),
               f"derived form ${_tex(derived)}$")
 
 
@@ -628,16 +662,22 @@ def _overshoot() -> Derived:
                   r"oscillator's); positive when the deviation crosses the fixed point.",
                   units="fraction of the initial deviation",
                   assumptions=r"$\gamma^{2} < 4 m \kappa_{s}$, $x_{0} \ne 0$", level="L3",
-                  references=_PAPER)
+                  references=_PAPER, title="Overshoot of the underdamped oscillation")
     expr = out.expr
-    out.check(r"$\dot{x}(t) e^{\gamma t/(2m)} = A \cos(W t) + B \sin(W t)$ (no other terms), "
-              r"$W = \sqrt{4 m \kappa_{s} - \gamma^{2}}/(2m)$", "sympy",
+    m_, g_, k_, x0_, v0_, w_, t1 = S.m, S.gamma, S.spring, S.x0, S.v0, S.omega, S.t_1
+    moving = (-sp.sign(v0_) * sp.sqrt(x0_**2 + v0_ * (m_ * v0_ + g_ * x0_) / k_)
+              * sp.exp(-g_ * t1 / (2 * m_)) / x0_)
+    out.show(sp.Piecewise((sp.exp(-sp.pi * g_ / (2 * m_ * w_)), sp.Eq(v0_, 0)), (moving, True)),
+             [(t1, (sp.pi / 2 - sp.atan((g_ * v0_ + 2 * k_ * x0_) / (2 * m_ * w_ * v0_))) / w_, ""),
+              (w_, sp.sqrt(4 * m_ * k_ - g_**2) / (2 * m_), "")])
+    out.check(r"$\dot{x}(t) e^{\gamma t/(2m)}$ is a combination of $\cos(\omega t)$ and "
+              r"$\sin(\omega t)$ only", "sympy",
               prove_zero(xdot - A * sp.cos(W * S.t) - B * sp.sin(W * S.t)))
     _check_overshoot_form(out, expr, derived)
     at_rest = sp.exp(-rate * sp.pi / W)
     rest = x.subs(S.v0, 0)
-    out.check(r"from rest ($v_{0} = 0$) the first extremum is at $t = \pi/W$ and the overshoot is "
-              r"$e^{-\gamma\pi/(2 m W)}$, the at-rest formula", "sympy",
+    out.check(r"from rest ($v_{0} = 0$) the first extremum is at $t = \pi/\omega$ and the overshoot "
+              r"is $e^{-\gamma\pi/(2 m \omega)}$, the at-rest formula", "sympy",
               prove_zero(sp.diff(rest, S.t).subs(S.t, sp.pi / W))
               and prove_zero(-rest.subs(S.t, sp.pi / W) / S.x0 - at_rest))
     import mpmath
@@ -657,8 +697,8 @@ def _overshoot() -> Derived:
             ref = -traj(t_root, mv, gv, kv, 1, v0)
             errors.append(abs(f(mv, gv, kv, 1, v0) - ref) / abs(ref))
     record_numeric(out, r"equals $-x(t_{1})/x_{0}$ at the first root $t_{1} > 0$ of $\dot{x}(t)$ "
-                   r"found by mpmath (4 cases: $v_{0}$ of both signs and $v_{0} = 0$)", errors,
-                   digits=25)
+                   r"found numerically (4 cases: $v_{0}$ of both signs and $v_{0} = 0$)", errors,
+                   digits=25, precision=40)
     return out
 
 
@@ -669,12 +709,13 @@ def _scaling() -> Derived:
     exponent = sp.simplify(sp.diff(sp.log(tau_N), S.N) * S.N)
     exponent = sp.simplify(exponent.subs(S.c_K * S.N**S.alpha, S.K))
     out = Derived("oscillator.scaling_exponent", exponent, (S.alpha, S.mu, S.eta, S.K, S.ell),
-                  r"\frac{d\log\tau}{d\log N}", r"Model-size exponent of the saturation time "
+                  r"\frac{\mathrm{d}\log\tau}{\mathrm{d}\log N}", r"Model-size exponent of the saturation time "
                   r"$\tau = \gamma/\kappa_{s}$ when the stiffness scales as $K = c_{K} N^{\alpha}$.",
                   units="dimensionless",
                   assumptions=r"$K = c_{K} N^{\alpha}$; first-order lag model", level="L3",
-                  references=_PAPER)
+                  references=_PAPER, title="Model-size exponent of the saturation time")
     exponent = out.expr
+    out.show(-S.alpha * (1 - S.mu) / S.gamma, [(S.gamma, damping_expr().subs(S.K_stale, S.K), "")])
     out.check(r"with no lag the exponent is exactly $-\alpha$ ($\tau \propto N^{-\alpha}$)", "sympy",
               prove_zero(exponent.subs(S.ell, 0) + S.alpha))
     out.check(r"with lag the exponent is $-\alpha (1 - \mu)/\gamma$, steeper than $-\alpha$",

@@ -35,6 +35,8 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
+from grpo_theory.theory.printing import latex
+from grpo_theory.theory.printing import sci as _sci
 from grpo_theory.theory.discrete import step_matrix
 from grpo_theory.validate import check_int
 
@@ -66,28 +68,29 @@ def _sgd_window_variance() -> Derived:
                   r"Exact stationary variance of the logit deviation, averaged over the $k$ phases "
                   r"of a refresh window, when one batch is reused by all $k$ steps (SGD, all-stale "
                   r"stiffness $a = \eta K$, e.g. KL in the reward): "
-                  r"$x_{j} = (1 - j a) x_{0} + j \eta \xi$.",
+                  r"$x_{j} = (1 - j a) x_{s} + j \eta \xi$ at step $j$ of the window.",
                   units="logits$^2$", assumptions=r"linear noise (same kick at every step of the "
-                  r"window); $0 < k a < 2$", level="L2")
+                  r"window); $0 < k a < 2$", level="L2",
+                  title="Variance with one batch reused for a whole window")
     expr = out.expr
-    out.check(r"the displayed form, every factor positive for $0 < k a < 2$, equals the phase average "
-              "computed by sympy", "sympy", prove_equal(expr, avg_b),
-              f"phase average factored by sympy: ${sp.latex(avg_b, symbol_names=S.LATEX_NAMES)}$")
-    out.check(r"the window-start variance solves $V_{0} = (1 - k a)^{2} V_{0} + k^{2} \eta^{2} \sigma^{2}$ "
-              r"(batch) and $V_{0} = (1 - k a)^{2} V_{0} + k \eta^{2} \sigma^{2}$ (fresh)", "sympy",
+    out.check(r"it is the phase average, written with every factor positive for $0 < k a < 2$",
+              "sympy", prove_equal(expr, avg_b), f"phase average as factored: ${latex(avg_b)}$")
+    out.check(r"the window-start variance solves $\operatorname{Var} x_{s} = (1 - k a)^{2} "
+              r"\operatorname{Var} x_{s} + k^{2} \eta^{2} \sigma^{2}$ (batch) and the same with "
+              r"$k \eta^{2} \sigma^{2}$ (fresh batches)", "sympy",
               prove_zero(V0_b - (1 - k * a) ** 2 * V0_b - k**2 * eta**2 * s2)
               and prove_zero(V0_f - (1 - k * a) ** 2 * V0_f - k * eta**2 * s2))
     out.check("window-start variance: the batch one is exactly $k$ times the fresh one", "sympy",
               prove_equal(V0_b / V0_f, k))
     ar = get("noise.ar2_variance").expr.subs({S.mu: 0, S.K: a / eta})
-    out.check(r"at $k = 1$ both equal the on-policy AR(2) variance of the noise chapter at $\mu = 0$",
+    out.check(r"at $k = 1$ both equal the on-policy variance of the noise chapter at $\mu = 0$",
               "sympy",
               prove_equal(expr.subs(k, 1), ar) and prove_equal(avg_f.subs(k, 1), ar))
     lead = sp.limit(sp.simplify(expr / avg_f), a, 0)
     out.check(r"to leading order in $a$ the phase-averaged variance is $k$ times the fresh one",
               "sympy", prove_equal(lead, k),
               rf"$\lim_{{a \to 0}} \frac{{\mathrm{{batch}}}}{{\mathrm{{fresh}}}} = "
-              rf"{sp.latex(lead, symbol_names=S.LATEX_NAMES)}$")
+              rf"{latex(lead)}$")
     fb = sp.lambdify((S.eta, S.a, S.k_ref, S.sigma2), expr)
     ff = sp.lambdify((S.eta, S.a, S.k_ref, S.sigma2), avg_f)
     worst = 0.0
@@ -95,8 +98,9 @@ def _sgd_window_variance() -> Derived:
         for mode, f in (("batch", fb), ("fresh", ff)):
             ref = np.mean(window_phase_variances(1.0, 0.0, a_v, 1.0, k_v, reuse=mode))
             worst = max(worst, abs(f(1.0, a_v, k_v, 1.0) - ref) / ref)
-    out.check("equals the general window-map Lyapunov numerics (SciPy) at 4 points, both modes",
-              "numeric", worst < 1e-10, f"worst relative error {worst:.2g} (tolerance 1e-10)")
+    out.check("equals the stationary variance of the general window map, solved numerically from "
+              "its Lyapunov equation, at 4 points in both modes", "numeric", worst < 1e-10,
+              f"worst relative error {_sci(worst)} (tolerance $10^{{-10}}$)")
     return out
 
 

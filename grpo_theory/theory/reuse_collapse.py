@@ -7,8 +7,8 @@ stationary variance; this chapter follows the window itself, on the batch, exact
 it can:
 
 1. **The log-prob surrogate moves linearly, for ever** (``reuse_collapse.logprob_step``).
-   With group-normalised advantages the advantages of a batch sum to zero
-   (:math:`\sum_b n_b A_b = 0`, mean or std normalisation), so the softmax's normaliser drops
+   With group-normalized advantages the advantages of a batch sum to zero
+   (:math:`\sum_b n_b A_b = 0`, mean or std normalization), so the softmax's normaliser drops
    out of the gradient: each pass adds exactly :math:`\eta\,n_b A_b/G` to the logit of a
    sampled action :math:`b`, whatever the policy.  :math:`k` passes add :math:`k` times that:
    no saturation, any number of actions, no linearisation.
@@ -21,19 +21,20 @@ it can:
    :math:`\sqrt{k}` (exactly, for this surrogate).
 3. **The ratio and the clip** (``reuse_collapse.ratio_window_passes``,
    ``reuse_collapse.clip_saturation``, ``reuse_collapse.saturated_batch_kl``).  With the
-   importance ratio the push is rescaled by :math:`R = pq/(p_{\mathrm{old}}q_{\mathrm{old}})`
+   importance ratio the push is rescaled by :math:`\Psi = pq/(p_{\mathrm{old}}q_{\mathrm{old}})`
    (``drift.ratio_factor``); the correct samples carry the fraction :math:`q_{\mathrm{old}}`
-   of it and stop once their ratio exceeds :math:`1+\epsilon_{h}`, the wrong ones carry
-   :math:`p_{\mathrm{old}}` and stop once theirs falls below :math:`1-\epsilon_{l}`.  So the
-   clipped window stalls at :math:`p_{\mathrm{sat}} = \max(p_{\mathrm{old}}(1+\epsilon_{h}),
-   p_{\mathrm{old}} + \epsilon_{l} q_{\mathrm{old}})` whatever :math:`k`: the KL between the
-   window's last and first policy is bounded by :math:`\approx \epsilon^{2}\max(p,q)^{2}/(2pq)`.
+   of it and stop once their ratio exceeds :math:`1+\epsilon_{\mathrm{high}}`, the wrong ones carry
+   :math:`p_{\mathrm{old}}` and stop once theirs falls below :math:`1-\epsilon_{\mathrm{low}}`.  So the
+   clipped window stalls at :math:`p_{\mathrm{sat}} = \max(p_{\mathrm{old}}(1+\epsilon_{\mathrm{high}}),
+   p_{\mathrm{old}} + \epsilon_{\mathrm{low}} q_{\mathrm{old}})` whatever :math:`k`: the KL between the
+   window's last and first policy is bounded by
+   :math:`\approx \epsilon_{\mathrm{clip}}^{2}\max(p,q)^{2}/(2pq)`.
    Without the clip nothing stops it: the ratio surrogate keeps moving (logarithmically) and
    the log-prob surrogate linearly, and the batch's KL grows without bound.
 4. **The trust-region number** (``reuse_collapse.passes_to_clip``).  A sample's log-ratio
    grows by :math:`\delta = \eta\kappa A_{+} q_{\mathrm{old}}` per pass; the window stays
-   inside the clip region on its own batch while :math:`(P-1)\,\delta < \log(1+\epsilon_{h})`,
-   :math:`P` the passes over each sample.  In a network every sample's log-probability is a
+   inside the clip region on its own batch while
+   :math:`(k-1)\,\delta < \log(1+\epsilon_{\mathrm{high}})`, :math:`k` the passes over each sample.  In a network every sample's log-probability is a
    shared function of the parameters, so :math:`\delta` is the sample's own (self) push per
    pass, :math:`\eta` times the diagonal of the per-sample tangent kernel: it must be
    measured (the ratio statistics of a run that revisits its samples); the clip stops a
@@ -60,17 +61,12 @@ __all__ = ["passes_to_clip", "saturation_probability", "trust_region_number",
            "window_noise_variance", "advantage_mass_variance_mean"]
 
 _PO, _QO, _P, _Q = S.p_old, S.q_old, S.p, S.q_fail
-eps_h = sp.Symbol("epsilon_h", positive=True)    #: upper clip width (ratio <= 1 + eps_h)
-eps_l = sp.Symbol("epsilon_l", positive=True)    #: lower clip width (ratio >= 1 - eps_l)
-eps_c = sp.Symbol("epsilon_c", positive=True)    #: a symmetric clip width
+eps_h, eps_l, eps_c = S.eps_high, S.eps_low, S.eps_clip   #: the clip's widths (upper, lower, symmetric)
 A_plus = sp.Symbol("A_+", positive=True)         #: advantage mass on the correct samples
-V_A = sp.Symbol("V_A", positive=True)            #: its variance over batches
-B = sp.Symbol("B", integer=True, positive=True)  #: prompts per batch
-j = sp.Symbol("j", positive=True)                #: passes over the batch
-n_b = sp.Symbol("n_b", integer=True, positive=True)
-A_b = sp.Symbol("A_b", real=True)
-_LATEX = {**S.LATEX_NAMES, eps_h: r"\epsilon_{h}", eps_l: r"\epsilon_{l}", eps_c: r"\epsilon",
-          A_plus: r"A_{+}", V_A: r"V_{A}", n_b: r"n_{b}", A_b: r"A_{b}"}
+V_A = S.V_A                                      #: its variance over groups
+B = S.B                                          #: prompts (groups) per batch
+n_b, A_b = S.n_b, S.A_b                          #: samples of action b and their advantage
+_LATEX = {**S.LATEX_NAMES, A_plus: r"A_{+}"}
 
 
 def _latex(e) -> str:
@@ -103,14 +99,15 @@ def _logprob_step() -> Derived:
     expr = S.eta * n_b * A_b / S.G
     out = Derived("reuse_collapse.logprob_step", expr, (S.eta, n_b, A_b, S.G),
                   r"\Delta\theta_{b}",
-                  r"Change of the logit of a sampled action $b$ in one SGD pass over a batch with the "
-                  r"log-prob surrogate $-\frac{1}{G}\sum_{i} A_{i} \log \pi_{\theta}(a_{i})$ "
-                  r"($n_{b}$ samples of $b$ with advantage $A_{b}$; unsampled actions do not move). "
-                  r"It does not depend on the policy, so $k$ passes over the same batch move the "
-                  r"logits by exactly $k\,\Delta\theta_{b}$.",
+                  r"Change of the logit of a sampled action $b$ in one SGD pass over a group with the "
+                  r"log-probability surrogate $-\frac{1}{G}\sum_{b} n_{b} A_{b} \log \pi_{\theta}(b)$ "
+                  r"($n_{b}$ samples of action $b$, each with advantage $A_{b}$; an action that was not "
+                  r"sampled does not move). It does not depend on the policy, so $k$ passes over the "
+                  r"same batch move the logits by exactly $k\,\Delta\theta_{b}$.",
                   units="logits per pass", level="L1",
-                  assumptions=r"softmax policy over any number of actions; group-normalised "
-                  r"advantages (mean or std, any rewards); SGD; no KL term in the loss")
+                  assumptions=r"softmax policy over any number of actions; group-normalized "
+                  r"advantages (mean or std, any rewards); SGD; no KL term in the loss",
+                  title="Logit step of one pass with the log-probability surrogate")
     expr = out.expr
     ok_sum, ok_grad, ok_const = True, True, True
     for norm in ("mean", "std"):
@@ -121,13 +118,15 @@ def _logprob_step() -> Derived:
             target = expr.subs({n_b: n[b], A_b: A[b], S.G: G})
             ok_grad &= prove_equal(step, target)
             ok_const &= all(prove_zero(sp.diff(step, t)) for t in th)
-    out.check(r"the advantages of a batch sum to zero, $\sum_{b} n_{b} A_{b} = 0$ (mean and std "
-              r"normalisation, any rewards $r_{b}$; three actions, symbolic counts)", "sympy", ok_sum)
-    out.check(r"$-\eta\,\partial L / \partial \theta_{b} = \eta\, n_{b} A_{b} / G$ for every action: "
-              r"the softmax normaliser's term $\pi_{b}\sum_{c} n_{c} A_{c}$ vanishes", "sympy", ok_grad)
-    out.check(r"the step does not depend on $\theta$ (every $\partial/\partial\theta_{c}$ of it is "
-              r"$0$): the same push at every pass, so the window moves linearly in the passes",
-              "sympy", ok_const)
+    three = "three actions (symbolic counts and rewards)"
+    out.check(r"the advantages of a group sum to zero, $\sum_{b} n_{b} A_{b} = 0$ (mean and std "
+              r"normalization, any rewards)", "sympy", ok_sum, cases=three)
+    out.check(r"$\eta$ times the negative gradient of the loss in $\theta_{b}$ is "
+              r"$\eta\, n_{b} A_{b} / G$ for every action: the softmax normalizer's term is "
+              r"proportional to $\sum_{b} n_{b} A_{b}$ and vanishes", "sympy", ok_grad, cases=three)
+    out.check(r"the step does not depend on $\theta$ (its derivative in every logit is $0$): the "
+              r"same push at every pass, so the window moves linearly in the passes",
+              "sympy", ok_const, cases=three)
     return out
 
 
@@ -153,17 +152,19 @@ def _va_mean() -> Derived:
     expr = (G - 1) * _PO * _QO * ((G - 1) * (1 - 4 * _PO * _QO) + 2 * _PO * _QO) / G**3
     out = Derived("reuse_collapse.advantage_mass_variance_mean", expr, (_PO, _QO, S.G), r"V_{A}",
                   r"Variance over batches of the advantage mass on the correct samples, "
-                  r"$A_{+}(n) = n (G - n)/G^{2}$ (mean normalisation), for "
+                  r"$A_{+}(n) = n (G - n)/G^{2}$ (mean normalization), for "
                   r"$n \sim \mathrm{Bin}(G, p_{\mathrm{old}})$: the noise of one group's push.",
                   units="reward$^2$", level="L1",
-                  assumptions=r"binary rewards; mean normalisation (Dr. GRPO); one group")
+                  assumptions=r"binary rewards; mean normalization (Dr. GRPO); one group",
+                  references=("liu2025drgrpo",),
+                  title="Variance of the advantage mass over groups, mean normalization")
     expr = out.expr
     out.check(r"$V_{A} = \mathrm{E}[A_{+}^{2}] - \mathrm{E}[A_{+}]^{2}$ from the binomial moments "
-              r"(moment generating function $(q + p e^{t})^{G}$, symbolic $G$)", "sympy",
+              r"(derivatives of the moment generating function, symbolic $G$)", "sympy",
               prove_zero(sp.expand(var - expr.subs(_QO, 1 - _PO))))
     mean_ok = prove_equal(e_a, ((G - 1) * _PO * (1 - _PO) / G))
     out.check(r"its mean is $\mathrm{E}[A_{+}] = \frac{G - 1}{G} p_{\mathrm{old}} q_{\mathrm{old}}$, "
-              r"the drift chapter's $\mathcal{A}_{G}$", "sympy",
+              r"(symbolic $G$), the drift chapter's $\mathcal{A}_{G}$ (compared at $G = 6$)", "sympy",
               mean_ok and prove_zero(sp.expand(
                   get("drift.expected_advantage_mean").expr.subs(_QO, 1 - _PO).subs(G, 6)
                   - (5 * _PO * (1 - _PO) / 6))))
@@ -173,12 +174,12 @@ def _va_mean() -> Derived:
         m1 = sum(w * sp.Rational(k * (g - k), g**2) for k, w in enumerate(terms))
         m2 = sum(w * sp.Rational(k * (g - k), g**2) ** 2 for k, w in enumerate(terms))
         ok &= prove_zero(sp.expand(m2 - m1**2 - expr.subs({_QO: 1 - _PO, G: g})))
-    out.check(r"equals the exact finite binomial sum for $G = 2, \dots, 8$", "sympy", ok)
+    out.check(r"equals the exact finite binomial sum", "sympy", ok, cases=r"$G = 2, \dots, 8$")
     return out
 
 
 def advantage_mass_variance_mean(p_old, group_size) -> float:
-    """:math:`V_A` of ``reuse_collapse.advantage_mass_variance_mean`` (mean normalisation)."""
+    """:math:`V_A` of ``reuse_collapse.advantage_mass_variance_mean`` (mean normalization)."""
     p = check_real("p_old", p_old, low=0, high=1)
     G = check_int("group_size", group_size, low=2)
     return float(get("reuse_collapse.advantage_mass_variance_mean").numeric(p, 1.0 - p, G))
@@ -189,17 +190,19 @@ def _window_noise() -> Derived:
     k, eta, kap = S.k_ref, S.eta, S.kappa
     expr = k**2 * eta**2 * kap**2 * V_A / B
     out = Derived("reuse_collapse.window_noise_variance", expr, (k, S.eta, S.kappa, V_A, B),
-                  r"\operatorname{Var}\,\Delta z_{\mathrm{batch}}",
+                  r"\operatorname{Var}\,\Delta z",
                   r"Variance over batches of the success logit's displacement over a window of $k$ "
                   r"passes over one batch of $B$ groups (log-prob surrogate): one draw of the "
-                  r"batch pushes $k$ times, $\Delta z = k\eta\kappa\,\bar A_{+}$. With a fresh batch "
+                  r"batch pushes $k$ times, $\Delta z = k\eta\kappa$ times the mean of $A_{+}$ over "
+                  r"the batch's $B$ groups. With a fresh batch "
                   r"from $\pi_{\mathrm{old}}$ at every step it is $k\,\eta^{2}\kappa^{2} V_{A}/B$: "
                   r"reuse multiplies the noise variance of the window by exactly $k$ (its standard "
                   r"deviation grows like $k$, not $\sqrt{k}$).",
                   units="logits$^2$", level="L2",
-                  assumptions=r"log-prob surrogate (its push does not depend on the policy: "
-                  r"$\texttt{reuse\_collapse.logprob\_step}$), binary rewards, symmetric actions "
-                  r"(metric factor $\kappa$), $B$ independent groups per batch, SGD, no KL")
+                  assumptions=r"log-probability surrogate (its push does not depend on the policy, "
+                  r"as the first result of this chapter shows), binary rewards, symmetric actions "
+                  r"(metric factor $\kappa$), $B$ independent groups per batch, SGD, no KL",
+                  title="Noise of a window that reuses one batch")
     expr = out.expr
     xs = sp.symbols("xi0:6", real=True)
     var = sp.Symbol("v", positive=True)
@@ -210,12 +213,12 @@ def _window_noise() -> Derived:
     kk = 6
     batch = kk * eta * kap * xs[0]
     fresh = eta * kap * sum(xs[:kk])
-    out.check(r"one draw pushed $k$ times has variance $k^{2}\eta^{2}\kappa^{2}V_{A}/B$ (at $k = 6$)",
-              "sympy", prove_equal(variance(batch).subs(var, V_A), expr.subs(k, kk)))
+    out.check(r"one draw pushed $k$ times has variance $k^{2}\eta^{2}\kappa^{2}V_{A}/B$",
+              "sympy", prove_equal(variance(batch).subs(var, V_A), expr.subs(k, kk)), cases="$k = 6$")
     out.check(r"$k$ independent draws from $\pi_{\mathrm{old}}$ give $k\,\eta^{2}\kappa^{2}V_{A}/B$: the "
-              r"ratio batch/fresh is $k$ (at $k = 6$)", "sympy",
+              r"ratio of the reused batch's variance to the fresh batches' is $k$", "sympy",
               prove_equal(variance(batch) / variance(fresh), kk)
-              and prove_equal(variance(fresh).subs(var, V_A) * kk, expr.subs(k, kk)))
+              and prove_equal(variance(fresh).subs(var, V_A) * kk, expr.subs(k, kk)), cases="$k = 6$")
     ok = True
     for g, p, kv, e, b in ((8, 0.3, 4, 0.05, 16), (5, 0.6, 16, 0.01, 64)):
         va = float(get("reuse_collapse.advantage_mass_variance_mean").numeric(p, 1 - p, g))
@@ -226,8 +229,8 @@ def _window_noise() -> Derived:
         ours = float(expr.subs({k: kv, S.eta: e, S.kappa: 2, V_A: va, B: b}))
         ok &= abs(ours - kv**2 * e**2 * per_step) <= 1e-12 * ours
     out.check(r"with $V_{A}$ from its closed form, $k^{2}\eta^{2}$ times the drift chapter's exact "
-              r"per-step update variance (binomial sum, two actions) at 2 settings", "numeric", ok,
-              "relative agreement 1e-12")
+              r"per-step update variance (binomial sum, two actions) at two settings", "numeric", ok,
+              r"relative agreement $10^{-12}$")
     return out
 
 
@@ -272,17 +275,19 @@ def _clip_saturation() -> Derived:
                   r"p_{\mathrm{sat}}",
                   r"Success probability at which a window of passes over one batch stops moving, with "
                   r"the clipped ratio surrogate: the correct samples stop pushing once "
-                  r"$p/p_{\mathrm{old}} > 1 + \epsilon_{h}$, the wrong ones once "
-                  r"$q/q_{\mathrm{old}} < 1 - \epsilon_{l}$; beyond both, whatever the number of "
-                  r"passes, the batch gives no gradient.",
+                  r"$p/p_{\mathrm{old}} > 1 + \epsilon_{\mathrm{high}}$, the wrong ones once "
+                  r"$q/q_{\mathrm{old}} < 1 - \epsilon_{\mathrm{low}}$; beyond both, whatever the number "
+                  r"of passes, the batch gives no gradient.",
                   units="reward", level="L1",
                   assumptions=r"one-logit picture (two actions, or symmetric rewards); a "
                   r"non-degenerate batch ($A_{+} > 0$); $p_{\mathrm{sat}} < 1$ (else the correct "
-                  r"samples are never clipped); the last pass may overshoot by one step")
+                  r"samples are never clipped); the last pass may overshoot by one step",
+                  references=("schulman2017ppo", "yu2025dapo"),
+                  title="Where a clipped window over one batch stalls")
     expr = out.expr
-    out.check(r"the correct samples' threshold solves $p/p_{\mathrm{old}} = 1 + \epsilon_{h}$ and "
-              r"the wrong samples' solves $q/q_{\mathrm{old}} = 1 - \epsilon_{l}$ "
-              r"($p = p_{\mathrm{old}} + \epsilon_{l} q_{\mathrm{old}}$)", "sympy",
+    out.check(r"the correct samples' threshold solves $p/p_{\mathrm{old}} = 1 + \epsilon_{\mathrm{high}}$ "
+              r"and the wrong samples' solves $q/q_{\mathrm{old}} = 1 - \epsilon_{\mathrm{low}}$ "
+              r"($p = p_{\mathrm{old}} + \epsilon_{\mathrm{low}} q_{\mathrm{old}}$)", "sympy",
               prove_equal(thr_h, _PO * (1 + eps_h))
               and prove_zero(sp.expand((thr_l - (_PO + eps_l * _QO)).subs(_QO, 1 - _PO))))
     thr_l = _PO + eps_l * _QO
@@ -297,9 +302,12 @@ def _clip_saturation() -> Derived:
     masks = all([d_pos.subs(r, sp.Rational(11, 10)) == 1, d_pos.subs(r, sp.Rational(13, 10)) == 0,
                  d_neg.subs(r, sp.Rational(9, 10)) == -1, d_neg.subs(r, sp.Rational(7, 10)) == 0,
                  d_neg.subs(r, sp.Rational(3, 2)) == -1])
-    out.check(r"from $\min(\rho A, \mathrm{clip}(\rho, 1 - \epsilon, 1 + \epsilon) A)$: a positive "
-              r"advantage pushes only while $\rho \le 1 + \epsilon$, a negative one only while "
-              r"$\rho \ge 1 - \epsilon$ (and without bound above)", "sympy", masks)
+    out.check(r"from the definition of the clipped surrogate (the smaller of the ratio times the "
+              r"advantage and the clipped ratio times the advantage): a positive advantage pushes only "
+              r"while the ratio is at most $1 + \epsilon_{\mathrm{high}}$, a negative one only while it "
+              r"is at least $1 - \epsilon_{\mathrm{low}}$ (and without bound above)", "sympy", masks,
+              cases=r"$\epsilon_{\mathrm{low}} = \epsilon_{\mathrm{high}} = 1/5$, on both sides of each "
+                    r"threshold")
     # the per-pass force in z splits into the correct samples' share q_old and the wrong ones' p_old
     R = get("drift.ratio_factor").expr
     G, n = S.G, S.n
@@ -308,7 +316,7 @@ def _clip_saturation() -> Derived:
     corr = n * a_c * (_P / _PO) * g_c / G
     wrong = (G - n) * a_w * (_Q / _QO) * g_w / G
     A_mass = n * (G - n) / G**2
-    out.check(r"the correct samples carry $q_{\mathrm{old}}$ of the ratio force $R A_{+}$ and the wrong "
+    out.check(r"the correct samples carry $q_{\mathrm{old}}$ of the ratio force $\Psi A_{+}$ and the wrong "
               r"ones $p_{\mathrm{old}}$: switching off one side leaves the other", "sympy",
               prove_zero(corr - _QO * R * A_mass) and prove_zero(wrong - _PO * R * A_mass))
     return out
@@ -335,21 +343,25 @@ def _sat_kl() -> Derived:
     lead_lo = sp.simplify(sp.series(lo, x, 0, 3).removeO())
     expr = eps_c**2 * sp.Max(_PO, _QO) ** 2 / (2 * _PO * _QO)
     out = Derived("reuse_collapse.saturated_batch_kl", expr, (eps_c, _PO, _QO),
-                  r"D_{\mathrm{sat}}",
-                  r"Leading order in the clip width $\epsilon$ of the KL between the policy where a "
+                  r"\mathrm{KL}_{\mathrm{sat}}",
+                  r"Leading order in the clip width $\epsilon_{\mathrm{clip}}$ of the KL between the policy where a "
                   r"clipped window stalls ($p_{\mathrm{sat}}$) and the window's first policy: a bound "
                   r"on how far any number of passes over one batch can move it. Without the clip "
                   r"there is no such bound.",
                   units="nats", level="L1",
-                  assumptions=r"symmetric clip $\epsilon_{h} = \epsilon_{l} = \epsilon$; one-logit "
-                  r"picture; $\mathrm{KL}(\pi_{\mathrm{old}} \,\|\, \pi)$ (the estimator's target with "
-                  r"samples from $\pi_{\mathrm{old}}$); one step's overshoot neglected")
+                  assumptions=r"symmetric clip, $\epsilon_{\mathrm{low}} = \epsilon_{\mathrm{high}} = "
+                  r"\epsilon_{\mathrm{clip}}$; one-logit picture; $\mathrm{KL}(\pi_{\mathrm{old}} \,\|\, "
+                  r"\pi_{\theta})$ (the estimator's target with samples from $\pi_{\mathrm{old}}$); one "
+                  r"step's overshoot neglected",
+                  references=("schulman2017ppo",),
+                  title="KL a clipped window can travel on its batch")
     expr = out.expr
     ok = (prove_zero(sp.expand(lead_hi - x**2 * _PO**2 / (2 * _PO * (1 - _PO))))
           and prove_zero(sp.expand(lead_lo - x**2 * (1 - _PO) ** 2 / (2 * _PO * (1 - _PO)))))
-    out.check(r"series of $\mathrm{KL}(p_{\mathrm{old}} \,\|\, p_{\mathrm{sat}})$ in $\epsilon$: "
-              r"$\epsilon^{2} p^{2}/(2pq)$ when the upper clip binds last, "
-              r"$\epsilon^{2} q^{2}/(2pq)$ when the lower one does", "sympy", ok)
+    out.check(r"series of $\mathrm{KL}(p_{\mathrm{old}} \,\|\, p_{\mathrm{sat}})$ in "
+              r"$\epsilon_{\mathrm{clip}}$: $\epsilon_{\mathrm{clip}}^{2} p_{\mathrm{old}}/(2 q_{\mathrm{old}})$ "
+              r"when the upper clip binds last, $\epsilon_{\mathrm{clip}}^{2} q_{\mathrm{old}}/(2 "
+              r"p_{\mathrm{old}})$ when the lower one does", "sympy", ok)
     ok2 = (prove_zero(sp.expand(expr.subs({eps_c: x, _QO: 1 - _PO}).subs(sp.Max(_PO, 1 - _PO), _PO)
                                 - lead_hi))
            and prove_zero(sp.expand(expr.subs({eps_c: x, _QO: 1 - _PO}).subs(sp.Max(_PO, 1 - _PO),
@@ -366,9 +378,9 @@ def _sat_kl() -> Derived:
                                                _PO: sp.Float(str(pv), 80),
                                                _QO: 1 - sp.Float(str(pv), 80)}), 80)))
         errs.append(abs(exact - ours) / exact)
-    record_numeric(out, r"the exact KL at $p_{\mathrm{sat}}$ for $\epsilon = 10^{-27}$ (mpmath, 80 "
-                   r"digits) equals the leading order (the neglected terms are $O(\epsilon)$ "
-                   r"relative) at $p_{\mathrm{old}} = 0.3, 0.55, 0.7$", errs, digits=25)
+    record_numeric(out, r"the exact KL at $p_{\mathrm{sat}}$ for $\epsilon_{\mathrm{clip}} = 10^{-27}$ "
+                   r"equals the leading order (the neglected terms are $O(\epsilon_{\mathrm{clip}})$ "
+                   r"relative) at $p_{\mathrm{old}} = 0.3, 0.55, 0.7$", errs, digits=25, precision=80)
     return out
 
 
@@ -388,27 +400,30 @@ def _ratio_passes() -> Derived:
                   r"$(z - z_{\mathrm{old}})/(\eta\kappa A_{+})$, linear.",
                   units="passes", level="L1",
                   assumptions=r"continuum in the passes (per-pass step small); one-logit picture; no "
-                  r"clip; SGD; no KL")
+                  r"clip; SGD; no KL", references=("schulman2017ppo",),
+                  title="Passes to reach a logit with the unclipped ratio")
     expr = out.expr
     p_of = 1 / (1 + sp.exp(-z))
     force = S.eta * S.kappa * A_plus * p_of * (1 - p_of) / (_PO * _QO)
-    out.check(r"$\frac{dz}{dj} = \eta\kappa A_{+}\,\frac{pq}{p_{\mathrm{old}}q_{\mathrm{old}}}$ "
-              r"(the ratio force of $\texttt{drift.ratio\_factor}$ per pass) and $j(z_{\mathrm{old}}) = 0$",
+    out.check(r"$\mathrm{d}z/\mathrm{d}j = \eta\kappa\,\Psi A_{+}$, the ratio force per pass with "
+              r"$\Psi = pq/(p_{\mathrm{old}}q_{\mathrm{old}})$, and $j(z_{\mathrm{old}}) = 0$",
               "sympy", prove_zero(sp.simplify(sp.diff(expr, z) * force - 1))
               and prove_zero(expr.subs(z, z0)))
-    # mpmath: integrate dz/dj = u pq/(p_old q_old) from z_old and put z(j) into the solution
+    # mpmath: the passes as the quadrature of dj/dz = p_old q_old / (u p q) from z_old (the
+    # closed form is not used), at two settings (an ODE integration of z(j) gave the same
+    # digits in 8 s; the quadrature takes milliseconds)
     mpmath.mp.dps = 30
     fn = sp.lambdify((z, z0, S.eta, S.kappa, A_plus, _PO, _QO), expr, "mpmath")
     errs = []
-    for z0v, uv, jv in (("-1", "0.05", 20), ("0.5", "0.2", 7)):
-        z0v, uv = mpmath.mpf(z0v), mpmath.mpf(uv)
+    for z0v, uv, z1v in (("-1", "0.05", "2.5"), ("0.5", "0.2", "3")):
+        z0v, uv, z1v = mpmath.mpf(z0v), mpmath.mpf(uv), mpmath.mpf(z1v)
         po = 1 / (1 + mpmath.exp(-z0v))
-        sol = mpmath.odefun(lambda jj, zz: uv * (1 / (1 + mpmath.exp(-zz)))
-                            * (1 - 1 / (1 + mpmath.exp(-zz))) / (po * (1 - po)), 0, z0v)
-        zj = sol(jv)
-        errs.append(abs(fn(zj, z0v, 1, 1, uv, po, 1 - po) - jv) / jv)
-    record_numeric(out, r"the solution matches an mpmath ODE integration of the pass-by-pass push "
-                   r"(30 digits) at two settings", errs, digits=25)
+        passes = mpmath.quad(lambda y: po * (1 - po) / (uv * (1 / (1 + mpmath.exp(-y)))
+                                                        * (1 - 1 / (1 + mpmath.exp(-y)))), [z0v, z1v])
+        errs.append(abs(fn(z1v, z0v, 1, 1, uv, po, 1 - po) - passes) / passes)
+    record_numeric(out, r"the solution against an independent high-precision quadrature of the "
+                   r"passes per unit logit, the inverse of the pass-by-pass push, at two settings",
+                   errs, digits=25, precision=30)
     return out
 
 
@@ -419,22 +434,25 @@ def _passes_to_clip() -> Derived:
     out = Derived("reuse_collapse.passes_to_clip", expr, (eps_h, _PO, S.eta, S.kappa, A_plus),
                   r"j_{\mathrm{clip}}",
                   r"Passes over one batch after which the correct samples' ratio leaves the clip "
-                  r"region $[1 - \epsilon, 1 + \epsilon_{h}]$ (log-prob surrogate, exact: the logit moves "
-                  r"$\eta\kappa A_{+}$ per pass). To first order in $\epsilon_{h}$ it is "
-                  r"$\epsilon_{h}/\delta$ with $\delta = \eta\kappa A_{+} q_{\mathrm{old}}$ the per-pass "
-                  r"growth of a sample's log-ratio: a window of $P$ passes stays inside the trust "
-                  r"region on its own batch while $(P - 1)\,\delta < \log(1 + \epsilon_{h})$.",
+                  r"region $[1 - \epsilon_{\mathrm{low}}, 1 + \epsilon_{\mathrm{high}}]$ (log-probability "
+                  r"surrogate, exact: the logit moves $\eta\kappa A_{+}$ per pass). To first order in "
+                  r"$\epsilon_{\mathrm{high}}$ it is $\epsilon_{\mathrm{high}}/\delta$ with "
+                  r"$\delta = \eta\kappa A_{+} q_{\mathrm{old}}$ the per-pass growth of a sample's "
+                  r"log-ratio: a window of $k$ passes stays inside the trust region on its own batch "
+                  r"while $(k - 1)\,\delta < \log(1 + \epsilon_{\mathrm{high}})$.",
                   units="passes", level="L1",
-                  assumptions=r"one-logit picture; $p_{\mathrm{old}}(1 + \epsilon_{h}) < 1$; SGD; no KL")
+                  assumptions=r"one-logit picture; $p_{\mathrm{old}}(1 + \epsilon_{\mathrm{high}}) < 1$; "
+                  r"SGD; no KL", references=("schulman2017ppo",),
+                  title="Passes until the ratio leaves the clip")
     expr = out.expr
     zl = sp.log(_PO / (1 - _PO))
     moved = zl + S.eta * S.kappa * A_plus * expr
     p_moved = 1 / (1 + sp.exp(-moved))
     out.check(r"after $j_{\mathrm{clip}}$ passes of $\eta\kappa A_{+}$ (the log-prob push, in "
-              r"the one-logit picture) the ratio $p/p_{\mathrm{old}}$ is exactly $1 + \epsilon_{h}$",
+              r"the one-logit picture) the ratio $p/p_{\mathrm{old}}$ is exactly $1 + \epsilon_{\mathrm{high}}$",
               "sympy", prove_zero(sp.simplify(p_moved / _PO - (1 + eps_h))))
     lead = sp.series(expr, eps_h, 0, 2).removeO()
-    out.check(r"to first order $j_{\mathrm{clip}} = \epsilon_{h}/(\eta\kappa A_{+} q_{\mathrm{old}})$",
+    out.check(r"to first order $j_{\mathrm{clip}} = \epsilon_{\mathrm{high}}/(\eta\kappa A_{+} q_{\mathrm{old}})$",
               "sympy", prove_zero(sp.simplify(lead - eps_h / (S.eta * S.kappa * A_plus * (1 - _PO)))))
     return out
 

@@ -38,7 +38,6 @@ k_ref = sp.Symbol("k_ref", integer=True, positive=True)  #: refresh interval (st
 d = sp.Symbol("d", integer=True, nonnegative=True)  #: constant staleness (delay), steps
 ell = sp.Symbol("ell", nonnegative=True)            #: effective lag (continuous model), steps
 a = sp.Symbol("a", positive=True)                   #: eta*K, the dimensionless step stiffness
-q = sp.Symbol("q", positive=True)                   #: mu**k (geometric factor of one window)
 
 # --- continuous model -------------------------------------------------------------
 t = sp.Symbol("t", nonnegative=True)                #: time, optimizer steps
@@ -105,3 +104,124 @@ LATEX_NAMES.update({
     q_ref: r"q_{\mathrm{ref}}",
     n_actions: r"K_{a}",
 })
+
+
+# --- named quantities of the documents: symbols that stand for a sub-expression in a displayed
+# form (each is defined where it is used) and the symbols the notation table lists --------
+theta = sp.Symbol("theta", real=True)               #: policy parameters
+pi_theta = sp.Symbol("pi_theta")                    #: the policy being trained
+pi_old = sp.Symbol("pi_old")                        #: the sampling policy
+pi_ref = sp.Symbol("pi_ref")                        #: the reference policy
+q_star = sp.Symbol("q_star", positive=True)         #: 1 - p_star
+B = sp.Symbol("B", integer=True, positive=True)     #: prompts (groups) per step
+i = sp.Symbol("i", integer=True, positive=True)     #: sample index in a group
+A_i = sp.Symbol("A_i", real=True)                   #: advantage of sample i
+sd_n = sp.Symbol("sd_n", nonnegative=True)          #: Bessel-corrected group std at n correct
+sd_inf = sp.Symbol("sd_inf", positive=True)         #: its large-G limit sqrt(p q)
+A_plus = sp.Symbol("A_plus", real=True)             #: advantage mass on the correct actions
+A_G = sp.Symbol("A_G", nonnegative=True)            #: expected advantage mass at group size G
+A_inf = sp.Symbol("A_inf", nonnegative=True)        #: its G -> infinity limit
+A_1 = sp.Symbol("A_1", real=True)                   #: its 1/G coefficient
+w_n = sp.Symbol("w_n", nonnegative=True)            #: binomial weight of n correct
+P_deg = sp.Symbol("P_deg", nonnegative=True)        #: probability of a degenerate group
+Psi = sp.Symbol("Psi", positive=True)               #: ratio factor
+Phi_exact = sp.Symbol("Phi_exact", real=True)       #: KL force, analytic KL
+Phi_k3 = sp.Symbol("Phi_k3", real=True)             #: KL force, k3 estimator
+Phi_k1 = sp.Symbol("Phi_k1", real=True)             #: KL force, k1 estimator in the reward
+F = sp.Symbol("F", real=True)                       #: the drift
+sigma2_1 = sp.Symbol("sigma_1^2", positive=True)    #: leading noise coefficient
+K_p = sp.Symbol("K_p", real=True)                   #: stiffness in reward coordinates
+j = sp.Symbol("j", integer=True, nonnegative=True)  #: step inside a refresh window
+v = sp.Symbol("v", real=True)                       #: velocity (heavy-ball buffer)
+x_s = sp.Symbol("x_s", real=True)                   #: deviation at the last refresh
+z_0 = sp.Symbol("z_0", real=True)                   #: initial logit
+z_next = sp.Symbol("z_next", real=True)             #: the next iterate's logit, z_{t+1}
+var_z = sp.Symbol("V_z", positive=True)             #: the stationary variance of the logit
+M = sp.Symbol("M")                                  #: monodromy
+J = sp.Symbol("J")                                  #: one-step map inside a window
+S_1 = sp.Symbol("S_1", positive=True)               #: mu (1 - mu^k)/(1 - mu)
+S_2 = sp.Symbol("S_2", positive=True)               #: (k - S_1)/(1 - mu)
+P_char = sp.Symbol("P_lambda")                      #: characteristic polynomial
+rho = sp.Symbol("rho", nonnegative=True)            #: spectral radius
+zeta = sp.Symbol("zeta", positive=True)             #: damping ratio
+T = sp.Symbol("T", positive=True)                   #: period
+xi = sp.Symbol("xi", real=True)                     #: gradient noise of one step
+R_t = sp.Symbol("R", positive=True)                 #: reward curve
+r = sp.Symbol("r", positive=True)                   #: rate eta*kappa of the no-KL closed forms
+D = sp.Function("D")                                #: diffusion coefficient
+b = sp.Function("b")                                #: drift of the diffusion
+phi = sp.Function("phi")                            #: potential, phi' = b/D
+x_pm = sp.Symbol("x_pm", real=True)                 #: ends of the basin
+tau_exit = sp.Function(r"\tau_{\mathrm{exit}}")      #: mean first-passage time
+beta_1 = sp.Symbol("beta_1", positive=True)         #: Adam beta_1
+v_hat = sp.Symbol(r"\hat{v}", positive=True)        #: Adam second moment
+eta_theta = sp.Symbol("eta_theta", positive=True)   #: Adam per-parameter learning rate
+# chapter 10, reuse of one batch and the clip of the ratio
+theta_b = sp.Symbol("theta_b", real=True)           #: logit of action b of the softmax bandit
+n_b = sp.Symbol("n_b", integer=True, positive=True)  #: samples of action b in a group
+A_b = sp.Symbol("A_b", real=True)                   #: advantage of the samples of action b
+Delta = sp.Symbol("Delta")                          #: change over one pass or one window
+V_A = sp.Symbol("V_A", positive=True)               #: variance of A_+ over groups
+eps_low = sp.Symbol("epsilon_low", positive=True)   #: lower clip width (ratio >= 1 - eps_low)
+eps_high = sp.Symbol("epsilon_high", positive=True)  #: upper clip width (ratio <= 1 + eps_high)
+eps_clip = sp.Symbol("epsilon_clip", positive=True)  #: a symmetric clip width
+p_sat = sp.Symbol("p_sat", positive=True)           #: where a clipped window stalls
+j_clip = sp.Symbol("j_clip", positive=True)         #: passes until the ratio leaves the clip
+delta_push = sp.Symbol("delta", positive=True)      #: per-pass growth of a sample's log-ratio
+LATEX_NAMES.update({
+    pi_theta: r"\pi_{\theta}", pi_old: r"\pi_{\mathrm{old}}", pi_ref: r"\pi_{\mathrm{ref}}",
+    q_star: r"q^{*}", A_i: r"A_{i}", sd_n: r"\hat{\sigma}_{n}", sd_inf: r"\hat{\sigma}_{\infty}", A_plus: r"A_{+}",
+    A_G: r"\mathcal{A}_{G}", A_inf: r"\mathcal{A}_{\infty}", A_1: r"\mathcal{A}^{(1)}",
+    w_n: r"w_{n}", P_deg: r"P_{\mathrm{deg}}", Psi: r"\Psi", Phi_exact: r"\Phi_{\mathrm{exact}}",
+    Phi_k3: r"\Phi_{\mathrm{k3}}", Phi_k1: r"\Phi_{\mathrm{k1}}", sigma2_1: r"\sigma_{1}^{2}",
+    K_p: r"K_{p}", x_s: r"x_{s}", z_0: r"z_{0}", z_next: r"z_{t+1}", var_z: r"\operatorname{Var} z", P_char: r"P",
+    x_pm: r"x_{\pm}", beta_1: r"\beta_{1}", eta_theta: r"\eta_{\theta}",
+    theta_b: r"\theta_{b}", n_b: r"n_{b}", A_b: r"A_{b}", Delta: r"\Delta", V_A: r"V_{A}",
+    eps_low: r"\epsilon_{\mathrm{low}}", eps_high: r"\epsilon_{\mathrm{high}}",
+    eps_clip: r"\epsilon_{\mathrm{clip}}", p_sat: r"p_{\mathrm{sat}}", j_clip: r"j_{\mathrm{clip}}",
+    delta_push: r"\delta",
+})
+
+# thresholds and named quantities that appear as left-hand sides (one symbol each)
+a_flip = sp.Symbol("a_flip", positive=True)         #: a where an eigenvalue of M reaches -1
+a_complex = sp.Symbol("a_complex", positive=True)   #: a where a complex pair reaches |lambda| = 1
+a_c = sp.Symbol("a_c", positive=True)               #: a at critical damping (eigenvalues turn complex)
+a_max = sp.Symbol("a_max", positive=True)           #: largest stable a
+a_pub = sp.Symbol("a_pub", positive=True)           #: the published threshold (1 - mu)/k
+a_lag = sp.Symbol("a_lag", positive=True)           #: first-order threshold with the mean lag
+eta_max = sp.Symbol("eta_max", positive=True)       #: largest eta with positive L3 damping
+eta_c = sp.Symbol("eta_c", positive=True)           #: eta at L3 critical damping
+mu_c = sp.Symbol("mu_c", positive=True)             #: mu at L3 critical damping
+K_c = sp.Symbol("K_c", positive=True)               #: K at L3 critical damping
+k_max = sp.Symbol("k_max", positive=True)           #: largest stable refresh interval
+ell_max = sp.Symbol("ell_max", positive=True)       #: largest lag with positive L3 damping
+ell_bar = sp.Symbol("ell_bar", positive=True)       #: mean lag (k - 1)/2 of a refresh window
+s_slow = sp.Symbol("s_slow", real=True)             #: slow characteristic exponent
+s_fast = sp.Symbol("s_fast", real=True)             #: fast characteristic exponent
+t_1 = sp.Symbol("t_1", positive=True)               #: time of the first extremum
+tau_slow = sp.Symbol("tau_slow", positive=True)     #: late-time decay time, overdamped
+tau_env = sp.Symbol("tau_env", positive=True)       #: envelope decay time, underdamped
+lam_slow = sp.Symbol("lambda_slow", real=True)      #: slow eigenvalue of M
+chi = sp.Function("chi")                            #: characteristic function of the lagged map
+P_d = sp.Symbol("P_d")                              #: characteristic polynomial with delay d
+g_bar = sp.Symbol("g_bar", real=True)               #: Adam's first moment
+I_mat = sp.Symbol("I")                              #: identity matrix
+y = sp.Symbol("y", real=True)                       #: variable of integration
+w = sp.Symbol("w", real=True)                       #: variable of integration
+scale_S = sp.Function(r"\mathcal{S}")                    #: scale function of the diffusion
+passage_T = sp.Function(r"\mathcal{T}")                #: double integral of the first passage
+LATEX_NAMES.update({
+    a_flip: r"a_{\mathrm{flip}}", a_complex: r"a_{\mathrm{complex}}", a_c: r"a_{c}",
+    a_max: r"a_{\max}", a_pub: r"a_{\mathrm{pub}}", a_lag: r"a_{\bar{\ell}}",
+    eta_max: r"\eta_{\max}", eta_c: r"\eta_{c}", mu_c: r"\mu_{c}", K_c: r"K_{c}",
+    k_max: r"k_{\max}", ell_max: r"\ell_{\max}", ell_bar: r"\bar{\ell}",
+    s_slow: r"s_{\mathrm{slow}}", s_fast: r"s_{\mathrm{fast}}", t_1: r"t_{1}", tau_slow: r"\tau_{\mathrm{slow}}", tau_env: r"\tau_{\mathrm{env}}",
+    lam_slow: r"\lambda_{\mathrm{slow}}", P_d: r"P_{d}", g_bar: r"\bar{g}",
+})
+
+# the atlas: the level set of the fixed points, the folds, the normal-form coefficients
+beta_star = sp.Function(r"\beta^{*}")               #: KL coefficient at which z is a fixed point
+beta_fold = sp.Symbol("beta_fold", positive=True)   #: KL coefficient at a fold
+l_1 = sp.Symbol("l_1", real=True)                   #: first Lyapunov coefficient (Neimark-Sacker)
+c_flip = sp.Symbol("c_flip", real=True)             #: normal-form coefficient of a flip
+LATEX_NAMES.update({beta_fold: r"\beta_{\mathrm{fold}}", l_1: r"l_{1}", c_flip: r"c_{\mathrm{flip}}"})

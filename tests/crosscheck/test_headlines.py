@@ -171,10 +171,13 @@ def test_hand_made_check_renders_its_row_in_the_terminal_table():
 
 def test_hand_made_check_renders_its_row_in_the_report_table():
     md = cc_markdown_table([_hand_made("pass")]).splitlines()
-    assert md[0] == "| check | quantity | setting | predicted | measured | band | verdict: reason |"
-    assert md[2].startswith("| `reuse_fresh` | stationary variance of the logit $z$ [logits²] | "
-                            "SGD $\\eta = 0.1$, 200 runs | 0.0300 | 0.0410 | 0.0270 – 0.0350")
-    assert md[2].count(" | ") == 6
+    assert md[0] == ("| check | quantity | setting | predicted | measured | band (what it tests) "
+                     "| verdict |")
+    # the check by its title, formulas as Unicode (a table cell holds no LaTeX), the band with
+    # what it tests
+    assert md[2].startswith("| variance, fresh batches | stationary variance of the logit z [logits²] | "
+                            "SGD η = 0.1, 200 runs | 0.0300 | 0.0410 | 0.0270 – 0.0350 (L2 ± 4 SE)")
+    assert md[2].count(" | ") == 6 and "$" not in md[2]
 
 
 def test_check_without_headline_still_renders():

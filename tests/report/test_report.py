@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 
 import numpy as np
@@ -119,7 +121,7 @@ def test_atlas_in_report(report_dir):
     at = nums["atlas"]
     assert at["passed"] and at["checks"]["cusp"]["passed"]
     cusp = at["p_ref_plane"]["cusp"]
-    assert f"{cusp['p_ref']:.10f}" in md and f"{cusp['p_ref']:.10f}" in tex
+    assert f"{cusp['p_ref']:.10g}" in md and f"{cusp['p_ref']:.10g}" in tex
     assert "Two-parameter bifurcation atlas" in tex
 
 
@@ -127,11 +129,89 @@ def test_equations_use_one_notation_and_state_methods(report_dir):
     tex = (report_dir / "equations.tex").read_text()
     assert r"\kappa_{s}" in tex                     # spring constant: never k
     assert "k_{\\mathrm{ref}}" not in tex           # the refresh interval is k
-    assert "numeric, proven" not in tex and "[numeric" not in tex
-    assert "sampled numeric check (floating point): passed" in tex
-    assert "symbolic proof (sympy): proven" in tex
-    for token in ("**", "np.float64"):
+    assert "\\verified{sampled numeric check}" in tex and "\\verified{symbolic proof}" in tex
+    assert "\\verified{exact check for $G = 2, 3, 4$}" in tex  # a finite check says so
+    for token in ("**", "np.float64", "proven (sympy)", "symbolic proof (sympy)"):
         assert token not in tex, token
+
+
+def _body(tex):
+    """The document from the abstract to the appendices (the appendix names the software, the
+    index the record names, the bibliography the works)."""
+    return tex[tex.index("\\begin{abstract}"):tex.index("\\appendix")]
+
+
+def test_no_operator_names_texttt_headings_or_scaling(report_dir):
+    tex = (report_dir / "equations.tex").read_text()
+    assert not re.search(r"\\operatorname\{(?:loggamma|asinh|acosh|atan|atan2|sign)\}", tex)
+    assert not re.search(r"\\(?:paragraph|section|subsection)\*?\{[^}]*\\texttt", tex)
+    for factor in re.findall(r"\\scalebox\{([\d.]+)\}", tex):
+        assert float(factor) >= 0.8
+    assert "\\resizebox" not in tex
+    # and no displayed line wider than the text (the build reports pdflatex's overfull boxes)
+    assert "wider than the text" not in (report_dir / "report.md").read_text()
+
+
+def _numbers(text):
+    return re.findall(r"(?<![\w.{])\d[\d.]*(?:[eE][-+]?\d+)?", text)
+
+
+def test_numbers_are_written_for_readers(report_dir):
+    tex = _body((report_dir / "equations.tex").read_text())
+    md = (report_dir / "report.md").read_text()
+    for text in (tex, md):
+        assert not re.search(r"\d[eE][-+]?\d", text), re.search(r".{30}\d[eE][-+]?\d.{10}", text)
+        for num in _numbers(text):
+            digits = len(num.split("e")[0].replace(".", "").lstrip("0"))
+            assert digits <= 12, num
+        assert "inf digits" not in text and " nan" not in text
+
+
+def test_no_software_in_the_body_of_the_document(report_dir):
+    from grpo_theory.render.latex import LIBRARY_NAMES
+
+    body = _body((report_dir / "equations.tex").read_text()).lower()
+    for word in LIBRARY_NAMES:
+        assert not re.search(rf"\b{word}\b", body), word
+    appendix = (report_dir / "equations.tex").read_text()
+    assert "SymPy" in appendix and "mpmath" in appendix      # named once, in the appendix
+
+
+def test_every_symbol_of_the_document_is_in_the_notation_table(report_dir):
+    from grpo_theory.render.notation import unknown_symbols
+
+    body = _body((report_dir / "equations.tex").read_text())
+    body = re.sub(r"\\(?:label|eqref|ref|cite)\{[^}]*\}", "", body)
+    maths = re.findall(r"(?<!\\)\$(.+?)(?<!\\)\$", body, flags=re.S)
+    maths += re.findall(r"\\begin\{(equation\*?|multline)\}(.*?)\\end\{\1\}", body, flags=re.S)
+    bad = {}
+    for m in maths:
+        m = m[1] if isinstance(m, tuple) else m
+        for sym in unknown_symbols(m):
+            bad.setdefault(sym, m[:80])
+    assert not bad, bad
+
+
+def test_the_one_over_g_law_is_stated_with_its_region(report_dir):
+    tex = (report_dir / "equations.tex").read_text()
+    md = (report_dir / "report.md").read_text()
+    assert "hence to $1/G$" not in tex and "proportional to $1/G$ because" not in tex
+    assert r"G \min(p^{*}, q^{*}) \gg 1" in tex
+    assert "G·min(p*, q*) ≫ 1" in md
+    nums = json.loads((report_dir / "report.json").read_text())
+    regimes = {r["regime"] for r in nums["fluctuation_law"]}
+    assert regimes == {"holds", "model"}
+    for r in nums["fluctuation_law"]:                 # theory and simulation in each regime
+        assert r["var_z_sim"] > 0 and r["var_z_theory"] > 0
+
+
+def test_report_md_has_no_code_words(report_dir):
+    md = (report_dir / "report.md").read_text()
+    for token in ("True", "False", "grpo_theory.", "[shao2024", "std+exact", "dr-grpo", "`"):
+        assert token not in md, token
+    assert "information only" in md                   # the informational plateau row says so
+    assert "what it tests" in md
+    assert "## References" in md and "1. " in md
 
 
 def test_bad_out_is_one_line_exit_2_nothing_written(tmp_path, capsys):

@@ -51,3 +51,30 @@ def test_plain_pickling_would_change_the_printed_form():
 def test_loggamma_is_printed_as_log_gamma():
     x = sp.Symbol("x", positive=True)             # a real argument keeps loggamma unevaluated
     assert latex(sp.loggamma(x + 1)) == r"\log \Gamma\left(x + 1\right)"
+
+
+def test_a_displayed_form_is_proven_equal_and_the_proof_fails_when_perturbed():
+    from grpo_theory.theory.derived import Derived, VerificationError
+
+    sd = sp.sqrt(S.n * (S.G - S.n) / (S.G * (S.G - 1)))
+    expr = S.n * (S.G - S.n) / S.G**2 / (sd + S.eps)
+    form = S.n * (S.G - S.n) / (S.G**2 * (S.eps + S.sd_n))
+    ok = Derived("t.shown", expr, (S.n, S.G, S.eps), "A", "a test record")
+    ok.show(form, [(S.sd_n, sd, "")])
+    assert ok.display is form and ok.verifications[-1].passed
+    assert r"\hat{\sigma}_{n}" in ok.latex() and ok.where_latex()[0][0] == r"\hat{\sigma}_{n}"
+    bad = Derived("t.shown", expr * (1 + S.eps), (S.n, S.G, S.eps), "A", "a test record")
+    with pytest.raises(VerificationError):
+        bad.show(form, [(S.sd_n, sd, "")])
+
+
+def test_every_record_has_a_title_and_finite_checks_name_their_cases():
+    import re
+
+    listed = re.compile(r"\\dots|=\s*[-\d/]+,\s*[-\d/]+")     # "G = 2, 3, 4", "k = 1, \dots, 6"
+    for name in all_names():
+        d = get(name)
+        assert d.title and "_" not in d.title.replace("$", "").split("{")[0], name
+        for v in d.verifications:
+            if v.method == "sympy" and not v.cases:
+                assert not listed.search(v.claim), (name, v.claim)

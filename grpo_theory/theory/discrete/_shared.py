@@ -3,12 +3,10 @@ number formatting, lambdified records."""
 
 from __future__ import annotations
 
-import math
-
 import sympy as sp
 
-from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import get
+from grpo_theory.theory.printing import latex
 from grpo_theory.validate import check_real
 
 _PAPER = ("predictable_grpo",)
@@ -18,16 +16,7 @@ _ETA_K = r"dimensionless (in $\eta K$)"
 
 def _tex(expr) -> str:
     """LaTeX of a sympy expression with the project's notation (for the texts of checks)."""
-    return sp.latex(expr, symbol_names=S.LATEX_NAMES)
-
-
-def _sci(x) -> str:
-    """A small number for a detail, in math: ``3.2 \\times 10^{-5}``."""
-    x = float(x)
-    if x == 0 or not math.isfinite(x):
-        return f"${x:g}$".replace("inf", "\\infty")
-    m, e = f"{x:.2e}".split("e")
-    return f"${m} \\times 10^{{{int(e)}}}$" if abs(int(e)) > 2 else f"${x:.3g}$"
+    return latex(expr)
 
 
 _i = sp.Symbol("i", integer=True, nonnegative=True)

@@ -20,17 +20,18 @@ def _published_lr() -> Derived:
     (eta_max,) = sp.solve(sp.Eq(ell_max, S.k_ref), S.eta)
     expr = sp.simplify(eta_max * S.K)
     out = Derived("discrete.published_threshold_learning_rate", expr, (S.mu, S.k_ref),
-                  r"(\eta K)_{\mathrm{pub}}",
+                  r"a_{\mathrm{pub}}",
                   r"The published first-order threshold $\eta K k < 1 - \mu$ written as a "
-                  r"threshold in $\eta K$ (continuous model with the lag identified with $k$).",
+                  r"threshold of the step stiffness $a = \eta K$ (continuous model with the lag "
+                  r"identified with $k$).",
                   units=_ETA_K, assumptions=r"first order in the lag; lag $\ell = k$",
-                  level="L3", references=_PAPER)
+                  level="L3", references=_PAPER, title="The published threshold")
     expr = out.expr
     out.check(r"$\eta K k = 1 - \mu$ at the threshold (the published form, quoted)", "sympy",
               prove_zero(expr * S.k_ref - (1 - S.mu)))
     exact = get("discrete.refresh_flip_threshold").expr
     ratio = sp.simplify(exact.subs(S.mu, 0) / expr.subs(S.mu, 0))
-    out.check(r"DISAGREEMENT recorded: at $\mu = 0$ the exact threshold ($2/k$) is twice the "
+    out.check(r"a disagreement, recorded: at $\mu = 0$ the exact threshold ($2/k$) is twice the "
               r"published one ($1/k$)", "sympy", prove_equal(ratio, 2),
               f"exact over published: ${_tex(ratio)}$")
     return out
@@ -42,11 +43,11 @@ def _mean_lag_lr() -> Derived:
     (eta_max,) = sp.solve(sp.Eq(g, 0), S.eta)
     expr = sp.simplify(eta_max * S.K)
     out = Derived("discrete.mean_lag_threshold_learning_rate", expr, (S.mu, S.k_ref),
-                  r"(\eta K)_{\bar\ell}",
-                  r"First-order continuous threshold ($\gamma = 0$) with the mean lag $(k - 1)/2$ "
-                  r"of a refresh window instead of $k$. Infinite at $k = 1$.",
-                  units=_ETA_K, assumptions=r"first order in the lag; lag $\ell = (k - 1)/2$",
-                  level="L3")
+                  r"a_{\bar{\ell}}",
+                  r"First-order continuous threshold ($\gamma = 0$) with the mean lag "
+                  r"$\bar{\ell} = (k - 1)/2$ of a refresh window instead of $k$. Infinite at $k = 1$.",
+                  units=_ETA_K, assumptions=r"first order in the lag; lag $\ell = \bar{\ell}$",
+                  level="L3", title="The first-order threshold with the mean lag")
     expr = out.expr
     out.check(r"$\gamma = 0$ at the threshold, with the mean lag", "sympy",
               prove_zero(g.subs(S.eta, expr / S.K)))
@@ -67,16 +68,17 @@ def _slow_eigenvalue() -> Derived:
     lam = 1 + c1 * S.a + c2 * S.a**2
     ser = sp.expand(sp.series(P.subs(S.lam, lam), S.a, 0, 3).removeO())
     (c1v,) = sp.solve(ser.coeff(S.a, 1), c1)
+
     out = Derived("discrete.refresh_slow_eigenvalue", 1 - S.a * S.k_ref / (1 - S.mu),
                   (S.a, S.mu, S.k_ref), r"\lambda_{\mathrm{slow}}",
                   r"Slow eigenvalue of the refresh monodromy to first order in $a = \eta K$: one "
                   r"window of $k$ steps, each contracting by $a/(1 - \mu)$ (the L3 root "
                   r"$-\kappa_{s}/\gamma$ per step).",
                   units="per window", assumptions=_STALE + r"; $O(a^{2})$ dropped", level="L2",
-                  references=_PAPER)
+                  references=_PAPER, title="Slow eigenvalue of the monodromy")
     expr = out.expr
-    out.check(r"$P(1 + c_1 a + O(a^{2})) = O(a^{2})$ gives $c_1 = -k/(1 - \mu)$, the displayed "
-              r"coefficient", "sympy",
+    out.check(r"$P(\lambda) = O(a^{2})$ at $\lambda = 1 - a k/(1 - \mu)$: the coefficient of $a$ "
+              r"in the slow eigenvalue is $-k/(1 - \mu)$", "sympy",
               prove_equal(c1v, -S.k_ref / (1 - S.mu)) and prove_zero(ser.coeff(S.a, 0))
               and prove_equal(expr, 1 + c1v * S.a))
     # L3 at zero lag: slow root of m s^2 + gamma s + k to first order in a = eta K
@@ -97,8 +99,7 @@ def _slow_eigenvalue() -> Derived:
         serd = sp.expand(sp.series(Pd.subs(S.d, dv).subs(S.lam, 1 + c1 * S.a), S.a, 0, 2).removeO())
         (cd,) = sp.solve(serd.coeff(S.a, 1), c1)
         out.check(rf"delay $d = {dv}$: slow root per step $1 - a/(1 - \mu) + O(a^{{2}})$, as in L3",
-                  "sympy",
-                  prove_equal(cd, -1 / (1 - S.mu)))
+                  "sympy", prove_equal(cd, -1 / (1 - S.mu)))
     return out
 
 
@@ -132,12 +133,12 @@ def _effective_lag() -> Derived:
     w1, w2 = _l3_window_factor_series(S.ell)
     (ell_eff,) = sp.solve(sp.Eq(w2, c2v), S.ell)
     expr = sp.factor(sp.simplify(ell_eff))
-    out = Derived("discrete.refresh_effective_lag", expr, (S.k_ref,), r"\ell_{\mathrm{eff}}",
+    out = Derived("discrete.refresh_effective_lag", expr, (S.k_ref,), r"\bar{\ell}",
                   r"Effective lag of the L3 model for a refresh interval $k$: the lag whose L3 "
                   r"slow root reproduces the exact slow eigenvalue of the monodromy to second order "
-                  r"in $\eta K$. It is the mean lag $(k - 1)/2$ of a window, whatever $\mu$.",
+                  r"in $\eta K$. It is the mean lag of a window, whatever $\mu$.",
                   units="steps", assumptions=_STALE + r"; matching to $O((\eta K)^{2})$",
-                  level="L2", references=_PAPER)
+                  level="L2", references=_PAPER, title="Effective lag of a refresh window")
     expr = out.expr
     w1e, w2e = _l3_window_factor_series(expr)
     out.check(r"first order: $e^{k s_{\mathrm{slow}}}$ and the exact slow eigenvalue agree for "
@@ -147,7 +148,7 @@ def _effective_lag() -> Derived:
     out.check(r"second order: with this lag the L3 window factor equals the exact slow "
               r"eigenvalue up to $O(a^{3})$", "sympy", prove_zero(w2e - c2v))
     w1z, w2z = _l3_window_factor_series(0)
-    out.check(r"with lag $0$ (the cross-checks' old convention) the $a^{2}$ term is off by "
+    out.check(r"with lag $0$ the $a^{2}$ term is off by "
               r"$+k (k - 1)/(2 (1 - \mu)^{2})$, unless $k = 1$", "sympy",
               prove_zero(sp.factor(w2z - c2v) - S.k_ref * (S.k_ref - 1) / (2 * (1 - S.mu)**2)))
     out.check(r"$k = 1$ (on-policy): effective lag $0$", "sympy", prove_zero(expr.subs(S.k_ref, 1)))
@@ -159,12 +160,12 @@ def _continuous_threshold() -> Derived:
     g = get("oscillator.damping").expr
     (eta_max,) = sp.solve(sp.Eq(g, 0), S.eta)
     out = Derived("discrete.continuous_threshold_learning_rate", sp.simplify(eta_max),
-                  (S.mu, S.K_stale, S.ell), r"\eta_{\max}^{L3}",
+                  (S.mu, S.K_stale, S.ell), r"\eta_{\max}",
                   r"Largest learning rate with positive L3 damping $\gamma = 1 - \mu - \eta K_{s} "
                   r"\ell$: the continuous (second-order modified equation) stability threshold, "
                   r"with the effective lag $\ell$ and the stale stiffness $K_{s}$.", units="per step",
                   assumptions=r"$K_{s} > 0$, $\ell > 0$; L3 approximation", level="L3",
-                  references=_PAPER)
+                  references=_PAPER, title="Continuous-model threshold of the learning rate")
     expr = out.expr
     out.check(r"$\gamma$ vanishes at $\eta_{\max}$", "sympy", prove_zero(g.subs(S.eta, expr)))
     out.check(r"$\gamma$ decreases in $\eta$ (so $\eta < \eta_{\max} \iff \gamma > 0$ for "
@@ -181,15 +182,16 @@ def _mean_lag_k_max() -> Derived:
     (k_edge,) = sp.solve(sp.Eq(lag.subs(S.k_ref, kk), bound), kk)
     display = sp.ceiling(2 * ((1 - S.mu) / (S.eta * S.K)))
     out = Derived("discrete.mean_lag_max_refresh_interval", display,
-                  (S.mu, S.eta, S.K), r"k_{\max}^{\bar\ell}",
+                  (S.mu, S.eta, S.K), r"k_{\max}",
                   r"Largest integer refresh interval with positive L3 damping at the effective lag "
-                  r"$(k - 1)/2$, all stiffness stale: the largest $k$ with "
+                  r"$\bar{\ell} = (k - 1)/2$, all stiffness stale: the largest $k$ with "
                   r"$(k - 1)/2 < (1 - \mu)/(\eta K)$.",
-                  units="steps", assumptions="L3 approximation; all stiffness stale", level="L3")
+                  units="steps", assumptions="L3 approximation; all stiffness stale", level="L3",
+                  title="Largest refresh interval of the continuous model with the mean lag")
     expr = out.expr
     out.check(r"the edge $k$ with $(k - 1)/2 = (1 - \mu)/(\eta K)$ is $2 (1 - \mu)/(\eta K) + 1$",
               "sympy", prove_zero(k_edge - 2 * bound - 1))
-    out.check(r"the displayed form is the largest integer strictly below the edge: "
+    out.check(r"it is the largest integer strictly below the edge: "
               r"$\lceil 2 (1 - \mu)/(\eta K) + 1 \rceil - 1 = \lceil 2 (1 - \mu)/(\eta K) \rceil$",
               "sympy", prove_zero(sp.ceiling(k_edge) - 1 - expr))
     ok = True

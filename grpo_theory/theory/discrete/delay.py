@@ -9,7 +9,8 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
-from grpo_theory.theory.discrete._shared import _ETA_K, _PAPER, _STALE, _sci, _stiffness, _tex
+from grpo_theory.theory.discrete._shared import _ETA_K, _PAPER, _STALE, _stiffness, _tex
+from grpo_theory.theory.printing import sci as _sci
 
 
 def _delay_poly_expr(d):
@@ -36,26 +37,27 @@ def _delay_companion(dv: int) -> sp.Matrix:
 def _delay_charpoly() -> Derived:
     expr = _delay_poly_expr(S.d)
     out = Derived("discrete.delay_characteristic_polynomial", expr,
-                  (S.lam, S.mu, S.eta, S.K_fresh, S.K_stale, S.d), r"P_d(\lambda)",
+                  (S.lam, S.mu, S.eta, S.K_fresh, S.K_stale, S.d), r"P_{d}(\lambda)",
                   r"Characteristic polynomial of the heavy-ball update with constant staleness "
                   r"$d$ (delay lag model). For $d = 0$ it is $\lambda^{-1}$ times the quadratic "
                   r"$\lambda^{2} - (1 + \mu - \eta K) \lambda + \mu$; for $d = 1$ the "
                   r"$\lambda^{d-1}$ term merges with the constant.", units="dimensionless",
-                  assumptions=r"$x_{t} = \lambda^{t}$ in the linear recurrence", level="L2")
+                  assumptions=r"$x_{t} = \lambda^{t}$ in the linear recurrence", level="L2",
+                  references=("polyak1964",), title="Characteristic polynomial with a constant delay")
     expr = out.expr
     lam, mu, eta, Kf, Ks = S.lam, S.mu, S.eta, S.K_fresh, S.K_stale
     # hand derivation from the recurrence: substitute x_t = lambda^t
     tt = sp.Symbol("t_", integer=True)
     rec = (lam**(tt + 1) - (1 + mu) * lam**tt + mu * lam**(tt - 1)
            + eta * (Kf * lam**tt + Ks * lam**(tt - S.d)))
-    out.check(r"$\lambda^{d-t}$ times the recurrence with $x_{t} = \lambda^{t}$ is $P_d(\lambda)$",
+    out.check(r"$\lambda^{d-t}$ times the recurrence with $x_{t} = \lambda^{t}$ is $P_{d}(\lambda)$",
               "sympy",
               prove_zero(sp.expand(sp.powsimp(sp.expand(rec * lam**(S.d - tt)))) - sp.expand(expr)))
     q0 = sp.expand(lam * expr.subs(S.d, 0))
-    out.check(r"$d = 0$: $\lambda P_0 = \lambda^{2} - (1 + \mu - \eta K) \lambda + \mu$ "
+    out.check(r"$d = 0$: $\lambda P_{d} = \lambda^{2} - (1 + \mu - \eta K) \lambda + \mu$ "
               r"($K = K_{f} + K_{s}$)", "sympy",
               prove_zero(q0 - (lam**2 - (1 + mu - eta * (Kf + Ks)) * lam + mu)))
-    out.check(r"$d = 1$: $P_1 = \lambda^{2} - (1 + \mu - \eta K_{f}) \lambda + (\mu + \eta K_{s})$",
+    out.check(r"$d = 1$: $P_{d} = \lambda^{2} - (1 + \mu - \eta K_{f}) \lambda + (\mu + \eta K_{s})$",
               "sympy",
               prove_zero(sp.expand(expr.subs(S.d, 1))
                          - (lam**2 - (1 + mu - eta * Kf) * lam + mu + eta * Ks)))
@@ -64,8 +66,8 @@ def _delay_charpoly() -> Derived:
         cp = _delay_companion(dv).charpoly(lam).as_expr()
         target = q0 if dv == 0 else sp.expand(expr.subs(S.d, dv))
         ok &= prove_zero(sp.expand(cp - target))
-    out.check(r"equals the characteristic polynomial of the recurrence's companion matrix, "
-              r"$d = 0, \dots, 5$", "sympy", ok)
+    out.check(r"equals the characteristic polynomial of the recurrence's companion matrix", "sympy",
+              ok, cases=r"$d = 0, \dots, 5$")
     return out
 
 
@@ -125,17 +127,20 @@ def _register_delay_threshold(dv: int):
         expr = sp.Min(flip, complex_) if (flip != sp.oo and complex_ != sp.oo) else (
             flip if complex_ == sp.oo else complex_)
         binding = "flip" if complex_ == sp.oo else ("complex" if flip == sp.oo else None)
-        out = Derived(name, expr, (S.mu,), rf"(\eta K)_{{d={dv}}}",
-                      rf"Exact stability threshold in $\eta K$ for constant delay $d = {dv}$, stale "
-                      rf"surrogate (Schur–Cohn), the smaller of two boundaries. "
+        out = Derived(name, expr, (S.mu,), r"a_{\max}",
+                      rf"Exact stability threshold of the step stiffness $a = \eta K$ for a constant "
+                      rf"delay $d = {dv}$, stale surrogate, from the Schur–Cohn conditions: the smaller "
+                      rf"of two boundaries. "
                       rf"{_boundary_words(r'Flip boundary (a real root at $-1$)', flip)}; "
                       rf"{_boundary_words('complex boundary (a complex pair on the unit circle)', complex_)}.",
                       units=_ETA_K,
-                      assumptions=_STALE + rf"; delay $d = {dv}$", level="L2", references=_PAPER)
+                      assumptions=_STALE + rf"; delay $d = {dv}$", level="L2",
+                      references=_PAPER + ("schur1917", "cohn1922"),
+                      title=f"Largest stable step stiffness with a constant delay $d = {dv}$")
         expr = out.expr
         for kind, form in shown.items():
-            out.check(rf"the displayed {kind} boundary equals the root of its Schur–Cohn condition "
-                      r"solved by sympy", "sympy", prove_equal(form, solved[kind]),
+            out.check(rf"the {kind} boundary shown is the root in $a$ of its Schur–Cohn condition",
+                      "sympy", prove_equal(form, solved[kind]),
                       f"solved form ${_tex(solved[kind])}$")
         out.check(r"$P(1) = a > 0$: no eigenvalue at $+1$", "sympy", prove_equal(p1, a))
         for label, c in conds.items():
@@ -144,25 +149,27 @@ def _register_delay_threshold(dv: int):
                 ok = prove_zero(sp.diff(c, a, 3)) and all(
                     c.subs({mu: mv, a: expr.subs(mu, mv) * f}) > 0
                     for mv in (0, sp.Rational(1, 2), sp.Rational(9, 10)) for f in (0, sp.Rational(1, 2), 1))
-                out.check(rf"the condition ${label} > 0$ (coefficients of "
-                          r"$\lambda^{3} + c_2 \lambda^{2} + c_1 \lambda + c_0$) holds at 9 sample "
-                          r"points below the threshold ($\mu = 0, 1/2, 9/10$ and "
-                          r"$a/a^{*} = 0, 1/2, 1$; exact rationals) and is a polynomial of "
-                          r"degree at most 2 in $a$", "numeric", ok)
+                out.check(r"the remaining Schur–Cohn condition of the cubic is positive at 9 sample "
+                          r"points up to the threshold ($\mu = 0, 1/2, 9/10$, at $a = 0$, half the "
+                          r"threshold and the threshold; exact rationals) and is at most quadratic "
+                          r"in $a$", "numeric", ok)
         if binding is None:
             binding = "complex" if all(
                 (complex_ - flip).subs(mu, mv) < 0 for mv in (0, sp.Rational(1, 2), sp.Rational(99, 100))
             ) else "mixed"
-        out.check(f"binding condition: {binding} (complex below flip at "
-                  r"$\mu = 0, 1/2, 99/100$ when both exist)", "numeric",
-                  binding in ("flip", "complex"))
+        if flip == sp.oo or complex_ == sp.oo:
+            which = f"only the {binding} boundary exists"
+        else:
+            which = (r"the complex boundary lies below the flip boundary at $\mu = 0, 1/2, 99/100$"
+                     if binding == "complex" else "the two boundaries cross")
+        out.check(which, "numeric", binding in ("flip", "complex"))
         # the boundary is where a root reaches the unit circle (numeric, numpy roots)
         worst = 0.0
         for mv in (0.0, 0.3, 0.6, 0.9):
             at = float(expr.subs(mu, mv))
             coeffs = [complex(c) for c in sp.Poly(P.subs({mu: mv, a: at}), lam).all_coeffs()]
             worst = max(worst, abs(max(abs(np.roots(coeffs))) - 1))
-        out.check(r"at the threshold the spectral radius is $1$ (numpy roots at "
+        out.check(r"at the threshold the spectral radius is $1$ (roots computed numerically at "
                   r"$\mu = 0, 0.3, 0.6, 0.9$)", "numeric", worst < 1e-9,
                   rf"largest $|\rho - 1|$: {_sci(worst)}")
         if dv == 1:

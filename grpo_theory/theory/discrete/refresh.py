@@ -11,7 +11,8 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, record_numeric
-from grpo_theory.theory.discrete._shared import _ETA_K, _PAPER, _STALE, _i, _j, _num, _sci, _stiffness, _tex
+from grpo_theory.theory.discrete._shared import _ETA_K, _PAPER, _STALE, _i, _j, _num, _stiffness, _tex
+from grpo_theory.theory.printing import sci as _sci
 from grpo_theory.validate import ParameterError, check_finite_array, check_real
 
 
@@ -37,20 +38,17 @@ def _geometric_sums(k=S.k_ref):
     return q, S1, S2
 
 
-_S1_SYM = sp.Symbol("S_1", positive=True)
+_S1_SYM = S.S_1
 
 
-def _in_s1(form):
-    """A form written with the geometric sum S_1 = mu (1 - mu^k)/(1 - mu): its LaTeX (with the
-    definition of S_1) for a description, and the form with S_1 substituted, to be proven equal
-    to the record's expression."""
+def _sums_where(with_s2=False, defined_in="discrete.refresh_monodromy"):
+    """The geometric sums of a window as named sub-expressions of a displayed form, defined
+    under the monodromy (``defined_in=""`` there) and referred to elsewhere."""
     _, S1, _ = _geometric_sums()
-    return (rf"With $S_1 = {_tex(S1)}$ it is ${_tex(form)}$", form.subs(_S1_SYM, S1))
-
-
-def _check_s1_form(out, expanded):
-    out.check(r"the form with $S_1$ in the description equals the displayed one", "sympy",
-              prove_equal(expanded, out.expr))
+    where = [(S.S_1, S1, defined_in)]
+    if with_s2:
+        where.append((S.S_2, (S.k_ref - S.S_1) / (1 - S.mu), defined_in))
+    return where
 
 
 def _closed_form_window(k=S.k_ref, a=S.a):
@@ -102,36 +100,36 @@ def _refresh_monodromy() -> Derived:
     derived = sp.Matrix([[sp.diff(xk, x0), sp.diff(xk, v0)], [sp.diff(vk, x0), sp.diff(vk, v0)]])
     out = Derived(
         "discrete.refresh_monodromy", _readable_window(), (S.a, S.mu, S.k_ref), "M",
-        r"One-refresh-window monodromy matrix of the deviation $(x, v)$, stale surrogate: "
-        r"$(x, v)$ at the next window start is $M (x, v)$ at this one. With the geometric sums "
-        r"$S_1 = \mu (1 - \mu^{k})/(1 - \mu)$ and $S_2 = (k - S_1)/(1 - \mu)$ its first row is "
-        r"$1 - a S_2$, $S_1$ and its second row $-a (1 - \mu^{k})/(1 - \mu)$, $\mu^{k}$.",
+        r"The linear map of the deviation and velocity $(x, v)$ over one refresh window of the "
+        r"heavy-ball update, stale surrogate: $(x, v)$ at the next window start is $M (x, v)$ at "
+        r"this one.",
         units="dimensionless",
         assumptions=_STALE + r"; $a = \eta K$; $\mu \in [0, 1)$; $k \ge 1$ steps per window",
-        level="L2", references=_PAPER)
+        level="L2", references=_PAPER + ("polyak1964",), title="Monodromy of a refresh window")
     expr = out.expr
+    out.show(sp.ImmutableMatrix([[1 - S.a * S.S_2, S.S_1],
+                                 [-S.a * (1 - S.mu**S.k_ref) / (1 - S.mu), S.mu**S.k_ref]]),
+             _sums_where(with_s2=True, defined_in=""))
     closed = sp.Matrix(expr)
     out.check(r"the summed geometric series equal the displayed closed form (entry by entry)",
               "sympy", all(prove_zero(sp.simplify(derived[r, c] - closed[r, c])) for r in range(2)
                            for c in range(2)))
-    out.check(r"the displayed form equals the closed form with $S_1$, $S_2$ and $\mu^{k}$", "sympy",
-              all(prove_zero(e) for e in (closed - _closed_form_window())))
     # Independent proof by induction on k: C(0) = I and step * C(j) = C(j+1).
     C = _step_power_closed_form
-    out.check(r"induction base: the closed-form $j$-th power $C(j)$ of the step on "
+    out.check(r"induction base: the closed-form $j$-th power of the step on "
               r"$(x, v, x_{s})$ is the identity at $j = 0$", "sympy",
               C(sp.Integer(0)) == sp.eye(3))
     diff = (_stale_step() * C(_j) - C(_j + 1)).applyfunc(
         lambda e: sp.simplify(sp.expand_power_exp(sp.expand(e))))
-    out.check(r"induction step: one more step applied to $C(j)$ gives $C(j+1)$, for symbolic $j$",
-              "sympy", all(prove_zero(e) for e in diff))
-    out.check(r"$M(k) = P\,C(k)\,E$ with $E$ setting $x_{s} \leftarrow x$ at the window start",
+    out.check(r"induction step: one more step applied to the closed-form $j$-th power gives the "
+              r"$(j+1)$-th, for symbolic $j$", "sympy", all(prove_zero(e) for e in diff))
+    out.check(r"the $k$-th power, started with $x_{s} = x$ and read off at $(x, v)$, is $M$",
               "sympy", prove_zero(sp.simplify(_PROJECT * C(k) * _EMBED - closed).norm()))
     ok = True
     for kk in range(1, 7):
         explicit = _PROJECT * _stale_step()**kk * _EMBED
         ok &= all(prove_zero(sp.cancel(e)) for e in (explicit - closed.subs(k, kk)))
-    out.check(r"equals the explicit $k$-fold matrix product for $k = 1, \dots, 6$", "sympy", ok)
+    out.check(r"equals the explicit $k$-fold matrix product", "sympy", ok, cases=r"$k = 1, \dots, 6$")
     hb = sp.Matrix([[1 - a, mu], [-a, mu]])
     out.check(r"$k = 1$ is the on-policy heavy-ball map", "sympy",
               all(prove_zero(sp.cancel(e)) for e in (closed.subs(k, 1) - hb)))
@@ -149,14 +147,14 @@ def _refresh_trace() -> Derived:
     mu, q = S.mu, S.mu**S.k_ref
     display = 1 + q - S.a * _stiffness_sum() / (1 - mu)**2
     out = Derived("discrete.refresh_trace", display, (S.a, S.mu, S.k_ref), r"\operatorname{tr} M",
-                  r"Trace of the refresh monodromy (stale surrogate): $1 + \mu^{k} - a S_2$ with "
-                  r"$S_2 = (k - S_1)/(1 - \mu)$, $S_1 = \mu (1 - \mu^{k})/(1 - \mu)$.",
-                  units="dimensionless", assumptions=_STALE, level="L2")
+                  r"Trace of the refresh monodromy (stale surrogate).",
+                  units="dimensionless", assumptions=_STALE, level="L2", title="Trace of the monodromy")
     tr = out.expr
     q, S1, S2 = _geometric_sums()
-    out.check(r"the displayed form equals the trace of the monodromy matrix", "sympy",
+    out.show(1 + S.mu**S.k_ref - S.a * S.S_2, _sums_where(with_s2=True))
+    out.check(r"it is the trace of the monodromy matrix", "sympy",
               prove_equal(tr, derived), f"derived form ${_tex(derived)}$")
-    out.check(r"$\operatorname{tr} M = 1 + \mu^{k} - a S_2$ (affine in $a$)", "sympy",
+    out.check(r"$\operatorname{tr} M$ is affine in $a$", "sympy",
               prove_equal(tr, 1 + q - S.a * S2) and sp.diff(tr, S.a, 2) == 0)
     return out
 
@@ -167,14 +165,15 @@ def _refresh_det() -> Derived:
     mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
     display = q + S.a * (mu * (1 - q) - k * q * (1 - mu)) / (1 - mu)**2
     out = Derived("discrete.refresh_determinant", display, (S.a, S.mu, S.k_ref), r"\det M",
-                  r"Determinant of the refresh monodromy (stale surrogate): "
-                  r"$\mu^{k} + a (S_1 - k \mu^{k})/(1 - \mu)$ with $S_1 = \mu (1 - \mu^{k})/(1 - \mu)$.",
-                  units="dimensionless", assumptions=_STALE, level="L2")
+                  r"Determinant of the refresh monodromy (stale surrogate).",
+                  units="dimensionless", assumptions=_STALE, level="L2",
+                  title="Determinant of the monodromy")
     det = out.expr
     q, S1, S2 = _geometric_sums()
-    out.check(r"the displayed form equals the determinant of the monodromy matrix", "sympy",
+    out.show(S.mu**S.k_ref + S.a * (S.S_1 - S.k_ref * S.mu**S.k_ref) / (1 - S.mu), _sums_where())
+    out.check(r"it is the determinant of the monodromy matrix", "sympy",
               prove_equal(det, derived), f"derived form ${_tex(derived)}$")
-    out.check(r"$\det M = \mu^{k} + a (S_1 - k \mu^{k})/(1 - \mu)$ (affine in $a$)", "sympy",
+    out.check(r"$\det M$ is affine in $a$", "sympy",
               prove_equal(det, q + S.a * (S1 - S.k_ref * q) / (1 - S.mu))
               and prove_zero(sp.diff(det, S.a, 2)))
     # S1 - k q = sum_{j=1}^{k} (mu^j - mu^k) >= 0: det grows with a, det >= q > -1
@@ -198,10 +197,13 @@ def _refresh_charpoly() -> Derived:
                   r"Characteristic polynomial $\lambda^{2} - \operatorname{tr} M\,\lambda + \det M$ "
                   r"of the refresh monodromy (stale surrogate), grouped in $a$: its value "
                   r"$(\lambda - 1)(\lambda - \mu^{k})$ at $a = 0$ plus the term linear in $a$.",
-                  units="dimensionless", assumptions=_STALE, level="L2")
+                  units="dimensionless", assumptions=_STALE, level="L2",
+                  references=("jury1964",), title="Characteristic polynomial of the monodromy")
     expr = out.expr
+    out.show((lam - 1) * (lam - q) + S.a * (k * (lam - q) - S.S_1 * (lam - 1)) / (1 - mu),
+             _sums_where())
     M = get("discrete.refresh_monodromy").expr
-    out.check(r"the displayed form equals $\lambda^{2} - \operatorname{tr} M\,\lambda + \det M$",
+    out.check(r"it equals $\lambda^{2} - \operatorname{tr} M\,\lambda + \det M$",
               "sympy", prove_equal(expr, lam**2 - tr * lam + det))
     out.check(r"$P(\lambda) = \det(\lambda I - M)$", "sympy",
               prove_zero(sp.simplify((S.lam * sp.eye(2) - M).det() - expr)))
@@ -221,16 +223,16 @@ def _refresh_flip() -> Derived:
     solved = sp.factor_terms(sp.simplify(solved))
     mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
     display = 2 * (1 - mu)**2 * (1 + q) / (k * (1 - mu) * (1 + q) - 2 * mu * (1 - q))
-    s1_words, s1_form = _in_s1(2 * ((1 - mu) * (1 + q) / (k * (1 + q) - 2 * _S1_SYM)))
     out = Derived("discrete.refresh_flip_threshold", display, (S.mu, S.k_ref),
-                  r"(\eta K)_{\mathrm{flip}}",
-                  r"Exact learning-rate threshold (in $\eta K$) where a real eigenvalue of the "
-                  r"refresh monodromy crosses $-1$ (period doubling, the flip boundary). "
-                  + s1_words + ".",
-                  units=_ETA_K, assumptions=_STALE, level="L2", references=_PAPER)
+                  r"a_{\mathrm{flip}}",
+                  r"Exact threshold of the step stiffness $a = \eta K$ where a real eigenvalue of the "
+                  r"refresh monodromy crosses $-1$ (period doubling, the flip boundary; the first "
+                  r"of Jury's conditions that fails).",
+                  units=_ETA_K, assumptions=_STALE, level="L2", references=_PAPER + ("jury1964",),
+                  title="Flip threshold of a refresh window")
     a_flip = out.expr
-    _check_s1_form(out, s1_form)
-    out.check(r"the displayed form equals the root of $P(-1)$ solved by sympy", "sympy",
+    out.show(2 * (1 - mu) * (1 + q) / (k * (1 + q) - 2 * _S1_SYM), _sums_where())
+    out.check(r"it is the root in $a$ of $P(-1) = 0$", "sympy",
               prove_equal(a_flip, solved), f"solved form ${_tex(solved)}$")
     out.check(r"$P(-1) = 1 + \operatorname{tr} M + \det M$ vanishes at $a_{\mathrm{flip}}$", "sympy",
               prove_zero(jury.subs(S.a, a_flip)))
@@ -263,17 +265,18 @@ def _refresh_complex() -> Derived:
     solved = sp.factor_terms(sp.simplify(solved))
     mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
     display = (1 - mu)**2 * (1 - q) / (mu * (1 - q) - k * q * (1 - mu))
-    s1_words, s1_form = _in_s1((1 - mu) * (1 - q) / (_S1_SYM - k * q))
     out = Derived("discrete.refresh_complex_threshold", display, (S.mu, S.k_ref),
-                  r"(\eta K)_{\mathrm{complex}}",
-                  r"Exact learning-rate threshold (in $\eta K$) where a complex pair of eigenvalues "
-                  r"of the refresh monodromy reaches the unit circle ($\det M = 1$). "
-                  + s1_words + ". "
+                  r"a_{\mathrm{complex}}",
+                  r"Exact threshold of the step stiffness $a = \eta K$ where a complex pair of "
+                  r"eigenvalues of the refresh monodromy reaches the unit circle ($\det M = 1$; a "
+                  r"Neimark--Sacker boundary of the linear map). "
                   r"Infinite for $\mu = 0$ or $k = 1$ ($\det M = \mu^{k} < 1$ there).", units=_ETA_K,
-                  assumptions=_STALE + r"; $k \ge 2$ and $\mu > 0$", level="L2", references=_PAPER)
+                  assumptions=_STALE + r"; $k \ge 2$ and $\mu > 0$", level="L2",
+                  references=_PAPER + ("jury1964",),
+                  title="Complex-pair threshold of a refresh window")
     a_cx = out.expr
-    _check_s1_form(out, s1_form)
-    out.check(r"the displayed form equals the root of $\det M = 1$ solved by sympy", "sympy",
+    out.show((1 - mu) * (1 - q) / (_S1_SYM - k * q), _sums_where())
+    out.check(r"it is the root in $a$ of $\det M = 1$", "sympy",
               prove_equal(a_cx, solved), f"solved form ${_tex(solved)}$")
     out.check(r"$\det M = 1$ at $a_{\mathrm{complex}}$", "sympy",
               prove_zero(sp.simplify(det.subs(S.a, a_cx) - 1)))
@@ -324,51 +327,48 @@ def _refresh_critical() -> Derived:
     def in_s1(s1, k_, mu_, q_):
         return (1 - mu_) * (1 - q_) / (sp.sqrt(k_) + sp.sqrt(s1))**2
 
-    s1_words, _ = _in_s1(in_s1(_S1_SYM, k, mu, q))
     out = Derived("discrete.refresh_critical_damping", in_pq.subs(pq), (S.mu, S.k_ref),
-                  r"(\eta K)_{c}",
+                  r"a_{c}",
                   r"Exact discrete critical damping: the smaller root in $a = \eta K$ of "
                   r"$\operatorname{tr}(M)^{2} - 4 \det M = 0$, where the monodromy eigenvalues turn "
-                  r"from real to complex. " + s1_words + r"; at $k = 1$ it is the "
-                  r"heavy-ball value $(1 - \sqrt{\mu})^{2}$.", units=_ETA_K, assumptions=_STALE,
-                  level="L2", references=_PAPER)
+                  r"from real to complex; at $k = 1$ it is the heavy-ball value "
+                  r"$(1 - \sqrt{\mu})^{2}$.", units=_ETA_K, assumptions=_STALE,
+                  level="L2", references=_PAPER + ("polyak1964",),
+                  title="Critical damping of a refresh window")
     chosen = out.expr
-    # the S_1 form of the description: with u = 1 - mu, k = P^2/u, S_1 = Q^2/u and
-    # 1 - mu^k = Q^2/mu it is a rational identity in P, Q, u (P, Q, u > 0 for 0 < mu < 1)
+    # the S_1 form: with u = 1 - mu, k = P^2/u, S_1 = Q^2/u and 1 - mu^k = Q^2/mu it is a
+    # rational identity in P, Q, u (P, Q, u > 0 for 0 < mu < 1)
     u = sp.Symbol("u", positive=True)
     lhs = in_s1(Q**2 / u, P**2 / u, 1 - u, 1 - Q**2 / (1 - u))
     rhs = (u**2 * (Q**2 / (1 - u)) / (P + Q)**2)
-    out.check(r"the form with $S_1$ in the description equals the displayed one: with "
-              r"$u = 1 - \mu$, $P = \sqrt{k u}$ and $Q = \sqrt{\mu (1 - \mu^{k})}$ both are "
-              r"$u^{2} Q^{2} / ((1 - u) (P + Q)^{2})$ (a rational identity for $0 < \mu < 1$; "
-              r"$\mu = 0$ is checked below)", "sympy",
-              prove_equal(lhs, rhs) and prove_equal(chosen, in_pq.subs(pq))
-              and prove_equal(in_pq.subs({mu: 1 - u, q: 1 - Q**2 / (1 - u)}), rhs))
+    out.show(in_s1(_S1_SYM, k, mu, q), _sums_where(),
+             proven=(prove_equal(lhs, rhs) and prove_equal(chosen, in_pq.subs(pq))
+                     and prove_equal(in_pq.subs({mu: 1 - u, q: 1 - Q**2 / (1 - u)}), rhs)),
+             how=r"a rational identity once $\sqrt{k (1 - \mu)}$ and $\sqrt{\mu (1 - \mu^{k})}$ "
+                 r"are taken as independent positive quantities, for $0 < \mu < 1$; $\mu = 0$ "
+                 r"is checked below")
     out.check(r"$\operatorname{tr}^{2} - 4 \det$ is quadratic in $a$ with leading coefficient "
-              r"$S_2^{2} > 0$", "sympy",
+              r"$S_{2}^{2} > 0$", "sympy",
               sp.degree(disc, S.a) == 2
               and prove_equal(c2, get("discrete.refresh_trace").expr.diff(S.a)**2))
-    out.check(r"with $\operatorname{tr}^{2} - 4 \det = g_2 a^{2} + g_1 a + g_0$, the "
-              r"quadratic-formula root $(-g_1 - \sqrt{g_1^{2} - 4 g_2 g_0})/(2 g_2)$ solves it for "
-              r"generic coefficients (the minus sign gives the smaller root since $g_2 > 0$)", "sympy",
+    out.check(r"its smaller root is the quadratic formula with the minus sign (the leading "
+              r"coefficient is positive)", "sympy",
               prove_zero(sp.expand(g2 * generic_root**2 + g1 * generic_root + g0)))
-    out.check(r"the discriminant in $a$ is a square times $P^{2} Q^{2}$: "
-              r"$g_1^{2} - 4 g_2 g_0 = R^{2} P^{2} Q^{2}$ with $R = 4 (1 - \mu^{k})/(1 - \mu)^{2} \ge 0$, "
-              r"$P = \sqrt{k (1 - \mu)}$ and $Q = \sqrt{\mu (1 - \mu^{k})}$, so its square root is "
-              r"$R P Q$", "sympy",
-              prove_zero(G1**2 - 4 * G2 * G0 - R**2 * pq[P]**2 * pq[Q]**2))
+    out.check(r"the discriminant of that quadratic in $a$ is "
+              r"$16 k \mu (1 - \mu^{k})^{3}/(1 - \mu)^{3}$, the square of a product of positive "
+              r"square roots, so the root has no nested square root", "sympy",
+              prove_zero(G1**2 - 4 * G2 * G0 - R**2 * pq[P]**2 * pq[Q]**2)
+              and prove_equal(R**2 * pq[P]**2 * pq[Q]**2,
+                              16 * k * mu * (1 - q)**3 / (1 - mu)**3))
 
     def eliminate(e):      # k = P^2/(1 - mu), mu^k = 1 - Q^2/mu: rational in P, Q, mu
         e = sp.powsimp(sp.expand_power_exp(e)).subs(q, 1 - Q**2 / mu)
         return e.subs(k, P**2 / (1 - mu))
 
     identity = eliminate((-G1 - R * P * Q) / (2 * G2) - in_pq)
-    out.check(r"the displayed form equals the derived quadratic-formula root: "
-              r"$(-g_1 - R P Q)/(2 g_2) = (1 - \mu)^{2} (1 - \mu^{k})/(P + Q)^{2}$ is a rational "
-              r"identity in $P$, $Q$, $\mu$ once $k = P^{2}/(1 - \mu)$ and "
-              r"$\mu^{k} = 1 - Q^{2}/\mu$ are eliminated ($\mu > 0$; $\mu = 0$ below), and the "
-              r"displayed expression is that right-hand side at $P = \sqrt{k (1 - \mu)}$, "
-              r"$Q = \sqrt{\mu (1 - \mu^{k})}$", "sympy",
+    out.check(r"it equals that root: a rational identity in $\mu$ and the two square roots "
+              r"$\sqrt{k (1 - \mu)}$ and $\sqrt{\mu (1 - \mu^{k})}$ once $k$ and $\mu^{k}$ are "
+              r"written with them ($\mu > 0$; $\mu = 0$ below)", "sympy",
               identity.free_symbols <= {P, Q, mu} and prove_zero(sp.cancel(sp.together(identity)))
               and prove_zero(chosen - in_pq.subs(pq)),
               f"derived form ${_tex(derived)}$")
@@ -391,9 +391,9 @@ def _refresh_critical() -> Derived:
                 ad = f_derived(mpmath.mpf(m), kv)
                 agree.append(abs(ac - ad) / abs(ad))
     record_numeric(out, r"$\operatorname{tr}^{2} - 4 \det = 0$ at $a_{c}$, relative to its terms "
-                   r"(20 points $(\mu, k)$, 50-digit mpmath)", errors, digits=30)
-    record_numeric(out, r"cross-check: the displayed form and the derived quadratic-formula root "
-                   r"agree at the same 20 points (50-digit mpmath)", agree, digits=30)
+                   r"(20 points $(\mu, k)$)", errors, digits=30, precision=50)
+    record_numeric(out, r"cross-check: the displayed form and the quadratic-formula root "
+                   r"agree at the same 20 points", agree, digits=30, precision=50)
     return out
 
 
@@ -410,19 +410,20 @@ def _general_step():
 @derivation("discrete.refresh_step_matrix")
 def _refresh_step() -> Derived:
     expr = sp.ImmutableMatrix(_general_step())
-    out = Derived("discrete.refresh_step_matrix", expr, (S.mu, S.eta, S.K_fresh, S.K_stale), "A",
-                  r"Per-step linear map of $(x, v, x_{s})$ inside a refresh window, $K_{f}$ on the "
-                  r"current iterate and $K_{s}$ through the frozen sampling policy $x_{s}$; the "
-                  r"window monodromy is $P A^{k} E$ with $E$ setting $x_{s} \leftarrow x$ at the "
-                  r"window start.", units="dimensionless",
-                  assumptions=r"$\mu \in [0, 1)$; $K = K_{f} + K_{s}$", level="L2")
+    out = Derived("discrete.refresh_step_matrix", expr, (S.mu, S.eta, S.K_fresh, S.K_stale), "J",
+                  r"Linear map of $(x, v, x_{s})$ over one heavy-ball step inside a refresh window, "
+                  r"$K_{f}$ acting on the current iterate and $K_{s}$ through the frozen sampling "
+                  r"policy $x_{s}$; the window's monodromy is the $k$-th power of $J$, started with "
+                  r"$x_{s} = x$ and read off at $(x, v)$.", units="dimensionless",
+                  assumptions=r"$\mu \in [0, 1)$; $K = K_{f} + K_{s}$", level="L2",
+                  references=("polyak1964",), title="The map of one step inside a refresh window")
     expr = out.expr
     A = sp.Matrix(expr)
     # v' = mu v - eta (K_f x + K_s x_s), x' = x + v'
     xs, vs, xss = sp.symbols("x v x_s")
     y = A * sp.Matrix([xs, vs, xss])
     vnew = S.mu * vs - S.eta * (S.K_fresh * xs + S.K_stale * xss)
-    out.check(r"$A$ encodes $v' = \mu v - \eta (K_{f} x + K_{s} x_{s})$, $x' = x + v'$, "
+    out.check(r"$J$ encodes $v' = \mu v - \eta (K_{f} x + K_{s} x_{s})$, $x' = x + v'$, "
               r"$x_{s}' = x_{s}$", "sympy",
               prove_zero(y[1] - vnew) and prove_zero(y[0] - xs - vnew) and y[2] == xss)
     stale = sp.ImmutableMatrix(get("discrete.refresh_monodromy").expr)
@@ -431,13 +432,13 @@ def _refresh_step() -> Derived:
         Mk = _PROJECT * A**kk * _EMBED
         ok &= all(prove_zero(sp.cancel(e)) for e in
                   (Mk.subs({S.K_fresh: 0, S.K_stale: S.a / S.eta}) - stale.subs(S.k_ref, kk)))
-    out.check(r"$K_{f} = 0$: $P A^{k} E$ equals the closed-form stale monodromy ($k = 1, 2, 3$)",
-              "sympy", ok)
+    out.check(r"$K_{f} = 0$: the window map built from $J$ equals the closed-form stale "
+              r"monodromy $M$", "sympy", ok, cases=r"$k = 1, 2, 3$")
     hb = sp.Matrix([[1 - S.eta * S.K_fresh, S.mu], [-S.eta * S.K_fresh, S.mu]])
     ok = all(prove_zero(sp.expand(e)) for e in
              ((_PROJECT * A**3 * _EMBED).subs(S.K_stale, 0) - hb**3))
-    out.check(r"$K_{s} = 0$ (fully fresh): the monodromy is the heavy-ball map to the $k$-th power "
-              r"($k = 3$)", "sympy", ok)
+    out.check(r"$K_{s} = 0$ (fully fresh): the window map is the heavy-ball map to the $k$-th "
+              r"power", "sympy", ok, cases=r"$k = 3$")
     return out
 
 
