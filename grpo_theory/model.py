@@ -136,7 +136,7 @@ class GRPOModel:
         check_choice("kl", self.kl, KL_KINDS)
         if self.kl == "k1_reward" and self.normalization != "mean":
             # std divides the KL-shifted reward gap by its own group std: the force is
-            # sign(gap) A_G, a bang-bang force with no linearisation at its zero.
+            # sign(gap) A_G, a bang-bang force with no linearization at its zero.
             raise ParameterError("normalization", self.normalization,
                                  "'mean' with kl 'k1_reward' (KL in the reward)")
         set_("kl_coef", check_real("kl_coef", self.kl_coef, low=0))
@@ -287,7 +287,7 @@ def field_help(name: str) -> tuple[str, str | None]:
 #: The built-in default model of the report and the lectures: the field defaults.
 #:
 #: A two-action softmax bandit started at its reference policy, p_ref = 0.3; groups of
-#: G = 8; std (GRPO) normalisation with verl's epsilon_adv = 1e-6; the per-sample k3 KL
+#: G = 8; std (GRPO) normalization with verl's epsilon_adv = 1e-6; the per-sample k3 KL
 #: estimator (TRL/verl) with beta = 0.1; the stale surrogate; heavy-ball momentum
 #: mu = 0.5, learning rate eta = 0.5 and a refresh interval k = 2 steps (the report's model
 #: since it was written: one refresh window of two steps is the smallest off-policy lag, so

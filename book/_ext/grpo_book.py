@@ -131,7 +131,7 @@ class RunningExampleDirective(SphinxDirective):
         lag = ", ".join(str(j) for j in range(m.refresh_interval))
         kl = {"k3": "the k3 estimator in the loss", "exact": "the exact KL in the loss",
               "k1_reward": "k1 in the reward", "none": "no KL"}[m.kl]
-        norm = {"std": "std-normalised advantages (GRPO)", "mean": "mean-centred advantages (Dr. GRPO)"}
+        norm = {"std": "std-normalized advantages (GRPO)", "mean": "mean-centred advantages (Dr. GRPO)"}
         text = [
             f"GRPO on a two-action bandit: {norm[m.normalization]}, {kl} with $\\beta = {m.kl_coef:g}$, "
             f"the {m.surrogate} surrogate, $p_{{\\mathrm{{ref}}}} = {m.p_ref:g}$, groups of $G = {m.group_size}$; "

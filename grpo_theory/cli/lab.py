@@ -20,7 +20,7 @@ from grpo_theory.lab import run_lab
 EXPERIMENT_FIELDS = ("group_size",)
 
 NAME = "lab"
-HELP = ("The theory on a real engine: TRL's GRPOTrainer trains a tiny randomly initialised "
+HELP = ("The theory on a real engine: TRL's GRPOTrainer trains a tiny randomly initialized "
         "GPT-2 on a synthetic verifiable task on CPU; stiffness measured two ways, refresh "
         "thresholds in TRL's knobs (steps_per_generation, num_iterations) against the exact "
         "prediction and the published rule, the damping transition, and families of runs "

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="K > 0, -F'(z*) per unit learning rate")
     s.add_argument("--fresh-fraction", type=number, default=None, metavar="PHI",
                    help="phi = K_f/K, the part of K acting on the current iterate (any real; "
-                        "negative where the exact-KL force is destabilising; `fixed-points` "
+                        "negative where the exact-KL force is destabilizing; `fixed-points` "
                         "reports it). Default 0: all stale, whatever the surrogate")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 

@@ -1,4 +1,4 @@
-r"""Cross-checks of the theory levels (L1 mean-field map, L2 exact discrete linearisation,
+r"""Cross-checks of the theory levels (L1 mean-field map, L2 exact discrete linearization,
 L3 continuous oscillator, the noise model) against the direct GRPO simulation (L0).
 
 What "verified" means here (``docs/theory.md``): "lambdified numerics agree with direct simulation: ensemble means within a

@@ -79,7 +79,7 @@ def headline(quantity, units, setting, predicted, measured, band, band_kind, *,
     contain for a pass — ``"measured"`` (the band is the acceptance interval around the
     prediction) or ``"predicted"`` (the band is the measured interval);
     ``statistic``: ``{"name", "value", "tolerance"}`` when the verdict is decided by a
-    normalised statistic (reported in the details, not in the main table).
+    normalized statistic (reported in the details, not in the main table).
     ``inside`` is computed here from ``band`` and the compared number."""
     band = [None if b is None else float(b) for b in band]
     x = measured if compare == "measured" else predicted
@@ -185,7 +185,7 @@ class Check:
     quantity, units, setting, predicted, measured, band in the same units, ...);
     ``reason``: the verdict's reason in one sentence (prose, math between dollars).
     ``predicted``/``measured``/``error``/``band`` are the check's own statistic (kept for
-    readers of ``to_dict``): ``predicted``/``measured`` its headline numbers or a normalised
+    readers of ``to_dict``): ``predicted``/``measured`` its headline numbers or a normalized
     statistic (units in ``details["units"]``), ``error`` their difference, ``band`` a dict
     with ``tolerance`` (same units as ``error``) and ``derivation`` (how it follows from the
     replications); ``verdict``: "pass", "fail", "info" (not a pass/fail check) or "n/a".

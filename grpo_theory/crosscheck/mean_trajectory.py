@@ -95,7 +95,7 @@ def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
                             rf"\mathrm{{SEM}} + |\delta|)$, the SEM over {R} runs and $\delta$ the "
                             "closure bias: the second-order moment closure minus L1 (the "
                             r"$O(\eta^{2} \operatorname{Var} z)$ mean-field bias, computed, "
-                            "not fitted). The L3 RMS error is information (a linearisation "
+                            "not fitted). The L3 RMS error is information (a linearization "
                             "about $z^{*}$)."},
         verdict=verdict, headline=hl, reason=reason,
         details={"units": "z in logits", "rows": rows, "curves": curves,

@@ -12,7 +12,7 @@ One step for every run of the ensemble at once:
 3. *Advantages.*  ``normalization="mean"`` (Dr. GRPO): :math:`A = r' - \bar r'`;
    ``"std"``: :math:`(r' - \bar r')/(s + \epsilon)` with the Bessel-corrected group std.
 4. *Loss* (mean over the group and the prompts; one token per answer, so token-mean
-   and Dr. GRPO's constant normaliser coincide):
+   and Dr. GRPO's constant normalizer coincide):
    ``surrogate="stale"``: :math:`-A\log\pi_\theta(a)`; ``"ratio"``:
    :math:`-\min(\rho A, \operatorname{clip}(\rho, 1-\epsilon_{low}, 1+\epsilon_{high})A)` with
    :math:`\rho = \pi_\theta(a)/\pi_{old}(a)` (the model's ``clip_low``/``clip_high``); plus

@@ -1,6 +1,6 @@
 r"""The network's stiffness, measured two independent ways.
 
-Linearised at the plateau, the expected update is
+Linearized at the plateau, the expected update is
 :math:`\Delta\theta = -\eta\,\frac1N\sum_n \frac{K_b}{\kappa}\,\nabla z_n\nabla z_n^\top\,\delta\theta_{old}`
 (:math:`K_b` the per-prompt bandit stiffness, :math:`\kappa = |\nabla z|^2 = 2` the
 two-logit softmax factor the bandit theory carries), so in function space

@@ -1,6 +1,6 @@
 """The GRPO lab: the theory tested on TRL's own ``GRPOTrainer`` (issue 22).
 
-A tiny randomly initialised GPT-2 (``transformers``) with an answer-restricted output head, a
+A tiny randomly initialized GPT-2 (``transformers``) with an answer-restricted output head, a
 tokenizer built locally (``tokenizers`` WordLevel over digits and symbols), a synthetic
 verifiable task (single-token modular arithmetic, binary verifier), trained by TRL's
 ``GRPOTrainer`` itself on CPU, seeded, nothing downloaded.  Experiments: the transformer's

@@ -1,6 +1,6 @@
 r"""The policy: a tiny GPT-2 with an answer-restricted output head, and its placement.
 
-:class:`ModelSpec` (width, layers, heads, seed) builds a randomly initialised GPT-2
+:class:`ModelSpec` (width, layers, heads, seed) builds a randomly initialized GPT-2
 (``transformers.GPT2LMHeadModel``, untied output head) whose output bias is fixed (not a
 parameter): 0 on the task's answer tokens and :data:`MASK` on every other token, so the
 policy puts all its mass on the answers (a verbalizer).  With two answers (``modulus =
@@ -38,7 +38,7 @@ POSITIONS = 8
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Width (``n_embd``), ``layers``, attention ``heads`` and the initialisation ``seed``."""
+    """Width (``n_embd``), ``layers``, attention ``heads`` and the initialization ``seed``."""
 
     width: int = 32
     layers: int = 2
@@ -111,7 +111,7 @@ _CLASSES = None
 
 
 def build_model(spec: ModelSpec, answer_token_ids, vocab_size: int, *, pad_id=0, eos_id=1):
-    """A freshly initialised (seeded) lab GPT-2, float32, dropout off."""
+    """A freshly initialized (seeded) lab GPT-2, float32, dropout off."""
     import torch
 
     Config, Model = _classes()
@@ -155,11 +155,11 @@ def pretrain(model, input_ids, labels, *, target=2.0, steps=1000, lr=3e-3, tol=1
     (``target``: a number or one per prompt), until the loss is below ``tol`` or after
     ``steps`` steps.
 
-    A randomly initialised GPT-2 barely tells the prompts apart at the last position (its
+    A randomly initialized GPT-2 barely tells the prompts apart at the last position (its
     attention averages near-identical embeddings), so placing it would need an enormous head
     and an ill-conditioned tangent kernel.  A short supervised phase that pushes every
     prompt towards the correct answer gives the model features that encode the task; the
-    placement then moves the head a little.  Seeded by the model's own initialisation
+    placement then moves the head a little.  Seeded by the model's own initialization
     (no sampling).  Returns the final mean squared error.
     """
     import torch

@@ -1,10 +1,10 @@
 r"""The transformer's stiffness, measured two independent ways (as ``deepnet`` does for the MLP).
 
-Linearised at the plateau, the expected GRPO update of the prompts' success log-odds is
+Linearized at the plateau, the expected GRPO update of the prompts' success log-odds is
 :math:`\Delta z = \eta\,\frac{\Theta}{N}\,\frac{F(z)}{\kappa}` (THEORY §8):
 :math:`\Theta = JJ^\top` is the empirical tangent kernel of the log-odds
 (:math:`J_{n} = \partial z_n/\partial\theta` over the trainable parameters), :math:`F` the
-bandit drift of each prompt (same group statistics, normalisation and KL form as the
+bandit drift of each prompt (same group statistics, normalization and KL form as the
 bandit) and :math:`\kappa = 2` the two-logit softmax factor the bandit carries.  Every
 eigenmode of :math:`\Theta` is the scalar map of the theory; the top one binds, with
 

@@ -27,7 +27,7 @@ from grpo_theory.theory.oscillator import coefficients
 
 __all__ = ["Finding", "findings", "FINDINGS"]
 
-#: GRPO's std normalisation with the exact KL, no advantage epsilon, the stale surrogate and
+#: GRPO's std normalization with the exact KL, no advantage epsilon, the stale surrogate and
 #: G = 8 at p_ref = 0.3: the variant most findings start from (beta set per finding)
 _STD_EXACT = GRPOModel(p_ref=0.3, normalization="std", kl="exact", adv_eps=0.0, group_size=8,
                        surrogate="stale")
@@ -145,7 +145,7 @@ def _finite_groups() -> Finding:
     bist = fixed_points(_STD_EXACT.replace(kl_coef=1.15, group_size=64))
     desc = ", ".join(f"{'stable' if f.stable else 'unstable'} {f.p:.3f}" for f in bist)
     text = (
-        "With the exact KL and std normalisation an interior fixed point exists at every finite "
+        "With the exact KL and std normalization an interior fixed point exists at every finite "
         f"G; as G → ∞ it exists only above a saddle-node at β_c = {beta_c:.4f} (p_ref = 0.3), "
         "below which the reward escapes to 1. The finite-G plateau can be practically at 1: at "
         f"β = 0.05, G = 8 it sits at 1 − p* = {q_low:.2g}. At large G the plateau is bistable: "
@@ -181,7 +181,7 @@ def _group_size_law() -> Finding:
     pts = {p: slope(p) for p in (0.5, 0.75, 0.999)}
     text = (
         "The 1/G fluctuation law holds only when G·min(p, 1 − p) ≫ 1. The local exponent of the "
-        "exact finite-G update variance in G (std normalisation, G = 16 → 64) is "
+        "exact finite-G update variance in G (std normalization, G = 16 → 64) is "
         f"{pts[0.75]:.2f} at p = 0.75, but {pts[0.5]:.2f} at p = 0.5, where the leading 1/G term "
         f"vanishes, and {pts[0.999]:.2f} at p = 0.999, where one wrong sample carries an "
         "advantage of order √G and the noise barely depends on G.")
@@ -195,7 +195,7 @@ def _dr_grpo_lag() -> Finding:
     # sampling logit 0.1 behind: every ratio stays inside the default clip range
     worst = float(np.max(np.abs(drift_components(dr_grpo, z, z - 0.1)["dF_dzold"])))
     text = (
-        "With mean normalisation (Dr. GRPO), the importance ratio (inside the clip range) and "
+        "With mean normalization (Dr. GRPO), the importance ratio (inside the clip range) and "
         "no KL, the expected update does not depend on the sampling policy at all "
         f"(∂F/∂z_old = 0; largest value on a grid of 13 off-policy points: {worst:.1e}), so "
         "such runs have no lag threshold.")

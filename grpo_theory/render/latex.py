@@ -383,7 +383,7 @@ def verification_appendix(names) -> str:
         "points. The points and the error tolerated are stated with each claim.",
         "\\paragraph{The atlas.} The fold curves are continued by pseudo-arclength "
         "continuation~\\cite{keller1977} and checked without the fold test function by counting "
-        "roots and by derivative-free bounded minimisation (Brent's method~\\cite{brent1973}); "
+        "roots and by derivative-free bounded minimization (Brent's method~\\cite{brent1973}); "
         "the criticality of the discrete boundaries follows the normal-form theory "
         "of~\\cite{kuznetsov2004}, with the coefficients computed from the map's derivatives in "
         "high-precision arithmetic and checked against iterations of the map itself.",
@@ -423,7 +423,7 @@ _PREAMBLE = [
 def _abstract(n: int) -> str:
     return ("\\begin{abstract}\\noindent "
             "GRPO~\\cite{shao2024deepseekmath} on a softmax bandit, from the update rule to its "
-            "mean-field drift (level L1), the exact linearisation of the discrete training map with "
+            "mean-field drift (level L1), the exact linearization of the discrete training map with "
             "momentum and a lagged sampling policy (L2), and a reduced-order continuous oscillator "
             "(L3), with the noise, the collapse risk, Adam near a fixed point and the reuse of one "
             "batch over a refresh window. "

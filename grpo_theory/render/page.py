@@ -35,7 +35,7 @@ GRPO on a softmax bandit. A policy over K actions with logits θ (two actions by
 one correct); success probability p = σ(z) with logit z = log(p/(1 − p)); a reference
 policy with success probability p_ref (logit z_ref); a sampling policy π_old (logit z_old).
 One optimizer step draws, for each of B prompts, a group of G actions from π_old, scores
-them with a verifiable 0/1 reward and forms group-normalised advantages: `std`
+them with a verifiable 0/1 reward and forms group-normalized advantages: `std`
 (Â = (r − r̄)/(s + ε), GRPO as in TRL and verl) or `mean` (Â = r − r̄, Dr. GRPO). The
 surrogate ignores the importance ratio (`stale`) or uses it (`ratio`). A KL penalty to the
 reference enters the loss as the analytic KL (`exact`) or the per-sample `k3` estimator of
@@ -52,7 +52,7 @@ on the split.
 
 - **L1, the exact mean-field map**: the expected logit update F(z, z_old) per unit
   learning rate, exact at finite G (a binomial sum over the number of correct samples).
-- **L2, the exact linearisation** at a fixed point z*: a periodic linear system in
+- **L2, the exact linearization** at a fixed point z*: a periodic linear system in
   x = z − z*; its monodromy over one refresh window has closed-form entries, and the
   Jury conditions on its characteristic polynomial give the exact stability boundary
   (an eigenvalue at −1, *flip*, or a complex pair on the unit circle, *Neimark–Sacker*).

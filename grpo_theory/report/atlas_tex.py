@@ -107,7 +107,7 @@ def _criticality_text(data) -> str:
         "{\\small\\begin{center}\\begin{tabular}{@{}p{3.5cm}rrlrcrrl@{}}\n"
         "variant & $\\mu$ & $k$ & boundary & $a$ & & predicted & measured & \\\\ \\hline\n"
         + "\n".join(body) + "\n\\end{tabular}\\end{center}}\n"
-        "With all the stiffness stale (the map of the atlas, realised exactly by the KL in the "
+        "With all the stiffness stale (the map of the atlas, realized exactly by the KL in the "
         "reward) the loss of stability is soft: past the threshold the reward oscillates with an "
         "amplitude growing like the square root of the distance to it; a computation over a grid "
         "($\\beta$ from $0.2$ to $5$, $G = 4, 16$ and $G \\to \\infty$, $\\mu$ from $0.3$ to $0.97$, "
@@ -159,7 +159,7 @@ bistable from {lab['G']} $= {g['first_bistable']}$ on (not at {lab['G']} $= {g['
 \\paragraph{{Independent checks}} (they do not use the fold condition). For each fold: the number of roots
 of the drift on a dense grid around the fold at {lab['beta']} moved by $\\mp 10^{{-8}}\\max(1, \\beta)$
 (two on one side, none on the other), and the extremum of $\\beta^{{*}}$ found by derivative-free bounded
-minimisation (Brent's method), whose difference from the continued fold is given.
+minimization (Brent's method), whose difference from the continued fold is given.
 
 \\begin{{center}}\\begin{{tabular}}{{lrrrrrl}}
 plane & {lab['G']} & {lab['p_ref']} & fold {lab['beta']} & difference & roots below, above & check \\\\ \\hline

@@ -227,12 +227,12 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
       f"{cite('shao2024deepseekmath')}; the closed-form model it is compared with is "
       f"{cite('predictable_grpo')} and the success-amplification recurrence {cite('mroueh2025')}.\n")
     a("## The model\n")
-    a("GRPO on a softmax bandit (level L0). The policy is summarised by its success probability p, or "
+    a("GRPO on a softmax bandit (level L0). The policy is summarized by its success probability p, or "
       "its logit z = log(p/q) with q = 1 − p. Each step samples a group of G actions from the sampling "
-      "policy, normalises the binary rewards within the group, and takes a policy-gradient step with a "
+      "policy, normalizes the binary rewards within the group, and takes a policy-gradient step with a "
       "KL penalty towards the reference policy. The levels built on it:\n")
     a("- **L1** exact mean-field drift F(z, z_old): the expected update, an exact binomial sum at finite G;\n"
-      "- **L2** its linearisation at the fixed point z*: a periodic linear map (heavy-ball momentum μ "
+      "- **L2** its linearization at the fixed point z*: a periodic linear map (heavy-ball momentum μ "
       f"{cite('polyak1964')}, refresh interval k) whose monodromy over one window gives exact stability "
       f"(Jury's conditions {cite('jury1964')});\n"
       f"- **L3** the continuous damped oscillator m·ẍ + γ·ẋ + {KS}·x = η·ξ(t), ξ the gradient noise of "
@@ -273,7 +273,7 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
     a(f"The stiffness splits into a part acting on the current iterate (K_f/K = "
       f"{number_text(fp['fresh_fraction'])}) and a part acting through the lagged sampling policy. "
       "Only the second is delayed by the off-policy lag. For std normalization with the k3 estimator "
-      "K_f/K is slightly above 1 (the stale part is slightly destabilising), so in this model the "
+      "K_f/K is slightly above 1 (the stale part is slightly destabilizing), so in this model the "
       "lag barely changes the damping; the L2 and L3 numbers above use the split as it is.\n")
     a("### Thresholds: exact (L2) against published (first-order continuous)\n")
     a(f"These use the stale surrogate (all stiffness through the sampling policy: the setting of the "
@@ -312,7 +312,7 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
            "interval k = 1, started 1 logit below z*, 0.05 in the unstable panel). The stable panels show "
            "the simulation ensemble (mean ± 2 sd), the L1 nonlinear mean-field map, the exact L2 linear "
            "map and the L3 closed form. L1 differs from the simulation mean only by the noise-induced "
-           "bias of order η²·Var z; L2 in addition by the linearisation about z* (about 0.1 logit "
+           "bias of order η²·Var z; L2 in addition by the linearization about z* (about 0.1 logit "
            "below the simulation in the overdamped panel for a 1-logit start); L3 in addition by the "
            "continuous-time approximation. The unstable panel shows the size of the deviation "
            "|z − z*| on a log scale: the L2 map and the L1 map grow by the spectral radius per step "

@@ -72,7 +72,7 @@ __all__ = ["ConfigCheck", "check_config", "config_model", "variant_thresholds", 
 P_REF_GRID = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95)
 #: eta K values of the refresh-interval table
 ETA_K_TABLE = (1e-3, 1e-2, 0.1, 0.5, 1.0)
-#: reward levels of the approach to 1 where a variant without a fixed point is linearised
+#: reward levels of the approach to 1 where a variant without a fixed point is linearized
 FLOW_P_GRID = (0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
 

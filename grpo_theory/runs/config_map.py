@@ -43,7 +43,7 @@ __all__ = ["ConfigFormatError", "ConfigMapping", "read_config", "map_config", "t
 ADV_EPS = {"trl": 1e-4, "verl": 1e-6, "cs336": 1e-6}
 
 #: TRL ``loss_type`` values: per-token aggregation of the loss.  On the one-token bandit they
-#: differ only by a constant factor, which the learning rate (and Adam's normalisation) absorbs.
+#: differ only by a constant factor, which the learning rate (and Adam's normalization) absorbs.
 TRL_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 
 #: the CS336 trainer's ``loss_type`` values
@@ -309,7 +309,7 @@ def check_keys(cfg: dict, kind: str, *, added=()) -> dict:
                                "1) nor algorithm.adv_estimator (verl default gae: PPO with a "
                                "critic) is set")
     elif ek and str(est) != "grpo":
-        out["warnings"].append(f"{ek} = {est}: read as GRPO's group-normalised advantage (the "
+        out["warnings"].append(f"{ek} = {est}: read as GRPO's group-normalized advantage (the "
                                "model's); this estimator's own baseline is not modelled")
     return out
 

@@ -197,7 +197,7 @@ def _osc_bounds(t, y):
 
 def _osc_reading(p):
     w, z = p["omega0"], p["zeta"]
-    m, gamma, spring = 1.0, 2 * z * w, w * w   # the fitted oscillator, m normalised to 1
+    m, gamma, spring = 1.0, 2 * z * w, w * w   # the fitted oscillator, m normalized to 1
     if z < 1:
         slow_time = float(get("oscillator.envelope_decay_time").numeric(m, gamma))
         period = float(get("oscillator.period").numeric(m, gamma, spring))
@@ -216,7 +216,7 @@ def _osc_reading(p):
             "slow_timescale_steps": slow_time if slow_time > 0 else None,
             "period_steps": period,
             "initial_slope_reward_per_step": p["slope0"],
-            "note": "m normalised to 1 (the scale of m, gamma, k is not identifiable from a "
+            "note": "m normalized to 1 (the scale of m, gamma, k is not identifiable from a "
                     "curve); with heavy-ball momentum mu, m = (1 + mu)/2, so eta K = m omega0^2"}
 
 

@@ -271,8 +271,8 @@ def _build(model, t, y):
 
 
 def rolling_origin(t, y, models, bounds=(-np.inf, np.inf), origins=ORIGINS) -> dict:
-    """Per family: ``(errors, horizons, standardised errors)`` on the rest of the prefix from
-    each origin at which it can be fitted (standardised by its own predictive sd)."""
+    """Per family: ``(errors, horizons, standardized errors)`` on the rest of the prefix from
+    each origin at which it can be fitted (standardized by its own predictive sd)."""
     out = {m: ([], [], []) for m in models}
     done = set()
     for frac in origins:
@@ -309,7 +309,7 @@ def _select(ro):
 
 
 def _kappa2(u, horizons, h):
-    r"""Squared calibration factor at horizons ``h``: the standardised rolling-origin errors'
+    r"""Squared calibration factor at horizons ``h``: the standardized rolling-origin errors'
     mean square as a straight line in the horizon, :math:`u^2 \approx c_0 + c_1 h` with
     :math:`c_1 \ge 0` (least squares), extrapolated to the held-out horizons, never below 1
     (the family's own predictive sd).  A trend the family misses grows the error with the
@@ -434,7 +434,7 @@ class ForecastResult:
                          "holdout_coverage": self.interval_coverage,
                          "method": "1.645 max(1, kappa) x the family's predictive sd (residual "
                                    "noise + autocorrelation-inflated parameter uncertainty), kappa "
-                                   "the RMS of its standardised rolling-origin errors; cut to the "
+                                   "the RMS of its standardized rolling-origin errors; cut to the "
                                    "reward's range"},
             "reward_range": list(self.reward_range) if self.reward_range else None,
             "baselines": self.baselines,

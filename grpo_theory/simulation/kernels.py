@@ -534,7 +534,7 @@ def _lagged(plan, t, current, ring, old):
 
     ``refresh``: π_old := π_θ at t ≡ 0 (mod k).  ``delay``: the policy of step
     t − d, the initial one for t < d (``ring`` holds the last d + 1 states, all
-    initialised to the start).
+    initialized to the start).
     """
     if plan.lag_model == "refresh":
         if plan.refresh_interval == 1:

@@ -6,7 +6,7 @@ One module (or package) per chapter, in the order of :data:`.chapters.CHAPTERS`:
 - :mod:`.fixed_points` — fixed points, stiffness and its fresh/stale split, the fold test
   and the bifurcations in beta, Mroueh's recurrence;
 - :mod:`.closed_forms` — nonlinear no-KL trajectories;
-- :mod:`.discrete` — L2, the exact discrete linearisation: refresh-window monodromy, Jury
+- :mod:`.discrete` — L2, the exact discrete linearization: refresh-window monodromy, Jury
   conditions, delay, the bridge to L3, exact thresholds (a package, one module per concept);
 - :mod:`.oscillator` — L3, the reduced-order continuous oscillator;
 - :mod:`.noise` — stationary variances (L3 Langevin, exact L2), the reward fluctuation and

@@ -53,7 +53,7 @@ from grpo_theory.theory.fixed_points import bifurcations, level_set
 __all__ = ["ATLAS_MODEL", "FoldCurve", "Atlas", "fold_test", "folds_at", "continue_folds",
            "folds_in_group_size", "discrete_boundaries", "check_atlas", "atlas"]
 
-#: The model of the atlas: GRPO's std normalisation with the exact KL and no advantage
+#: The model of the atlas: GRPO's std normalization with the exact KL and no advantage
 #: epsilon, the model whose plateau is bistable at large G (its p_ref and G are scanned).
 ATLAS_MODEL = GRPOModel(normalization="std", kl="exact", surrogate="stale", adv_eps=0.0)
 
@@ -234,7 +234,7 @@ def check_fold(fold: dict, model=ATLAS_MODEL, *, rel=1e-8) -> dict:
 
     - root count of F on a dense grid around the fold z: two roots on one side of
       beta_fold within ``rel`` and none on the other;
-    - the extremum of B by derivative-free bounded Brent minimisation.
+    - the extremum of B by derivative-free bounded Brent minimization.
     """
     G, r, zc, bc = fold["group_size"], fold["p_ref"], fold["z"], fold["kl_coef"]
     d = rel * max(1.0, abs(bc))

@@ -1,7 +1,7 @@
 """The bibliography: every work the documents cite, with its data, and how it is printed.
 
 One entry per work in :data:`REFERENCES` (key -> fields).  ``authors`` lists the persons as
-``"Family, Given"`` (``"{Name}"`` for an organisation); ``et_al`` marks an author list that
+``"Family, Given"`` (``"{Name}"`` for an organization); ``et_al`` marks an author list that
 is cut short.  Fields follow BibTeX (``journal``, ``booktitle``, ``publisher``, ``volume``,
 ``number``, ``pages``, ``year``, ``eprint`` for an arXiv identifier, ``url``, ``note``).
 The bibliographic data were checked against the works' own pages or standard citations;
@@ -284,7 +284,7 @@ def _initials(given: str) -> str:
 
 
 def _person(name: str, style: str) -> str:
-    if name.startswith("{") and name.endswith("}"):      # an organisation
+    if name.startswith("{") and name.endswith("}"):      # an organization
         core = name[1:-1]
         return _unbrace(core) if style != "tex" else core
     family, _, given = name.partition(",")

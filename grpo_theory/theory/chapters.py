@@ -66,11 +66,11 @@ CHAPTERS = (
             "normalization at large $G$ has an explicit solution, mean normalization an implicit one "
             "(exact at every $G$)."),
     Chapter("discrete", "4. Exact discrete linearization (L2) and its stability",
-            "With heavy-ball momentum and a refresh interval $k$ the linearised update over one "
+            "With heavy-ball momentum and a refresh interval $k$ the linearized update over one "
             "window is a $2\\times 2$ monodromy matrix; Jury's conditions on its characteristic polynomial "
             "give the exact stability boundary and which eigenvalue crosses the unit circle.",
             "Level L2: exact discrete linearization",
-            "Linearised at a fixed point, heavy-ball momentum $\\mu$ and a sampling policy refreshed "
+            "Linearized at a fixed point, heavy-ball momentum $\\mu$ and a sampling policy refreshed "
             "every $k$ steps make the update a periodic linear map; over one refresh window it is "
             "the monodromy $M$. Jury's conditions on its characteristic polynomial give the exact "
             "stability boundary in the step stiffness $a = \\eta K$ and which eigenvalue crosses the "
@@ -93,7 +93,7 @@ CHAPTERS = (
             "$G \\min(p^{*}, q^{*}) \\gg 1$; when failures are rare it does not fall with $G$.",
             "Noise: group size as temperature",
             "The gradient noise of one step, of variance $\\sigma^{2}$ per unit learning rate, drives "
-            "the linearised dynamics to a stationary fluctuation around the fixed point; the "
+            "the linearized dynamics to a stationary fluctuation around the fixed point; the "
             "Lyapunov equations give it exactly, for the continuous model and for the on-policy "
             "discrete map. The fluctuation is proportional to $\\sigma^{2}$. The group size acts as "
             "a temperature, $\\sigma^{2} \\propto 1/G$, only in the regime $G \\min(p^{*}, q^{*}) \\gg 1$: "

@@ -60,12 +60,12 @@ from a small amplitude and reads the coefficient off the drift of the normal-for
 of the new attractor with the prediction and its square-root law.
 
 What it shows (:func:`criticality`, a computation on grids, not a proof): for the stale split
-(:math:`K_f = 0`, the L2 map of the atlas, realised exactly by the KL-in-the-reward variant)
+(:math:`K_f = 0`, the L2 map of the atlas, realized exactly by the KL-in-the-reward variant)
 both boundaries were supercritical at every point computed (:math:`\beta` from 0.2 to 5,
 :math:`G = 4, 16, \infty`, :math:`\mu` from 0.3 to 0.97, :math:`k` from 2 to 34): past the
 threshold the reward does not run away but oscillates, with an amplitude growing like
 :math:`\sqrt{\eta - \eta_c}`.  A fresh KL force changes the boundaries and can change their
-criticality: with std normalisation and the exact KL at :math:`\beta = 1` the
+criticality: with std normalization and the exact KL at :math:`\beta = 1` the
 Neimark--Sacker boundary is subcritical (a hard loss of stability) for :math:`G = 16` at
 :math:`\mu \ge 0.6` and :math:`k` between 5 and 21 (:math:`\eta K \approx 0.05`; there
 :math:`l_1` is small, 0.001 to 0.03, and the subcritical window sits next to supercritical

@@ -7,7 +7,7 @@ With the exact KL penalty the KL force is :math:`\Phi = p q\,(z - z_{\mathrm{ref
           = \frac{h(z)}{z - z_{\mathrm{ref}}}, \qquad h(z) = \frac{\mathcal A_G(p)}{p q},
 
 and a fold is a critical point of :math:`B`:
-:math:`(\log h)'(z) = 1/(z - z_{\mathrm{ref}})`.  For std normalisation
+:math:`(\log h)'(z) = 1/(z - z_{\mathrm{ref}})`.  For std normalization
 :math:`\mathcal A_G(p) = \mathcal A_G(1 - p)`, so :math:`h` is even in :math:`z`; it has its
 minimum at :math:`z = 0` and rises to :math:`h_\infty = \lim_{z\to\infty} h
 = G\,A_{+}(G - 1)` (only groups with one failure are left, and their advantage mass stays

@@ -2,7 +2,7 @@ r"""Level L3: the reduced-order continuous model  :math:`m\ddot x + \gamma\dot x
 
 Derivation (each step verified by sympy, see :func:`continuum_limit`):
 
-The linearised GRPO update with heavy-ball momentum :math:`\mu`, learning rate
+The linearized GRPO update with heavy-ball momentum :math:`\mu`, learning rate
 :math:`\eta` and stiffness :math:`K = K_f + K_s` — :math:`K_f` acting on the
 current iterate, :math:`K_s` through the sampling policy of :math:`\ell` steps
 ago — is
@@ -59,7 +59,7 @@ def _tex(expr) -> str:
 # ----------------------------------------------------------------------------------
 
 def discrete_characteristic_function():
-    r""":math:`\chi(s)` of the linearised heavy-ball update with constant lag :math:`\ell`."""
+    r""":math:`\chi(s)` of the linearized heavy-ball update with constant lag :math:`\ell`."""
     s, mu, eta, Kf, Ks, ell = S.s, S.mu, S.eta, S.K_fresh, S.K_stale, S.ell
     return sp.exp(s) - (1 + mu) + mu * sp.exp(-s) + eta * Kf + eta * Ks * sp.exp(-s * ell)
 
@@ -86,7 +86,7 @@ def _mass() -> Derived:
         r"Inertia of the reduced model: the $s^{2}$ coefficient of the discrete characteristic "
         r"function $\chi(s)$ at first order in the lag.",
         units=r"steps$^{2}$ (dimensionless per step$^{2}$)",
-        assumptions=r"linearisation at a fixed point; heavy-ball momentum $\mu \in [0, 1)$; "
+        assumptions=r"linearization at a fixed point; heavy-ball momentum $\mu \in [0, 1)$; "
                     "lag to first order",
         level="L3", references=_PAPER, title="Mass of the continuous model")
     mass = out.expr
@@ -767,7 +767,7 @@ def coefficients(learning_rate, momentum, lag, stiffness, *, fresh_fraction=0.0)
     ell = check_real("lag", lag, low=0)
     Kv = check_real("stiffness", stiffness, low=0, low_open=True)
     # K_f/K may lie outside [0, 1]: near p -> 1 the exact-KL force acting on the current
-    # iterate is destabilising (K_f < 0), so the stale part exceeds K.
+    # iterate is destabilizing (K_f < 0), so the stale part exceeds K.
     phi = 1 - check_real("fresh_fraction", fresh_fraction)
     return Oscillator(float(get("oscillator.mass").numeric(mu)),
                       float(get("oscillator.damping").numeric(mu, eta, phi * Kv, ell)),

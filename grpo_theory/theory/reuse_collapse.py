@@ -8,10 +8,10 @@ it can:
 
 1. **The log-prob surrogate moves linearly, for ever** (``reuse_collapse.logprob_step``).
    With group-normalized advantages the advantages of a batch sum to zero
-   (:math:`\sum_b n_b A_b = 0`, mean or std normalization), so the softmax's normaliser drops
+   (:math:`\sum_b n_b A_b = 0`, mean or std normalization), so the softmax's normalizer drops
    out of the gradient: each pass adds exactly :math:`\eta\,n_b A_b/G` to the logit of a
    sampled action :math:`b`, whatever the policy.  :math:`k` passes add :math:`k` times that:
-   no saturation, any number of actions, no linearisation.
+   no saturation, any number of actions, no linearization.
 2. **The batch's noise is not averaged** (``reuse_collapse.advantage_mass_variance_mean``,
    ``reuse_collapse.window_noise_variance``).  On the success logit the per-pass push is
    :math:`\eta\kappa A_{+}(n)` with :math:`n \sim \mathrm{Bin}(G, p_{\mathrm{old}})` drawn

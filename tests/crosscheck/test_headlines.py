@@ -156,7 +156,7 @@ def test_hand_made_check_renders_its_row_in_the_terminal_table():
     header, _rule, row = text.splitlines()[:3]
     for col in ("check", "verdict", "predicted", "measured", "band"):
         assert col in header
-    assert "error" not in header                       # no normalised column
+    assert "error" not in header                       # no normalized column
     assert row.startswith("reuse_fresh")
     for part in ("FAIL", "0.0300 logits²", "0.0410 logits²", "0.0270 – 0.0350"):
         assert part in row, (part, row)

@@ -85,8 +85,8 @@ def test_regimes_from_the_exact_finite_g_noise():
 @pytest.fixture(scope="module")
 def size_family():
     """'Model size' built into the stiffness: near the plateau the relaxation time is
-    1/(eta K); member N gets K -> K N^alpha, realised as the learning rate 0.05 N^alpha
-    (eta and K enter the linearised map only as eta K), alpha = 0.5, N = 1, 2, 4, 8."""
+    1/(eta K); member N gets K -> K N^alpha, realized as the learning rate 0.05 N^alpha
+    (eta and K enter the linearized map only as eta K), alpha = 0.5, N = 1, 2, 4, 8."""
     sizes, alpha = [1, 2, 4, 8], 0.5
     logs = [_run(10 + i, steps=600, group_size=8, normalization="mean",
                  learning_rate=0.05 * N**alpha) for i, N in enumerate(sizes)]

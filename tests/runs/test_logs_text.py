@@ -99,7 +99,7 @@ def test_a_log_without_a_reward_says_so_in_words(tmp_path, capsys):
 
 def test_a_trl_console_log_is_named_and_the_right_file_suggested(tmp_path, capsys):
     """Newcomer pass: a TRL run's console output (printed dicts, as in JuncyLu/trl_DAPO's
-    training logs) was 'format not recognised ... give --format', though no format fits."""
+    training logs) was 'format not recognized ... give --format', though no format fits."""
     p = tmp_path / "train.log"
     p.write_text("Loading checkpoint shards: 100%\n  2%|2   | 1/43 [01:40<1:10:29]\n"
                  "{'loss': -0.0447, 'grad_norm': 0.30, 'reward': 1.875, 'epoch': 0.23}\n"

@@ -19,7 +19,7 @@ from grpo_theory.validate import ParameterError
 #: KL in the reward: all stiffness acts through the sampling policy (K_f = 0), so the linear
 #: part of its window map is exactly the stale L2 map of the atlas
 K1 = GRPOModel(normalization="mean", kl="k1_reward", kl_coef=0.5, group_size=8)
-#: std normalisation with the exact KL, G = 4: a fresh KL force (K_f / K = 0.63)
+#: std normalization with the exact KL, G = 4: a fresh KL force (K_f / K = 0.63)
 EXACT4 = GRPOModel(normalization="std", kl="exact", kl_coef=1.0, group_size=4, adv_eps=0.0)
 
 

@@ -1,4 +1,4 @@
-"""L2 exact discrete linearisation: derivations verified, plus independent numerical checks."""
+"""L2 exact discrete linearization: derivations verified, plus independent numerical checks."""
 
 import json
 import math

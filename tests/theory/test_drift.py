@@ -29,7 +29,7 @@ SIG = lambda z: 1 / (1 + math.exp(-z))  # noqa: E731
 
 
 def reference_drift(z, z_old, *, normalization, kl, surrogate, G, beta, p_ref, eps):
-    """Expected dz per unit lr in the two-logit softmax parametrisation (kappa = 2)."""
+    """Expected dz per unit lr in the two-logit softmax parametrization (kappa = 2)."""
     po = SIG(z_old)
     z_ref = math.log(p_ref / (1 - p_ref))
 

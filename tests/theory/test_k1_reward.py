@@ -1,7 +1,7 @@
 """KL in the reward (verl ``use_kl_in_reward``, k1): drift, fixed point, split, simulation.
 
 The reference enumerates every reward vector of a group (2^G outcomes), shifts each
-sample's reward by -beta (log pi_old(a) - log pi_ref(a)), forms mean-normalised
+sample's reward by -beta (log pi_old(a) - log pi_ref(a)), forms mean-normalized
 advantages with numpy and differentiates the per-group objective in z with central
 finite differences.  Nothing from the package's formulas is used.
 """

@@ -59,7 +59,7 @@ def test_the_lint_catches_programming_text(bad):
 
 
 @pytest.mark.parametrize("good", [
-    r"large-$G$ limit of the std-normalised advantage (20 points, 50-digit mpmath)",
+    r"large-$G$ limit of the std-normalized advantage (20 points, 50-digit mpmath)",
     r"$S_1 - k\mu^k \ge 0$, so $\det M \ge \mu^k > -1$",
     "equals the explicit k-fold matrix product for six window lengths",
 ])

@@ -45,7 +45,7 @@ def _var_and_se(x):
 
 @pytest.mark.parametrize("reuse", ["batch", "fresh"])
 def test_window_noise_grows_like_k_with_reuse(reuse):
-    # log-prob surrogate, mean normalisation, two actions, B groups: the displacement of the
+    # log-prob surrogate, mean normalization, two actions, B groups: the displacement of the
     # success logit over the first window of k passes
     k, eta, G, B, p0, R = 8, 0.05, 6, 4, 0.35, 6000
     model = GRPOModel(group_size=G, prompts=B, p_ref=p0, learning_rate=eta, momentum=0.0,

@@ -114,7 +114,7 @@ def detect_format(path, text: str | None = None) -> str:
                                          "dicts carry no step): read the run's "
                                          "checkpoint-N/trainer_state.json, or its TensorBoard or "
                                          "W&B logs, instead")
-    raise LogFormatError(path, 1, "format not recognised (expected TRL trainer_state.json, a verl "
+    raise LogFormatError(path, 1, "format not recognized (expected TRL trainer_state.json, a verl "
                                   "console log, verl/generic JSONL, a W&B/generic CSV or a "
                                   "TensorBoard event file)")
 

@@ -1,4 +1,4 @@
-r"""Level L2: the exact discrete linearisation at a fixed point and its stability.
+r"""Level L2: the exact discrete linearization at a fixed point and its stability.
 
 Deviation :math:`x = z - z^*` (logits), heavy-ball momentum :math:`\mu\in[0,1)`,
 learning rate :math:`\eta`, stiffness :math:`K = K_f + K_s` (:math:`K_f` acts on

@@ -233,7 +233,7 @@ def _discrete_regime(eigs, radius, stable):
 
 def linear_stability(learning_rate, momentum, refresh_interval, stiffness, *, lag_model="refresh",
                      delay=None, fresh_fraction=0.0) -> StabilityResult:
-    r"""Exact L2 stability of the linearised heavy-ball GRPO update, with the L3 comparison:
+    r"""Exact L2 stability of the linearized heavy-ball GRPO update, with the L3 comparison:
     the low-level analysis at a given stiffness and split (the one route for a model is
     :func:`grpo_theory.theory.stability.stability`, which calls this one).
 
