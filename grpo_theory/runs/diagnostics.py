@@ -284,14 +284,14 @@ def policy_concentration(log, reward_metric=None, *, threshold=ENTROPY_EFOLD):
     ev = (f"{hname}: {h_start:.4g} at the start, {h_end:.4g} at the end: {100 * score:.0f} % "
           f"lost (flag above {100 * threshold:.0f} %, one e-fold)")
     try:
-        from grpo_theory.runs.curves import curve_gain
+        from grpo_theory.runs.curves import curve_gain, gain_basis
 
         rname = log.reward_metric(reward_metric)
         rs, rv = log.series(rname)
         if rs.size >= 3:
             g = curve_gain(rv)
             ev += (f"; reward {rname} gained {g['gain']:+.3g} ± {g['gain_sd']:.2g} over the run "
-                   "(medians of the first and last fifth)")
+                   f"({gain_basis(g)})")
     except ParameterError:
         pass
     return _result(flag, score, ev, first_step=first,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grpo_theory.results import Result
-from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability, curve_gain,
+from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability, curve_gain, gain_basis,
                                      finite_sorted, fit_curve, is_binary_range, noise_ceiling,
                                      r2_text)
 from grpo_theory.runs.forecast import forecast
@@ -80,7 +80,7 @@ class CurveSummary:
     def describe(self) -> str:
         g = self.gain
         head = (f"{self.metric}: {g['start']:.4g} -> {g['end']:.4g} (gain {g['gain']:+.4g} ± "
-                f"{g['gain_sd']:.2g}, medians of the first and last fifth)")
+                f"{g['gain_sd']:.2g}, {gain_basis(g)})")
         if not self.applicable:
             return head + "; the model does not apply, no regime is named: " + "; ".join(self.reasons)
         z = self.damping_ratio
@@ -156,7 +156,7 @@ class FitReport(Result):
         if self.gain:
             g = self.gain
             lines.append(f"  {g['start']:.4g} -> {g['end']:.4g}: gain {g['gain']:+.4g} ± "
-                         f"{g['gain_sd']:.2g} (medians of the first and last fifth)")
+                         f"{g['gain_sd']:.2g} ({gain_basis(g)})")
         if not self.applicable["fit"]:
             lines.append("the model does not apply; no regime is named:")
             lines += [f"  - {r}" for r in self.applicable["reasons"]]
