@@ -886,6 +886,11 @@ def collapse(log, reward_metric=None, *, instability=None):
     di = instability if instability is not None else dynamical_instability(log, reward_metric)
     if di["flag"] is None:
         return dict(di)
+    if di.get("drop_from_peak") is None:
+        # too few rewards for the reward-based checks (the instability flagged on the per-step
+        # metrics alone): whether the reward collapsed is not seen -- n/a, never "no collapse"
+        return _na("too few logged rewards to see a collapse of the reward (" + di["evidence"]
+                   + ")", log.reward_metric(reward_metric))
     fell = (di.get("drop_from_peak") is not None and di.get("noise_sd") is not None
             and di["drop_from_peak"] > 4 * di["noise_sd"])
     early = bool(di.get("diverging")) and fell

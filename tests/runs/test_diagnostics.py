@@ -349,3 +349,6 @@ def test_instability_from_a_divergence_when_the_reward_is_too_short():
     d = D.dynamical_instability(log)
     assert d["flag"] is True and d["diverging"] is True
     assert D.dynamical_instability(TrainingLog(metrics={"reward": (t[:4], np.ones(4) * 0.3)}))["flag"] is None
+    # whether the reward collapsed is not seen in 4 rewards: collapse abstains, never "no"
+    c = D.collapse(log)
+    assert c["flag"] is None and "too few logged rewards" in c["evidence"]
