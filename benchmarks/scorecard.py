@@ -392,17 +392,60 @@ def score_configs(runs, bench, *, lab=False):
     return rows
 
 
-def _print_configs(rows):
+#: the prefix of a lab run's own log from which check-config --from-log measures K (issue 22)
+PREFIX_FRACTION = 0.2
+
+
+def _prefix_log(run_dir, fraction, tmp):
+    """The first ``fraction`` of a lab run's TRL log (``log_history`` entries up to that step)
+    with its saved ``GRPOConfig``, written to ``tmp``: what a practitioner has ``fraction`` of
+    the way into the run.  Returns the path of the prefix's ``trainer_state.json``."""
+    state = json.loads((run_dir / "trainer_state.json").read_text())
+    last = max(e.get("step", 0) for e in state["log_history"])
+    cut = fraction * last
+    state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= cut]
+    state["global_step"] = int(cut)
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "trainer_state.json").write_text(json.dumps(state))
+    (tmp / "config.json").write_text((run_dir / "config.json").read_text())
+    return tmp / "trainer_state.json"
+
+
+def score_configs_from_prefix(runs, bench, fraction=PREFIX_FRACTION):
+    """check-config on each lab run's own config with K measured (``--from-log``) from the first
+    ``fraction`` of the run's own log and its saved GRPOConfig -- nothing from the lab's facts
+    (issue 22).  Where fit declines the prefix, K is refused and the verdict is 'unknown'."""
+    rows = []
+    base = Path(tempfile.mkdtemp(prefix="scorecard_prefix_"))
+    for meta in runs:
+        run_dir = bench / Path(meta["run_json"]).parent
+        info = json.loads((bench / meta["run_json"]).read_text())
+        truth = info.get("labels", {}).get("stable")
+        if truth not in (True, False) or not (run_dir / "config.json").exists():
+            continue
+        prefix = _prefix_log(run_dir, fraction, base / meta["id"])
+        key = (info.get("reward") or {}).get("key")
+        row = _config_row(run_dir, info, from_log=prefix, metric=key)
+        rows.append({"id": meta["id"], "collapse_or_unstable": not truth,
+                     "source": f"K from the first {fraction:.0%} of its own log", **row})
+    return rows
+
+
+def _print_configs(rows, title=None):
     if not rows:
         return
-    print("check-config on the runs' own configs (collapse / unstable should be called unstable "
-          "or at risk; healthy runs stable):")
+    print(title or "check-config on the runs' own configs (collapse / unstable should be called "
+          "unstable or at risk; healthy runs stable):")
     hit = sum(r["collapse_or_unstable"] and r["verdict"] in ("unstable", "at risk") for r in rows)
     pos = sum(r["collapse_or_unstable"] for r in rows)
     ok = sum((not r["collapse_or_unstable"]) and r["verdict"] == "stable" for r in rows)
     neg = sum(not r["collapse_or_unstable"] for r in rows)
+    unk = sum(r["verdict"] == "unknown" for r in rows)
+    wrong = sum((r["collapse_or_unstable"] and r["verdict"] == "stable")
+                or (not r["collapse_or_unstable"] and r["verdict"] in ("unstable", "at risk"))
+                for r in rows)
     print(f"  unstable/collapse called unstable or at risk: {hit}/{pos}; healthy called stable: "
-          f"{ok}/{neg}")
+          f"{ok}/{neg}; unknown {unk}, wrong {wrong}")
     for r in rows:
         print(f"  {r['id']:<44} {'bad' if r['collapse_or_unstable'] else 'ok ':<4} -> "
               f"{r['verdict']:<9} (reuse {r.get('reuse')}; {r['source']}) {r['why'][:90]}")
@@ -447,6 +490,10 @@ def _print(res, title, n_runs, bench):
     for rid, why in res["unread"].items():
         print(f"  {rid}: {why}")
     _print_configs(res.get("check_config"))
+    if res.get("check_config_prefix"):
+        _print_configs(res["check_config_prefix"],
+                       f"check-config with --from-log from the first {PREFIX_FRACTION:.0%} of each "
+                       "run's own log and its saved GRPOConfig (nothing from the lab's facts):")
 
 
 def main(argv=None) -> int:
@@ -466,6 +513,7 @@ def main(argv=None) -> int:
                  for p in lab_runs]
         out["lab"] = score(metas, bench=lab)
         out["lab"]["check_config"] = score_configs(metas, lab, lab=True)
+        out["lab"]["check_config_prefix"] = score_configs_from_prefix(metas, lab)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
