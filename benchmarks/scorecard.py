@@ -426,9 +426,45 @@ def score_configs_from_prefix(runs, bench, fraction=PREFIX_FRACTION):
         prefix = _prefix_log(run_dir, fraction, base / meta["id"])
         key = (info.get("reward") or {}).get("key")
         row = _config_row(run_dir, info, from_log=prefix, metric=key)
-        rows.append({"id": meta["id"], "collapse_or_unstable": not truth,
-                     "source": f"K from the first {fraction:.0%} of its own log", **row})
+        row = {"id": meta["id"], "collapse_or_unstable": not truth,
+               "source": f"K from the first {fraction:.0%} of its own log", **row}
+        if row["verdict"] == "unknown" and row["why"].startswith("not checked"):
+            row["sibling"] = _sibling_row(run_dir, info, bench, prefix, key)
+        rows.append(row)
     return rows
+
+
+#: the healthy sibling of a lab run: the on-policy SGD control of the same model and task
+SIBLING_SETTING = "healthy_sgd"
+
+
+def _sibling_row(run_dir, info, bench, prefix, key):
+    """Where the run's own prefix gives no K (it starts at its plateau: no relaxation to fit),
+    what a practitioner has instead: K measured on a finished healthy run of the same model and
+    task (the on-policy SGD control, same seed; check-config carries the kernel scale over and
+    recomputes the bandit factor for this variant), and p_ref solved from the plateau level seen
+    in the run's own prefix (the mean reward of the prefix = the config's fixed point).  Nothing
+    from the lab's facts.  ``None`` where no sibling of the same model and task exists."""
+    from grpo_theory.runs.logs import read_log
+
+    sib = bench / f"lab_{SIBLING_SETTING}_s{info.get('seed')}"
+    if not (sib / "run.json").exists():
+        return None
+    sinfo = json.loads((sib / "run.json").read_text())
+    if (sinfo.get("model_parameters"), sinfo.get("task")) != (info.get("model_parameters"),
+                                                             info.get("task")):
+        return None
+    _, rv = read_log(prefix).series(key)
+    rv = rv[np.isfinite(rv)]
+    if not rv.size:
+        return None
+    plateau = float(np.mean(rv))
+    pr = _p_ref_for(run_dir / "config.json", plateau)
+    row = _config_row(run_dir, info, from_log=sib / "trainer_state.json", metric=key, p_ref=pr)
+    row["source"] = (f"K from {sib.name} (healthy sibling, full log), p_ref "
+                     + (f"{pr:.3g}" if pr is not None else "unknown")
+                     + f" from the prefix's plateau {plateau:.3g}")
+    return row
 
 
 def _print_configs(rows, title=None):
@@ -449,6 +485,24 @@ def _print_configs(rows, title=None):
     for r in rows:
         print(f"  {r['id']:<44} {'bad' if r['collapse_or_unstable'] else 'ok ':<4} -> "
               f"{r['verdict']:<9} (reuse {r.get('reuse')}; {r['source']}) {r['why'][:90]}")
+    sib = [r for r in rows if r.get("sibling")]
+    if sib:
+        hit = sum(r["collapse_or_unstable"] and r["sibling"]["verdict"] in ("unstable", "at risk")
+                  for r in sib)
+        pos = sum(r["collapse_or_unstable"] for r in sib)
+        ok = sum((not r["collapse_or_unstable"]) and r["sibling"]["verdict"] == "stable" for r in sib)
+        unk = sum(r["sibling"]["verdict"] == "unknown" for r in sib)
+        wrong = sum((r["collapse_or_unstable"] and r["sibling"]["verdict"] == "stable")
+                    or (not r["collapse_or_unstable"]
+                        and r["sibling"]["verdict"] in ("unstable", "at risk")) for r in sib)
+        print(f"  where the own prefix gives no K ({len(sib)} runs), K from a healthy sibling "
+              f"(labelled route): unstable called unstable or at risk {hit}/{pos}; healthy "
+              f"called stable {ok}/{len(sib) - pos}; unknown {unk}, wrong {wrong}")
+        for r in sib:
+            q = r["sibling"]
+            print(f"    {r['id']:<42} {'bad' if r['collapse_or_unstable'] else 'ok ':<4} -> "
+                  f"{q['verdict']:<9} eta K {q.get('eta_K') or float('nan'):.3g} (reuse "
+                  f"{q.get('reuse')}; {q['source']}) {q['why'][:80]}")
 
 
 def _print(res, title, n_runs, bench):
