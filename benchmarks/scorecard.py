@@ -10,9 +10,12 @@ for every run, its ``run.json`` (format, reward key, labels).  Prints
   "unknown" are not scored; then the flag counts of every detector ``diagnose`` returns;
 - per fit family: the median R^2 over the runs where the model applies (the reward's
   kind, binary or dense, from ``run.json``);
-- forecasts (:func:`grpo_theory.runs.projection.project`) from the first 20 % and 50 % of the
-  steps: how many were made, declined, or not possible (a prefix of fewer than 5 points), the median ratio of the forecast's held-out
-  RMSE to each baseline's and to the best baseline of each run, the coverage of the 90 %
+- forecasts (:func:`grpo_theory.runs.forecast.forecast`) from the first 20 % and 50 % of the
+  steps: how many were made, declined, or not possible (a prefix of fewer than 2 points; 2-4
+  points get the level with a Student-t band), the answer rate over all runs, the median ratio
+  of the forecast's held-out RMSE to each baseline's, to the better of last value and a single
+  exponential (the issue's baseline) and to the best of the four baselines of each run (with
+  hindsight), the coverage of the 90 %
   interval (pooled over held-out points, and the mean of the runs' coverages, which a long
   run cannot dominate), the noise floor (RMSE of the held-out points about their own smoothed
   curve) as a ratio to the best baseline, and the fraction of the gap from the best baseline
@@ -186,6 +189,7 @@ def score(runs, bench=BENCH):
     r2 = defaultdict(list)
     ratios = {f: defaultdict(list) for f in FRACTIONS}
     gaps = {f: [] for f in FRACTIONS}
+    gaps2 = {f: [] for f in FRACTIONS}
     floors = {f: [] for f in FRACTIONS}
     cover = {f: [0, 0, []] for f in FRACTIONS}
     counts = {f: {"made": 0, "declined": 0, "too_short": 0, "reasons": defaultdict(int)}
@@ -260,13 +264,24 @@ def score(runs, bench=BENCH):
             ours = float(np.sqrt(np.mean((fc.prediction - yh) ** 2)))
             for b, v in base.items():
                 ratios[f][b].append(ours / v)
+            if not base:        # every baseline exact on the held-out points: no ratio to take
+                cover[f][0] += int(np.sum((yh >= fc.band[0]) & (yh <= fc.band[1])))
+                cover[f][1] += yh.size
+                cover[f][2].append(float(np.mean((yh >= fc.band[0]) & (yh <= fc.band[1]))))
+                continue
             best_base = min(base.values())
             ratios[f]["best baseline"].append(ours / best_base)
+            two = [base[b] for b in ("last_value", "exponential") if b in base]
+            better = min(two) if two else None
+            if better:
+                ratios[f]["better of last value, exponential"].append(ours / better)
             floor = noise_floor(yh)
             if math.isfinite(floor):
                 floors[f].append(floor / best_base)
                 if best_base > floor:
                     gaps[f].append((best_base - ours) / (best_base - floor))
+                if better and better > floor:
+                    gaps2[f].append((better - ours) / (better - floor))
             lo, hi = fc.band
             inside = int(np.sum((yh >= lo) & (yh <= hi)))
             cover[f][0] += inside
@@ -280,13 +295,15 @@ def score(runs, bench=BENCH):
             "forecast": {str(f): {"made": counts[f]["made"], "declined": counts[f]["declined"],
                                   "too_short": counts[f]["too_short"],
                                   "answer_rate": (counts[f]["made"] / (counts[f]["made"]
-                                                                       + counts[f]["declined"])
+                                                                       + counts[f]["declined"]
+                                                                       + counts[f]["too_short"])
                                                   if counts[f]["made"] + counts[f]["declined"]
-                                                  else None),
+                                                  + counts[f]["too_short"] else None),
                                   "declined_reasons": dict(counts[f]["reasons"]),
                                   "rmse_ratio_median": {b: med(v) for b, v in ratios[f].items()},
                                   "noise_floor_ratio_median": med(floors[f]),
                                   "gap_closed_median": med(gaps[f]),
+                                  "gap_closed_vs_better_of_two_median": med(gaps2[f]),
                                   "interval90_coverage": (cover[f][0] / cover[f][1]
                                                           if cover[f][1] else None),
                                   "interval90_coverage_per_run_mean":
@@ -527,8 +544,8 @@ def _print(res, title, n_runs, bench):
         cov, covr, ar = (d["interval90_coverage"], d["interval90_coverage_per_run_mean"],
                          d["answer_rate"])
         print(f"forecast from the first {float(f):.0%}: {d['made']} made, {d['declined']} declined "
-              f"(answer rate {'n/a' if ar is None else f'{ar:.0%}'}), {d['too_short']} with a "
-              f"prefix of < 5 points; 90 % interval coverage "
+              f"(answer rate over all runs {'n/a' if ar is None else f'{ar:.0%}'}), {d['too_short']} "
+              f"with a prefix of < 2 points; 90 % interval coverage "
               f"{'n/a' if cov is None else f'{cov:.3f}'} pooled, "
               f"{'n/a' if covr is None else f'{covr:.3f}'} mean over runs")
         for r, n in d["declined_reasons"].items():
@@ -538,9 +555,11 @@ def _print(res, title, n_runs, bench):
             print(f"    vs {b:<16} {'n/a' if v is None else f'{v:.2f}'} ({n})")
         fl, nf = d["noise_floor_ratio_median"]
         g, ng = d["gap_closed_median"]
+        g2, ng2 = d["gap_closed_vs_better_of_two_median"]
         print(f"  noise floor / best baseline (median): {'n/a' if fl is None else f'{fl:.2f}'} "
               f"({nf}); fraction of the gap best baseline -> floor closed (median): "
-              f"{'n/a' if g is None else f'{g:.2f}'} ({ng})")
+              f"{'n/a' if g is None else f'{g:.2f}'} ({ng}); of the gap better of last value "
+              f"and exponential -> floor: {'n/a' if g2 is None else f'{g2:.2f}'} ({ng2})")
     for rid, why in res["unread"].items():
         print(f"  {rid}: {why}")
     _print_configs(res.get("check_config"))
