@@ -956,7 +956,8 @@ def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis
     """Run every detector on ``log``; checks that cannot run have ``flag = None``.
 
     The reward curve is read once (:func:`~grpo_theory.runs.fitting.summarize_curve`, or
-    ``fit`` when given): its gain, whether the model applies and the L3 regime are the ones
+    ``fit`` when given; a single family's fit, e.g. ``fit_curve(..., "oscillator")``, replaces
+    that family in the summary): its gain, whether the model applies and the L3 regime are the ones
     ``fit`` reports, in ``curve`` and in the instability evidence."""
     G = group_size if group_size is not None else group_size_from_config(log.config)
     if G is not None:
@@ -977,12 +978,21 @@ def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis
             warnings.append(f"{metric} is not in [0, 1] (a dense or shaped reward): the binary "
                             "mean-field predictions are switched off")
     curve = None
+    given = None
+    if fit is not None and not hasattr(fit, "gain"):
+        # one fitted family (runs.curves.FitResult, e.g. the oscillator of fit_curve): the curve
+        # is summarised here and that fit stands in for the summary's own of its family
+        given, fit = fit, None
     if metric is not None and fit is None:
+        import dataclasses
+
         from grpo_theory.runs.fitting import summarize_curve
 
         rs, rv = log.series(metric)
         if rs.size >= 12:      # the instability checks' minimum
             fit = summarize_curve(rs, rv, metric=metric)
+            if given is not None:
+                fit = dataclasses.replace(fit, fits={**fit.fits, given.model: given})
     if fit is not None:
         curve = {"gain": fit.gain, "applicable": fit.applicable, "reasons": list(fit.reasons),
                  "regime": fit.regime, "damping_ratio": fit.damping_ratio,

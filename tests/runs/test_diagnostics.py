@@ -352,3 +352,16 @@ def test_instability_from_a_divergence_when_the_reward_is_too_short():
     # whether the reward collapsed is not seen in 4 rewards: collapse abstains, never "no"
     c = D.collapse(log)
     assert c["flag"] is None and "too few logged rewards" in c["evidence"]
+
+
+def test_diagnose_takes_one_fitted_family_as_fit():
+    # the book passes fit_curve's oscillator: it stands in for the summary's own oscillator fit
+    from grpo_theory.runs.curves import fit_curve
+    from grpo_theory.runs.logs import read_log
+
+    log = read_log(VERL)
+    s, v = log.series(log.reward_metric())
+    osc = fit_curve(s, v, "oscillator")
+    d = D.diagnose(log, fit=osc)
+    assert d.curve is not None and d.curve["gain"]["gain"] > 0
+    assert d.curve["damping_ratio"] == pytest.approx(osc.params["zeta"])
