@@ -10,9 +10,12 @@ for every run, its ``run.json`` (format, reward key, labels).  Prints
   "unknown" are not scored; then the flag counts of every detector ``diagnose`` returns;
 - per fit family: the median R^2 over the runs where the model applies (the reward's
   kind, binary or dense, from ``run.json``);
-- forecasts (:func:`grpo_theory.runs.projection.project`) from the first 20 % and 50 % of the
-  steps: how many were made, declined, or not possible (a prefix of fewer than 5 points), the median ratio of the forecast's held-out
-  RMSE to each baseline's and to the best baseline of each run, the coverage of the 90 %
+- forecasts (:func:`grpo_theory.runs.forecast.forecast`) from the first 20 % and 50 % of the
+  steps: how many were made, declined, or not possible (a prefix of fewer than 2 points; 2-4
+  points get the level with a Student-t band), the answer rate over all runs, the median ratio
+  of the forecast's held-out RMSE to each baseline's, to the better of last value and a single
+  exponential (the issue's baseline) and to the best of the four baselines of each run (with
+  hindsight), the coverage of the 90 %
   interval (pooled over held-out points, and the mean of the runs' coverages, which a long
   run cannot dominate), the noise floor (RMSE of the held-out points about their own smoothed
   curve) as a ratio to the best baseline, and the fraction of the gap from the best baseline
@@ -186,6 +189,7 @@ def score(runs, bench=BENCH):
     r2 = defaultdict(list)
     ratios = {f: defaultdict(list) for f in FRACTIONS}
     gaps = {f: [] for f in FRACTIONS}
+    gaps2 = {f: [] for f in FRACTIONS}
     floors = {f: [] for f in FRACTIONS}
     cover = {f: [0, 0, []] for f in FRACTIONS}
     counts = {f: {"made": 0, "declined": 0, "too_short": 0, "reasons": defaultdict(int)}
@@ -260,13 +264,24 @@ def score(runs, bench=BENCH):
             ours = float(np.sqrt(np.mean((fc.prediction - yh) ** 2)))
             for b, v in base.items():
                 ratios[f][b].append(ours / v)
+            if not base:        # every baseline exact on the held-out points: no ratio to take
+                cover[f][0] += int(np.sum((yh >= fc.band[0]) & (yh <= fc.band[1])))
+                cover[f][1] += yh.size
+                cover[f][2].append(float(np.mean((yh >= fc.band[0]) & (yh <= fc.band[1]))))
+                continue
             best_base = min(base.values())
             ratios[f]["best baseline"].append(ours / best_base)
+            two = [base[b] for b in ("last_value", "exponential") if b in base]
+            better = min(two) if two else None
+            if better:
+                ratios[f]["better of last value, exponential"].append(ours / better)
             floor = noise_floor(yh)
             if math.isfinite(floor):
                 floors[f].append(floor / best_base)
                 if best_base > floor:
                     gaps[f].append((best_base - ours) / (best_base - floor))
+                if better and better > floor:
+                    gaps2[f].append((better - ours) / (better - floor))
             lo, hi = fc.band
             inside = int(np.sum((yh >= lo) & (yh <= hi)))
             cover[f][0] += inside
@@ -280,13 +295,15 @@ def score(runs, bench=BENCH):
             "forecast": {str(f): {"made": counts[f]["made"], "declined": counts[f]["declined"],
                                   "too_short": counts[f]["too_short"],
                                   "answer_rate": (counts[f]["made"] / (counts[f]["made"]
-                                                                       + counts[f]["declined"])
+                                                                       + counts[f]["declined"]
+                                                                       + counts[f]["too_short"])
                                                   if counts[f]["made"] + counts[f]["declined"]
-                                                  else None),
+                                                  + counts[f]["too_short"] else None),
                                   "declined_reasons": dict(counts[f]["reasons"]),
                                   "rmse_ratio_median": {b: med(v) for b, v in ratios[f].items()},
                                   "noise_floor_ratio_median": med(floors[f]),
                                   "gap_closed_median": med(gaps[f]),
+                                  "gap_closed_vs_better_of_two_median": med(gaps2[f]),
                                   "interval90_coverage": (cover[f][0] / cover[f][1]
                                                           if cover[f][1] else None),
                                   "interval90_coverage_per_run_mean":
@@ -392,20 +409,117 @@ def score_configs(runs, bench, *, lab=False):
     return rows
 
 
-def _print_configs(rows):
+#: the prefix of a lab run's own log from which check-config --from-log measures K (issue 22)
+PREFIX_FRACTION = 0.2
+
+
+def _prefix_log(run_dir, fraction, tmp):
+    """The first ``fraction`` of a lab run's TRL log (``log_history`` entries up to that step)
+    with its saved ``GRPOConfig``, written to ``tmp``: what a practitioner has ``fraction`` of
+    the way into the run.  Returns the path of the prefix's ``trainer_state.json``."""
+    state = json.loads((run_dir / "trainer_state.json").read_text())
+    last = max(e.get("step", 0) for e in state["log_history"])
+    cut = fraction * last
+    state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= cut]
+    state["global_step"] = int(cut)
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "trainer_state.json").write_text(json.dumps(state))
+    (tmp / "config.json").write_text((run_dir / "config.json").read_text())
+    return tmp / "trainer_state.json"
+
+
+def score_configs_from_prefix(runs, bench, fraction=PREFIX_FRACTION):
+    """check-config on each lab run's own config with K measured (``--from-log``) from the first
+    ``fraction`` of the run's own log and its saved GRPOConfig -- nothing from the lab's facts
+    (issue 22).  Where fit declines the prefix, K is refused and the verdict is 'unknown'."""
+    rows = []
+    base = Path(tempfile.mkdtemp(prefix="scorecard_prefix_"))
+    for meta in runs:
+        run_dir = bench / Path(meta["run_json"]).parent
+        info = json.loads((bench / meta["run_json"]).read_text())
+        truth = info.get("labels", {}).get("stable")
+        if truth not in (True, False) or not (run_dir / "config.json").exists():
+            continue
+        prefix = _prefix_log(run_dir, fraction, base / meta["id"])
+        key = (info.get("reward") or {}).get("key")
+        row = _config_row(run_dir, info, from_log=prefix, metric=key)
+        row = {"id": meta["id"], "collapse_or_unstable": not truth,
+               "source": f"K from the first {fraction:.0%} of its own log", **row}
+        if row["verdict"] == "unknown" and row["why"].startswith("not checked"):
+            row["sibling"] = _sibling_row(run_dir, info, bench, prefix, key)
+        rows.append(row)
+    return rows
+
+
+#: the healthy sibling of a lab run: the on-policy SGD control of the same model and task
+SIBLING_SETTING = "healthy_sgd"
+
+
+def _sibling_row(run_dir, info, bench, prefix, key):
+    """Where the run's own prefix gives no K (it starts at its plateau: no relaxation to fit),
+    what a practitioner has instead: K measured on a finished healthy run of the same model and
+    task (the on-policy SGD control, same seed; check-config carries the kernel scale over and
+    recomputes the bandit factor for this variant), and p_ref solved from the plateau level seen
+    in the run's own prefix (the mean reward of the prefix = the config's fixed point).  Nothing
+    from the lab's facts.  ``None`` where no sibling of the same model and task exists."""
+    from grpo_theory.runs.logs import read_log
+
+    sib = bench / f"lab_{SIBLING_SETTING}_s{info.get('seed')}"
+    if not (sib / "run.json").exists():
+        return None
+    sinfo = json.loads((sib / "run.json").read_text())
+    if (sinfo.get("model_parameters"), sinfo.get("task")) != (info.get("model_parameters"),
+                                                             info.get("task")):
+        return None
+    _, rv = read_log(prefix).series(key)
+    rv = rv[np.isfinite(rv)]
+    if not rv.size:
+        return None
+    plateau = float(np.mean(rv))
+    pr = _p_ref_for(run_dir / "config.json", plateau)
+    row = _config_row(run_dir, info, from_log=sib / "trainer_state.json", metric=key, p_ref=pr)
+    row["source"] = (f"K from {sib.name} (healthy sibling, full log), p_ref "
+                     + (f"{pr:.3g}" if pr is not None else "unknown")
+                     + f" from the prefix's plateau {plateau:.3g}")
+    return row
+
+
+def _print_configs(rows, title=None):
     if not rows:
         return
-    print("check-config on the runs' own configs (collapse / unstable should be called unstable "
-          "or at risk; healthy runs stable):")
+    print(title or "check-config on the runs' own configs (collapse / unstable should be called "
+          "unstable or at risk; healthy runs stable):")
     hit = sum(r["collapse_or_unstable"] and r["verdict"] in ("unstable", "at risk") for r in rows)
     pos = sum(r["collapse_or_unstable"] for r in rows)
     ok = sum((not r["collapse_or_unstable"]) and r["verdict"] == "stable" for r in rows)
     neg = sum(not r["collapse_or_unstable"] for r in rows)
+    unk = sum(r["verdict"] == "unknown" for r in rows)
+    wrong = sum((r["collapse_or_unstable"] and r["verdict"] == "stable")
+                or (not r["collapse_or_unstable"] and r["verdict"] in ("unstable", "at risk"))
+                for r in rows)
     print(f"  unstable/collapse called unstable or at risk: {hit}/{pos}; healthy called stable: "
-          f"{ok}/{neg}")
+          f"{ok}/{neg}; unknown {unk}, wrong {wrong}")
     for r in rows:
         print(f"  {r['id']:<44} {'bad' if r['collapse_or_unstable'] else 'ok ':<4} -> "
               f"{r['verdict']:<9} (reuse {r.get('reuse')}; {r['source']}) {r['why'][:90]}")
+    sib = [r for r in rows if r.get("sibling")]
+    if sib:
+        hit = sum(r["collapse_or_unstable"] and r["sibling"]["verdict"] in ("unstable", "at risk")
+                  for r in sib)
+        pos = sum(r["collapse_or_unstable"] for r in sib)
+        ok = sum((not r["collapse_or_unstable"]) and r["sibling"]["verdict"] == "stable" for r in sib)
+        unk = sum(r["sibling"]["verdict"] == "unknown" for r in sib)
+        wrong = sum((r["collapse_or_unstable"] and r["sibling"]["verdict"] == "stable")
+                    or (not r["collapse_or_unstable"]
+                        and r["sibling"]["verdict"] in ("unstable", "at risk")) for r in sib)
+        print(f"  where the own prefix gives no K ({len(sib)} runs), K from a healthy sibling "
+              f"(labelled route): unstable called unstable or at risk {hit}/{pos}; healthy "
+              f"called stable {ok}/{len(sib) - pos}; unknown {unk}, wrong {wrong}")
+        for r in sib:
+            q = r["sibling"]
+            print(f"    {r['id']:<42} {'bad' if r['collapse_or_unstable'] else 'ok ':<4} -> "
+                  f"{q['verdict']:<9} eta K {q.get('eta_K') or float('nan'):.3g} (reuse "
+                  f"{q.get('reuse')}; {q['source']}) {q['why'][:80]}")
 
 
 def _print(res, title, n_runs, bench):
@@ -430,8 +544,8 @@ def _print(res, title, n_runs, bench):
         cov, covr, ar = (d["interval90_coverage"], d["interval90_coverage_per_run_mean"],
                          d["answer_rate"])
         print(f"forecast from the first {float(f):.0%}: {d['made']} made, {d['declined']} declined "
-              f"(answer rate {'n/a' if ar is None else f'{ar:.0%}'}), {d['too_short']} with a "
-              f"prefix of < 5 points; 90 % interval coverage "
+              f"(answer rate over all runs {'n/a' if ar is None else f'{ar:.0%}'}), {d['too_short']} "
+              f"with a prefix of < 2 points; 90 % interval coverage "
               f"{'n/a' if cov is None else f'{cov:.3f}'} pooled, "
               f"{'n/a' if covr is None else f'{covr:.3f}'} mean over runs")
         for r, n in d["declined_reasons"].items():
@@ -441,12 +555,18 @@ def _print(res, title, n_runs, bench):
             print(f"    vs {b:<16} {'n/a' if v is None else f'{v:.2f}'} ({n})")
         fl, nf = d["noise_floor_ratio_median"]
         g, ng = d["gap_closed_median"]
+        g2, ng2 = d["gap_closed_vs_better_of_two_median"]
         print(f"  noise floor / best baseline (median): {'n/a' if fl is None else f'{fl:.2f}'} "
               f"({nf}); fraction of the gap best baseline -> floor closed (median): "
-              f"{'n/a' if g is None else f'{g:.2f}'} ({ng})")
+              f"{'n/a' if g is None else f'{g:.2f}'} ({ng}); of the gap better of last value "
+              f"and exponential -> floor: {'n/a' if g2 is None else f'{g2:.2f}'} ({ng2})")
     for rid, why in res["unread"].items():
         print(f"  {rid}: {why}")
     _print_configs(res.get("check_config"))
+    if res.get("check_config_prefix"):
+        _print_configs(res["check_config_prefix"],
+                       f"check-config with --from-log from the first {PREFIX_FRACTION:.0%} of each "
+                       "run's own log and its saved GRPOConfig (nothing from the lab's facts):")
 
 
 def main(argv=None) -> int:
@@ -466,6 +586,7 @@ def main(argv=None) -> int:
                  for p in lab_runs]
         out["lab"] = score(metas, bench=lab)
         out["lab"]["check_config"] = score_configs(metas, lab, lab=True)
+        out["lab"]["check_config_prefix"] = score_configs_from_prefix(metas, lab)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0

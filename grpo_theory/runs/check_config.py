@@ -462,6 +462,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
             unknown.append("the interval of the measured K: the fit's stderr of tau is not finite")
         if p_ref is None and K_info["initial_reward"] is not None and 0 < K_info["initial_reward"] < 1:
             p_ref = K_info["initial_reward"]
+        _bandit_rescale(K_info, from_log, from_log_config, mp, p_ref, assumptions)
     reuse = _reuse(mp, from_log, from_log_config, metric)
     assumptions.extend(reuse["assumptions"])
     prediction = {"stable": None, "regime": None, "stability_margin": None,
@@ -481,6 +482,55 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
     return ConfigCheck(config=os.fspath(path) if not isinstance(path, str) else path, kind=kind, parameters=dict(mp), variant=variant,
                        thresholds=thresholds, stiffness=K_info, prediction=prediction,
                        assumptions=tuple(assumptions), warnings=tuple(warnings))
+
+
+def _bandit_rescale(K_info, from_log, from_log_config, mp, p_ref, assumptions):
+    """K of the earlier run carried over to this config: K = (tangent-kernel scale of the model
+    on the task) x (the bandit's stiffness at the variant's fixed point); the first factor is
+    the model's and the task's and carries over, the second is recomputed for this config's
+    variant and reference reward (``p_ref``; the earlier run's is its fitted initial reward,
+    i.e. it started from its reference).  Scales ``K_info`` in place and records the factor;
+    where either fixed point is unknown (no earlier config, no interior fixed point) K is
+    carried over unscaled and the assumption says so."""
+    p_old = K_info.get("initial_reward")
+    earlier = None
+    if from_log is not None:
+        try:
+            earlier, _ = _earlier_mapping(read_log(from_log), from_log_config)
+        except (ParameterError, OSError):
+            earlier = None
+    why = None
+    if earlier is None:
+        why = "the earlier run's config is unknown"
+    elif p_old is None or not 0 < p_old < 1 or p_ref is None:
+        why = "the earlier run's reference reward is unknown (fitted initial reward not in (0, 1))"
+    else:
+        try:
+            k_old = stable_fixed_point(config_model(earlier, p_old)).stiffness
+            k_new = stable_fixed_point(config_model(mp, p_ref)).stiffness
+        except ParameterError as exc:
+            why = f"no bandit fixed point for one of the two variants ({exc.allowed})"
+        else:
+            if not (k_old > 0 and k_new > 0):
+                why = "a bandit stiffness <= 0"
+    if why is not None:
+        assumptions.append("K carried over unscaled (the bandit factor of the two variants is "
+                           f"not compared: {why}): the two runs must share the variant and p_ref")
+        return
+    ratio = k_new / k_old
+    K_info["bandit_factor"] = {"earlier": k_old, "this": k_new, "ratio": ratio,
+                               "p_ref_earlier": p_old, "p_ref": p_ref}
+    if abs(ratio - 1.0) > 1e-12:
+        K_info["value"] *= ratio
+        if K_info.get("interval"):
+            K_info["interval"] = [v * ratio for v in K_info["interval"]]
+        K_info["source"] += (f"; x {ratio:.4g}, the bandit stiffness of this variant at p_ref "
+                             f"{p_ref:.3g} ({k_new:.4g}) over the earlier run's at p_ref "
+                             f"{p_old:.3g} ({k_old:.4g})")
+    assumptions.append("K = (tangent-kernel scale of the model on the task, carried over from "
+                       "the earlier run) x (the bandit's stiffness at the fixed point, recomputed "
+                       "for this variant and p_ref; the earlier run started from its reference, "
+                       "p_ref = its fitted initial reward)")
 
 
 def _passes(mp):

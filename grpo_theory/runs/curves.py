@@ -56,6 +56,7 @@ from grpo_theory.validate import ParameterError, check_choice
 __all__ = [
     "applicability",
     "curve_gain",
+    "gain_basis",
     "noise_ceiling",
     "r2_text",
     "is_binary_range",
@@ -509,18 +510,54 @@ def noise_ceiling(y) -> float:
     return max(0.0, 1.0 - float(np.var(np.diff(y))) / 2.0 / var)
 
 
+#: points of the outermost level at each end, used where the curve moves inside its end fifth
+EDGE_POINTS = 3
+#: noise sds of the difference (outermost points' median - end fifth's median) beyond which
+#: the curve is read as moving inside that fifth (a 3-sd test: ~0.3 % of white-noise logs)
+EDGE_Z = 3.0
+
+
+def _edge_level(y_edge, k, sd):
+    """The level at one end of a curve: the median of the end fifth (``y_edge``, ordered from
+    the end inwards, ``k`` points), unless its outermost :data:`EDGE_POINTS` points differ from
+    it by more than :data:`EDGE_Z` noise sds of the difference -- the curve moves inside the
+    fifth (a rise over within the first fifth), and the end fifth's median is not its level
+    there.  ``(level, points used)``."""
+    fifth = float(np.median(y_edge))
+    k0 = min(EDGE_POINTS, k)
+    if k0 < k and sd > 0:
+        outer = float(np.median(y_edge[:k0]))
+        if abs(outer - fifth) > EDGE_Z * sd * math.sqrt(1.0 / k0 + 1.0 / k):
+            return outer, k0
+    return fifth, k
+
+
+def gain_basis(g) -> str:
+    """How the two levels of :func:`curve_gain`'s ``g`` were taken, in words."""
+    def one(kk):
+        return "fifth" if kk == g["k"] else f"{kk} points"
+    if g.get("k_start", g["k"]) == g["k"] and g.get("k_end", g["k"]) == g["k"]:
+        return "medians of the first and last fifth"
+    return (f"medians of the first {one(g['k_start'])} and the last {one(g['k_end'])}: the curve "
+            "moves inside its end fifth")
+
+
 def curve_gain(y) -> dict:
     """The one definition of a curve's gain, used by ``fit``, ``diagnose`` and ``check-config``:
-    the median of the last fifth of the points minus the median of the first fifth
-    (``k = max(2, n // 5)`` points each), with the step-to-step noise sd (lag-1 differences)
-    and the noise of the gain, ``sd * sqrt(2 / k)``.  ``{"start", "end", "gain", "k",
-    "noise_sd", "gain_sd"}``."""
+    the level at the end minus the level at the start, each the median of the end fifth of the
+    points (``k = max(2, n // 5)``) -- or, where the curve moves inside that fifth (a fast rise
+    over within the first fifth), the median of its outermost :data:`EDGE_POINTS` points
+    (:func:`_edge_level`) -- with the step-to-step noise sd (lag-1 differences) and the noise
+    of the gain, ``sd * sqrt(1 / k_start + 1 / k_end)``.  ``{"start", "end", "gain", "k",
+    "k_start", "k_end", "noise_sd", "gain_sd"}``."""
     y = np.asarray(y, dtype=float)
     k = max(2, y.size // 5)
-    start, end = float(np.median(y[:k])), float(np.median(y[-k:]))
     sd = float(np.std(np.diff(y)) / math.sqrt(2)) if y.size >= 3 else 0.0
-    return {"start": start, "end": end, "gain": end - start, "k": k, "noise_sd": sd,
-            "gain_sd": sd * math.sqrt(2.0 / k)}
+    start, k_start = _edge_level(y[:k], k, sd)
+    end, k_end = _edge_level(y[::-1][:k], k, sd)
+    return {"start": start, "end": end, "gain": end - start, "k": k, "k_start": k_start,
+            "k_end": k_end, "noise_sd": sd,
+            "gain_sd": sd * math.sqrt(1.0 / k_start + 1.0 / k_end)}
 
 
 def applicability(t, y, *, min_points=8) -> list:
@@ -534,7 +571,7 @@ def applicability(t, y, *, min_points=8) -> list:
                        "noise leaves no curve to fit")
     g = curve_gain(y)
     sd = g["noise_sd"] or 1e-12
-    if g["gain"] < 2 * sd / math.sqrt(g["k"]):
+    if g["gain"] < math.sqrt(2) * max(g["gain_sd"], 1e-12):    # 2 sd / sqrt(k), both fifths
         reasons.append(f"flat or decreasing reward (gain {g['gain']:+.3g} over the run, noise sd "
                        f"{sd:.3g}): no rise for the relaxation models")
     return reasons

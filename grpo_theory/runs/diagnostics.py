@@ -49,13 +49,14 @@ Detectors and their thresholds (justified in ``docs/logs_and_fitting.md``):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from grpo_theory.results import Result
-from grpo_theory.runs.fitting import CurveSummary, summarize_curve
+from grpo_theory.runs.fitting import summarize_curve
 from grpo_theory.validate import ParameterError, check_int
 
 __all__ = [
@@ -285,14 +286,14 @@ def policy_concentration(log, reward_metric=None, *, threshold=ENTROPY_EFOLD):
     ev = (f"{hname}: {h_start:.4g} at the start, {h_end:.4g} at the end: {100 * score:.0f} % "
           f"lost (flag above {100 * threshold:.0f} %, one e-fold)")
     try:
-        from grpo_theory.runs.curves import curve_gain
+        from grpo_theory.runs.curves import curve_gain, gain_basis
 
         rname = log.reward_metric(reward_metric)
         rs, rv = log.series(rname)
         if rs.size >= 3:
             g = curve_gain(rv)
             ev += (f"; reward {rname} gained {g['gain']:+.3g} ± {g['gain_sd']:.2g} over the run "
-                   "(medians of the first and last fifth)")
+                   f"({gain_basis(g)})")
     except ParameterError:
         pass
     return _result(flag, score, ev, first_step=first,
@@ -889,6 +890,11 @@ def collapse(log, reward_metric=None, *, instability=None):
     di = instability if instability is not None else dynamical_instability(log, reward_metric)
     if di["flag"] is None:
         return dict(di)
+    if di.get("drop_from_peak") is None:
+        # too few rewards for the reward-based checks (the instability flagged on the per-step
+        # metrics alone): whether the reward collapsed is not seen -- n/a, never "no collapse"
+        return _na("too few logged rewards to see a collapse of the reward (" + di["evidence"]
+                   + ")", log.reward_metric(reward_metric))
     fell = (di.get("drop_from_peak") is not None and di.get("noise_sd") is not None
             and di["drop_from_peak"] > 4 * di["noise_sd"])
     early = bool(di.get("diverging")) and fell
@@ -954,7 +960,8 @@ def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis
     """Run every detector on ``log``; checks that cannot run have ``flag = None``.
 
     The reward curve is read once (:func:`~grpo_theory.runs.fitting.summarize_curve`, or
-    ``fit`` when given): its gain, whether the model applies and the L3 regime are the ones
+    ``fit`` when given; a single family's fit, e.g. ``fit_curve(..., "oscillator")``, replaces
+    that family in the summary): its gain, whether the model applies and the L3 regime are the ones
     ``fit`` reports, in ``curve`` and in the instability evidence."""
     G = group_size if group_size is not None else group_size_from_config(log.config)
     if G is not None:
@@ -975,13 +982,17 @@ def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis
             warnings.append(f"{metric} is not in [0, 1] (a dense or shaped reward): the binary "
                             "mean-field predictions are switched off")
     curve = None
-    if fit is not None and not isinstance(fit, CurveSummary):
-        raise TypeError(f"diagnose: fit must be the curve summary of runs.fitting.summarize_curve, "
-                        f"got {type(fit).__name__}")
+    given = None
+    if fit is not None and not hasattr(fit, "gain"):
+        # one fitted family (runs.curves.FitResult, e.g. the oscillator of fit_curve): the curve
+        # is summarized here and that fit stands in for the summary's own of its family
+        given, fit = fit, None
     if metric is not None and fit is None:
         rs, rv = log.series(metric)
         if rs.size >= 12:      # the instability checks' minimum
             fit = summarize_curve(rs, rv, metric=metric)
+            if given is not None:
+                fit = dataclasses.replace(fit, fits={**fit.fits, given.model: given})
     if fit is not None:
         curve = {"gain": fit.gain, "applicable": fit.applicable, "reasons": list(fit.reasons),
                  "regime": fit.regime, "damping_ratio": fit.damping_ratio,

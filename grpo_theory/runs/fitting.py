@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grpo_theory.results import Result
-from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability, curve_gain,
+from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability, curve_gain, gain_basis,
                                      finite_sorted, fit_curve, is_binary_range, noise_ceiling,
                                      r2_text)
 from grpo_theory.runs.forecast import forecast
@@ -80,7 +80,7 @@ class CurveSummary:
     def describe(self) -> str:
         g = self.gain
         head = (f"{self.metric}: {g['start']:.4g} -> {g['end']:.4g} (gain {g['gain']:+.4g} ± "
-                f"{g['gain_sd']:.2g}, medians of the first and last fifth)")
+                f"{g['gain_sd']:.2g}, {gain_basis(g)})")
         if not self.applicable:
             return head + "; the model does not apply, no regime is named: " + "; ".join(self.reasons)
         z = self.damping_ratio
@@ -156,7 +156,7 @@ class FitReport(Result):
         if self.gain:
             g = self.gain
             lines.append(f"  {g['start']:.4g} -> {g['end']:.4g}: gain {g['gain']:+.4g} ± "
-                         f"{g['gain_sd']:.2g} (medians of the first and last fifth)")
+                         f"{g['gain_sd']:.2g} ({gain_basis(g)})")
         if not self.applicable["fit"]:
             lines.append("the model does not apply; no regime is named:")
             lines += [f"  - {r}" for r in self.applicable["reasons"]]
@@ -185,8 +185,11 @@ class FitReport(Result):
                     return ("" if not d or not d.get(key) else
                             f" [{f(d[key][0])}, {f(d[key][1])}]")
 
-                lines.append(f"{head}; family by rolling origin: {fc['best']}, holdout RMSE "
-                             f"{f(fc['holdout_rmse'])}")
+                short = iv["kappa"] is None
+                lines.append(f"{head}; " + ("the level of the prefix (too short for a rolling-"
+                                            "origin choice)" if short else
+                                            f"family by rolling origin: {fc['best']}")
+                             + f", holdout RMSE {f(fc['holdout_rmse'])}")
                 for r in fc["fallback"]:
                     lines.append(f"  the relaxation families do not apply, the level is carried "
                                  f"forward: {r}")
@@ -196,8 +199,9 @@ class FitReport(Result):
                              + (" (cut to the reward's range)" if pl.get("clipped") else "")
                              + ("" if not t90 else f"; time to 90 % {f(t90['steps'])}"
                                 f"{span(t90, 'interval_steps')} steps"))
-                lines.append(f"  90 % band: the family's predictive sd x max(1, kappa = "
-                             f"{f(iv['kappa'])}); covers "
+                lines.append(("  90 % band: Student-t from the prefix's spread" if short else
+                              f"  90 % band: the family's predictive sd x max(1, kappa = "
+                              f"{f(iv['kappa'])})") + "; covers "
                              f"{f(100 * iv['holdout_coverage'], '.0f')} % of the held-out points "
                              "(the curve: --json, forecast.curve)")
             else:

@@ -71,6 +71,7 @@ from grpo_theory.validate import ParameterError, check_choice, check_real
 __all__ = [
     "BASELINES",
     "COMPLEXITY",
+    "MIN_LEVEL_POINTS",
     "MIN_TRAIN_POINTS",
     "ORIGINS",
     "Z90",
@@ -193,6 +194,9 @@ def _baselines(tt, yt, th, yh, bounds, entropy, exp_fit) -> dict:
 
 #: fewest prefix points for a forecast (the exponential's p + 2)
 MIN_TRAIN_POINTS = 5
+#: fewest prefix points for any forecast: below MIN_TRAIN_POINTS only the level, with a Student-t
+#: band from the points' own spread (no rolling-origin check is possible)
+MIN_LEVEL_POINTS = 2
 #: parameters of each family, for the one-standard-error rule
 COMPLEXITY = {"constant": 1, "exponential": 3, "mean_field_std": 3, "mean_field_mean": 3,
               "mixture_std": 4, "mixture_mean": 4, "oscillator": 5}
@@ -443,6 +447,44 @@ class ForecastResult:
                        for m in self.holdout_rmse}})
 
 
+def _short_prefix(f, tt, yt, th, yh, reward_range, entropy) -> ForecastResult:
+    r"""A prefix of 2-4 points: the level (their mean) with the Student-t prediction interval of
+    one new point, :math:`\bar y \pm t_{0.95,\,n-1}\,s\sqrt{1 + 1/n}` (``s`` the points' sample
+    sd, which also holds any trend inside the prefix), cut to the reward's range.  Nothing can be
+    checked out of sample, so no calibration; declined where the points do not spread (no
+    width for the band)."""
+    from scipy.stats import t as student_t
+
+    n = int(yt.size)
+    bounds = reward_range or (-np.inf, np.inf)
+    base = dict(train_fraction=f, split_step=float(tt[-1]), n_train=n, n_holdout=int(th.size),
+                baselines=_baselines(tt, yt, th, yh, bounds, entropy, None),
+                reward_range=reward_range, noise_sd=noise_sd(yt), t_holdout=th, y_holdout=yh,
+                origin_rmse={})
+    why = (f"a prefix of {n} points (< {MIN_TRAIN_POINTS}): the level, its 90 % band the Student-t "
+           "interval of a new point from the points' own spread, not checked out of sample")
+    s = float(np.std(yt, ddof=1))
+    if not s > 0:
+        return ForecastResult(applicable=False, best=None, fits={}, holdout_rmse={}, kappa=None,
+                              reasons=[f"a prefix of {n} equal points: no spread to size a band "
+                                       "from"], fallback=[why], **base)
+    level = float(np.mean(yt))
+    half = float(student_t.ppf(0.95, n - 1)) * s * math.sqrt(1.0 + 1.0 / n)
+    pred = np.full(th.shape, min(max(level, bounds[0]), bounds[1]))
+    lower = np.maximum(pred - half, bounds[0])
+    upper = np.minimum(pred + half, bounds[1])
+    se = s / math.sqrt(n)
+    hw = float(student_t.ppf(0.95, n - 1)) * se
+    return ForecastResult(
+        applicable=True, reasons=[], fallback=[why], best="constant", fits={},
+        holdout_rmse={"constant": _rmse(pred, yh)}, kappa=None,
+        end_level={"step": float(th[-1]), "value": float(pred[-1]),
+                   "interval": [float(lower[-1]), float(upper[-1])]},
+        plateau={"value": level, "interval": [max(level - hw, bounds[0]), min(level + hw, bounds[1])],
+                 "note": "the level carried forward (mean of the prefix)"},
+        time_to_90=None, prediction=pred, lower=lower, upper=upper, **base)
+
+
 def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
             reward_range="auto") -> ForecastResult:
     """Fit the first ``train_fraction`` of the points (by step) and forecast the rest.
@@ -450,15 +492,16 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     ``models``: the relaxation families to consider (default all that apply to the reward);
     the level (``constant``) is always a candidate.  ``reward_range``: ``(low, high)``,
     ``None`` or ``"auto"`` ((0, 1) when every reward lies in [0, 1]).  Raises
-    :class:`ParameterError` when the fraction leaves fewer than :data:`MIN_TRAIN_POINTS`
-    training points or no held-out point.
+    :class:`ParameterError` when the fraction leaves fewer than :data:`MIN_LEVEL_POINTS`
+    training points or no held-out point; with fewer than :data:`MIN_TRAIN_POINTS` the forecast is
+    the level with a Student-t band (:func:`_short_prefix`).
     """
     f = check_real("train_fraction", train_fraction, low=0, high=1, low_open=True, high_open=True)
     t, y = finite_sorted(t, y)
     n_train = int(math.ceil(f * t.size))
-    if n_train < MIN_TRAIN_POINTS or t.size - n_train < 1:
+    if n_train < MIN_LEVEL_POINTS or t.size - n_train < 1:
         raise ParameterError("train_fraction", train_fraction,
-                             f"a fraction leaving >= {MIN_TRAIN_POINTS} training and >= 1 "
+                             f"a fraction leaving >= {MIN_LEVEL_POINTS} training and >= 1 "
                              f"held-out points (the log has {t.size})")
     if isinstance(reward_range, str) and reward_range == "auto":
         reward_range = (0.0, 1.0) if is_binary_range(y) else None
@@ -474,6 +517,8 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     families = [m for m in requested if binary or m not in BINARY_FAMILIES]
     bounds = reward_range or (-np.inf, np.inf)
     tt, yt, th, yh = t[:n_train], y[:n_train], t[n_train:], y[n_train:]
+    if n_train < MIN_TRAIN_POINTS:
+        return _short_prefix(f, tt, yt, th, yh, reward_range, entropy)
     fallback = list(applicability(tt, yt, min_points=MIN_TRAIN_POINTS))
     candidates = (families if not fallback else []) + ["constant"]
     baselines = _baselines(tt, yt, th, yh, bounds, entropy, None)

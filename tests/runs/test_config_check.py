@@ -369,3 +369,31 @@ def test_trl_sgd_momentum_from_optim_args():
     assert mp.value("momentum") == 0.5 and not mp["momentum"]["assumed"]
     assert map_config({"optim": "sgd"}, "trl").value("momentum") == 0.0
     assert map_config({"learning_rate": 0.01}, "trl").value("momentum") == 0.9   # AdamW's beta1
+
+
+def test_from_log_carries_the_kernel_scale_and_recomputes_the_bandit_factor(tmp_path):
+    # K = (kernel scale of model and task) x (bandit stiffness at the variant's fixed point):
+    # measured on an on-policy run at beta 0.5 from p_ref 0.2, carried over to beta 2 at p_ref 0.1
+    rng = np.random.default_rng(0)
+    t = np.arange(1, 301)
+    r = 0.8 - 0.6 * np.exp(-t / 30.0) + 0.01 * rng.standard_normal(t.size)
+    log = _write(tmp_path, "earlier.csv", "step,reward,learning_rate\n" + "\n".join(
+        f"{s},{v:.6f},0.005" for s, v in zip(t, r)) + "\n")
+    base = {"num_generations": 8, "beta": 0.5, "optim": "sgd", "learning_rate": 0.005,
+            "scale_rewards": "group", "loss_type": "dapo"}
+    earlier = _write(tmp_path, "earlier.json", base)
+    same = check_config(_write(tmp_path, "same.json", base), from_log=log, from_log_config=earlier)
+    assert same.stiffness["bandit_factor"]["ratio"] == pytest.approx(1.0)
+    other = check_config(_write(tmp_path, "other.json", {**base, "beta": 2.0}), from_log=log,
+                         from_log_config=earlier, p_ref=0.1)
+    from grpo_theory.model import GRPOModel
+    from grpo_theory.theory.fixed_points import stable_fixed_point
+
+    p_old = same.stiffness["initial_reward"]
+    kw = dict(group_size=8, normalization="std", kl="k3",
+              **{k: same.parameters[k]["value"] for k in ("prompts", "adv_eps", "surrogate")})
+    want = (stable_fixed_point(GRPOModel(p_ref=0.1, kl_coef=2.0, **kw)).stiffness
+            / stable_fixed_point(GRPOModel(p_ref=p_old, kl_coef=0.5, **kw)).stiffness)
+    assert other.stiffness["bandit_factor"]["ratio"] == pytest.approx(want, rel=1e-9)
+    assert other.stiffness["value"] == pytest.approx(same.stiffness["value"] * want, rel=1e-9)
+    assert abs(want - 1) > 0.1

@@ -349,17 +349,29 @@ def test_instability_from_a_divergence_when_the_reward_is_too_short():
     d = D.dynamical_instability(log)
     assert d["flag"] is True and d["diverging"] is True
     assert D.dynamical_instability(TrainingLog(metrics={"reward": (t[:4], np.ones(4) * 0.3)}))["flag"] is None
+    # whether the reward collapsed is not seen in 4 rewards: collapse abstains, never "no"
+    c = D.collapse(log)
+    assert c["flag"] is None and "too few logged rewards" in c["evidence"]
 
 
-def test_diagnose_takes_the_curve_summary_and_names_it_when_given_a_fit():
-    """A FitResult (the pre-summary API, as lecture 09 once passed it) is refused by name."""
-    from grpo_theory.runs.fitting import fit_curve, summarize_curve
+def test_diagnose_takes_one_fitted_family_as_fit():
+    # the book passes fit_curve's oscillator: it stands in for the summary's own oscillator fit
+    from grpo_theory.runs.curves import fit_curve
+    from grpo_theory.runs.logs import read_log
 
+    log = read_log(VERL)
+    s, v = log.series(log.reward_metric())
+    osc = fit_curve(s, v, "oscillator")
+    d = D.diagnose(log, fit=osc)
+    assert d.curve is not None and d.curve["gain"]["gain"] > 0
+    assert d.curve["damping_ratio"] == pytest.approx(osc.params["zeta"])
+
+
+def test_diagnose_reports_the_summary_it_is_given():
+    from grpo_theory.runs.fitting import summarize_curve
     from grpo_theory.runs.logs import read_log
 
     log = read_log(example_log())
     s, v = log.series(log.reward_metric(None))
-    with pytest.raises(TypeError, match="curve summary"):
-        D.diagnose(log, fit=fit_curve(s, v, "exponential"))
     summary = summarize_curve(s, v, metric=log.reward_metric(None))
     assert D.diagnose(log, fit=summary).to_dict()["curve"]["gain"] == summary.gain

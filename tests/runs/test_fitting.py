@@ -152,3 +152,36 @@ def test_fit_cli_marks_best_and_shows_progress(capsys, monkeypatch):
     monkeypatch.setenv("GRPO_THEORY_PROGRESS", "0")
     assert main(["fit", str(VERL), "--models", "exponential"]) == 0
     assert "fitting" not in capsys.readouterr().err
+
+
+def test_gain_sees_a_rise_inside_the_first_fifth():
+    # a fast damped rise 0.4 -> 0.9 that is over within the first fifth of the points: the
+    # first fifth's median is already near the plateau, so a gain between the two fifths'
+    # medians reads ~0.04 ("flat"); the start is the first points' level (0.4 .. 0.63)
+    from grpo_theory.runs.curves import curve_gain
+    from grpo_theory.runs.fitting import summarize_curve
+
+    t = np.arange(100.0)
+    y = 0.9 - 0.5 * np.exp(-t / 10) * np.cos(2 * np.pi * t / 15)
+    g = curve_gain(y)
+    assert 0.4 <= g["start"] <= 0.63 and g["gain"] > 0.25 and g["k_start"] == 3
+    assert summarize_curve(t, y).gain["gain"] == g["gain"]
+    # with the same curve in noise (sd 0.03) the rise is still read from the first points
+    noisy = y + 0.03 * np.random.default_rng(1).standard_normal(t.size)
+    assert curve_gain(noisy)["gain"] > 0.25
+
+
+def test_gain_keeps_the_fifths_where_the_start_does_not_move():
+    # a slow rise in noise (0.03 of it inside the first fifth, noise sd 0.05) and white noise:
+    # the first points agree with the first fifth within noise, so the start stays the fifth's
+    # median (the low-noise estimate)
+    from grpo_theory.runs.curves import curve_gain
+
+    t = np.arange(200.0)
+    slow = 0.2 + 0.3 * t / 200 + 0.05 * np.random.default_rng(2).standard_normal(200)
+    g = curve_gain(slow)
+    assert g["k_start"] == g["k"] == 40
+    assert g["start"] == pytest.approx(np.median(slow[:40]))
+    rng = np.random.default_rng(3)
+    moved = sum(curve_gain(rng.standard_normal(100))["k_start"] != 20 for _ in range(300))
+    assert moved <= 6          # a 3-sd test on the start: ~0.3 % of white-noise logs move it

@@ -9,6 +9,7 @@ import pytest
 
 from grpo_theory.cli.main import main
 from grpo_theory.runs.forecast import (
+    MIN_LEVEL_POINTS,
     MIN_TRAIN_POINTS,
     entropy_law,
     fit_entropy_law,
@@ -186,8 +187,8 @@ def test_curve_end_level_plateau_and_time_to_90_in_json():
 def test_too_short_and_bad_fraction():
     t = np.arange(20.0)
     with pytest.raises(ParameterError, match="train_fraction"):
-        forecast(t, t / 20, 0.2)                     # 4 < MIN_TRAIN_POINTS training points
-    assert MIN_TRAIN_POINTS == 5
+        forecast(t, t / 20, 0.05)                    # 1 < MIN_LEVEL_POINTS training point
+    assert MIN_TRAIN_POINTS == 5 and MIN_LEVEL_POINTS == 2
     with pytest.raises(ParameterError, match="train_fraction"):
         forecast(t, t / 20, 1.5)
 
@@ -238,3 +239,23 @@ def test_fit_json_contract_and_dense_reward(tmp_path, capsys):
     assert main(["fit", str(path), "--reward", "binary"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "reward" in err[0]
+
+
+def test_a_prefix_of_two_to_four_points_gets_the_level_with_a_student_t_band():
+    # 4 points of a plateau in noise: the level is their mean, the band the Student-t interval
+    # of a new point, t(0.95, 3) s sqrt(1 + 1/4) (t(0.95, 3) = 2.3533634, from tables)
+    rng = np.random.default_rng(7)
+    t = np.arange(20.0)
+    y = 0.5 + 0.05 * rng.standard_normal(20)
+    fc = forecast(t, y, 0.2)
+    assert fc.applicable and fc.best == "constant" and fc.n_train == 4
+    s = np.std(y[:4], ddof=1)
+    assert fc.upper[0] - fc.prediction[0] == pytest.approx(2.3533634 * s * math.sqrt(1.25))
+    assert fc.prediction[0] == pytest.approx(np.mean(y[:4]))
+    # that interval covers 90 % of new points (Monte Carlo over 20000 prefixes of 4 points)
+    z = rng.standard_normal((20000, 5))
+    half = 2.3533634 * np.std(z[:, :4], ddof=1, axis=1) * math.sqrt(1.25)
+    assert np.mean(np.abs(z[:, 4] - z[:, :4].mean(axis=1)) <= half) == pytest.approx(0.9, abs=0.01)
+    # equal points leave no spread to size a band from: declined, with the reason
+    fc = forecast(t, np.r_[np.full(4, 0.5), np.linspace(0.5, 0.6, 16)], 0.2)
+    assert not fc.applicable and "no spread" in fc.reasons[0]
