@@ -494,7 +494,7 @@ def critical_momentum(eta_K, refresh_interval=1) -> float:
 
 
 def window_discriminant(eta_K, momentum, refresh_interval=1) -> float:
-    """:math:`\operatorname{tr}^2 - 4\det` of the exact stale window map
+    r""":math:`\operatorname{tr}^2 - 4\det` of the exact stale window map
     (``discrete.refresh_monodromy``): negative where the deviation oscillates."""
     M = monodromy(eta_K, momentum, refresh_interval, 1.0)
     return float((M[0, 0] + M[1, 1]) ** 2 - 4 * (M[0, 0] * M[1, 1] - M[0, 1] * M[1, 0]))
