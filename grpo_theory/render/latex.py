@@ -387,8 +387,9 @@ def verification_appendix(names) -> str:
         "the criticality of the discrete boundaries follows the normal-form theory "
         "of~\\cite{kuznetsov2004}, with the coefficients computed from the map's derivatives in "
         "high-precision arithmetic and checked against iterations of the map itself.",
-        "\\paragraph{Sources of the figures.} The report's figures (in \\texttt{report.md}) are "
-        "drawn with Matplotlib~\\cite{hunter2007matplotlib}; the deep-network experiment trains "
+        "\\paragraph{Sources of the figures.} The figures are "
+        "drawn with Matplotlib~\\cite{hunter2007matplotlib} from the same computations as the "
+        "numbers of the text; the deep-network experiment trains "
         "its policy with PyTorch~\\cite{paszke2019pytorch}, and the real-engine section reads the "
         "results of training with TRL's GRPO trainer~\\cite{vonwerra2020trl} on PyTorch.",
     ])
@@ -410,11 +411,18 @@ def _index(names) -> str:
 #: LaTeX preamble: the verification label set flush right (TeXbook, the \signed macro)
 _PREAMBLE = [
     "\\documentclass[10pt]{article}",
-    "\\usepackage{amsmath,amssymb,array,longtable,multicol}",
+    "\\usepackage{amsmath,amssymb,array,longtable,multicol,graphicx}",
+    # floats: a figure may fill most of a page, so the figures stay with their sections
+    "\\renewcommand{\\topfraction}{0.85}\\renewcommand{\\bottomfraction}{0.6}"
+    "\\renewcommand{\\textfraction}{0.15}\\renewcommand{\\floatpagefraction}{0.7}",
     "\\setlength{\\textwidth}{16cm}\\setlength{\\oddsidemargin}{0cm}\\setlength{\\evensidemargin}{0cm}",
     "\\setlength{\\textheight}{23cm}\\setlength{\\topmargin}{-1cm}\\setlength{\\parindent}{0pt}",
     "\\setlength{\\parskip}{3pt plus 1pt}",
     "\\allowdisplaybreaks\\sloppy",
+    # a section ends with its figures: a float still waiting for a later page is put out
+    # (\\clearpage) before the next section begins; nothing happens when none is waiting
+    "\\makeatletter\\newcommand{\\floatbarrier}{\\par\\ifx\\@deferlist\\@empty\\else\\clearpage\\fi}"
+    "\\makeatother",
     "\\newcommand{\\verified}[1]{{\\unskip\\nobreak\\hfil\\penalty50\\hskip1.5em\\hbox{}\\nobreak"
     "\\hfill\\mbox{\\small[#1]}\\parfillskip=0pt\\finalhyphendemerits=0\\par}}",
 ]
@@ -447,13 +455,16 @@ def equation_numbers(names=None) -> dict:
     return {n: i + 1 for i, n in enumerate(document_order(names))}
 
 
-def equations_document(names=None, extra_sections=()) -> str:
+def equations_document(names=None, extra_sections=(), chapter_extras=None) -> str:
     """The standalone LaTeX document of the derived results (all registered ones by default).
 
     ``extra_sections`` are ``(title, latex_body)`` pairs placed after the chapters (the report
-    adds the bifurcation atlas there); they may cite keys of :data:`REFERENCES` through
-    ``\\cite``.
+    adds the bifurcation atlas there); ``chapter_extras`` maps a chapter key to LaTeX placed
+    after that chapter's introduction (the report's figures and the paragraph that refers to
+    them; the chapter's figures are put out before the next section begins).
+    Both may cite keys of :data:`REFERENCES` through ``\\cite``.
     """
+    chapter_extras = chapter_extras or {}
     names = list(all_names() if names is None else names)
     parts = [*_PREAMBLE,
              "\\title{GRPO training dynamics: derived results}",
@@ -477,11 +488,17 @@ def equations_document(names=None, extra_sections=()) -> str:
         if ch.latex_intro:
             parts.append(prose_tex(ch.latex_intro))
         parts.append(_literature_sentence(by_prefix[ch.key], names))
+        if ch.key in chapter_extras:
+            parts.append(chapter_extras[ch.key])
         for name in by_prefix[ch.key]:
             parts.append(equation_block(get(name)))
+        if ch.key in chapter_extras:
+            parts.append("\\floatbarrier")
     for title, body in extra_sections:
         parts.append(f"\\section{{{title}}}")
         parts.append(body)
+        if "\\begin{figure}" in body:
+            parts.append("\\floatbarrier")
     parts.append("\\appendix")
     parts.append(verification_appendix(names))
     parts.append(_index(names))
@@ -498,7 +515,7 @@ _OVERFULL = re.compile(r"Overfull \\hbox \(([\d.]+)pt too wide\) (?:in paragraph
 
 
 def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sections=(),
-                    warnings=None) -> Path:
+                    chapter_extras=None, warnings=None) -> Path:
     """Write ``equations.tex`` (and ``equations.pdf`` when pdflatex exists) and
     ``references.bib`` (the papers the document cites) into ``out_dir``.  ``warnings`` (a
     list) receives one line per line of the PDF wider than the text by more than 1 pt."""
@@ -506,7 +523,7 @@ def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sect
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tex = out / "equations.tex"
-    doc = equations_document(names, extra_sections)
+    doc = equations_document(names, extra_sections, chapter_extras)
     tex.write_text(doc, encoding="utf-8")
     cited = [k for k in REFERENCES if f"{{{k}" in doc or f",{k}" in doc]
     (out / "references.bib").write_text(references_bib(cited), encoding="utf-8")

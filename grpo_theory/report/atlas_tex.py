@@ -117,9 +117,14 @@ def _criticality_text(data) -> str:
         "in the last row. These are computations at the points listed, not proofs.")
 
 
-def atlas_section(data) -> tuple[str, str]:
+def atlas_section(data, figures=None) -> tuple[str, str]:
     """The atlas as a section of ``equations.tex`` (title, body): conditions printed by the
-    project's printer, numbers and checks from :func:`grpo_theory.report.data.atlas_data`."""
+    project's printer, numbers and checks from :func:`grpo_theory.report.data.atlas_data`;
+    ``figures`` (:func:`grpo_theory.report.captions.atlas_figures`): the sentence and float of
+    each atlas figure, placed with the paragraph that discusses it."""
+    figs = figures or {}
+    fold_sentence, fold_float = figs.get("folds", ("", ""))
+    disc_sentence, disc_float = figs.get("discrete", ("", ""))
     z = S.z
     bstar = S.beta_star(z)
     cusp = data["p_ref_plane"]["cusp"]
@@ -139,7 +144,7 @@ def atlas_section(data) -> tuple[str, str]:
                f"${latex(S.eps)} = {v.adv_eps:g}$, the "
                f"{'analytic' if v.kl == 'exact' else v.kl} KL penalty and the {v.surrogate} surrogate")
     level = sp.Eq(bstar, S.A_G / S.Phi_exact)
-    body = f"""The fixed points of the variant with {variant}. Since the drift is affine in {lab['beta']},
+    body = f"""\\label{{sec:atlas}}The fixed points of the variant with {variant}. Since the drift is affine in {lab['beta']},
 the fixed points are the level set
 \\begin{{equation*}}{latex(level)},\\end{{equation*}}
 with {_m('A_G')} and {_m('Phi_exact')} at $p = p_{{\\mathrm{{old}}}}$ (on-policy, equations~\\eqref{{eq:drift:expected-advantage-std}}
@@ -154,7 +159,9 @@ Newton corrector) and the cusp located by bisection on the {lab['p_ref']} compon
 $p^{{*}} =$ {number(cusp['p'], 8)}. In the ({lab['beta']}, {lab['G']}) plane at {lab['p_ref']} $= {g['p_ref']:g}$ the group size is an
 integer; the folds were found for each {lab['G']} by Brent's method~\\cite{{brent1973}} on the fold condition: the plateau is
 bistable from {lab['G']} $= {g['first_bistable']}$ on (not at {lab['G']} $= {g['last_monostable']}$), so the cusp in
-{lab['G']} lies between these two integers.
+{lab['G']} lies between these two integers. {fold_sentence}
+
+{fold_float}
 
 \\paragraph{{Independent checks}} (they do not use the fold condition). For each fold: the number of roots
 of the drift on a dense grid around the fold at {lab['beta']} moved by $\\mp 10^{{-8}}\\max(1, \\beta)$
@@ -174,7 +181,9 @@ finite differences of $\\beta^{{*}}$ alone: {lab['p_ref']} $=$ {number(cc['indep
 
 {_fold_limit_text(data)}
 
-{_discrete_text(data)}
+{_discrete_text(data)} {disc_sentence}
+
+{disc_float}
 
 {_criticality_text(data)}"""
     return "Two-parameter bifurcation atlas", body

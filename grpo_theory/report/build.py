@@ -29,6 +29,8 @@ from grpo_theory.render import latex
 from grpo_theory.render.latex import math_label, notation
 from grpo_theory.report import figures
 from grpo_theory.report.atlas_tex import atlas_section
+from grpo_theory.report.captions import (atlas_figures, captions, chapter_figures, deepnet_section,
+                                         log_fit_section)
 from grpo_theory.report.lab import lab_data, lab_section, lab_summary
 from grpo_theory.report.data import (DEEPNET_INSTALL, MROUEH_KL_COEF, atlas_data, bifurcation_data,
                                      deepnet_data, fluctuation_data, key_numbers, log_fit_data,
@@ -127,13 +129,14 @@ def _derivation_status():
     return out
 
 
-def _write_equations(out_dir: Path, status, notes, extra_sections=()) -> dict:
+def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_extras=None) -> dict:
     """equations.tex (+ .pdf with pdflatex) and references.bib, from :mod:`grpo_theory.render.latex`."""
     failed = [n for n, d in status.items() if isinstance(d, Exception)]
     if failed:
         notes.append("derivations that failed and are left out of equations.tex: " + ", ".join(failed))
     latex.write_equations(out_dir, names=[n for n in status if n not in failed],
-                          extra_sections=extra_sections, warnings=notes)
+                          extra_sections=extra_sections, chapter_extras=chapter_extras,
+                          warnings=notes)
     files = {"equations.tex": out_dir / "equations.tex", "references.bib": out_dir / "references.bib"}
     if (out_dir / "equations.pdf").exists():
         files["equations.pdf"] = out_dir / "equations.pdf"
@@ -184,17 +187,14 @@ def _fig_fluctuation(out_dir, model, full):
                 "$G\\,\\min(p^*, q^*) \\gg 1$", d["holds"]),
                (f"the model ($p^*$ from {p_model[0]:.2f} to {p_model[1]:.2f}):\nfailures are rare, "
                 "$G\\,\\mathrm{Var}\\,z$ keeps growing", d["model"])]
-    return figures.fluctuation_law(out_dir, "fluctuation_law", regimes), d["rows"]
+    return figures.fluctuation_law(out_dir, "fluctuation_law", regimes), d["rows"], d["setup"]
 
 
 def _fig_bifurcation(out_dir, model, full):
     d = bifurcation_data(model, full=full)
+    # the caption says how far the branches are traced and where a curve starts
     files = figures.bifurcation(out_dir, "bifurcation", d["panels"], mroueh=d["mroueh"], mroueh_panels=1,
-                                beta_range=d["beta_range"], p_ref=d["p_ref"],
-                                note=f"Branches are traced up to {math_label('z_star')} = {math_label('z_ref')} + "
-                                     f"{d['z_span']:g} ($1 - p^{{*}} \\approx 10^{{-17}}$). A curve that starts at "
-                                     "$p^{*} = 1$ inside the window continues there to its left;\na curve that "
-                                     "starts below 1 starts at a saddle-node (fold).")
+                                beta_range=d["beta_range"], p_ref=d["p_ref"])
     return files, d["rows"]
 
 
@@ -208,7 +208,7 @@ def _fig_atlas(out_dir):
 def _fig_log(out_dir):
     d = log_fit_data()
     files = figures.log_fit(out_dir, "log_fit", d["steps"], d["values"], d["fits"],
-                            forecast=d["forecast"],
+                            forecast=d["forecast"], holdout=d["summary"]["forecast"],
                             title="verl GRPO log: deepseek-llm-7b-chat, GSM8K")
     return files, d["summary"]
 
@@ -238,8 +238,9 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     out.mkdir(parents=True, exist_ok=True)
     rr = ReportResult(out_dir=out)
     notes = rr.notes
-    stages = ["derivations", "numbers", "atlas", "equations", "phase diagrams", "trajectories",
-              "1/G law", "bifurcations", "log fit", "deep network", "cross-checks", "report"]
+    stages = ["derivations", "numbers", "atlas", "phase diagrams", "trajectories",
+              "1/G law", "bifurcations", "log fit", "deep network", "equations", "cross-checks",
+              "report"]
     bar = progress(total=len(stages), desc="report")
     timings = {}
 
@@ -275,11 +276,6 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
                                                      for e in r["eigenvalues"]]}
                                     for r in atlas["resonances"]]}
     done("atlas")
-    stage("equations")
-    nums["lab"] = lab_summary(lab_data())
-    rr.files.update(_write_equations(out, status, notes,
-                                     extra_sections=[atlas_section(atlas), lab_section(nums["lab"])]))
-    done("equations")
     stage("phase diagrams")
     figs["phase"] = _fig_phase(out, model, full)
     done("phase diagrams")
@@ -287,7 +283,8 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     figs["trajectories"], nums["trajectories"] = _fig_trajectories(out, model, full, notes)
     done("trajectories")
     stage("1/G law")
-    figs["fluctuation"], nums["fluctuation_law"] = _fig_fluctuation(out, model, full)
+    figs["fluctuation"], nums["fluctuation_law"], nums["fluctuation_setup"] = _fig_fluctuation(
+        out, model, full)
     done("1/G law")
     stage("bifurcations")
     figs["bifurcation"], nums["bifurcations"] = _fig_bifurcation(out, model, full)
@@ -298,6 +295,14 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     stage("deep network")
     figs["deepnet"], nums["deepnet"] = _fig_deepnet(out, full, notes)
     done("deep network")
+    stage("equations")          # after the figures: the document includes them
+    nums["lab"] = lab_summary(lab_data())
+    caps = captions(nums, model.to_dict())
+    extra = [atlas_section(atlas, atlas_figures(caps, out)), deepnet_section(nums, caps, out),
+             log_fit_section(nums, caps, out), lab_section(nums["lab"])]
+    rr.files.update(_write_equations(out, status, notes, extra_sections=extra,
+                                     chapter_extras=chapter_figures(caps, out)))
+    done("equations")
     stage("cross-checks")
     cc = (crosschecks if crosschecks is not None else run_crosschecks(quick=not full, seed=0)
           ) if crosscheck else None

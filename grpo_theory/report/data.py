@@ -174,9 +174,10 @@ def trajectories_data(model: GRPOModel = DEFAULT_MODEL, *, full=False, notes=Non
                        "rms": np.sqrt(np.mean((z - zs) ** 2, axis=0)),
                        "theory_t": tt, "theory": theory, "discrete_t": np.arange(lin.size),
                        "discrete": lin, "l1_t": np.arange(l1.size), "l1": l1, "z_star": zs, "ylim": ylim,
-                       "note": f"L2: {st.discrete_regime}, ρ={st.spectral_radius:.3f}"
-                               + (f"\nL3: ζ={osc.damping_ratio:.2f}" if osc.damping > 0 else "")})
-        rows.append({"regime": title, "learning_rate": eta, "momentum": mu, "refresh_interval": k,
+                       "note": f"L2: ρ = {st.spectral_radius:.3f}"
+                               + (f"\nL3: ζ = {osc.damping_ratio:.2f}" if osc.damping > 0 else "")})
+        rows.append({"regime": title, "runs": runs, "prompts": prompts,
+                     "learning_rate": eta, "momentum": mu, "refresh_interval": k,
                      "eta_K": eta * K, "l2_regime": st.discrete_regime,
                      "spectral_radius": st.spectral_radius, "l3_regime": osc.regime,
                      "damping_ratio": osc.damping_ratio if osc.damping > 0 else None})
@@ -238,6 +239,8 @@ def fluctuation_data(model: GRPOModel = DEFAULT_MODEL, *, full=False) -> dict:
         out[key]["variant"] = {k: getattr(m, k) for k in ("normalization", "kl", "kl_coef",
                                                           "adv_eps", "p_ref")}
     out["learning_rate"], out["momentum"] = eta, mu
+    out["setup"] = {"learning_rate": eta, "momentum": mu, "runs": runs, "steps": steps, "burn": burn,
+                    "kl_coef_holds": LAW_HOLDS["kl_coef"]}
     out["rows"] = [dict(r, regime=key) for key in ("holds", "model") for r in out[key]["rows"]]
     return out
 
@@ -374,6 +377,17 @@ def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
     }
 
 
+def _holdout_summary(fc) -> dict | None:
+    """The forecast's held-out numbers shown with the log-fit figure: the family chosen on the
+    fitted part, its held-out RMSE and the fraction of held-out points inside its interval."""
+    if fc is None or fc.best is None:
+        return None
+    yh, lo, up = (np.asarray(x, float) for x in (fc.y_holdout, fc.lower, fc.upper))
+    return {"best": fc.best, "split_step": float(fc.split_step), "n_holdout": int(yh.size),
+            "holdout_rmse": float(fc.holdout_rmse[fc.best]),
+            "holdout_coverage": float(np.mean((yh >= lo) & (yh <= up)))}
+
+
 def log_fit_data() -> dict:
     """Data twin of the real-log figure: ``steps``, ``values``, ``fits`` (name -> fit),
     ``forecast`` and the ``summary`` table (the log ships in :mod:`grpo_theory.data`)."""
@@ -383,7 +397,8 @@ def log_fit_data() -> dict:
     summary = {"source": path.name, "metric": res.metric, "n": res.n, "best": res.best,
                "models": {m: {"r2": d["r2"], "plateau": d["plateau"], "params": d["params"],
                               "time_to_90_steps": d.get("time_to_90_steps")}
-                          for m, d in res.models.items()}}
+                          for m, d in res.models.items()},
+               "forecast": _holdout_summary(res.forecast_result)}
     return {"steps": np.asarray(res.steps), "values": np.asarray(res.values), "fits": res.fits,
             "forecast": res.forecast_result, "summary": summary}
 

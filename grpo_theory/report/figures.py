@@ -53,6 +53,11 @@ STYLE = {
     "mathtext.fontset": "dejavuserif",
 }
 
+#: the text width of the report's LaTeX document (16 cm) in inches: no figure is drawn wider, so
+#: the document includes every figure at its drawn size and its fonts print at the sizes above
+#: (7 pt the smallest)
+TEXT_WIDTH = 6.3
+
 #: colours of the L2 regimes (codes of :data:`grpo_theory.theory.discrete.REGIME_CODES`)
 REGIME_COLORS = {"overdamped": "#cfe3f3", "alternating": "#e8dcf2",
                  "oscillatory": "#fde6c4", "unstable": "#f4c7c3"}
@@ -197,7 +202,7 @@ def phase_diagram(out_dir, stem, diagram, *, published, exact_boundary, marker=N
             ax.set_title(title)
         fig.tight_layout()
         fig.legend(handles=handles + hs, loc="upper center", bbox_to_anchor=(0.5, -0.01),
-                   ncol=1, frameon=False, fontsize=6.5)
+                   ncol=1, frameon=False, fontsize=7)
         return save(fig, out_dir, stem)
 
 
@@ -208,7 +213,7 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
     deviation from the fixed point on a log axis (the simulation's root mean square, the
     maps' and the closed form's absolute value), where the growth of each is visible."""
     with style() as plt:
-        fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 2.6))
+        fig, axes = plt.subplots(1, len(panels), figsize=(TEXT_WIDTH, 2.9))
         for ax, pan in zip(np.atleast_1d(axes), panels):
             t, m, s = pan["t"], pan["mean"], pan["sd"]
             zs = pan["z_star"]
@@ -240,20 +245,17 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
                 top = float(np.nanmax(pan["rms"]))
                 ax.set_ylim(1e-3, 5 * top)
                 ax.set_ylabel("size of the deviation $|z - z^{*}|$", fontsize=8)
-                ax.legend(frameon=False, fontsize=6, loc="upper left")
-                ax.text(0.97, 0.30, "L3 has no flip (no eigenvalue at $-1$):\n"
-                        "it predicts a decaying oscillation", transform=ax.transAxes, ha="right",
-                        va="bottom", fontsize=6, color=PALETTE[1])
+                ax.legend(frameon=False, fontsize=7, loc="upper left")
             ax.set_title(pan["title"])
             ax.set_xlabel(f"step {math_label('t')}")
             if pan.get("ylim") is not None and not unstable:
                 ax.set_ylim(*pan["ylim"])
             if pan.get("note"):
                 ax.text(0.97, 0.04, pan["note"], transform=ax.transAxes, ha="right", va="bottom",
-                        fontsize=6.5, color="0.25")
+                        fontsize=7, color="0.25")
         np.atleast_1d(axes)[0].set_ylabel(f"logit {math_label('z')}")
         h, lab = np.atleast_1d(axes)[0].get_legend_handles_labels()
-        fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=5, frameon=False)
+        fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, frameon=False)
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
@@ -263,7 +265,7 @@ def fluctuation_law(out_dir, stem, regimes) -> list[Path]:
     from :func:`grpo_theory.report.data.fluctuation_data`): simulation with ±2 SE, the exact
     discrete theory and the continuous one; under each G its G min(p*, q*)."""
     with style() as plt:
-        fig, axes = plt.subplots(1, len(regimes), figsize=(7.0, 2.8))
+        fig, axes = plt.subplots(1, len(regimes), figsize=(TEXT_WIDTH, 3.1))
         for ax, (title, d) in zip(np.atleast_1d(axes), regimes):
             G = np.asarray(d["group_size"], float)
             ax.errorbar(G, d["g_var_sim"], yerr=2 * np.asarray(d["g_var_sim_err"]), fmt="o", ms=4,
@@ -297,7 +299,7 @@ def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
     """Fixed-point branches p* vs β.  ``panels`` = {title: [(label, beta, p, stable_mask)]};
     ``mroueh`` = (beta, p) points overlaid on the first ``mroueh_panels`` panels (all if None)."""
     with style() as plt:
-        fig, axes = plt.subplots(1, len(panels), figsize=(7.2, 2.8), sharey=True)
+        fig, axes = plt.subplots(1, len(panels), figsize=(TEXT_WIDTH, 3.1), sharey=True)
         from matplotlib.lines import Line2D
 
         for i_ax, (ax, (title, curves)) in enumerate(zip(np.atleast_1d(axes), panels.items())):
@@ -332,29 +334,32 @@ def bifurcation(out_dir, stem, panels, *, mroueh=None, mroueh_panels=None,
         return save(fig, out_dir, stem)
 
 
-def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None) -> list[Path]:
+def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None, holdout=None) -> list[Path]:
     """The logged reward with fitted curves (``fits``: name -> FitResult); with a
     ``forecast``, a second panel shows the held-out part at its own scale: the held-out points,
-    the forecast of the family chosen on the first part and its 90 % interval."""
+    the forecast of the family chosen on the first part and its 90 % interval (``holdout``: its
+    held-out RMSE and coverage, :func:`grpo_theory.report.data.log_fit_data`'s summary)."""
     with style() as plt:
         ncols = 2 if forecast is not None else 1
-        fig, axes = plt.subplots(1, ncols, figsize=(7.2, 2.9), squeeze=False)
+        fig, axes = plt.subplots(1, ncols, figsize=(TEXT_WIDTH, 3.2), squeeze=False)
         ax = axes[0, 0]
         ax.plot(steps, values, ".", ms=2.5, color="0.55", label="logged reward")
         for i, (name, fr) in enumerate(fits.items()):
             ax.plot(steps, fr.predict(np.asarray(steps, float) - fr.t0),
                     color=PALETTE[i % len(PALETTE)], lw=1.1,
-                    label=f"{name.replace('_', ' ')} ($R^2$ = {fr.r2:.3f})")
+                    label=f"{name.replace('_', ' ')} ({100 * fr.r2:.1f} % of the variance)")
         if forecast is not None:
             ax.axvline(forecast.split_step, color="k", lw=0.7, ls=":")
             ax.text(forecast.split_step, 0.02, "  fitted | held out  ", transform=ax.get_xaxis_transform(),
-                    ha="center", va="bottom", fontsize=6.5,
+                    ha="center", va="bottom", fontsize=7,
                     bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
         ax.set_xlabel("step")
         ax.set_ylabel("reward")
         if title:
             ax.set_title(title, fontsize=8)
-        ax.legend(frameon=False, fontsize=6.5, loc="center right")
+        # a white box: the legend stands over the dotted split line
+        ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 0.1), frameon=True,
+                  facecolor="white", edgecolor="none", framealpha=1.0)
         if forecast is not None and forecast.best is not None:
             ax = axes[0, 1]
             th, yh = np.asarray(forecast.t_holdout), np.asarray(forecast.y_holdout)
@@ -365,14 +370,13 @@ def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None) -> l
             ax.plot(th, yh, ".", ms=2.5, color="0.45", label="held-out reward")
             ax.plot(th, pred, color=PALETTE[1], lw=1.2,
                     label=f"forecast ({forecast.best}, fitted on the first part)")
-            inside = np.mean((yh >= lower) & (yh <= upper))
-            rmse = forecast.holdout_rmse[forecast.best]
-            ax.set_title(f"held out: RMSE {rmse:.2g}, {100 * inside:.0f} % inside the interval",
-                         fontsize=8)
+            if holdout is not None:
+                ax.set_title(f"held out: RMSE {holdout['holdout_rmse']:.2g}, "
+                             f"{100 * holdout['holdout_coverage']:.0f} % inside the interval", fontsize=8)
             lo, hi = float(np.min(yh)), float(np.max(yh))
             ax.set_ylim(lo - 0.45 * (hi - lo), hi + 0.05 * (hi - lo))
             ax.set_xlabel("step")
-            ax.legend(frameon=False, fontsize=6.5, loc="lower left")
+            ax.legend(frameon=False, fontsize=7, loc="lower left")
         fig.tight_layout()
         return save(fig, out_dir, stem)
 
@@ -385,25 +389,24 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
     Right: the folds per integer G in (beta, G), bistable range between them.
     """
     with style() as plt:
-        fig, axes = plt.subplots(1, 3, figsize=(7.4, 2.6))
+        fig, axes = plt.subplots(1, 3, figsize=(TEXT_WIDTH, 2.9))
         ax = axes[0]
         br = data["branches"]
         for xs, ys, st in _segments(br["kl_coef"], br["p"], br["stable"]):
             ax.plot(xs, ys, color=PALETTE[0], ls="-" if st else "--", lw=1.3 if st else 1.0)
-        ax.plot(br["fold_kl_coef"], br["fold_p"], "o", ms=3.5, color=PALETTE[1], label="fold")
-        ax.plot([], [], color=PALETTE[0], label="stable")
-        ax.plot([], [], color=PALETTE[0], ls="--", lw=1.0, label="unstable")
+        ax.plot(br["fold_kl_coef"], br["fold_p"], "o", ms=3.5, color=PALETTE[1], label="fold (saddle-node)")
+        ax.plot([], [], color=PALETTE[0], label="stable branch")
+        ax.plot([], [], color=PALETTE[0], ls="--", lw=1.0, label="unstable branch")
         lo, hi = np.nanmin(br["fold_kl_coef"]), np.nanmax(br["fold_kl_coef"])
         ax.set_xlim(lo - 1.2 * (hi - lo), hi + 1.2 * (hi - lo))
         ax.set_ylim(0.6, 1.005)
         ax.set_xlabel(f"KL coefficient {math_label('beta')}")
         ax.set_ylabel(f"fixed point {math_label('p')}" + r"$^{*}$")
         ax.set_title(f"{math_label('G')} = {br['group_size']}, {math_label('p_ref')} = {br['p_ref']:g}")
-        ax.legend(frameon=False, loc="lower left")
 
         ax = axes[1]
         fc = data["p_ref_plane"]
-        ax.plot(fc["kl_coef"], fc["p_ref"], color="k", lw=1.2, label="fold (saddle-node)")
+        ax.plot(fc["kl_coef"], fc["p_ref"], color="k", lw=1.2, label="fold curve (continued)")
         # bistable region: between the two fold branches, which meet at the cusp
         i = int(np.argmax(fc["p_ref"]))
         a_r, a_b = fc["p_ref"][:i + 1], fc["kl_coef"][:i + 1]
@@ -412,7 +415,7 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
         xa = np.interp(grid, *(lambda r, b: (r[np.argsort(r)], b[np.argsort(r)]))(a_r, a_b))
         xb = np.interp(grid, *(lambda r, b: (r[np.argsort(r)], b[np.argsort(r)]))(b_r, b_b))
         ax.fill_betweenx(grid, np.minimum(xa, xb), np.maximum(xa, xb), color=REGIME_COLORS["oscillatory"],
-                         label="bistable (3 fixed points)")
+                         label="bistable: 3 fixed points")
         c = fc["cusp"]
         ax.plot([c["kl_coef"]], [c["p_ref"]], "*", ms=8, color=PALETTE[1], label="cusp")
         fl = data.get("fold_limit")
@@ -424,7 +427,7 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
                              color=REGIME_COLORS["oscillatory"], alpha=0.6, lw=0)
             for j, b in enumerate((lo_b, up_b)):
                 ax.plot(b, pr, "o:", ms=2.5, lw=0.8, mfc="white", color="k",
-                        label="folds found directly,\nbelow the continuation" if j == 0 else None)
+                        label="folds found directly, below the continuation" if j == 0 else None)
         ax.set_yscale("log")
         _plain_log_ticks(ax.yaxis)
         ax.set_xscale("log")
@@ -433,13 +436,12 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
         ax.set_ylabel(f"reference reward {math_label('p_ref')}")
         ax.set_title(f"folds in ({math_label('beta')}, {math_label('p_ref')}), "
                      f"{math_label('G')} = {fc['group_size']}")
-        ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=6)
 
         ax = axes[2]
         g = data["group_size_plane"]
         ax.fill_betweenx(g["group_size"], g["lower"], g["upper"], color=REGIME_COLORS["oscillatory"],
-                         label="bistable")
-        ax.plot(g["lower"], g["group_size"], ".-", ms=3, lw=0.8, color="k", label="folds")
+                         label="bistable: 3 fixed points")
+        ax.plot(g["lower"], g["group_size"], ".-", ms=3, lw=0.8, color="k", label=f"folds at each integer {math_label('G')}")
         ax.plot(g["upper"], g["group_size"], ".-", ms=3, lw=0.8, color="k")
         ax.axhline(g["first_bistable"] - 0.5, color=PALETTE[1], lw=0.8, ls=":",
                    label=f"onset: {math_label('G')} = {g['first_bistable'] - 1}→{g['first_bistable']}")
@@ -449,8 +451,16 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
         ax.set_ylabel(f"group size {math_label('G')}")
         ax.set_title(f"folds in ({math_label('beta')}, {math_label('G')}), "
                      f"{math_label('p_ref')} = {g['p_ref']:g}")
-        ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=6)
+        # one legend for the three panels, below them (inside, the legends covered the curves)
+        handles, labels = [], []
+        for a_ in axes:
+            for h_, l_ in zip(*a_.get_legend_handles_labels()):
+                if l_ not in labels:
+                    handles.append(h_)
+                    labels.append(l_)
         fig.tight_layout()
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3,
+                   frameon=False)
         return save(fig, out_dir, stem)
 
 
@@ -458,7 +468,7 @@ def atlas_discrete(out_dir, stem, data) -> list[Path]:
     """Flip and complex-pair (Neimark-Sacker) boundaries of the exact refresh-window map as
     curves in (k, eta K) and (mu, eta K), codimension-two points marked."""
     with style() as plt:
-        fig, axes = plt.subplots(1, 2, figsize=(7.0, 2.7))
+        fig, axes = plt.subplots(1, 2, figsize=(TEXT_WIDTH, 3.0))
         for ax, x, fl, cx, cod, xkey, fixed in (
                 (axes[0], data["k"], data["flip_k"], data["complex_k"], data["codim2_k"],
                  "refresh_interval", f"{math_label('mu')} = {data['momentum']:g}"),
@@ -482,7 +492,7 @@ def atlas_discrete(out_dir, stem, data) -> list[Path]:
         axes[0].set_xscale("log")
         _plain_log_ticks(axes[0].xaxis)
         axes[0].text(0.03, 0.04, f"{math_label('k')} extended to real values between the integers",
-                     transform=axes[0].transAxes, fontsize=6.5, color="0.3")
+                     transform=axes[0].transAxes, fontsize=7, color="0.3")
         axes[0].set_xlabel(f"refresh interval {math_label('k')} (steps)")
         axes[1].set_xlabel(f"momentum {math_label('mu')}")
         h, lab = axes[0].get_legend_handles_labels()
@@ -514,7 +524,6 @@ def deepnet(out_dir, stem, data) -> list[Path]:
         if lr is not None:
             ax.set_title(f"MLP policy, SGD: $\\eta$ = {lr:.3g}, $\\mu$ = {data['momentum']:g}, "
                          f"$\\eta K$ = {data['eta_K']:.3g}", fontsize=8)
-        ax.legend(frameon=False, fontsize=6.5, loc="upper left")
         resid = np.asarray(data["multiplier"]) - np.asarray(data["predicted"])
         ax2.axhline(0.0, color="0.6", lw=0.7)
         ax2.errorbar(k, resid, yerr=data["se"], fmt="o", ms=3, color=PALETTE[1], capsize=2)
@@ -522,4 +531,6 @@ def deepnet(out_dir, stem, data) -> list[Path]:
         ax2.set_xlabel("refresh interval $k$ (steps)")
         ax2.set_xticks(k)
         fig.tight_layout()
+        fig.legend(*ax.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncol=2, frameon=False)
         return save(fig, out_dir, stem)

@@ -265,7 +265,7 @@ def lab_section(s: dict) -> tuple[str, str]:
                f"{_interval(log['exponent_interval'])}, against ${log['predicted_exponent']:.2f}$ "
                "(the prediction is for the policy's fluctuation). "
                if log.get("exponent") is not None else "")
-            + f"Neither is the $1/G$ law: the plateau is not in the region $G\\,\\min(p^{{*}}, q^{{*}}) \\gg 1$ "
+            + "Neither is the $1/G$ law: the plateau is not in the region $G\\,\\min(p^{*}, q^{*}) \\gg 1$ "
               "for the small groups.")
     w = s.get("width")
     if w:

@@ -14,6 +14,7 @@ import numpy as np
 from grpo_theory.crosscheck.base import format_headline_numbers
 from grpo_theory.prose import math_to_plain, to_plain_or_as_is
 from grpo_theory.render.notation import notation, notation_rows
+from grpo_theory.report.captions import FIGURE_ORDER, caption_markdown, captions
 from grpo_theory.report.data import DEEPNET_INSTALL
 from grpo_theory.report.lab import lab_markdown
 from grpo_theory.theory.bibliography import REFERENCES, format_reference
@@ -142,8 +143,9 @@ def cc_markdown_table(checks) -> str:
     return "\n".join(lines)
 
 
-def _img(name, caption):
-    return f"![{caption}]({name}.png)\n\n*{caption}* ([PDF]({name}.pdf))\n"
+def _img(name, number, caption):
+    return (f"![Figure {number}]({name}.png)\n\n*Figure {number} (of equations.pdf).* {caption} "
+            f"([PDF]({name}.pdf))\n")
 
 
 class _Cite:
@@ -214,6 +216,16 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
     def ref(name):
         n = eq.get(name)
         return f"equation {n} of equations.pdf" if n else "equations.pdf"
+
+    # the captions of equations.pdf's figures, numbered as there (figures not drawn are skipped)
+    caps = captions(nums, model)
+    drawn = [s for s in FIGURE_ORDER if s in caps and (rr.out_dir / f"{s}.png").exists()]
+    fig_numbers = {s: i + 1 for i, s in enumerate(drawn)}
+
+    def img(stem):
+        if stem not in fig_numbers:
+            return ""
+        return _img(stem, fig_numbers[stem], caption_markdown(caps[stem], cite, eq, fig_numbers))
 
     KS = notation("kappa_s")
     fp, st, th = nums["fixed_point"], nums["stability"], nums["thresholds_stale"]
@@ -299,48 +311,16 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
           f"{number_text(r['eta_K_published'], 5)} | {number_text(100 * r['rel_error_published'], 3)} % |")
     a("")
     a("## Figures\n")
-    regimes = ("Regimes of the window map by its two multipliers: overdamped (real, the largest "
-               "positive), alternating (real, the largest negative: the deviation changes sign every "
-               "window), oscillatory (a complex pair), unstable (one outside the unit circle).")
-    a(_img("phase_diagram_k", "Exact L2 regimes over (refresh interval k, ηK) at the model's momentum. "
-           + regimes + " Each integer k is a column; the solid steps are the exact stability boundary, "
-           "the dashed line the published ηK·k = 1 − μ. Star: the model."))
-    a(_img("phase_diagram_mu", "Exact L2 regimes over (momentum μ, ηK) at the model's refresh interval. "
-           "The open circle is where the flip boundary meets the complex-pair boundary: a 1:2 "
-           "resonance (both multipliers at −1), where the boundary has its kink."))
-    a(_img("trajectories", "The model in three regimes (learning rate η and momentum μ varied, refresh "
-           "interval k = 1, started 1 logit below z*, 0.05 in the unstable panel). The stable panels show "
-           "the simulation ensemble (mean ± 2 sd), the L1 nonlinear mean-field map, the exact L2 linear "
-           "map and the L3 closed form. L1 differs from the simulation mean only by the noise-induced "
-           "bias of order η²·Var z; L2 in addition by the linearization about z* (about 0.1 logit "
-           "below the simulation in the overdamped panel for a 1-logit start); L3 in addition by the "
-           "continuous-time approximation. The unstable panel shows the size of the deviation "
-           "|z − z*| on a log scale: the L2 map and the L1 map grow by the spectral radius per step "
-           "(ρ = 1.2: an eigenvalue beyond −1, a flip), the simulation's spread grows with them, and "
-           "the L3 model, which cannot represent a flip, predicts a decaying oscillation (ζ below 1): "
-           "the continuous model misses this instability."))
+    a(img("phase_diagram_k"))
+    a(img("phase_diagram_mu"))
+    a(img("trajectories"))
     a("| regime | η | μ | ηK | L2 regime | spectral radius | L3 regime | ζ |\n|---|---|---|---|---|---|---|---|")
     for r in nums["trajectories"]:
         a(f"| {r['regime']} | {number_text(r['learning_rate'])} | {r['momentum']} | {number_text(r['eta_K'])} | "
           f"{r['l2_regime']} | {number_text(r['spectral_radius'])} | {r['l3_regime']} | {number_text(r['damping_ratio'])} |")
     a("")
     fl_rows = nums["fluctuation_law"]
-    hold = [r for r in fl_rows if r["regime"] == "holds"]
-    mod = [r for r in fl_rows if r["regime"] == "model"]
-    a(_img("fluctuation_law", "Group size as temperature: the stationary G·Var z at the fixed point "
-           "(SGD, η = 0.5, μ = 0, k = 1), simulation (±2 SE) against the exact discrete variance and the "
-           "continuous one, with the per-step noise from the exact binomial update variance; under each "
-           "G its G·min(p*, q*). The law Var z ∝ 1/G (a flat curve) holds only where "
-           "G·min(p*, q*) ≫ 1. Left: mean normalization with the analytic KL at β = 0.45, where p* stays "
-           f"between {number_text(hold[0]['p_star'], 2)} and {number_text(hold[-1]['p_star'], 2)}: G·Var z "
-           "levels off as G·min(p*, q*) grows. Right: the model, with p* from "
-           f"{number_text(mod[0]['p_star'], 3)} to {number_text(mod[-1]['p_star'], 3)}: failures are rare, "
-           f"G·min(p*, q*) stays between {number_text(mod[0]['g_min_pq'], 2)} and "
-           f"{number_text(mod[-1]['g_min_pq'], 2)}, and G·Var z keeps growing. The reason is the "
-           f"rare-failure limit ({ref('drift.update_variance_rare_failure')}): most groups are "
-           "degenerate and the informative ones hold a single failure, whose std-normalized advantage "
-           "is of order √G; to first order in q* the per-step variance is κ²(1 − 1/G)²·q*, independent "
-           "of G. The simulation agrees with the exact theory in both regimes."))
+    a(img("fluctuation_law"))
     a("| regime | G | p* | G·min(p*, q*) | K | σ² (per step) | Var z simulated | ± SE | Var z exact L2 | Var z L3 |\n"
       "|---|---|---|---|---|---|---|---|---|---|")
     for r in fl_rows:
@@ -349,14 +329,7 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
           f"{number_text(r['noise_variance'])} | {number_text(r['var_z_sim'])} | {number_text(r['var_z_sim_se'], 2)} | "
           f"{number_text(r['var_z_theory'])} | {number_text(r['var_z_continuous'])} |")
     a("")
-    a(_img("bifurcation", "Fixed points p* against the KL coefficient β. Solid lines are stable, dashed "
-           "lines unstable. Variants: std and mean normalization, analytic and k3 KL, finite G and "
-           f"G → ∞. Circles: the fixed points of Mroueh's recurrence {cite('mroueh2025')}. Each curve "
-           "is the level set β = β*(z) drawn over the β its fixed points reach inside the plotted window: "
-           "a curve starts where its branch enters the window (at small β the fixed point sits at p ≈ 1, "
-           "above the axis), not at a bifurcation. The saddle-nodes are listed below; with ε > 0 at "
-           "G → ∞ a second saddle-node appears at β of order 10⁴ and p = 1 − O(ε²): a fold of the "
-           "ε-regularised model (where √(pq) becomes comparable with ε), far outside any practical β."))
+    a(img("bifurcation"))
     if nums["bifurcations"]:
         a("Saddle-node bifurcations of the fixed points:\n")
         a("| normalization | KL | G | β | p |\n|---|---|---|---|---|")
@@ -383,11 +356,7 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
           f"deepseek-llm-7b-chat {cite('bi2024deepseekllm')} on GSM8K {cite('cobbe2021gsm8k')}, from the "
           f"published training log {cite('su2025verllog')} ({lf['n']} steps, the logged mean score). "
           "The model families are fitted to the first half and forecast the second.\n")
-        a(_img("log_fit", "Left: the logged reward with the fitted families (the dotted line splits "
-               "the fitted part from the held-out part). Right: the held-out part at its own scale, "
-               "with the forecast of the family chosen on the fitted part and its 90 % interval; the "
-               "title gives the held-out root-mean-square error and the fraction of held-out points "
-               "inside the interval."))
+        a(img("log_fit"))
         a(f"Best family by AIC on the fitted part: **{lf['best']}**.\n")
         a("| family | R² | plateau | steps to 90 % |\n|---|---|---|---|")
         for m_, d in lf["models"].items():
@@ -398,18 +367,8 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
         c = at["p_ref_plane"]["cusp"]
         g = at["group_size_cusp"]
         a("## Two-parameter bifurcation atlas\n")
-        a(_img("atlas_folds", "Fold atlas of the fixed points (std normalization, analytic KL, ε = 0). "
-               "Left: p* against β at G = 64, p_ref = 0.3, stable solid, unstable dashed, folds as dots: "
-               "between the folds the plateau is bistable. Middle: the fold curve in (β, p_ref) at G = 64, "
-               f"continued by pseudo-arclength {cite('keller1977')}; its two branches meet at the cusp "
-               "(star). The continuation stops at p_ref = 0.02; the open circles are folds found directly "
-               "at smaller p_ref: the curves continue, both β_fold falling like 1/ln(1/p_ref). Right: "
-               "the folds per integer G at p_ref = 0.3; bistability begins between the marked group sizes."))
-        a(_img("atlas_discrete", "Exact L2 (stale surrogate) stability boundaries of the linear map: flip "
-               "(a real eigenvalue of the window's monodromy at −1) and complex pair on the unit circle "
-               "(Neimark–Sacker), in (k, ηK) at μ = 0.8 and (μ, ηK) at k = 4; the open circles are the "
-               "codimension-two points where they meet: 1:2 resonances (both eigenvalues −1, a single "
-               f"eigenvector) {cite('kuznetsov2004')}."))
+        a(img("atlas_folds"))
+        a(img("atlas_discrete"))
         a(f"Cusp at G = {c['group_size']}: p_ref = {number_text(c['p_ref'], 10)}, β = {number_text(c['kl_coef'], 10)}, "
           f"p* = {number_text(c['p'], 8)}. Bistability in G at p_ref = {g['p_ref']}: first at G = {g['first_bistable']} "
           f"(none at G = {g['last_monostable']}).\n")
@@ -467,11 +426,7 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
           f"({'every tested k classified as predicted' if not dn['misclassified_k'] else 'misclassified k: ' + ', '.join(map(str, dn['misclassified_k']))})"
           + (f"; the largest difference between the measured and the predicted multiplier is "
              f"{number_text(worst, 2)} standard errors" if worst is not None else "") + ".\n")
-        a(_img("deepnet", "Per-window multiplier of the network's top mode against the exact L2 "
-               "prediction over refresh intervals from 1 to past the predicted boundary; below, the "
-               "measured minus the predicted multiplier with ±1 SE (the SE is smaller than the "
-               "markers above). The vertical lines mark the largest stable k of the exact theory and "
-               "of the published rule."))
+        a(img("deepnet"))
     if nums.get("lab") is not None:
         for line in lab_markdown(nums["lab"], cite, number_text):
             a(line)

@@ -197,7 +197,7 @@ def test_the_one_over_g_law_is_stated_with_its_region(report_dir):
     md = (report_dir / "report.md").read_text()
     assert "hence to $1/G$" not in tex and "proportional to $1/G$ because" not in tex
     assert r"G \min(p^{*}, q^{*}) \gg 1" in tex
-    assert "G·min(p*, q*) ≫ 1" in md
+    assert "G min(p*, q*) ≫ 1" in md or "G·min(p*, q*) ≫ 1" in md
     nums = json.loads((report_dir / "report.json").read_text())
     regimes = {r["regime"] for r in nums["fluctuation_law"]}
     assert regimes == {"holds", "model"}
@@ -257,3 +257,106 @@ def test_deepnet_section(report_dir):
     assert dn["k_max_predicted"] == dn["k_max_observed"] == 10
     assert dn["k_max_published"] < dn["k_max_predicted"]
     assert "Deep network" in (report_dir / "report.md").read_text()
+
+
+
+def _captions(tex):
+    """The text of every caption of the document (braces balanced)."""
+    out = []
+    for m in re.finditer(r"\\caption\{", tex):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(tex[i], 0)
+            i += 1
+        out.append(tex[m.end():i - 1])
+    return out
+
+
+def test_every_figure_is_in_the_pdf_once_with_caption_label_and_reference(report_dir):
+    """Every figure the report writes stands in equations.tex once, as a float with its
+    caption below it and a label the text refers to; the floats are numbered in the order
+    report.md numbers them."""
+    from grpo_theory.report.captions import FIGURE_ORDER, fig_label
+
+    tex = (report_dir / "equations.tex").read_text()
+    written = sorted(p.stem for p in report_dir.glob("*.pdf") if p.stem != "equations")
+    assert set(written) == set(FIGURES)
+    floats = re.findall(r"\\begin\{figure\}\[htbp\](.*?)\\end\{figure\}", tex, flags=re.S)
+    assert len(floats) == len(written)
+    included = [re.search(r"\\includegraphics\[width=[\d.]*\\linewidth\]\{(\w+)\.pdf\}", f).group(1)
+                for f in floats]
+    assert sorted(included) == written                         # each once, by its relative name
+    assert included == [s for s in FIGURE_ORDER if s in written]
+    md = (report_dir / "report.md").read_text()
+    for i, (stem, body) in enumerate(zip(included, floats)):
+        label = fig_label(stem)
+        assert body.index("\\includegraphics") < body.index("\\caption") < body.index(f"\\label{{{label}}}")
+        outside = tex.replace(body, "")
+        assert f"\\ref{{{label}}}" in outside, stem           # the text refers to it
+        assert f"*Figure {i + 1} (of equations.pdf).*" in md and f"({stem}.png)" in md
+    assert tex.count("\\includegraphics") == len(written)
+
+
+def test_captions_are_written_for_readers(report_dir):
+    """No caption (in equations.tex or report.md) holds a file name, a code word or a number in
+    e-notation; the two documents' captions come from one text."""
+    from grpo_theory.render.latex import LIBRARY_NAMES
+
+    tex = (report_dir / "equations.tex").read_text()
+    caps = _captions(tex)
+    assert len(caps) == len(FIGURES)
+    md_caps = re.findall(r"^\*Figure \d+ \(of equations\.pdf\)\.\* (.*) \(\[PDF\]", 
+                         (report_dir / "report.md").read_text(), flags=re.M)
+    assert len(md_caps) == len(FIGURES)
+    for cap in caps + md_caps:
+        words = re.sub(r"\$[^$]*\$", " ", cap)                # the words, formulas left out
+        words = re.sub(r"\\(?:cite|ref|eqref)\{[^}]*\}", " ", words)   # keys and labels
+        words = words.replace("of equations.pdf", "")         # report.md names the document
+        assert not re.search(r"\.(?:png|pdf|json|tex|py)\b|/\w+/", words), cap[:80]
+        if cap in caps:                                       # LaTeX: no underscore in the words
+            assert "_" not in words, cap[:80]
+        else:                                                 # Markdown: p_ref, not low_var_kl
+            assert not re.search(r"\w+_\w+_\w+|_[a-z]{6,}", words), cap[:80]
+        assert not re.search(r"\d[eE][-+]?\d", cap), cap[:80]
+        assert not re.search(r"\d\.\d{7,}", cap), cap[:80]                  # machine floats
+        assert not any(re.search(rf"\b{w}\b", words.lower()) for w in LIBRARY_NAMES), cap[:80]
+        assert "\\texttt" not in cap and "`" not in cap
+    # one source: a caption's opening words are the same in both documents
+    assert any(m.startswith("Group size as temperature: the stationary G") for m in md_caps)
+    assert any(c.startswith("Group size as temperature: the stationary $G") for c in caps)
+
+
+def test_a_figure_not_drawn_is_said_and_not_included(tmp_path):
+    """Without the deep network (no PyTorch) or any figure file, the sections say so and no
+    \\includegraphics points at a missing file (cheap: no report is built)."""
+    from grpo_theory.report.captions import (atlas_figures, captions, chapter_figures,
+                                             deepnet_section, log_fit_section)
+
+    nums = {"trajectories": [], "fluctuation_law": [], "deepnet": None, "log_fit": None}
+    caps = captions(nums, DEFAULT_MODEL.to_dict())
+    assert "deepnet" not in caps and "log_fit" not in caps and "bifurcation" in caps
+    title, body = deepnet_section(nums, caps, tmp_path)
+    assert "not run" in body and "\\includegraphics" not in body and "\\ref{fig:" not in body
+    assert "\\includegraphics" not in log_fit_section(nums, caps, tmp_path)[1]
+    assert chapter_figures(caps, tmp_path) == {}                  # no PDF written: no float
+    assert atlas_figures(caps, tmp_path) == {"folds": ("", ""), "discrete": ("", "")}
+    (tmp_path / "phase_diagram_k.pdf").write_bytes(b"%PDF-1.4\n/MediaBox [0 0 268.6 305.3]\n")
+    disc = chapter_figures(caps, tmp_path)["discrete"]
+    assert disc.count("\\includegraphics") == 1 and "phase_diagram_mu" not in disc
+    assert "\\ref{fig:phase-diagram-k}" in disc and "\\ref{fig:phase-diagram-mu}" not in disc
+    assert "[width=0.592\\linewidth]" in disc                     # its drawn width, 3.73 in
+
+
+def test_figures_print_at_their_drawn_size(report_dir):
+    """Each figure is drawn at most about the text width and included at its own width, so
+    its fonts (none below 7 pt outside sub- and superscripts) print at their drawn size."""
+    from grpo_theory.report.captions import TEXT_WIDTH_IN, include_width
+
+    for stem in FIGURES:
+        head = (report_dir / f"{stem}.pdf").read_bytes()
+        box = re.search(rb"/MediaBox\s*\[\s*[-\d.]+\s+[-\d.]+\s+([\d.]+)", head)
+        width_in = float(box.group(1)) / 72
+        assert width_in <= 1.05 * TEXT_WIDTH_IN, (stem, width_in)
+        w = include_width(report_dir / f"{stem}.pdf")
+        frac = 1.0 if w == "\\linewidth" else float(w.split("\\")[0])
+        assert frac * TEXT_WIDTH_IN / width_in >= 0.95, stem        # shrunk by at most 5 %
