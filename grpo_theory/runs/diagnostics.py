@@ -56,6 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_theory.results import Result
+from grpo_theory.runs.config_map import map_config
 from grpo_theory.runs.fitting import summarize_curve
 from grpo_theory.validate import ParameterError, check_int
 
@@ -731,6 +732,26 @@ def _rise_and_fall(steps, values, noise):
     return sm, peak, float(sm[peak]) - start, float(sm[peak]) - end
 
 
+def _instability_knob(log) -> str:
+    """What to turn against a dynamical instability: a smaller eta K, or a shorter refresh
+    window (the exact threshold falls with k); with the run's config, its own window named."""
+    window = ("a shorter refresh window (steps_per_generation, num_iterations / ppo_epochs "
+              "towards 1)")
+    cfg = log.config or {}
+    kind = ("verl" if any(k.startswith("actor_rollout_ref.") for k in cfg)
+            else "trl" if "num_generations" in cfg else None)
+    if kind is not None:
+        try:
+            k = map_config(cfg, kind)["refresh_interval"]
+        except (ParameterError, KeyError, TypeError, ValueError):
+            k = None
+        if k is not None and not k["assumed"]:
+            window = (f"a shorter refresh window (this run: k = {k['value']:g} optimizer steps per "
+                      "sampling policy, from its config)" if k["value"] > 1 else
+                      "less momentum (this run is on-policy, k = 1)")
+    return f"learning rate (halve it), or {window}; keep the clip (epsilon 0.2)"
+
+
 def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold=2.0,
                           zeta_threshold=0.3, spike_factor=10.0):
     """Collapse (rise then fall), lightly damped oscillation, fluctuation growth, grad-norm spikes.
@@ -875,7 +896,7 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
             + f" (flag: p < {ALTERNATION_ALPHA:g} and |lambda| >= {ALTERNATION_EDGE:g}: half a "
             "deviation or more carried over, flipped, to the next window)")
     return _result(flag, drop / rise if rise > 0 else None, "; ".join(parts), first_step=first_step,
-                   knob="learning rate (halve it); num_iterations / ppo_epochs = 1; clip epsilon 0.2",
+                   knob=_instability_knob(log),
                    damping_ratio=zeta, regime=regime, overshoot=overshoot, noise_sd=noise,
                    fluctuation_growth=growth, rise=rise, drop_from_peak=drop,
                    oscillating=oscillating, growing=growing, collapsed=bool(collapse),

@@ -375,3 +375,18 @@ def test_diagnose_reports_the_summary_it_is_given():
     s, v = log.series(log.reward_metric(None))
     summary = summarize_curve(s, v, metric=log.reward_metric(None))
     assert D.diagnose(log, fit=summary).to_dict()["curve"]["gain"] == summary.gain
+
+
+def test_instability_knob_names_the_runs_own_refresh_window():
+    """The knob against an instability names the window the run's config sets (the exact
+    threshold falls with k), not only num_iterations (a steps_per_generation run was told to
+    set num_iterations = 1, which it already had)."""
+    from grpo_theory.runs.logs import TrainingLog
+
+    stale = TrainingLog(metrics={}, config={"num_generations": 8, "steps_per_generation": 12,
+                                            "gradient_accumulation_steps": 1})
+    assert "k = 12" in D._instability_knob(stale)
+    on_policy = TrainingLog(metrics={}, config={"num_generations": 8, "steps_per_generation": 1,
+                                                "num_iterations": 1})
+    assert "momentum" in D._instability_knob(on_policy)
+    assert "steps_per_generation" in D._instability_knob(TrainingLog(metrics={}))
