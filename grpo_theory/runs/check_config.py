@@ -54,7 +54,6 @@ from scipy.optimize import brentq
 from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result, jsonable
 from grpo_theory.runs.config_map import ConfigMapping, map_config, read_config, torch_sgd
-from grpo_theory.runs.curves import fit_curve
 from grpo_theory.runs.logs import read_log
 from grpo_theory.theory.collapse import collapse_risk
 from grpo_theory.theory.derived import get

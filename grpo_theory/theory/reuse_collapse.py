@@ -49,7 +49,6 @@ from __future__ import annotations
 import math
 
 import mpmath
-import numpy as np
 import sympy as sp
 
 from grpo_theory.theory import symbols as S

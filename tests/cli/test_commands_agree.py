@@ -7,7 +7,6 @@ a stiffness from a curve fit had declined."""
 
 import json
 
-import pytest
 
 from grpo_theory.cli.main import main
 from grpo_theory.data import example_log
