@@ -65,8 +65,9 @@ def to_markdown(text: str) -> str:
 
 # --- plain text (terminal) -------------------------------------------------------------
 
-def _group(s: str, i: int) -> tuple[str, int]:
-    """The argument starting at ``s[i]`` (a brace group or one token) and the index after it."""
+def latex_argument(s: str, i: int, *, strict: bool = True) -> tuple[str, int]:
+    """The LaTeX argument starting at ``s[i]`` (a brace group or one token) and the index
+    after it; an unclosed brace group is an error, or with ``strict=False`` runs to the end."""
     while i < len(s) and s[i] == " ":
         i += 1
     if i >= len(s):
@@ -77,6 +78,8 @@ def _group(s: str, i: int) -> tuple[str, int]:
             depth += {"{": 1, "}": -1}.get(s[j], 0)
             if depth == 0:
                 return s[i + 1:j], j + 1
+        if not strict:
+            return s[i + 1:], len(s)
         raise ValueError(f"unbalanced braces in math: {s!r}")
     if s[i] == "\\":
         m = re.match(r"\\[A-Za-z]+|\\.", s[i:])
@@ -146,24 +149,24 @@ def _unfold(s: str) -> str:
             name = m.group(0)
             j = i + len(name)
             if name == r"\frac" or name == r"\tfrac" or name == r"\dfrac":
-                num, j = _group(s, j)
-                den, j = _group(s, j)
+                num, j = latex_argument(s, j)
+                den, j = latex_argument(s, j)
                 a, b = _unfold(num).strip(), _unfold(den).strip()
                 out.append(f"{a if _atomic(a) else f'({a})'}/{b if _atomic(b) else f'({b})'}")
             elif name == r"\sqrt":
-                arg, j = _group(s, j)
+                arg, j = latex_argument(s, j)
                 a = _unfold(arg).strip()
                 out.append("√" + (a if _atomic(a) else f"({a})"))
             elif name == r"\binom":
-                n_, j = _group(s, j)
-                k_, j = _group(s, j)
+                n_, j = latex_argument(s, j)
+                k_, j = latex_argument(s, j)
                 out.append(f"C({_unfold(n_).strip()}, {_unfold(k_).strip()})")
             elif name[1:] in _TEXTLIKE:
-                arg, j = _group(s, j)
+                arg, j = latex_argument(s, j)
                 out.append(_unfold(arg))
             elif name in (r"\mathcal", r"\mathbb", r"\hat", r"\bar", r"\tilde", r"\dot",
                           r"\ddot", r"\overline", r"\vec"):
-                arg, j = _group(s, j)
+                arg, j = latex_argument(s, j)
                 inner = _unfold(arg).strip()
                 conv = unicodeit.replace(f"{name}{{{inner}}}")
                 if len(inner) > 1 and name in (r"\overline", r"\bar"):
@@ -182,7 +185,7 @@ def _unfold(s: str) -> str:
                 out.append(conv + (" " if j < len(s) and s[j] == " " else ""))
             i = j
         elif c in "^_":
-            arg, j = _group(s, i + 1)
+            arg, j = latex_argument(s, i + 1)
             out.append(_script(arg, c == "^"))
             i = j
         elif c in "{}":

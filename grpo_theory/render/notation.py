@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from grpo_theory.prose import math_to_plain, split_math, to_tex
+from grpo_theory.prose import latex_argument, math_to_plain, split_math, to_tex
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.printing import latex
 
@@ -225,22 +225,9 @@ _CONSTANTS = {"e", "\\pi", "\\Gamma", "O"}
 
 
 def _group(s: str, i: int) -> tuple[str, int]:
-    """The argument at ``s[i]`` (brace group or one token) and the index after it."""
-    while i < len(s) and s[i] == " ":
-        i += 1
-    if i >= len(s):
-        return "", i
-    if s[i] == "{":
-        depth = 0
-        for j in range(i, len(s)):
-            depth += {"{": 1, "}": -1}.get(s[j], 0)
-            if depth == 0:
-                return s[i + 1:j], j + 1
-        return s[i + 1:], len(s)
-    if s[i] == "\\":
-        m = re.match(r"\\[A-Za-z]+|\\.", s[i:])
-        return m.group(0), i + len(m.group(0))
-    return s[i], i + 1
+    """The argument at ``s[i]`` (brace group or one token) and the index after it; an unclosed
+    group runs to the end (a symbol reader, not a validator)."""
+    return latex_argument(s, i, strict=False)
 
 
 def _canon(text: str) -> str:
