@@ -11,22 +11,13 @@ import pytest
 from grpo_theory.cli.main import main
 from grpo_theory.runs.compare import compare, fluctuation_regime
 from grpo_theory.runs.logs import TrainingLog, from_simulation
-from grpo_theory.model import DEFAULTS, GRPOModel
-from grpo_theory.simulation import simulate as simulate_model
+from grpo_theory.model import GRPOModel
+from support import simulate
 from grpo_theory.validate import ParameterError
 
 pytestmark = pytest.mark.xdist_group("compare")   # its module fixture is built on one worker
 
 
-def simulate(**kw):
-    """The simulator with the model's fields and the simulation's arguments as keywords, from
-    on-policy SGD at learning rate 0.1, TRL's advantage epsilon 1e-4 and no KL."""
-    base = dict(learning_rate=0.1, optimizer="sgd", momentum=0.0, adv_eps=1e-4, kl="none",
-                kl_coef=0.0, refresh_interval=1)
-    fields = {k: kw.pop(k) for k in list(kw) if k in DEFAULTS}
-    if fields.get("optimizer") == "momentum":
-        fields["optimizer"] = "sgd"
-    return simulate_model(GRPOModel(**{**base, **fields}), **kw)
 
 # A bandit with a stable plateau: exact KL (beta = 2) to p_ref = 0.7.  With mean
 # normalization (Dr. GRPO) the plateau hardly moves with G (p* = 0.772 .. 0.791 for G = 4..32).

@@ -9,19 +9,10 @@ from grpo_theory.data import example_log
 from grpo_theory.runs import diagnostics as D
 from grpo_theory.cli.main import main
 from grpo_theory.runs.logs import TrainingLog, from_simulation
-from grpo_theory.model import DEFAULTS, GRPOModel
-from grpo_theory.simulation import simulate as simulate_model
+from grpo_theory.model import GRPOModel
+from support import simulate
 
 
-def simulate(**kw):
-    """The simulator with the model's fields and the simulation's arguments as keywords, from
-    on-policy SGD at learning rate 0.1, TRL's advantage epsilon 1e-4 and no KL."""
-    base = dict(learning_rate=0.1, optimizer="sgd", momentum=0.0, adv_eps=1e-4, kl="none",
-                kl_coef=0.0, refresh_interval=1)
-    fields = {k: kw.pop(k) for k in list(kw) if k in DEFAULTS}
-    if fields.get("optimizer") == "momentum":
-        fields["optimizer"] = "sgd"
-    return simulate_model(GRPOModel(**{**base, **fields}), **kw)
 
 VERL = example_log()
 RUNS = 10
