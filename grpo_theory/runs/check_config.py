@@ -53,7 +53,8 @@ from scipy.optimize import brentq
 
 from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result, jsonable
-from grpo_theory.runs.config_map import ConfigMapping, map_config, read_config, torch_sgd
+from grpo_theory.runs.config_map import (ConfigMapping, log_config_kind, map_config, read_config,
+                                         torch_sgd)
 from grpo_theory.runs.logs import read_log
 from grpo_theory.theory.collapse import collapse_risk
 from grpo_theory.theory.derived import get
@@ -188,11 +189,11 @@ def _earlier_mapping(log, config_path):
     if config_path is not None:
         cfg, kind = read_config(config_path)
         return map_config(cfg, kind), os.fspath(config_path)
-    if log.config and any(k.startswith("actor_rollout_ref.") for k in log.config):
-        return map_config(log.config, "verl"), "the launch script in the log"
-    if log.config and "num_generations" in log.config:     # a GRPOConfig saved beside the log
-        return map_config(log.config, "trl"), "the GRPOConfig saved with the log"
-    return None, None
+    kind = log_config_kind(log.config)
+    if kind is None:
+        return None, None
+    return map_config(log.config, kind), ("the launch script in the log" if kind == "verl"
+                                          else "the GRPOConfig saved with the log")
 
 
 def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,

@@ -552,6 +552,17 @@ def _momentum_from_betas(k, v):
     return _real(k, b1, low=0, high=1, high_open=True)
 
 
+def log_config_kind(cfg: dict | None) -> str | None:
+    """The kind of a config kept with a log: ``"verl"`` for a launch script's overrides at the
+    top of the log, ``"trl"`` for a ``GRPOConfig`` saved beside ``trainer_state.json``, else
+    ``None``."""
+    if not cfg:
+        return None
+    if any(k.startswith("actor_rollout_ref.") for k in cfg):
+        return "verl"
+    return "trl" if "num_generations" in cfg else None
+
+
 def torch_sgd(cfg: dict, kind: str) -> bool:
     """Whether the config trains with torch SGD (TRL ``optim`` naming sgd: heavy ball with the
     momentum of ``optim_args``) rather than Adam(W) (every other case the model reads)."""

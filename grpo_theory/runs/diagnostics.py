@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_theory.results import Result
-from grpo_theory.runs.config_map import map_config
+from grpo_theory.runs.config_map import log_config_kind, map_config
 from grpo_theory.runs.fitting import summarize_curve
 from grpo_theory.validate import ParameterError, check_int
 
@@ -737,13 +737,11 @@ def _instability_knob(log) -> str:
     window (the exact threshold falls with k); with the run's config, its own window named."""
     window = ("a shorter refresh window (steps_per_generation, num_iterations / ppo_epochs "
               "towards 1)")
-    cfg = log.config or {}
-    kind = ("verl" if any(k.startswith("actor_rollout_ref.") for k in cfg)
-            else "trl" if "num_generations" in cfg else None)
+    kind = log_config_kind(log.config)
     if kind is not None:
         try:
-            k = map_config(cfg, kind)["refresh_interval"]
-        except (ParameterError, KeyError, TypeError, ValueError):
+            k = map_config(log.config, kind)["refresh_interval"]
+        except ParameterError:        # a config the map refuses: the generic advice stands
             k = None
         if k is not None and not k["assumed"]:
             window = (f"a shorter refresh window (this run: k = {k['value']:g} optimizer steps per "
