@@ -203,12 +203,13 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
     The reward curve is read once, as ``fit`` reads it (:func:`grpo_theory.runs.fitting.
     summarize_curve`): where ``fit`` declines the curve (too few points, noise ceiling, no rise,
     families missing its shape) there is no relaxation to measure and K is refused with the
-    fit's reasons.  Otherwise the exponential gives :math:`\tau \pm` se, the stderr inflated
-    for the residuals' autocorrelation; K is chosen so that the L3 time scale
-    (:func:`grpo_theory.theory.oscillator.coefficients` ``.time_scale``) at the earlier run's
-    :math:`\eta`, :math:`\mu` and lag equals :math:`\tau`, and the ends of the 95 % interval
-    of :math:`\tau` give the ends of K's.  The earlier run's learning rate is, in order:
-    ``learning_rate``, the median learning rate logged over the fitted rise, its config
+    fit's reasons.  Otherwise the exponential gives :math:`\tau` with its 95 % profile-likelihood
+    interval (:meth:`~grpo_theory.runs.fitting.CurveSummary.relaxation_time_interval`, widened for
+    the residuals' autocorrelation; its upper end is ``inf`` where a straight line fits as well);
+    K is chosen so that the L3 time scale (:func:`grpo_theory.theory.oscillator.coefficients`
+    ``.time_scale``) at the earlier run's :math:`\eta`, :math:`\mu` and lag equals
+    :math:`\tau`, and the ends of :math:`\tau`'s interval give the ends of K's (``0`` for an
+    unbounded :math:`\tau`).  The earlier run's learning rate is, in order: ``learning_rate``, the median learning rate logged over the fitted rise, its config
     (``config``, or a verl launch script in the log); its momentum and refresh interval come
     from the same config (defaults: Adam's 0.9 and 1, stated).
     """
@@ -269,20 +270,23 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
         raise ParameterError("--from-log", os.fspath(path), "a log whose reward curve has a "
                              "finite relaxation time (the exponential fit found none)")
     K = K_for(tau)
-    interval = None
-    if math.isfinite(se) and se > 0:
-        t_lo, t_hi = tau - 1.96 * se, tau + 1.96 * se
-        interval = [K_for(t_hi), K_for(t_lo) if t_lo > 0 else math.inf]
-    return {"value": K, "interval": interval, "tau_steps": tau, "tau_stderr": se, "r2": fit.r2,
+    prof = summary.relaxation_time_interval(0.95)
+    t_lo, t_hi = prof["interval"]
+    interval = [K_for(t_hi) if math.isfinite(t_hi) else 0.0,
+                K_for(t_lo) if t_lo > 0 else math.inf]
+    return {"value": K, "interval": interval, "tau_steps": tau, "tau_stderr": se,
+            "tau_interval": [t_lo, t_hi], "r2": fit.r2,
             "initial_reward": fit.params["initial"], "plateau_reward": fit.params["plateau"],
             "gain": summary.gain, "learning_rate": eta, "learning_rate_source": src,
             "momentum": momentum, "momentum_source": mom_src,
             "refresh_interval": refresh_interval, "refresh_interval_source": refresh_src,
             "earlier_config": earlier_src, "metric": name, "source": os.fspath(path),
             "method": "the reward curve read as fit reads it (runs.fitting.summarize_curve); the "
-                      "exponential's tau, its stderr inflated for autocorrelated residuals; K "
-                      "such that the L3 time scale (oscillator.coefficients) at the earlier run's "
-                      "eta, mu and lag equals tau; the interval maps tau +- 1.96 se"}
+                      "exponential's tau; K such that the L3 time scale (oscillator.coefficients) "
+                      "at the earlier run's eta, mu and lag equals tau; the interval maps the ends "
+                      "of tau's 95 % profile-likelihood interval (runs.curves.relaxation_time_"
+                      "profile, widened for autocorrelated residuals: a prefix that shows only the "
+                      "start of a rise bounds a fast relaxation, not a slow one)"}
 
 
 @dataclass(frozen=True)
@@ -454,12 +458,13 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
         K_info = stiffness_from_log(from_log, metric=metric, learning_rate=from_log_lr,
                                     fresh_fraction=phis[0] if len(phis) == 1 else 0.0,
                                     config=from_log_config)
+        t_lo, t_hi = K_info["tau_interval"]
         K_info["source"] = (f"measured from {K_info['source']} (tau = {K_info['tau_steps']:.4g} "
-                            f"steps, lr {K_info['learning_rate']:g}: {K_info['learning_rate_source']})")
+                            f"steps, 95 % interval [{t_lo:.4g}, "
+                            + (f"{t_hi:.4g}]" if math.isfinite(t_hi) else "inf: a line fits as well)")
+                            + f", lr {K_info['learning_rate']:g}: {K_info['learning_rate_source']})")
         assumptions.append("stiffness from an earlier run: same task and model, so K per unit "
                            "lr carries over; " + K_info["method"])
-        if K_info["interval"] is None:
-            unknown.append("the interval of the measured K: the fit's stderr of tau is not finite")
         if p_ref is None and K_info["initial_reward"] is not None and 0 < K_info["initial_reward"] < 1:
             p_ref = K_info["initial_reward"]
         _bandit_rescale(K_info, from_log, from_log_config, mp, p_ref, assumptions)
@@ -603,7 +608,10 @@ def _predict(pred, mp, K_info, phis, variant, p_ref, steps, unknown):
         unknown.append("verdict: the split of the force is unknown (see split), and the "
                        "thresholds depend on it")
         return
-    ends = [K] if iv is None else [iv[0], K] + ([iv[1]] if math.isfinite(iv[1]) else [])
+    # the ends of K's interval that are stiffnesses (a lower end 0 is "no lower bound": the
+    # thresholds are upper bounds on eta K, so the smallest positive K checked is the central one)
+    ends = [K] if iv is None else ([iv[0]] if iv[0] > 0 else []) + [K] + (
+        [iv[1]] if math.isfinite(iv[1]) else [])
     results = [linear_stability(eta, mu, k, Kx, fresh_fraction=phi) for Kx in ends for phi in phis]
     verdicts = {r.stable for r in results}
     if iv is not None and not math.isfinite(iv[1]):

@@ -67,6 +67,7 @@ __all__ = [
     "SPECS",
     "fit_curve",
     "fit_models",
+    "relaxation_time_profile",
     "time_to_fraction",
 ]
 
@@ -478,6 +479,75 @@ def fit_curve(t, y, model: str = "exponential", *, starts=None) -> FitResult:
                      covariance=cov, rss=rss, n=n, r2=r2, aic=aic, bic=bic, plateau=plateau,
                      time_to_90=t90, reading=spec.reading(params), formula=spec.formula,
                      success=bool(sol.success), message=str(sol.message), t0=t0)
+
+
+def _exp_profile_rss(t, y, tau) -> float:
+    """Residual sum of squares of the single exponential at a fixed ``tau``, minimized over
+    plateau and initial reward: the curve is linear in those two, so this is the exact profile
+    (a linear least-squares solve on the curve's two basis functions)."""
+    X = np.column_stack([single_exponential(t, 1.0, 0.0, tau), single_exponential(t, 0.0, 1.0, tau)])
+    c, *_ = np.linalg.lstsq(X, y, rcond=None)
+    return float(np.sum((X @ c - y) ** 2))
+
+
+def relaxation_time_profile(t, y, *, level: float = 0.95, inflation: float = 1.0) -> dict:
+    r"""The single exponential's relaxation time with its profile-likelihood interval.
+
+    The Wald interval :math:`\hat\tau \pm z\,\mathrm{se}` is poor where the prefix shows only
+    the start of a relaxation: the residual sum of squares :math:`S(\tau)` is then flat towards
+    large :math:`\tau` (a straight line) and steep towards small :math:`\tau` (a visible
+    saturation), so the symmetric interval reaches :math:`\tau \le 0` although a fast relaxation
+    is excluded by the data.  The profile-:math:`t` interval of nonlinear regression (Bates &
+    Watts, *Nonlinear Regression Analysis and Its Applications*, 1988, §6.1) is
+    :math:`\{\tau : S(\tau) \le S(\hat\tau)\,[1 + c\,t^2_{n-3,(1+\mathrm{level})/2}/(n-3)]\}`,
+    with :math:`S(\tau)` profiled exactly over plateau and initial reward (the curve is linear in
+    them) and :math:`c` = ``inflation`` (:math:`(1 + \rho)/(1 - \rho)` for residuals with lag-1
+    autocorrelation :math:`\rho`: fewer independent points).  An end the data do not bound is
+    ``0`` (a step) or ``inf`` (a straight line fits as well).  Returns ``{"tau", "interval",
+    "rss", "threshold"}``.
+    """
+    from scipy.stats import t as student_t
+
+    t, y = finite_sorted(t, y)
+    if t.size < 5:
+        raise ParameterError("data points", int(t.size), "at least 5 finite points for the "
+                             "relaxation time's profile interval")
+    level = float(level)
+    if not 0.0 < level < 1.0:
+        raise ParameterError("level", level, "a probability in (0, 1)")
+    ts = t - t[0]
+    span = float(ts[-1])
+    step = float(np.min(np.diff(ts)))
+    lo_b, hi_b = math.log(step * 1e-3), math.log(span * 1e4)
+
+    def S(u):
+        return _exp_profile_rss(ts, y, math.exp(u))
+
+    grid = np.linspace(lo_b, hi_b, 161)
+    sg = np.array([S(u) for u in grid])
+    i = int(np.argmin(sg))
+    a, b = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+    res = optimize.minimize_scalar(S, bounds=(a, b), method="bounded",
+                                   options={"xatol": 1e-10})
+    u_hat, s_min = (float(res.x), float(res.fun)) if res.fun <= sg[i] else (float(grid[i]), float(sg[i]))
+    n = int(y.size)
+    q = float(student_t.ppf(0.5 + level / 2.0, n - 3))
+    thr = s_min * (1.0 + float(inflation) * q * q / (n - 3))
+
+    # the set {S <= thr}: its outermost grid points (the optimum included), each end refined by
+    # brentq between the last grid point outside and the first inside
+    inside = np.flatnonzero(sg <= thr)
+    j_lo = min(int(inside.min()), i) if inside.size else i
+    j_hi = max(int(inside.max()), i) if inside.size else i
+
+    def crossing(u_out, j_in):
+        u_in = u_hat if j_in == i else float(grid[j_in])
+        return math.exp(optimize.brentq(lambda u: S(u) - thr, u_out, u_in, xtol=1e-10))
+
+    lower = 0.0 if j_lo == 0 else crossing(float(grid[j_lo - 1]), j_lo)
+    upper = math.inf if j_hi == grid.size - 1 else crossing(float(grid[j_hi + 1]), j_hi)
+    return {"tau": math.exp(u_hat), "interval": [lower, upper], "rss": s_min, "threshold": thr,
+            "level": level, "inflation": float(inflation)}
 
 
 def fit_models(t, y, models=None) -> dict:

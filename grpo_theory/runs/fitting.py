@@ -16,7 +16,7 @@ import numpy as np
 from grpo_theory.results import Result
 from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability, curve_gain, gain_basis,
                                      finite_sorted, fit_curve, is_binary_range, noise_ceiling,
-                                     r2_text)
+                                     r2_text, relaxation_time_profile)
 from grpo_theory.runs.forecast import forecast
 from grpo_theory.validate import ParameterError, check_choice
 
@@ -63,6 +63,20 @@ class CurveSummary:
         o = self.oscillator
         return float(o.params["zeta"]) if o is not None else None
 
+    def _residual_rho(self) -> float:
+        r"""Lag-1 autocorrelation of the exponential's residuals, corrected for its small-sample
+        bias and clipped to [0, 0.95].  The sample autocorrelation of residuals is biased low:
+        by :math:`(1 + 3\rho)/n` about an estimated mean (Kendall, *Biometrika* 41, 1954) and by
+        about :math:`1/n` more for each further fitted parameter, so with the exponential's
+        :math:`p = 3` parameters the estimate is :math:`\hat\rho + (p + 3\hat\rho)/n`."""
+        fr = self.fits["exponential"]
+        r = self.values - fr.predict(self.steps - fr.t0)
+        d = r - r.mean()
+        rho = float(np.sum(d[1:] * d[:-1]) / np.sum(d * d)) if np.sum(d * d) > 0 else 0.0
+        p = len(fr.param_names)
+        rho += (p + 3.0 * rho) / r.size
+        return min(max(rho, 0.0), 0.95)
+
     def relaxation_time(self):
         """``(tau, stderr)`` of the exponential, the stderr inflated by ``sqrt((1 + rho)/(1 - rho))``
         for the residuals' lag-1 autocorrelation rho (the iid error understates it); ``None``
@@ -70,12 +84,23 @@ class CurveSummary:
         if not self.applicable or "exponential" not in self.fits:
             return None
         fr = self.fits["exponential"]
-        r = self.values - fr.predict(self.steps - fr.t0)
-        d = r - r.mean()
-        rho = float(np.sum(d[1:] * d[:-1]) / np.sum(d * d)) if np.sum(d * d) > 0 else 0.0
-        rho = min(max(rho, 0.0), 0.95)
+        rho = self._residual_rho()
         se = fr.stderr["tau"] * math.sqrt((1 + rho) / (1 - rho))
         return fr.params["tau"], se
+
+    def relaxation_time_interval(self, level: float = 0.95):
+        """The exponential's relaxation time with its profile-likelihood interval
+        (:func:`~grpo_theory.runs.curves.relaxation_time_profile`, inflated by
+        ``(1 + rho)/(1 - rho)`` for the residuals' lag-1 autocorrelation): a dict with ``tau``,
+        ``interval`` (``[lower, upper]``, ``0``/``inf`` where the data bound no end) and ``rho``;
+        ``None`` where the model does not apply."""
+        if not self.applicable or "exponential" not in self.fits:
+            return None
+        rho = self._residual_rho()
+        out = relaxation_time_profile(self.steps, self.values, level=level,
+                                      inflation=(1 + rho) / (1 - rho))
+        out["rho"] = rho
+        return out
 
     def describe(self) -> str:
         g = self.gain

@@ -191,7 +191,8 @@ def test_interval_verdict(tmp_path, monkeypatch):
     def fake(interval):
         def f(path, **kw):
             K = math.sqrt(interval[0] * interval[1]) if math.isfinite(interval[1]) else interval[0]
-            return {"value": K, "interval": interval, "tau_steps": 10.0, "learning_rate": 1e-5,
+            return {"value": K, "interval": interval, "tau_steps": 10.0,
+                    "tau_interval": [5.0, 20.0], "learning_rate": 1e-5,
                     "learning_rate_source": "test", "initial_reward": None, "source": str(path),
                     "method": "test"}
         return f
@@ -397,3 +398,27 @@ def test_from_log_carries_the_kernel_scale_and_recomputes_the_bandit_factor(tmp_
     assert other.stiffness["bandit_factor"]["ratio"] == pytest.approx(want, rel=1e-9)
     assert other.stiffness["value"] == pytest.approx(same.stiffness["value"] * want, rel=1e-9)
     assert abs(want - 1) > 0.1
+
+
+def test_from_log_short_prefix_bounds_K_above(tmp_path):
+    # 30 steps of a slow rise (tau 80): the start of the relaxation excludes a fast one, so K has
+    # a finite upper end (tau's profile-likelihood interval) and the on-policy config far below
+    # its threshold is called stable; the Wald interval tau +- 1.96 se reached tau <= 0 here
+    # (K unbounded, verdict unknown: issue 22's straddling prefixes)
+    rng = np.random.default_rng(4)
+    t = np.arange(1, 31)
+    r = 0.8 - 0.6 * np.exp(-t / 80.0) + 0.01 * rng.standard_normal(t.size)
+    log = _write(tmp_path, "earlier.csv", "step,reward,learning_rate\n" + "\n".join(
+        f"{s},{v:.6f},0.005" for s, v in zip(t, r)) + "\n")
+    base = {"num_generations": 8, "beta": 0.5, "optim": "sgd", "learning_rate": 0.005,
+            "scale_rewards": "group", "loss_type": "dapo"}
+    earlier = _write(tmp_path, "earlier.json", base)
+    res = check_config(_write(tmp_path, "same.json", base), from_log=log, from_log_config=earlier)
+    K = res.stiffness
+    lo, hi = K["tau_interval"]
+    assert hi == math.inf and 20.0 < lo < 80.0
+    assert K["tau_steps"] - 1.96 * K["tau_stderr"] <= 0          # what the Wald interval gave
+    assert K["interval"][0] == 0.0 and math.isfinite(K["interval"][1])
+    # on-policy SGD: eta K per step = 1 / tau (L3 time scale), the upper end from tau's lower end
+    assert 0.005 * K["interval"][1] == pytest.approx(1.0 / lo, rel=0.05)
+    assert res.prediction["stable"] is True

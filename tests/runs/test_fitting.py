@@ -185,3 +185,64 @@ def test_gain_keeps_the_fifths_where_the_start_does_not_move():
     rng = np.random.default_rng(3)
     moved = sum(curve_gain(rng.standard_normal(100))["k_start"] != 20 for _ in range(300))
     assert moved <= 6          # a 3-sd test on the start: ~0.3 % of white-noise logs move it
+
+
+# --- the relaxation time's profile-likelihood interval -------------------------------------
+
+def _rise(rng, tau, n=40, sd=0.03, phi=0.0):
+    """A rise 0.2 -> 0.8 written out here (the test's own truth) with AR(1) noise of sd ``sd``."""
+    t = np.arange(float(n))
+    e = np.empty(n)
+    x = 0.0
+    for i in range(n):
+        x = phi * x + sd * math.sqrt(1 - phi ** 2) * rng.standard_normal()
+        e[i] = x
+    return t, 0.8 - 0.6 * np.exp(-t / tau) + e
+
+
+@pytest.mark.parametrize("tau,phi", [(5.0, 0.0), (60.0, 0.0), (15.0, 0.5)])
+def test_relaxation_time_profile_interval_covers_the_true_tau(tau, phi):
+    # seeded coverage simulation: the nominal 95 % interval holds the true tau in 0.88-0.99 of
+    # 150 rises, including a prefix that shows only the start of a slow rise (tau 60 over 40
+    # points), where the Wald interval tau +- 1.96 se undercovers (checked alongside)
+    from grpo_theory.runs.fitting import summarize_curve
+
+    rng = np.random.default_rng(7)
+    hit = wald = n = 0
+    for _ in range(150):
+        t, y = _rise(rng, tau, phi=phi)
+        s = summarize_curve(t, y, models=["exponential"])
+        if not s.applicable:
+            continue
+        n += 1
+        lo, hi = s.relaxation_time_interval()["interval"]
+        hit += lo <= tau <= hi
+        c, se = s.relaxation_time()
+        wald += c - 1.96 * se <= tau <= c + 1.96 * se
+    assert n >= 140
+    assert 0.88 <= hit / n <= 0.99, (hit / n, wald / n)
+    if tau == 60.0:
+        assert wald / n < 0.88 <= hit / n        # the case the profile interval is for
+
+
+def test_relaxation_time_profile_bounds_a_fast_relaxation_only():
+    # the start of a slow rise: a straight line fits as well (upper end inf), but a relaxation
+    # faster than the data show is excluded (lower end > 0, where Wald's reaches below 0)
+    from grpo_theory.runs.curves import relaxation_time_profile
+
+    rng = np.random.default_rng(3)
+    t, y = _rise(rng, 300.0, n=30, sd=0.01)
+    out = relaxation_time_profile(t, y)
+    lo, hi = out["interval"]
+    assert hi == math.inf and lo > 10.0
+    fit = fit_curve(t, y, "exponential")
+    assert fit.params["tau"] - 1.96 * fit.stderr["tau"] < lo
+    # the interval is the set {S(tau) <= threshold}: its ends sit on the threshold
+    from grpo_theory.runs.curves import _exp_profile_rss
+    assert _exp_profile_rss(t, y, lo) == pytest.approx(out["threshold"], rel=1e-6)
+    # a clean fast relaxation is bounded on both sides
+    t, y = _rise(rng, 5.0, n=40, sd=0.01)
+    lo, hi = relaxation_time_profile(t, y)["interval"]
+    assert 3.0 < lo < 5.0 < hi < 8.0
+    with pytest.raises(ParameterError, match="level"):
+        relaxation_time_profile(t, y, level=1.5)
