@@ -224,9 +224,13 @@ class FitReport(Result):
                              + (" (cut to the reward's range)" if pl.get("clipped") else "")
                              + ("" if not t90 else f"; time to 90 % {f(t90['steps'])}"
                                 f"{span(t90, 'interval_steps')} steps"))
+                others = [m for m in iv.get("families") or [] if m != fc["best"]]
                 lines.append(("  90 % band: Student-t from the prefix's spread" if short else
                               f"  90 % band: the family's predictive sd x max(1, kappa = "
-                              f"{f(iv['kappa'])})") + "; covers "
+                              f"{f(iv['kappa'])})" + (
+                                  " with the spread of " + ", ".join(others) + " (within one "
+                                  "standard error of the best rolling-origin error)"
+                                  if others else "")) + "; covers "
                              f"{f(100 * iv['holdout_coverage'], '.0f')} % of the held-out points "
                              "(the curve: --json, forecast.curve)")
             else:

@@ -22,9 +22,14 @@ The 90 % band
     :math:`(1 + \rho)/(1 - \rho)` for the residuals' lag-1 autocorrelation :math:`\rho` (the
     effective number of points); for the level, the step-to-step noise and the uncertainty of
     the mean.  It is then calibrated on the prefix's own future: the rolling-origin errors in
-    units of the same predictive sd have an RMS :math:`\kappa`; the band is
-    :math:`\pm 1.645\,\max(1, \kappa)\,s(h)`, cut to the reward's range.  Nothing is tuned on
-    the benchmark.
+    units of the same predictive sd have an RMS :math:`\kappa` (a straight line in the horizon
+    where they grow with it).  The families within one standard error of the best
+    rolling-origin error are the ones the prefix cannot tell apart; the curve is the simplest
+    one's, and the band also holds their spread about it, as a mixture of them with equal
+    weights would: :math:`\pm 1.645\sqrt{\max(1, \kappa)^2 s(h)^2 + d(h)^2}` with
+    :math:`d(h)^2` the mean squared distance of their curves from the forecast, cut to the
+    reward's range.  Where the simplest family extrapolates a plateau the others do not, the
+    band says so.  Nothing is tuned on the benchmark.
 
 Binary rewards
     With a reward in [0, 1] every prediction, band, end level and plateau is cut to [0, 1];
@@ -298,18 +303,20 @@ def rolling_origin(t, y, models, bounds=(-np.inf, np.inf), origins=ORIGINS) -> d
 
 def _select(ro):
     """The simplest family within one standard error of the best rolling-origin MSE, among
-    those with errors at every usable origin (>= 3 errors)."""
+    those with errors at every usable origin (>= 3 errors); returns ``(best, mse, tied)`` with
+    ``tied`` the families within that standard error (the ones the prefix cannot tell apart)."""
     counts = {m: v[0].size for m, v in ro.items()}
     top = max(counts.values(), default=0)
     elig = ([m for m, c in counts.items() if c >= 3 and c == top]
             or [m for m, c in counts.items() if c >= 3])
     if not elig:
-        return None, {}
+        return None, {}, []
     mse = {m: float(np.mean(ro[m][0] ** 2)) for m in elig}
     b = min(elig, key=lambda m: mse[m])
     se = float(np.std(ro[b][0] ** 2) / math.sqrt(ro[b][0].size))
-    best = min((m for m in elig if mse[m] <= mse[b] + se), key=lambda m: (COMPLEXITY[m], mse[m]))
-    return best, mse
+    tied = [m for m in elig if mse[m] <= mse[b] + se]
+    best = min(tied, key=lambda m: (COMPLEXITY[m], mse[m]))
+    return best, mse, tied
 
 
 def _kappa2(u, horizons, h):
@@ -401,6 +408,7 @@ class ForecastResult:
     end_level: dict | None = None
     plateau: dict | None = None
     time_to_90: dict | None = None
+    band_families: list = field(default_factory=list)
     t_holdout: np.ndarray = field(repr=False, default=None)
     y_holdout: np.ndarray = field(repr=False, default=None)
     prediction: np.ndarray = field(repr=False, default=None)
@@ -436,10 +444,14 @@ class ForecastResult:
             "time_to_90": self.time_to_90,
             "interval": {"level": 0.9, "kappa": self.kappa, "noise_sd": self.noise_sd,
                          "holdout_coverage": self.interval_coverage,
-                         "method": "1.645 max(1, kappa) x the family's predictive sd (residual "
-                                   "noise + autocorrelation-inflated parameter uncertainty), kappa "
-                                   "the RMS of its standardized rolling-origin errors; cut to the "
-                                   "reward's range"},
+                         "families": list(self.band_families),
+                         "method": "1.645 sqrt(kappa^2 s^2 + spread^2): s the family's predictive "
+                                   "sd (residual noise + autocorrelation-inflated parameter "
+                                   "uncertainty), kappa >= 1 the RMS of its standardized "
+                                   "rolling-origin errors, spread^2 the mean squared distance of "
+                                   "the families within one standard error of the best rolling-"
+                                   "origin error (interval.families) from the forecast curve; cut "
+                                   "to the reward's range"},
             "reward_range": list(self.reward_range) if self.reward_range else None,
             "baselines": self.baselines,
             "models": {m: {"holdout_rmse": self.holdout_rmse.get(m),
@@ -524,7 +536,7 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     baselines = _baselines(tt, yt, th, yh, bounds, entropy, None)
     sigma = noise_sd(yt)
     ro = rolling_origin(tt, yt, candidates, bounds)
-    best, mse = _select(ro)
+    best, mse, tied = _select(ro)
     base = dict(train_fraction=f, split_step=float(tt[-1]), n_train=n_train,
                 n_holdout=int(th.size), fallback=fallback, baselines=baselines,
                 reward_range=reward_range, noise_sd=sigma, t_holdout=th, y_holdout=yh,
@@ -535,17 +547,23 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
                           reasons=[f"too few points for a rolling-origin check ({n_train} in the "
                                    "prefix; not even the level has >= 3 out-of-sample errors)"],
                           **base)
-    fits, holdout = {}, {}
+    fits, holdout, preds = {}, {}, {}
     for m in candidates:
         c = curve if m == best else _build(m, tt, yt)
         if c is not None:
-            holdout[m] = _rmse(np.clip(c.predict(th), *bounds), yh)
+            preds[m] = np.clip(c.predict(th), *bounds)
+            holdout[m] = _rmse(preds[m], yh)
             fits[m] = c if m == "constant" else c.fit
     u, hor = ro[best][2], ro[best][1]
     kappa = max(1.0, float(np.sqrt(np.mean(u ** 2)))) if u.size else 1.0
     k2 = _kappa2(u, hor, th - tt[-1])
-    pred = np.clip(curve.predict(th), *bounds)
-    half = Z90 * np.sqrt(k2) * curve.predictive_sd(th)
+    pred = preds[best]
+    # the families the one-standard-error rule cannot tell apart, with equal weight: the curve is
+    # the simplest one's, the band also holds their spread about it (a mixture's variance)
+    band_families = [m for m in tied if m in preds and np.all(np.isfinite(preds[m]))]
+    spread2 = (np.mean([(preds[m] - pred) ** 2 for m in band_families], axis=0)
+               if band_families else np.zeros_like(pred))
+    half = Z90 * np.sqrt(k2 * curve.predictive_sd(th) ** 2 + spread2)
     lower = np.maximum(pred - half, bounds[0])
     upper = np.minimum(pred + half, bounds[1])
     end = {"step": float(th[-1]), "value": float(pred[-1]),
@@ -568,4 +586,5 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
                "interval_steps": _interval(dr[1]) if dr else None}
     return ForecastResult(applicable=True, reasons=[], best=best, fits=fits,
                       holdout_rmse=holdout, kappa=kappa, end_level=end, plateau=plateau,
-                      time_to_90=t90, prediction=pred, lower=lower, upper=upper, **base)
+                      time_to_90=t90, prediction=pred, lower=lower, upper=upper,
+                      band_families=band_families, **base)

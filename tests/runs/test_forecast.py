@@ -259,3 +259,30 @@ def test_a_prefix_of_two_to_four_points_gets_the_level_with_a_student_t_band():
     # equal points leave no spread to size a band from: declined, with the reason
     fc = forecast(t, np.r_[np.full(4, 0.5), np.linspace(0.5, 0.6, 16)], 0.2)
     assert not fc.applicable and "no spread" in fc.reasons[0]
+
+
+def test_band_holds_the_spread_of_the_families_the_prefix_cannot_tell_apart(monkeypatch):
+    # a two-time-scale curve (dense units, no range cut) whose 30 % prefix leaves the exponential
+    # and the oscillator within one standard error of each other: the curve is the simplest
+    # family's, and the band's half-width^2 grows by exactly 1.645^2 x the mean squared distance
+    # of the tied families' own curves (from their fits, recomputed here) from the forecast
+    import grpo_theory.runs.forecast as F
+
+    t = np.arange(100.0)
+    mu = 5.9 - 0.7 * (0.5 * np.exp(-t / 5) + 0.5 * np.exp(-t / 60))
+    y = mu + 0.02 * np.random.default_rng(5).standard_normal(t.size)
+    fc = forecast(t, y, 0.3, FAST)
+    assert fc.reward_range is None and fc.best == "exponential"
+    assert sorted(fc.band_families) == ["exponential", "oscillator"]
+    assert fc.to_dict()["interval"]["families"] == fc.band_families
+    th = fc.t_holdout
+    d2 = np.mean([(fc.fits[m].predict(th - fc.fits[m].t0) - fc.prediction) ** 2
+                  for m in fc.band_families], axis=0)
+    assert np.max(d2) > 0
+    real_select = F._select
+    monkeypatch.setattr(F, "_select", lambda ro: (lambda b, m, tied: (b, m, [b]))(*real_select(ro)))
+    alone = forecast(t, y, 0.3, FAST)
+    assert alone.band_families == ["exponential"]
+    np.testing.assert_allclose(alone.prediction, fc.prediction)
+    half, half0 = (fc.upper - fc.lower) / 2, (alone.upper - alone.lower) / 2
+    np.testing.assert_allclose(half ** 2 - half0 ** 2, F.Z90 ** 2 * d2, rtol=1e-9, atol=1e-15)
