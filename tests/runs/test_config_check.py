@@ -372,17 +372,27 @@ def test_trl_sgd_momentum_from_optim_args():
     assert map_config({"learning_rate": 0.01}, "trl").value("momentum") == 0.9   # AdamW's beta1
 
 
+#: an on-policy TRL SGD run at beta 0.5 (the earlier run of the --from-log tests)
+SGD_BASE = {"num_generations": 8, "beta": 0.5, "optim": "sgd", "learning_rate": 0.005,
+            "scale_rewards": "group", "loss_type": "dapo"}
+
+
+def _earlier_sgd_run(tmp_path, steps, tau, seed):
+    """An earlier run's log (a rise 0.2 -> 0.8 with time scale ``tau`` in noise 0.01, lr 0.005
+    logged) and its GRPOConfig (:data:`SGD_BASE`)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(1, steps + 1)
+    r = 0.8 - 0.6 * np.exp(-t / tau) + 0.01 * rng.standard_normal(t.size)
+    log = _write(tmp_path, "earlier.csv", "step,reward,learning_rate\n" + "\n".join(
+        f"{s},{v:.6f},0.005" for s, v in zip(t, r)) + "\n")
+    return log, _write(tmp_path, "earlier.json", SGD_BASE)
+
+
 def test_from_log_carries_the_kernel_scale_and_recomputes_the_bandit_factor(tmp_path):
     # K = (kernel scale of model and task) x (bandit stiffness at the variant's fixed point):
     # measured on an on-policy run at beta 0.5 from p_ref 0.2, carried over to beta 2 at p_ref 0.1
-    rng = np.random.default_rng(0)
-    t = np.arange(1, 301)
-    r = 0.8 - 0.6 * np.exp(-t / 30.0) + 0.01 * rng.standard_normal(t.size)
-    log = _write(tmp_path, "earlier.csv", "step,reward,learning_rate\n" + "\n".join(
-        f"{s},{v:.6f},0.005" for s, v in zip(t, r)) + "\n")
-    base = {"num_generations": 8, "beta": 0.5, "optim": "sgd", "learning_rate": 0.005,
-            "scale_rewards": "group", "loss_type": "dapo"}
-    earlier = _write(tmp_path, "earlier.json", base)
+    log, earlier = _earlier_sgd_run(tmp_path, 300, 30.0, 0)
+    base = SGD_BASE
     same = check_config(_write(tmp_path, "same.json", base), from_log=log, from_log_config=earlier)
     assert same.stiffness["bandit_factor"]["ratio"] == pytest.approx(1.0)
     other = check_config(_write(tmp_path, "other.json", {**base, "beta": 2.0}), from_log=log,
@@ -405,15 +415,9 @@ def test_from_log_short_prefix_bounds_K_above(tmp_path):
     # a finite upper end (tau's profile-likelihood interval) and the on-policy config far below
     # its threshold is called stable; the Wald interval tau +- 1.96 se reached tau <= 0 here
     # (K unbounded, verdict unknown: issue 22's straddling prefixes)
-    rng = np.random.default_rng(4)
-    t = np.arange(1, 31)
-    r = 0.8 - 0.6 * np.exp(-t / 80.0) + 0.01 * rng.standard_normal(t.size)
-    log = _write(tmp_path, "earlier.csv", "step,reward,learning_rate\n" + "\n".join(
-        f"{s},{v:.6f},0.005" for s, v in zip(t, r)) + "\n")
-    base = {"num_generations": 8, "beta": 0.5, "optim": "sgd", "learning_rate": 0.005,
-            "scale_rewards": "group", "loss_type": "dapo"}
-    earlier = _write(tmp_path, "earlier.json", base)
-    res = check_config(_write(tmp_path, "same.json", base), from_log=log, from_log_config=earlier)
+    log, earlier = _earlier_sgd_run(tmp_path, 30, 80.0, 4)
+    res = check_config(_write(tmp_path, "same.json", SGD_BASE), from_log=log,
+                       from_log_config=earlier)
     K = res.stiffness
     lo, hi = K["tau_interval"]
     assert hi == math.inf and 20.0 < lo < 80.0
