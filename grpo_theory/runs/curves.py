@@ -517,7 +517,14 @@ def relaxation_time_profile(t, y, *, level: float = 0.95, inflation: float = 1.0
         raise ParameterError("level", level, "a probability in (0, 1)")
     ts = t - t[0]
     span = float(ts[-1])
-    step = float(np.min(np.diff(ts)))
+    gaps = np.diff(ts)
+    if not span > 0:
+        raise ParameterError("steps", f"all {t.size} at {t[0]:g}", "points at two or more "
+                             "distinct steps for a relaxation time")
+    if not np.ptp(y) > 0:
+        raise ParameterError("values", f"all {t.size} equal to {y[0]:g}", "a curve that moves "
+                             "(a constant has no relaxation time)")
+    step = float(np.min(gaps[gaps > 0]))          # duplicated steps (a resumed log) are no gap
     lo_b, hi_b = math.log(step * 1e-3), math.log(span * 1e4)
 
     def S(u):

@@ -246,3 +246,11 @@ def test_relaxation_time_profile_bounds_a_fast_relaxation_only():
     assert 3.0 < lo < 5.0 < hi < 8.0
     with pytest.raises(ParameterError, match="level"):
         relaxation_time_profile(t, y, level=1.5)
+    with pytest.raises(ParameterError, match="constant has no relaxation time"):
+        relaxation_time_profile(t, np.full(t.size, 0.5))
+    with pytest.raises(ParameterError, match="distinct steps"):
+        relaxation_time_profile(np.zeros(6), np.arange(6.0))
+    # a resumed log repeats a step: no zero gap reaches the grid of tau
+    td = np.concatenate([t[:10], t[9:]])
+    yd = np.concatenate([y[:10], y[9:]])
+    assert 3.0 < relaxation_time_profile(td, yd)["interval"][0] < 5.0
