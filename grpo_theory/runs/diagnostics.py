@@ -607,8 +607,16 @@ def divergence(log, reward_metric=None, *, factor=math.e):
         if h0 > 0:       # after the start window, as in entropy_explosion
             ent_step = _first_crossing(hs[k0:], _smooth(hv, _window(hv.size))[k0:], factor * h0)
     if not channels and not nonfinite and trunc_ev is None and ent_step is None:
-        return _absent("divergence", "KL, entropy, response length, gradient norm or truncation "
-                       "fraction (>= %d values)" % GROWTH_MIN_POINTS)
+        present = {n: int(np.sum(np.isfinite(log.series(n)[1]))) for n in
+                   filter(None, (log.role(r) for r in (*DIVERGENCE_CHANNELS, "truncation_frac")))}
+        if not present:
+            return _absent("divergence", "KL, entropy, response length, gradient norm or "
+                           "truncation fraction")
+        return _na("; ".join(f"{n}: {c} finite values" + (
+            f" (the growth scan needs >= {GROWTH_MIN_POINTS})" if c < GROWTH_MIN_POINTS else
+            ", all zero") for n, c in present.items()),
+                   "too few usable values of KL, entropy, response length, gradient norm or "
+                   "truncation fraction")
     crossed = {n: g for n, g in channels.items() if g["step"] is not None}
     strong = {n: g for n, g in channels.items() if g["ratio"] > factor * factor and g["step"] is not None}
     reasons, firsts = [], []

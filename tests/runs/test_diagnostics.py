@@ -129,6 +129,20 @@ def test_missing_metrics_never_crash_or_nan():
     assert "not in log" in d["advantage_degeneracy"]["evidence"]
     assert "not in log" in d["policy_concentration"]["evidence"]
     assert "not in log" in d["reward_hacking"]["evidence"]
+    assert "not in log" in d["divergence"]["evidence"]
+
+
+def test_divergence_says_too_short_not_absent():
+    # KL and gradient norm logged at 10 steps: present, too few for the growth scan -- the
+    # evidence names them and their count instead of calling them absent
+    steps = np.arange(1.0, 11.0)
+    log = TrainingLog(metrics={"reward": (steps, np.linspace(0.2, 0.3, 10)),
+                               "kl": (steps, np.linspace(0.01, 0.02, 10)),
+                               "grad_norm": (steps, np.full(10, 0.5))})
+    d = D.divergence(log)
+    assert d["flag"] is None and "not in log" not in d["evidence"]
+    assert "kl: 10 finite values" in d["evidence"] and "grad_norm: 10 finite values" in d["evidence"]
+    assert f">= {D.GROWTH_MIN_POINTS}" in d["evidence"]
 
 
 def test_diagnose_cli_real_log(capsys):
