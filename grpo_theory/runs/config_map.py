@@ -244,7 +244,8 @@ def check_keys(cfg: dict, kind: str, *, added=()) -> dict:
 
     Returns ``{"typos": [(key, meant)], "foreign": [key], "grpo": bool, "why_not_grpo": str,
     "warnings": [str]}``: a typo is a key the trainer does not know within two edits of one it
-    does (so the file meant to set that one); a foreign key is unknown and not near a known
+    does (so the file meant to set that one) -- at the top level or in a section that sets some
+    trainer key exactly (a section that sets none is the file's own); a foreign key is unknown and not near a known
     one (another tool's, or a newer trainer's); ``grpo`` says whether any key configures
     GRPO.  verl keys written ``+key=`` (``added``) are declared new and not checked; keys
     under a verl entry whose default is free-form (``null`` or ``{}``) are not checked either.
@@ -255,11 +256,17 @@ def check_keys(cfg: dict, kind: str, *, added=()) -> dict:
         return out
     voc = _vocabulary()
     if kind == "trl":
+        # a section (``grpo:``, ``training:``) that sets at least one trainer key exactly is the
+        # trainer's: a near miss there is a typo; the keys of a section that sets none
+        # (``sweep:``, ``gating:``) are the file's own, however close to a trainer key
+        trainer_sections = {k.rsplit(".", 1)[0] for k in cfg
+                            if "." in k and k.rsplit(".", 1)[1] in voc["trl"]}
         for key in cfg:
             parts = key.split(".")
             if parts[0] in voc["trl"] or parts[-1] in voc["trl"]:
                 continue                         # a known key (nested: read by its last part)
-            meant = _near_miss(parts[-1], voc["trl"])
+            own_section = len(parts) > 1 and ".".join(parts[:-1]) not in trainer_sections
+            meant = None if own_section else _near_miss(parts[-1], voc["trl"])
             if meant:
                 out["typos"].append((key, ".".join(parts[:-1] + [meant])))
             else:

@@ -120,6 +120,21 @@ def test_another_tools_near_miss_is_not_a_typo(tmp_path):
     assert len(warnings) == 1 and "use_qalora" in warnings[0]
 
 
+def test_a_section_of_the_files_own_is_not_checked_for_typos(tmp_path, capsys):
+    """A section that sets no trainer key exactly (``sweep:``, ``gating:``) holds the file's own
+    keys: ``sweep.seeds`` is not a typo of ``seed`` (a warning lists it); inside the trainer's
+    section (it sets ``num_generations``) a near miss still is one."""
+    p = tmp_path / "grpo.yaml"
+    p.write_text("training:\n  num_generations: 4\n  learning_rate: 1.0e-5\n"
+                 "sweep:\n  seeds: [1, 2]\ngating:\n  benchmark: gsm8k\n")
+    warnings = []
+    read_config(p, warnings=warnings)
+    assert any("sweep.seeds" in w and "gating.benchmark" in w for w in warnings), warnings
+    p.write_text("training:\n  num_generations: 4\n  learnig_rate: 1.0e-5\n")
+    err = _one_line_error(*_cli(capsys, p))
+    assert "'training.learnig_rate'" in err and "'training.learning_rate'" in err and "line 3" in err
+
+
 # --- item 2: files that are not GRPO configs ------------------------------------------------
 
 @pytest.mark.parametrize("name,text,why", [
