@@ -325,7 +325,10 @@ class ConfigCheck(Result):
                  f"{f(v['kl_coef'])}), {v['surrogate']} surrogate, G = {v['group_size']}")
         if v["fresh_fraction_range"]:
             lo, hi = v["fresh_fraction_range"]
-            L.append(f"  fresh fraction phi = K_f/K: {_span(lo, hi)}")
+            L.append(f"  fresh fraction phi = K_f/K: {_span(lo, hi)}" + (
+                "   (> 1: the stale part K_s = K - K_f is negative, it pulls against the fresh "
+                "force)" if hi > 1 else "   (< 0: the fresh part K_f is negative, the stale part "
+                "carries the whole restoring force)" if lo < 0 else ""))
             L.append(f"  split from {v['split_source']}")
         if v["reason"]:
             L.append(f"  note: {v['reason']}")

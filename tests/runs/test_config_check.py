@@ -426,3 +426,12 @@ def test_from_log_short_prefix_bounds_K_above(tmp_path):
     # on-policy SGD: eta K per step = 1 / tau (L3 time scale), the upper end from tau's lower end
     assert 0.005 * K["interval"][1] == pytest.approx(1.0 / lo, rel=0.05)
     assert res.prediction["stable"] is True
+
+
+def test_a_fresh_fraction_above_one_is_explained(tmp_path):
+    # phi = K_f/K > 1 (k3 KL in the loss: the stale part is negative) reads as a "fraction" above
+    # one: the terminal says what it means
+    res = check_config(_write(tmp_path, "c.json", SGD_BASE))
+    lo, hi = res.variant["fresh_fraction_range"]
+    assert hi > 1
+    assert "(> 1: the stale part K_s = K - K_f is negative" in str(res)
