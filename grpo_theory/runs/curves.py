@@ -649,8 +649,8 @@ def applicability(t, y, *, min_points=8) -> list:
     g = curve_gain(y)
     sd = g["noise_sd"] or 1e-12
     if g["gain"] < math.sqrt(2) * max(g["gain_sd"], 1e-12):    # 2 sd / sqrt(k), both fifths
-        reasons.append(f"flat or decreasing reward (gain {g['gain']:+.3g} over the run, noise sd "
-                       f"{sd:.3g}): no rise for the relaxation models")
+        reasons.append(f"flat or decreasing reward (gain {g['gain']:+.3g} over these {y.size} "
+                       f"points, noise sd {sd:.3g}): no rise for the relaxation models")
     return reasons
 
 

@@ -884,7 +884,8 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     first_step = min(first.values()) if first and all(v is not None for v in first.values()) else None
     parts = [f"rise {rise:.3g} to the smoothed peak at step {rs[peak]:g}, then a fall of {drop:.3g} "
              f"(noise sd {noise:.3g}; collapse = rise and fall > 4 sd, fall > half the rise)"]
-    parts.append(f"start {start:.3g} -> end {end:.3g}" + (" (fell to the floor)" if to_floor else ""))
+    parts.append(f"floor test: start {start:.3g} (median of the first 3 points) -> end {end:.3g} "
+                 "(the smoothed curve's last 5 %)" + (" (fell to the floor)" if to_floor else ""))
     parts.append(f"L3 fit damping ratio zeta = {zeta:.3g} ({regime})" if zeta is not None
                  else regime)
     parts.append("fluctuation sd late/mid = " + (f"{growth:.2f} (F-test p = {growth_p:.2g})"

@@ -185,12 +185,32 @@ class FitReport(Result):
         if not self.applicable["fit"]:
             lines.append("the model does not apply; no regime is named:")
             lines += [f"  - {r}" for r in self.applicable["reasons"]]
-        lines.append(f"  noise ceiling R^2 = {r2_text(self.applicable['noise_ceiling'])}")
+            lines.append("  the fits below are for reference only: their parameters are not a "
+                         "reading of this run")
+        else:
+            lines.append(f"  noise ceiling R^2 = {r2_text(self.applicable['noise_ceiling'])}")
+        span = (self.last_step - self.first_step) if self.n else None
+        rng = (0.0, 1.0) if self.applicable.get("binary_families") else None
+
+        def plateau(v):
+            txt = f(v, ".4f")
+            return txt + ("!" if rng and v is not None and not rng[0] <= v <= rng[1] else "")
+
+        def t90(v):
+            # a time to 90 % far beyond the log is an extrapolation, not a measurement
+            if v is not None and span and math.isfinite(v) and v > 100 * span:
+                return "> 100x log"
+            return f(v, ".1f")
+
         lines.append(f"    {'model':<16} {'R^2':>8} {'AIC':>11} {'plateau':>9} {'t90 (steps)':>12}")
         for name, m in self.models.items():
             mark = "*" if name == self.best else " "
             lines.append(f"  {mark} {name:<16} {f(m['r2'], '.4f'):>8} {f(m['aic'], '.1f'):>11} "
-                         f"{f(m['plateau'], '.4f'):>9} {f(m['time_to_90_steps'], '.1f'):>12}")
+                         f"{plateau(m['plateau']):>9} {t90(m['time_to_90_steps']):>12}")
+        if any(rng and m["plateau"] is not None and not rng[0] <= m["plateau"] <= rng[1]
+               for m in self.models.values()):
+            lines.append("    ! a plateau outside the reward's range [0, 1]: that family misses "
+                         "this curve")
         if self.applicable["fit"] and self.best is not None:
             b = self.models[self.best]
             lines.append(f"best model (AIC, in-sample): {self.best}   {b['formula']}")

@@ -254,3 +254,18 @@ def test_relaxation_time_profile_bounds_a_fast_relaxation_only():
     td = np.concatenate([t[:10], t[9:]])
     yd = np.concatenate([y[:10], y[9:]])
     assert 3.0 < relaxation_time_profile(td, yd)["interval"][0] < 5.0
+
+
+def test_declined_fit_table_marks_out_of_range_plateaus_and_far_times(tmp_path, capsys):
+    # a falling, noisy success rate: the model does not apply; the exponential extrapolates a
+    # plateau below 0 and a time to 90 % far beyond the log -- marked, not printed as readings
+    rng = np.random.default_rng(0)
+    y = np.clip(0.45 - 0.01 * np.arange(10) + 0.05 * rng.standard_normal(10), 0, 1)
+    p = tmp_path / "falling.csv"
+    p.write_text("step,reward\n" + "".join(f"{5 * (i + 1)},{v:.4f}\n" for i, v in enumerate(y)))
+    assert main(["fit", str(p), "--models", "exponential"]) == 0
+    out = capsys.readouterr().out
+    row = next(ln for ln in out.splitlines() if ln.strip().startswith("exponential"))
+    fit = fit_curve(np.arange(5.0, 55.0, 5.0), y, "exponential")
+    assert fit.plateau < 0 and row.split()[3].endswith("!")
+    assert "outside the reward's range [0, 1]" in out and "for reference only" in out
