@@ -182,6 +182,8 @@ class FitReport(Result):
             g = self.gain
             lines.append(f"  {g['start']:.4g} -> {g['end']:.4g}: gain {g['gain']:+.4g} ± "
                          f"{g['gain_sd']:.2g} ({gain_basis(g)})")
+        if self.applicable.get("reward_kind"):
+            lines.append(f"  reward read as {self.applicable['reward_kind']}")
         if not self.applicable["fit"]:
             lines.append("the model does not apply; no regime is named:")
             lines += [f"  - {r}" for r in self.applicable["reasons"]]
@@ -328,7 +330,13 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
                      models={m: fr.to_dict() for m, fr in res["models"].items()},
                      best=res["best"] if ok else None, best_bic=res["best_bic"] if ok else None,
                      applicable={"fit": ok, "reasons": reasons, "noise_ceiling": ceiling,
-                                 "binary_families": binary},
+                                 "binary_families": binary,
+                                 "reward_kind": ("a success rate in [0, 1]" if binary else
+                                                 "a dense score") + (
+                                     f" (given: --reward {reward})" if reward != "auto" else
+                                     f" ({name}: every value lies in [0, 1]; --reward dense if "
+                                     "it is another score)" if binary else
+                                     f" ({name} leaves [0, 1])")},
                      gain=summary.gain, regime=summary.regime,
                      warnings=warnings, forecast=fc.to_dict() if fc is not None else None,
                      steps=steps, values=values, fits=res["models"], forecast_result=fc)

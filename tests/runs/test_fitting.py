@@ -269,3 +269,14 @@ def test_declined_fit_table_marks_out_of_range_plateaus_and_far_times(tmp_path, 
     fit = fit_curve(np.arange(5.0, 55.0, 5.0), y, "exponential")
     assert fit.plateau < 0 and row.split()[3].endswith("!")
     assert "outside the reward's range [0, 1]" in out and "for reference only" in out
+
+
+def test_fit_says_how_it_read_the_reward(capsys):
+    # a reward inside [0, 1] is read as a success rate (the mean-field families assume one): the
+    # output says so, and how to say otherwise
+    assert main(["fit", "--example"]) == 0
+    out = capsys.readouterr().out
+    assert "reward read as a success rate in [0, 1]" in out and "--reward dense if" in out
+    assert main(["fit", "--example", "--reward", "dense", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["applicable"]["reward_kind"] == "a dense score (given: --reward dense)"
