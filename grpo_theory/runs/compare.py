@@ -628,7 +628,11 @@ def _format(res: Comparison) -> str:
                          f"{a.joint_exponent:.3g} {_iv(a.joint_interval)} (within-run noise only: "
                          "assumes the law holds exactly)")
         if a.reading:
+            r = a.regression
+            vacuous = (a.agrees and r is not None and r.interval is not None
+                       and r.interval[0] <= 0 <= r.interval[1])
             lines.append(a.reading + ("" if a.agrees is None else
+                                      " -> consistent, not resolved" if vacuous else
                                       f" -> {'agrees' if a.agrees else 'disagrees'}"))
     for k, v in a.declined.items():
         lines.append(f"declined ({k}): {v}")

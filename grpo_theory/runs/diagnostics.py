@@ -443,7 +443,8 @@ def reward_hacking(log, reward_metric=None, *, min_evaluations=5, z=4.0, flat=2.
                 break
     same_scale = (np.nanmin(rv) >= 0 and np.nanmax(rv) <= 1)
     gap = (g_t - g_v) / math.hypot(sd_gt, sd_gv) if same_scale else None
-    ev = (f"between held-out evaluations at steps {vs[0]:g} and {vs[-1]:g}: training {rname} "
+    ev = (f"from the first {m} held-out evaluations (steps {vs[0]:g}-{vs[m - 1]:g}) to the last "
+          f"{m} (steps {vs[-m]:g}-{vs[-1]:g}): training {rname} around them "
           f"gained {g_t:+.3g} ± {sd_gt:.2g} ({zt:+.1f} sd), held-out {vname} {g_v:+.3g} ± "
           f"{sd_gv:.2g} ({zv:+.1f} sd; noise: {noise_src})"
           + (f"; divergence of the two {gap:+.1f} sd" if gap is not None else "")
@@ -696,10 +697,11 @@ def alternation(steps, values, *, alpha=ALTERNATION_ALPHA, edge=ALTERNATION_EDGE
     the draws' mean and sd; it is corrected for the number of lags tried (Bonferroni).  A
     stationary flip-flop driven by a window eigenvalue :math:`-|\lambda|` has
     :math:`V = 1/(1 - |\lambda|)`, so :math:`|\hat\lambda| = 1 - 1/V`; ``alternating`` when the
-    corrected p-value is below ``alpha`` *and* :math:`|\hat\lambda| \ge` ``edge`` = 0.9 (the edge of
-    stability: a lightly damped but stable oscillation, e.g. heavy-ball momentum's, gives a
-    significant but small :math:`V`).  Returns ``{"alternating", "lag", "lag_steps", "ratio",
-    "eigenvalue", "p_value"}`` or ``None`` for fewer than 12 points.
+    corrected p-value is below ``alpha`` *and* :math:`|\hat\lambda| \ge` ``edge`` = 0.5 (half a
+    deviation or more carried over, flipped, to the next window: a lightly damped but stable
+    oscillation, e.g. heavy-ball momentum's, gives a significant but small :math:`V`).
+    :math:`V < 1` (a trend) reads as :math:`|\hat\lambda| = 0`.  Returns ``{"alternating", "lag",
+    "lag_steps", "ratio", "eigenvalue", "p_value"}`` or ``None`` for fewer than 12 points.
     """
     x = np.asarray(values, dtype=float)
     s = np.asarray(steps, dtype=float)
@@ -720,7 +722,9 @@ def alternation(steps, values, *, alpha=ALTERNATION_ALPHA, edge=ALTERNATION_EDGE
             best = (p, L, obs)
     p = min(1.0, best[0] * len(lags))
     lag = best[1]
-    lam = 1.0 - 1.0 / best[2] if best[2] and best[2] > 0 else None
+    # |lambda| = 1 - 1/V is the flip-flop's reading of V >= 1; V < 1 (a trend, no flip) reads
+    # as no carried-over flip at all, |lambda| = 0
+    lam = max(0.0, 1.0 - 1.0 / best[2]) if best[2] and best[2] > 0 else None
     return {"alternating": bool(p < alpha and lam is not None and lam >= edge), "lag": lag,
             "lag_steps": float(np.median(np.diff(s)) * lag) if lag else None,
             "ratio": best[2], "eigenvalue": lam, "p_value": p}

@@ -194,3 +194,19 @@ def test_compare_reads_simulate_out_files_as_they_are(tmp_path, capsys):
     assert main(["compare", *paths, "--by", "learning_rate", "--values", "0.1,0.2",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["metric"] == "mean_reward"
+
+
+def test_an_interval_holding_zero_is_not_called_agreement():
+    # two learning rates 1 % apart, relaxations written out here with the same time scale (25 steps)
+    # in noise: the exponent's interval holds both the theory's -1 and 0 (no dependence), so
+    # the text says not resolved, never a bare "agrees"
+    from grpo_theory.runs.logs import TrainingLog
+
+    t = np.arange(150.0)
+    logs = [TrainingLog(metrics={"reward": (t, 0.8 - 0.6 * np.exp(-t / 25.0) + 0.04
+                                            * np.random.default_rng(seed).standard_normal(t.size))})
+            for seed in (1, 2)]
+    res = compare(logs, by="learning_rate", values=[0.05, 0.0505])
+    lo, hi = res.analysis.regression.interval
+    assert lo <= -1 <= hi and lo <= 0 <= hi and res.analysis.agrees
+    assert "-> consistent, not resolved" in str(res) and "-> agrees" not in str(res)

@@ -306,6 +306,10 @@ def test_alternation_marks_a_window_eigenvalue_at_minus_one():
     stable = D.alternation(np.arange(200.0), 0.3 + x)
     assert stable["p_value"] < 1e-3 and stable["alternating"] is False   # significant, |lambda| < 1/2
     assert stable["eigenvalue"] < 0.5
+    # a trend (V < 1): no flip carried over, |lambda| = 0 (1 - 1/V would be negative)
+    trend = D.alternation(np.arange(60.0), np.linspace(0.2, 0.8, 60)
+                          + 0.01 * np.random.default_rng(2).standard_normal(60))
+    assert trend["ratio"] < 1 and trend["eigenvalue"] == 0.0
     log = TrainingLog(metrics={"reward": (steps, flip)})
     d = D.dynamical_instability(log)
     assert d["flag"] is True and d["alternating"] is True
