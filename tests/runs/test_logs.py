@@ -256,3 +256,39 @@ def test_long_csv_one_row_per_metric_is_pivoted(tmp_path):
     assert list(rb) == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8])
     with pytest.raises(ParameterError, match="one of 'a', 'b'"):
         read_log(p, run="c")
+
+
+def test_a_bare_carriage_return_is_a_line_break_in_every_text_reader(tmp_path, capsys):
+    """Tester report A1: a tqdm redraw (`\\r` inside a line) crashed the CSV reader with
+    `_csv.Error: new-line character seen in unquoted field` (a traceback, exit 1). A redraw is
+    its own line, numbered as the file's line it sits on: it parses, or is refused/skipped as
+    the format says; a `\\r\\n` ending is one line end."""
+    cr = tmp_path / "cr.csv"
+    cr.write_bytes(b"step,reward\n1,0.1\n2,0.2\rprogress 3%\n3,0.3\n")
+    with pytest.raises(LogFormatError, match=r"cr.csv line 3: 1 cells, the header has 2"):
+        read_log(cr)
+    assert main(["fit", str(cr)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "cr.csv line 3" in err
+    ok = tmp_path / "ok.csv"
+    ok.write_bytes(b"step,reward\r\n1,0.1\r2,0.2\r\n3,0.3\r\n")
+    assert list(read_log(ok).series("reward")[1]) == [0.1, 0.2, 0.3]
+    j = tmp_path / "log.jsonl"
+    j.write_bytes(b'{"step": 1, "reward": 0.1}\r{"step": 2, "reward": 0.2}\r\n{"step": 3, "reward": 0.3}\n')
+    assert list(read_log(j).series("reward")[0]) == [1, 2, 3]
+    v = tmp_path / "v.log"
+    v.write_bytes(b"step:1 - critic/score/mean:0.5\r 10%|#    | 1/10 [00:01<00:09]\n"
+                  b"step:2 - critic/score/mean:0.6\n")
+    assert list(read_log(v).series("critic/score/mean")[1]) == [0.5, 0.6]
+
+
+def test_a_csv_error_is_a_log_format_error_naming_the_line(tmp_path, capsys):
+    """Whatever the csv module refuses (here a cell above its field size limit) is one line
+    naming the file and line, exit 2, never a traceback."""
+    p = tmp_path / "big.csv"
+    p.write_text("step,reward\n1,0.1\n2," + "9" * 200_000 + "\n3,0.3\n")
+    with pytest.raises(LogFormatError, match=r"big.csv line 3: .*field"):
+        read_log(p)
+    assert main(["diagnose", str(p)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "big.csv line 3" in err

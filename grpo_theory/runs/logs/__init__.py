@@ -27,7 +27,7 @@ import os
 import numpy as np
 
 from grpo_theory.validate import ParameterError, check_choice
-from grpo_theory.runs.logs.base import ROLES, LogFormatError, TrainingLog, records_to_metrics
+from grpo_theory.runs.logs.base import ROLES, LogFormatError, TrainingLog, records_to_metrics, text_lines
 from grpo_theory.runs.logs.generic import read_csv, read_jsonl
 from grpo_theory.runs.logs.trl import read_trl
 from grpo_theory.runs.logs.verl import STEP_LINE, parse_overrides, read_verl_console, read_verl_jsonl
@@ -78,13 +78,15 @@ def detect_format(path, text: str | None = None) -> str:
         text = _read_text(path)
     head = text.lstrip()[:200000]
     name = os.fspath(path).lower().removesuffix(".gz")
+    lines = text_lines(head)
     if head.startswith("{"):
-        first_line = head.split("\n", 1)[0].strip()
+        first_line = lines[0][1].strip()
         try:
             first = json.loads(first_line)
         except json.JSONDecodeError:
             first = None
-        if isinstance(first, dict) and "\n" in head.strip() and not name.endswith(".json"):
+        several = any(line.strip() for _, line in lines[1:])
+        if isinstance(first, dict) and several and not name.endswith(".json"):
             if isinstance(first.get("data"), dict) and "step" in first:
                 return "verl-jsonl"
             return "jsonl"
@@ -95,14 +97,14 @@ def detect_format(path, text: str | None = None) -> str:
                 return "verl-jsonl"
             return "jsonl"
         return "trl"
-    for line in head.split("\n")[:5000]:
+    for _, line in lines[:5000]:
         if STEP_LINE.search(line):
             return "verl"
-    first_line = head.split("\n", 1)[0]
+    first_line = lines[0][1]
     if "," in first_line or name.endswith(".csv"):
         import csv
-        import io
-        header = next(csv.reader(io.StringIO(first_line)), [])
+
+        header = next(csv.reader([first_line]), [])
         return "wandb" if is_wandb_header([h.strip() for h in header]) else "csv"
     import re
 

@@ -13,7 +13,6 @@ verifier reward, i.e. a success probability).
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ import numpy as np
 
 from grpo_theory.validate import ParameterError
 
-__all__ = ["LogFormatError", "TrainingLog", "ROLES", "records_to_metrics"]
+__all__ = ["LogFormatError", "TrainingLog", "ROLES", "records_to_metrics", "text_lines"]
 
 
 class LogFormatError(ParameterError):
@@ -258,29 +257,61 @@ def records_to_metrics(records, *, warnings: list, source: str = "<log>",
     return metrics
 
 
-def csv_rows(path, text: str | None = None) -> list[list[str]]:
+def text_lines(text: str) -> list[tuple[int, str]]:
+    """``(lineno, line)`` for each line of a text log.
+
+    Lines end at ``\n`` (a ``\r\n`` ending is one line end); a bare ``\r`` inside a line (a
+    tqdm progress bar redrawn in place, as every TRL/tqdm console log has) also ends a line,
+    and what follows it is a line of its own that keeps the number of the file's line it sits
+    on (``grep -n``'s and an editor's numbering), so messages name the line a user can find."""
+    out = []
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if line.endswith("\r"):
+            line = line[:-1]
+        out.extend((lineno, part) for part in line.split("\r"))
+    return out
+
+
+def csv_rows(path, text: str | None = None) -> tuple[list[list[str]], list[int]]:
     """The parsed rows of a CSV file (``text`` if given, else the file; a UTF-8 BOM is
-    dropped); an empty file is a :class:`LogFormatError` at line 1."""
+    dropped) and the file line each row starts on.  A bare ``\r`` ends a row (see
+    :func:`text_lines`); whatever the csv module refuses is a :class:`LogFormatError` naming
+    the line, as is an empty file (at line 1)."""
     if text is None:
         with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
             text = fh.read()
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows:
+    lines = text_lines(text)
+    reader = csv.reader(part + "\n" for _, part in lines)
+    rows: list[list[str]] = []
+    starts: list[int] = []
+    while True:
+        start = reader.line_num
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            lineno = lines[min(max(reader.line_num, 1), len(lines)) - 1][0]
+            raise LogFormatError(path, lineno, f"not readable as CSV ({exc})") from None
+        rows.append(row)
+        starts.append(lines[start][0])
+    if not rows or not any(c.strip() for row in rows for c in row):
         raise LogFormatError(path, 1, "empty CSV file")
-    return rows
+    return rows, starts
 
 
-def iter_csv_rows(path, rows, step_col: int, warnings: list, step_name: str = "step"):
-    """Yield ``(lineno, step, row)`` for the data rows of a parsed CSV (``rows[0]`` is the header).
+def iter_csv_rows(path, rows, lines, step_col: int, warnings: list, step_name: str = "step"):
+    """Yield ``(lineno, step, row)`` for the data rows of a parsed CSV (``rows[0]`` is the
+    header, ``lines`` the file line of each row, as :func:`csv_rows` returns them).
 
     Blank rows are skipped; a short *last* row (a file cut off while being written) is
     skipped with a note in ``warnings``; any other row whose width differs from the
     header's, or whose step is not a number, raises :class:`LogFormatError` naming the line.
     """
     ncol = len(rows[0])
-    last = len(rows) - 1
+    last = max((i for i, row in enumerate(rows) if any(c.strip() for c in row)), default=0)
     for idx, row in enumerate(rows[1:], start=1):
-        lineno = idx + 1
+        lineno = lines[idx]
         if not any(c.strip() for c in row):
             continue
         if len(row) != ncol:

@@ -43,7 +43,7 @@ def read_csv(path, text: str | None = None, *, step_column: str | None = None,
     A long CSV (one row per step and metric, columns ``metric`` and ``value``, e.g.
     ``run_name,metric,step,value``) is read too; with a run column, ``run`` chooses the run
     (default: the first, with a warning when there are several)."""
-    rows = csv_rows(path, text)
+    rows, lines = csv_rows(path, text)
     header = [h.strip() for h in rows[0]]
     rename = dict(rename or {})
     step_name = _find_step(header, step_column, path, 1)
@@ -51,12 +51,12 @@ def read_csv(path, text: str | None = None, *, step_column: str | None = None,
     warnings: list[str] = []
     name_col = next((header.index(c) for c in LONG_NAME if c in header), None)
     if "value" in header and name_col is not None:
-        return _read_long_csv(path, rows, header, step_col, step_name, name_col, rename, run,
-                              warnings)
+        return _read_long_csv(path, rows, lines, header, step_col, step_name, name_col, rename,
+                              run, warnings)
     if run is not None:
         raise ParameterError("run", run, "omitted: this CSV holds a single run")
     records = []
-    for lineno, step, row in iter_csv_rows(path, rows, step_col, warnings, step_name):
+    for lineno, step, row in iter_csv_rows(path, rows, lines, step_col, warnings, step_name):
         values = {}
         for i, h in enumerate(header):
             if i == step_col or not h:
@@ -75,7 +75,7 @@ def read_csv(path, text: str | None = None, *, step_column: str | None = None,
                        text_columns=text_columns)
 
 
-def _read_long_csv(path, rows, header, step_col, step_name, name_col, rename, run, warnings):
+def _read_long_csv(path, rows, lines, header, step_col, step_name, name_col, rename, run, warnings):
     value_col = header.index("value")
     run_col = next((header.index(c) for c in LONG_RUN if c in header), None)
     runs = [] if run_col is None else list(dict.fromkeys(r[run_col].strip() for r in rows[1:]
@@ -88,7 +88,7 @@ def _read_long_csv(path, rows, header, step_col, step_name, name_col, rename, ru
         warnings.append(f"{path}: holds {len(runs)} runs ({', '.join(runs)}); using {chosen!r} "
                         "(choose with --run)")
     records = []
-    for lineno, step, row in iter_csv_rows(path, rows, step_col, warnings, step_name):
+    for lineno, step, row in iter_csv_rows(path, rows, lines, step_col, warnings, step_name):
         if chosen is not None and row[run_col].strip() != chosen:
             continue
         name, cell = row[name_col].strip(), row[value_col].strip()
