@@ -292,3 +292,34 @@ def test_a_csv_error_is_a_log_format_error_naming_the_line(tmp_path, capsys):
     assert main(["diagnose", str(p)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and "big.csv line 3" in err
+
+
+def test_duplicated_steps_mean_in_step_order_and_last_value_where_steps_go_back(tmp_path):
+    """Tester report B6: a log with one row per prompt group (4 rows a step, steps in order) kept
+    the last group's value, dropping 3/4 of the data. One rule: where a metric's steps never go
+    back and every step is logged more than once, a step's value is the mean of its rows; where
+    the steps go back (a resumed run rewrites them) the last value logged is kept."""
+    rewards = {s: [0.1 * s, 0.1 * s + 0.2, 0.1 * s + 0.4, 0.1 * s + 0.6] for s in range(6)}
+    grouped = tmp_path / "groups.jsonl"
+    lines = []
+    for s in range(6):
+        lines += [json.dumps({"step": s, "mean_reward": r, "bank": 3}) for r in rewards[s]]
+        if s % 3 == 2:
+            lines.append(json.dumps({"step": s, "val_reward": 0.5}))
+    grouped.write_text("\n".join(lines) + "\n")
+    log = read_log(grouped)
+    steps, r = log.series("mean_reward")
+    assert list(steps) == list(range(6))
+    assert list(r) == pytest.approx([0.1 * s + 0.3 for s in range(6)])
+    assert list(log.series("bank")[1]) == [3] * 6 and list(log.series("val_reward")[0]) == [2, 5]
+    (w,) = log.warnings
+    assert "mean of its rows" in w and "4 rows" in w and "last value" not in w
+
+    # the same rows, but the run restarted: steps 0..5 written, then 0..5 again
+    resumed = tmp_path / "resumed.jsonl"
+    resumed.write_text("\n".join(json.dumps({"step": s, "mean_reward": rewards[s][k]})
+                                 for k in (0, 3) for s in range(6)) + "\n")
+    log = read_log(resumed)
+    assert list(log.series("mean_reward")[1]) == pytest.approx([rewards[s][3] for s in range(6)])
+    (w,) = log.warnings
+    assert "last value" in w and "go back" in w and "line 7" in w and "mean of" not in w

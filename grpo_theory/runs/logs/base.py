@@ -207,23 +207,36 @@ def _where(line) -> str:
     return f"line {line}" if isinstance(line, int) else str(line)
 
 
+def _steps_text(steps) -> str:
+    return ", ".join(str(int(s)) if float(s).is_integer() else str(s) for s in steps)
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
 def records_to_metrics(records, *, warnings: list, source: str = "<log>",
                        text_columns: dict | None = None):
     """Turn ``[(step, line, {name: value})]`` into the metrics dict of :class:`TrainingLog`.
 
-    Each metric keeps, for each step, the *last* value logged (a restarted or
-    resumed run logs the same step twice); every such duplicate is counted and
-    reported once per metric in ``warnings``.  Text where a number belongs is never
+    A step logged more than once with different values (the same value again is no conflict:
+    TRL's train-end entry repeats the epoch) follows one rule, per metric, reported in
+    ``warnings``: where the metric's steps never go back and every step (but a last one still
+    being written) is logged more than once -- one row per micro-batch or prompt group -- a
+    step's value is the mean of its rows (NaN rows left out); otherwise -- the steps go back, as
+    a resumed or restarted run logs them again, or a step repeats here and there -- the *last*
+    value logged is kept.  Text where a number belongs is never
     dropped silently: a column with numbers *and* text keeps its numbers, and one warning
     says how many rows were dropped and where the first is (``line`` is the file's line
     number, or a description such as ``"log_history entry 7"``); a column with text only
     (run names, tags) is not a metric, and is recorded in ``text_columns`` (name ->
     ``(line, first value)``) so that asking for it as a metric can say why it is not one.
     """
-    per: dict[str, dict[float, float]] = {}
-    dup: dict[str, list] = {}
+    rows: dict[str, list] = {}           # name -> [(step, value, record index)], file order
     text: dict[str, list] = {}           # name -> [count, first line, first value]
-    for step, line, values in records:
+    lines = []
+    for idx, (step, line, values) in enumerate(records):
+        lines.append(line)
         for name, raw in values.items():
             v = _to_float(raw)
             if v is None:
@@ -231,29 +244,56 @@ def records_to_metrics(records, *, warnings: list, source: str = "<log>",
                     t = text.setdefault(name, [0, line, raw.strip()])
                     t[0] += 1
                 continue
-            d = per.setdefault(name, {})
-            # the same value again is no conflict (TRL's train-end entry repeats the epoch)
-            if step in d and not (d[step] == v or (math.isnan(d[step]) and math.isnan(v))):
-                dup.setdefault(name, []).append(step)
-            d[step] = v
-    if dup:
-        n_steps = len({s for v in dup.values() for s in v})
-        examples = sorted({s for v in dup.values() for s in v})[:5]
-        warnings.append(f"{source}: {n_steps} duplicated step(s) (e.g. "
-                        f"{', '.join(str(int(s)) if float(s).is_integer() else str(s) for s in examples)}); "
-                        f"kept the last value logged for each")
+            rows.setdefault(name, []).append((step, v, idx))
+    metrics = {}
+    last_kept: set = set()               # steps whose conflicting values were decided by "last"
+    back_at = None                       # first record at which a metric's steps go back
+    averaged: dict[str, tuple] = {}      # name -> (fewest, most rows a step)
+    for name, seq in rows.items():
+        by_step: dict[float, list] = {}
+        for step, v, _ in seq:
+            by_step.setdefault(step, []).append(v)
+        steps = sorted(by_step)
+        back = next((b[2] for a, b in zip(seq, seq[1:]) if b[0] < a[0]), None)
+        conflict = [st for st in steps if any(not _same(v, by_step[st][0]) for v in by_step[st])]
+        grouped = back is None and all(len(by_step[st]) > 1 for st in steps[:-1])
+        if grouped:
+            vals = []
+            for st in steps:
+                finite = [v for v in by_step[st] if math.isfinite(v)]
+                vals.append(math.fsum(finite) / len(finite) if finite else math.nan)
+            if conflict:
+                counts = [len(by_step[st]) for st in steps]
+                averaged[name] = (min(counts), max(counts))
+        else:
+            vals = [by_step[st][-1] for st in steps]
+            last_kept.update(conflict)
+            if conflict and back is not None and (back_at is None or back < back_at):
+                back_at = back
+        metrics[name] = (np.array(steps, dtype=float), np.array(vals, dtype=float))
+    if averaged:
+        lo = min(c[0] for c in averaged.values())
+        hi = max(c[1] for c in averaged.values())
+        names = sorted(averaged)
+        per_step = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        warnings.append(f"{source}: every step is logged several times, in step order ({per_step} "
+                        "rows a step: one row per micro-batch or prompt group?); a step's value "
+                        f"is the mean of its rows ({', '.join(names[:5])}"
+                        f"{' ...' if len(names) > 5 else ''})")
+    if last_kept:
+        why = ("" if back_at is None else
+               f"; the steps go back at {_where(lines[back_at])} (a resumed or restarted run "
+               "logs them again)")
+        warnings.append(f"{source}: {len(last_kept)} duplicated step(s) (e.g. "
+                        f"{_steps_text(sorted(last_kept)[:5])}){why}: kept the last value "
+                        "logged for each")
     for name, (count, line, first) in text.items():
-        if name in per:
-            n = count + len(per[name])
+        if name in metrics:
+            n = count + len(rows[name])
             warnings.append(f"{source}: {name}: {count} of {n} values are text, not numbers, and "
                             f"were dropped (first at {_where(line)}: {first!r})")
         elif text_columns is not None:
             text_columns[name] = (line, first)
-    metrics = {}
-    for name, d in per.items():
-        steps = np.array(sorted(d), dtype=float)
-        vals = np.array([d[s] for s in steps], dtype=float)
-        metrics[name] = (steps, vals)
     return metrics
 
 
