@@ -323,3 +323,36 @@ def test_duplicated_steps_mean_in_step_order_and_last_value_where_steps_go_back(
     assert list(log.series("mean_reward")[1]) == pytest.approx([rewards[s][3] for s in range(6)])
     (w,) = log.warnings
     assert "last value" in w and "go back" in w and "line 7" in w and "mean of" not in w
+
+
+def test_a_json_array_of_per_step_objects_is_read_as_jsonl(tmp_path, capsys):
+    """Tester report C14: `[{"step": 1, "mean_reward": 0.3, ...}, ...]` (a script's json.dump of
+    its per-step records) was 'format not recognized'. It is the same data as one object per
+    line, read by the same reader, with the file line of each object in the messages."""
+    recs = [{"step": s, "mean_reward": 0.2 + 0.05 * s - 0.002 * s * s, "tag": "run",
+             "stats": {"kl": 0.001 * s}} for s in range(1, 13)]
+    recs[4]["mean_reward"] = "skipped"
+    arr = tmp_path / "step_stats.json"
+    arr.write_text(json.dumps(recs, indent=2))
+    jl = tmp_path / "step_stats.jsonl"
+    jl.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    assert detect_format(arr) == "jsonl"
+    a, b = read_log(arr), read_log(jl)
+    assert a.format == b.format == "jsonl" and a.names == b.names == ["mean_reward", "stats/kl"]
+    for name in a.names:
+        assert a.series(name)[0].tolist() == b.series(name)[0].tolist()
+        assert a.series(name)[1].tolist() == b.series(name)[1].tolist()
+    assert a.text_columns.keys() == {"tag"}
+    (w,) = a.warnings                                 # the line the 5th object starts on
+    fifth = [i for i, line in enumerate(arr.read_text().split("\n"), 1) if line == "  {"][4]
+    assert "1 of 12" in w and f"line {fifth}:" in w
+    assert main(["fit", str(arr), "--models", "exponential"]) == 0
+    assert "11 points" in capsys.readouterr().out     # the text value is no point
+    bad = tmp_path / "bad.json"
+    bad.write_text('[\n {"step": 1, "reward": 0.1},\n {"step": 2 "reward": 0.2},\n {"step": 3}\n]\n')
+    with pytest.raises(LogFormatError, match=r"bad.json line 3: not valid JSON"):
+        read_log(bad)
+    cut = tmp_path / "cut.json"                       # written while being read: a cut-off end
+    cut.write_text('[\n {"step": 1, "reward": 0.1},\n {"step": 2, "reward": 0.2},\n {"step": 3, "rew')
+    log = read_log(cut)
+    assert log.series("reward")[0].tolist() == [1, 2] and any("line 4" in w for w in log.warnings)

@@ -8,7 +8,7 @@ Formats (auto-detected from the content, or forced with ``format=``):
 ``verl-jsonl`` verl JSONL file logger (``{"step": N, "data": {...}}``)
 ``wandb``      W&B CSV export (``Step``, ``<run> - <metric>`` columns)
 ``csv``        generic CSV with a step column
-``jsonl``      generic JSONL with a step key
+``jsonl``      generic JSONL with a step key (or a JSON array of such objects)
 =============  ==============================================================
 
 Malformed files raise :class:`LogFormatError` (a
@@ -97,6 +97,8 @@ def detect_format(path, text: str | None = None) -> str:
                 return "verl-jsonl"
             return "jsonl"
         return "trl"
+    if head.startswith("["):
+        return _json_array_format(path, head)
     for _, line in lines[:5000]:
         if STEP_LINE.search(line):
             return "verl"
@@ -119,6 +121,18 @@ def detect_format(path, text: str | None = None) -> str:
     raise LogFormatError(path, 1, "format not recognized (expected TRL trainer_state.json, a verl "
                                   "console log, verl/generic JSONL, a W&B/generic CSV or a "
                                   "TensorBoard event file)")
+
+
+def _json_array_format(path, head: str) -> str:
+    """``jsonl`` (or ``verl-jsonl``) for a JSON array of per-step objects, read like JSONL."""
+    body = head[head.index("[") + 1:]
+    try:
+        first, _ = json.JSONDecoder().raw_decode(body, len(body) - len(body.lstrip()))
+    except json.JSONDecodeError:
+        first = None
+    if isinstance(first, dict):
+        return "verl-jsonl" if isinstance(first.get("data"), dict) and "step" in first else "jsonl"
+    return "jsonl"        # the reader names the element that is not a step's record
 
 
 def read_log(path, format: str | None = None, *, run: str | None = None,

@@ -106,7 +106,8 @@ def _read_long_csv(path, rows, lines, header, step_col, step_name, name_col, ren
 
 def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
                rename: dict | None = None) -> TrainingLog:
-    """Read a JSONL file of flat objects, one per step (nested dicts are flattened with '/')."""
+    """Read a JSONL file of flat objects, one per step (nested dicts are flattened with '/'); a JSON
+    array of such objects is the same data and is read the same way."""
     if text is None:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
@@ -124,7 +125,7 @@ def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
                 raise LogFormatError(path, lineno, f"step {step!r} is not a number") from None
         records.append((float(step), lineno, {rename.get(k, k): v for k, v in flat.items()}))
     if not records:
-        raise LogFormatError(path, None, "no JSON object lines found")
+        raise LogFormatError(path, None, "no JSON object found")
     text_columns: dict = {}
     metrics = records_to_metrics(records, warnings=warnings, source=str(path),
                                  text_columns=text_columns)

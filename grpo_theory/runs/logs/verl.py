@@ -148,11 +148,16 @@ def read_verl_console(path, text: str | None = None) -> TrainingLog:
 
 
 def iter_jsonl(path, text: str, warnings: list):
-    """Yield ``(lineno, obj)`` for each JSON-object line (lines as :func:`~.base.text_lines` splits them).
+    """Yield ``(lineno, obj)`` for each JSON-object line (lines as :func:`~.base.text_lines` splits them),
+    or for each object of a JSON array (``[{...}, {...}]``: the same records; ``lineno`` is the line
+    the object starts on).
 
     A broken *last* line (a log cut off while being written) is skipped with a
     note in ``warnings``; any other broken line raises :class:`LogFormatError`.
     """
+    if text.lstrip().startswith("["):
+        yield from _iter_json_array(path, text, warnings)
+        return
     lines = text_lines(text)
     nonblank = [i for i, (_, line) in enumerate(lines) if line.strip()]
     last = nonblank[-1] if nonblank else -1
@@ -169,6 +174,59 @@ def iter_jsonl(path, text: str, warnings: list):
         if not isinstance(obj, dict):
             raise LogFormatError(path, lineno, "each line must be a JSON object")
         yield lineno, obj
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _iter_json_array(path, text: str, warnings: list):
+    """The objects of a JSON array, each with the line it starts on (see :func:`iter_jsonl`).
+
+    An array whose end is cut off (no closing ``]``, the last object incomplete) keeps its
+    complete objects, with a note in ``warnings``."""
+    decoder = json.JSONDecoder()
+    closed = text.rstrip().endswith("]")
+    line, counted = 1, 0
+
+    def lineno(pos):
+        nonlocal line, counted
+        line += text.count("\n", counted, pos)
+        counted = pos
+        return line
+
+    i = _WS.match(text, text.index("[") + 1).end()
+    k = 0
+    while True:
+        if i >= len(text):
+            warnings.append(f"{path} line {lineno(i)}: the JSON array is not closed (cut off); "
+                            f"read its {k} complete objects")
+            return
+        if text[i] == "]":
+            rest = _WS.match(text, i + 1).end()
+            if rest < len(text):
+                raise LogFormatError(path, lineno(rest), "text after the end of the JSON array")
+            return
+        if k:
+            if text[i] != ",":
+                raise LogFormatError(path, lineno(i), f"not valid JSON (expected ',' or ']' after "
+                                                      f"object {k} of the array)")
+            i = _WS.match(text, i + 1).end()
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            if not closed and "}" not in text[exc.pos:]:
+                warnings.append(f"{path} line {lineno(i)}: the JSON array is cut off in an "
+                                f"object; read its {k} complete objects")
+                return
+            raise LogFormatError(path, exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise LogFormatError(path, lineno(i), f"element {k} of the JSON array is "
+                                                  f"{type(obj).__name__} {json.dumps(obj)[:40]}, "
+                                                  "not an object: each element must be one "
+                                                  "step's record")
+        yield lineno(i), obj
+        k += 1
+        i = _WS.match(text, end).end()
 
 
 def read_verl_jsonl(path, text: str | None = None) -> TrainingLog:
