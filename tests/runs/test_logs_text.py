@@ -97,14 +97,17 @@ def test_a_log_without_a_reward_says_so_in_words(tmp_path, capsys):
     assert "SFT" in capsys.readouterr().out
 
 
-def test_a_trl_console_log_is_named_and_the_right_file_suggested(tmp_path, capsys):
+def test_a_trl_console_log_is_read_with_counted_steps(tmp_path, capsys):
     """Newcomer pass: a TRL run's console output (printed dicts, as in JuncyLu/trl_DAPO's
-    training logs) was 'format not recognized ... give --format', though no format fits."""
+    training logs) was 'format not recognized'; it was then refused by name; it is now read
+    (tests/runs/test_logs_console.py), its steps counted where nothing says them."""
     p = tmp_path / "train.log"
     p.write_text("Loading checkpoint shards: 100%\n  2%|2   | 1/43 [01:40<1:10:29]\n"
                  "{'loss': -0.0447, 'grad_norm': 0.30, 'reward': 1.875, 'epoch': 0.23}\n"
                  "{'loss': -0.0078, 'grad_norm': 0.0, 'reward': 0.49, 'epoch': 0.47}\n")
-    assert main(["fit", str(p)]) == 2
+    log = read_log(p)
+    assert log.format == "trl-console" and log.series("reward")[0].tolist() == [1, 2]
+    assert any("log calls" in w for w in log.warnings)
+    assert main(["fit", str(p)]) == 2                   # two points: too few to fit, one line
     err = capsys.readouterr().err
-    assert "line 3" in err and "console log" in err and "trainer_state.json" in err
-    assert "give --format" not in err
+    assert len(err.strip().splitlines()) == 1 and "reward has 2" in err
