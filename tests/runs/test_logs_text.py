@@ -111,3 +111,35 @@ def test_a_trl_console_log_is_read_with_counted_steps(tmp_path, capsys):
     assert main(["fit", str(p)]) == 2                   # two points: too few to fit, one line
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "reward has 2" in err
+
+
+def test_a_dpo_log_is_named_a_preference_log(tmp_path, capsys):
+    """Tester report C14: a TRL DPO trainer_state (rewards/chosen, rewards/rejected,
+    rewards/margins) was asked whether it is 'an SFT or evaluation-only log'."""
+    t = tmp_path / "trainer_state.json"
+    t.write_text(json.dumps({"log_history": [
+        {"step": s, "loss": 0.69 - 0.01 * s, "rewards/chosen": 0.01 * s, "rewards/rejected": -0.01 * s,
+         "rewards/margins": 0.02 * s, "rewards/accuracies": 0.5, "logps/chosen": -50.0}
+        for s in range(1, 20)]}))
+    assert main(["fit", str(t)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "preference (DPO)" in err and "SFT" not in err
+    assert "rewards/margins" in err and "--metric" in err
+
+
+def test_what_detection_saw_is_named(tmp_path, capsys):
+    """Where the format is not recognized, or a JSON array holds no per-step objects, the one
+    line says what the file holds."""
+    p = tmp_path / "printed.log"
+    p.write_text("starting\n{'model': 'gpt2', 'lr': 0.001}\n{'model': 'gpt2', 'lr': 0.002}\ndone\n")
+    assert main(["fit", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "printed.log line 2" in err
+    assert "printed Python dicts" in err and "model, lr" in err
+    for text, said in (("[0.1, 0.2, 0.3]\n", "numbers"), ("[]\n", "empty JSON array"),
+                       ('[{"eval_step": 1, "acc": 0.3}]\n', "eval_step, acc")):
+        a = tmp_path / "values.json"
+        a.write_text(text)
+        assert main(["diagnose", str(a)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and said in err, err

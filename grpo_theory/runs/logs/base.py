@@ -42,14 +42,25 @@ class LogFormatError(ParameterError):
         self.allowed = problem
 
 
+#: metrics a preference-optimization trainer (TRL's DPO/IPO/ORPO...) logs: the implicit rewards
+#: of the chosen and the rejected answer, not a reward a GRPO run is trained on
+PREFERENCE_KEYS = ("rewards/chosen", "rewards/rejected", "rewards/margins")
+
+
 class NoRewardMetric(ParameterError):
-    """A log with no metric that plays the reward (an SFT or evaluation-only log, or a reward
-    logged under a name of its own); one line naming the file and its metrics."""
+    """A log with no metric that plays the reward (an SFT or evaluation-only log, a preference
+    (DPO) log, or a reward logged under a name of its own); one line naming the file and its
+    metrics.  ``looks_like`` says which kind of log it seems to be."""
 
     def __init__(self, log):
         avail = ", ".join(log.names[:40]) + (" ..." if len(log.names) > 40 else "")
+        pref = [n for n in log.names if n.endswith(PREFERENCE_KEYS)]
+        self.looks_like = ("a preference (DPO) training log" if pref
+                           else "an SFT or evaluation-only log")
+        why = (f" ({', '.join(pref[:3])}: the implicit rewards of the chosen and the rejected "
+               "answers, not a GRPO reward)" if pref else "")
         ValueError.__init__(self, f"{log.source}: no reward metric among its metrics ({avail}); "
-                                  "an SFT or evaluation-only log? If one of them is the "
+                                  f"{self.looks_like}?{why} If one of them is the "
                                   "reward, give --metric NAME")
         self.name, self.value, self.allowed = "metric", None, "given with --metric"
 

@@ -26,7 +26,8 @@ def _find_step(keys, step_column, path, lineno):
     for name in STEP_NAMES:
         if name in keys:
             return name
-    raise LogFormatError(path, lineno, "no step column (expected one of "
+    shown = ", ".join(list(keys)[:8]) + (" ..." if len(keys) > 8 else "")
+    raise LogFormatError(path, lineno, f"no step column among {shown} (expected one of "
                                        f"{', '.join(STEP_NAMES)}; or give --step-column)")
 
 
@@ -125,7 +126,8 @@ def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
                 raise LogFormatError(path, lineno, f"step {step!r} is not a number") from None
         records.append((float(step), lineno, {rename.get(k, k): v for k, v in flat.items()}))
     if not records:
-        raise LogFormatError(path, None, "no JSON object found")
+        raise LogFormatError(path, None, "an empty JSON array" if text.strip().startswith("[")
+                             else "no JSON object found")
     text_columns: dict = {}
     metrics = records_to_metrics(records, warnings=warnings, source=str(path),
                                  text_columns=text_columns)

@@ -220,10 +220,12 @@ def _iter_json_array(path, text: str, warnings: list):
                 return
             raise LogFormatError(path, exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
         if not isinstance(obj, dict):
-            raise LogFormatError(path, lineno(i), f"element {k} of the JSON array is "
-                                                  f"{type(obj).__name__} {json.dumps(obj)[:40]}, "
-                                                  "not an object: each element must be one "
-                                                  "step's record")
+            kind = ("numbers (one value per step?)" if isinstance(obj, (int, float))
+                    else "arrays (rows without column names?)" if isinstance(obj, list)
+                    else f"{type(obj).__name__} values")
+            raise LogFormatError(path, lineno(i), f"a JSON array of {kind}, not of per-step "
+                                                  f"objects (element {k}: {json.dumps(obj)[:40]}): "
+                                                  'write [{"step": 1, "<metric>": value}, ...]')
         yield lineno(i), obj
         k += 1
         i = _WS.match(text, end).end()
