@@ -14,8 +14,9 @@ def add_log_arguments(parser) -> None:
     from grpo_theory.runs.logs import FORMATS
 
     parser.add_argument("log", metavar="LOG", nargs="?", default=None,
-                        help="log file: TRL trainer_state.json, verl console log or JSONL, W&B CSV "
-                        "export, generic CSV/JSONL with a step column")
+                        help="log file: TRL trainer_state.json or console output, verl console log "
+                        "or JSONL, W&B CSV export, generic CSV/JSONL (or a JSON array of per-step "
+                        "objects) with a step column")
     parser.add_argument("--example", action="store_true",
                         help="use the real verl GRPO log that ships with the package instead of "
                              "LOG (its path is the first word of the output)")

@@ -10,7 +10,7 @@ from grpo_theory.cli.model_options import add_model_options, model_from_options,
 from grpo_theory.results import Result
 
 NAME = "watch"
-HELP = ("Follow a growing training log (TRL, verl, CSV/JSONL) and print each diagnostic "
+HELP = ("Follow a growing training log (TRL state or console, verl, CSV/JSONL) and print each diagnostic "
         "warning the moment it first fires.")
 
 

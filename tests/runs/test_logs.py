@@ -256,3 +256,103 @@ def test_long_csv_one_row_per_metric_is_pivoted(tmp_path):
     assert list(rb) == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8])
     with pytest.raises(ParameterError, match="one of 'a', 'b'"):
         read_log(p, run="c")
+
+
+def test_a_bare_carriage_return_is_a_line_break_in_every_text_reader(tmp_path, capsys):
+    """Tester report A1: a tqdm redraw (`\\r` inside a line) crashed the CSV reader with
+    `_csv.Error: new-line character seen in unquoted field` (a traceback, exit 1). A redraw is
+    its own line, numbered as the file's line it sits on: it parses, or is refused/skipped as
+    the format says; a `\\r\\n` ending is one line end."""
+    cr = tmp_path / "cr.csv"
+    cr.write_bytes(b"step,reward\n1,0.1\n2,0.2\rprogress 3%\n3,0.3\n")
+    with pytest.raises(LogFormatError, match=r"cr.csv line 3: 1 cells, the header has 2"):
+        read_log(cr)
+    assert main(["fit", str(cr)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "cr.csv line 3" in err
+    ok = tmp_path / "ok.csv"
+    ok.write_bytes(b"step,reward\r\n1,0.1\r2,0.2\r\n3,0.3\r\n")
+    assert list(read_log(ok).series("reward")[1]) == [0.1, 0.2, 0.3]
+    j = tmp_path / "log.jsonl"
+    j.write_bytes(b'{"step": 1, "reward": 0.1}\r{"step": 2, "reward": 0.2}\r\n{"step": 3, "reward": 0.3}\n')
+    assert list(read_log(j).series("reward")[0]) == [1, 2, 3]
+    v = tmp_path / "v.log"
+    v.write_bytes(b"step:1 - critic/score/mean:0.5\r 10%|#    | 1/10 [00:01<00:09]\n"
+                  b"step:2 - critic/score/mean:0.6\n")
+    assert list(read_log(v).series("critic/score/mean")[1]) == [0.5, 0.6]
+
+
+def test_a_csv_error_is_a_log_format_error_naming_the_line(tmp_path, capsys):
+    """Whatever the csv module refuses (here a cell above its field size limit) is one line
+    naming the file and line, exit 2, never a traceback."""
+    p = tmp_path / "big.csv"
+    p.write_text("step,reward\n1,0.1\n2," + "9" * 200_000 + "\n3,0.3\n")
+    with pytest.raises(LogFormatError, match=r"big.csv line 3: .*field"):
+        read_log(p)
+    assert main(["diagnose", str(p)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "big.csv line 3" in err
+
+
+def test_duplicated_steps_mean_in_step_order_and_last_value_where_steps_go_back(tmp_path):
+    """Tester report B6: a log with one row per prompt group (4 rows a step, steps in order) kept
+    the last group's value, dropping 3/4 of the data. One rule: where a metric's steps never go
+    back and every step is logged more than once, a step's value is the mean of its rows; where
+    the steps go back (a resumed run rewrites them) the last value logged is kept."""
+    rewards = {s: [0.1 * s, 0.1 * s + 0.2, 0.1 * s + 0.4, 0.1 * s + 0.6] for s in range(6)}
+    grouped = tmp_path / "groups.jsonl"
+    lines = []
+    for s in range(6):
+        lines += [json.dumps({"step": s, "mean_reward": r, "bank": 3}) for r in rewards[s]]
+        if s % 3 == 2:
+            lines.append(json.dumps({"step": s, "val_reward": 0.5}))
+    grouped.write_text("\n".join(lines) + "\n")
+    log = read_log(grouped)
+    steps, r = log.series("mean_reward")
+    assert list(steps) == list(range(6))
+    assert list(r) == pytest.approx([0.1 * s + 0.3 for s in range(6)])
+    assert list(log.series("bank")[1]) == [3] * 6 and list(log.series("val_reward")[0]) == [2, 5]
+    (w,) = log.warnings
+    assert "mean of its rows" in w and "4 rows" in w and "last value" not in w
+
+    # the same rows, but the run restarted: steps 0..5 written, then 0..5 again
+    resumed = tmp_path / "resumed.jsonl"
+    resumed.write_text("\n".join(json.dumps({"step": s, "mean_reward": rewards[s][k]})
+                                 for k in (0, 3) for s in range(6)) + "\n")
+    log = read_log(resumed)
+    assert list(log.series("mean_reward")[1]) == pytest.approx([rewards[s][3] for s in range(6)])
+    (w,) = log.warnings
+    assert "last value" in w and "go back" in w and "line 7" in w and "mean of" not in w
+
+
+def test_a_json_array_of_per_step_objects_is_read_as_jsonl(tmp_path, capsys):
+    """Tester report C14: `[{"step": 1, "mean_reward": 0.3, ...}, ...]` (a script's json.dump of
+    its per-step records) was 'format not recognized'. It is the same data as one object per
+    line, read by the same reader, with the file line of each object in the messages."""
+    recs = [{"step": s, "mean_reward": 0.2 + 0.05 * s - 0.002 * s * s, "tag": "run",
+             "stats": {"kl": 0.001 * s}} for s in range(1, 13)]
+    recs[4]["mean_reward"] = "skipped"
+    arr = tmp_path / "step_stats.json"
+    arr.write_text(json.dumps(recs, indent=2))
+    jl = tmp_path / "step_stats.jsonl"
+    jl.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    assert detect_format(arr) == "jsonl"
+    a, b = read_log(arr), read_log(jl)
+    assert a.format == b.format == "jsonl" and a.names == b.names == ["mean_reward", "stats/kl"]
+    for name in a.names:
+        assert a.series(name)[0].tolist() == b.series(name)[0].tolist()
+        assert a.series(name)[1].tolist() == b.series(name)[1].tolist()
+    assert a.text_columns.keys() == {"tag"}
+    (w,) = a.warnings                                 # the line the 5th object starts on
+    fifth = [i for i, line in enumerate(arr.read_text().split("\n"), 1) if line == "  {"][4]
+    assert "1 of 12" in w and f"line {fifth}:" in w
+    assert main(["fit", str(arr), "--models", "exponential"]) == 0
+    assert "11 points" in capsys.readouterr().out     # the text value is no point
+    bad = tmp_path / "bad.json"
+    bad.write_text('[\n {"step": 1, "reward": 0.1},\n {"step": 2 "reward": 0.2},\n {"step": 3}\n]\n')
+    with pytest.raises(LogFormatError, match=r"bad.json line 3: not valid JSON"):
+        read_log(bad)
+    cut = tmp_path / "cut.json"                       # written while being read: a cut-off end
+    cut.write_text('[\n {"step": 1, "reward": 0.1},\n {"step": 2, "reward": 0.2},\n {"step": 3, "rew')
+    log = read_log(cut)
+    assert log.series("reward")[0].tolist() == [1, 2] and any("line 4" in w for w in log.warnings)

@@ -100,14 +100,49 @@ def test_a_log_without_a_reward_says_so_in_words(tmp_path, capsys):
     assert "SFT" in capsys.readouterr().out
 
 
-def test_a_trl_console_log_is_named_and_the_right_file_suggested(tmp_path, capsys):
+def test_a_trl_console_log_is_read_with_counted_steps(tmp_path, capsys):
     """Newcomer pass: a TRL run's console output (printed dicts, as in JuncyLu/trl_DAPO's
-    training logs) was 'format not recognized ... give --format', though no format fits."""
+    training logs) was 'format not recognized'; it was then refused by name; it is now read
+    (tests/runs/test_logs_console.py), its steps counted where nothing says them."""
     p = tmp_path / "train.log"
     p.write_text("Loading checkpoint shards: 100%\n  2%|2   | 1/43 [01:40<1:10:29]\n"
                  "{'loss': -0.0447, 'grad_norm': 0.30, 'reward': 1.875, 'epoch': 0.23}\n"
                  "{'loss': -0.0078, 'grad_norm': 0.0, 'reward': 0.49, 'epoch': 0.47}\n")
+    log = read_log(p)
+    assert log.format == "trl-console" and log.series("reward")[0].tolist() == [1, 2]
+    assert any("log calls" in w for w in log.warnings)
+    assert main(["fit", str(p)]) == 2                   # two points: too few to fit, one line
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "reward has 2" in err
+
+
+def test_a_dpo_log_is_named_a_preference_log(tmp_path, capsys):
+    """Tester report C14: a TRL DPO trainer_state (rewards/chosen, rewards/rejected,
+    rewards/margins) was asked whether it is 'an SFT or evaluation-only log'."""
+    t = tmp_path / "trainer_state.json"
+    t.write_text(json.dumps({"log_history": [
+        {"step": s, "loss": 0.69 - 0.01 * s, "rewards/chosen": 0.01 * s, "rewards/rejected": -0.01 * s,
+         "rewards/margins": 0.02 * s, "rewards/accuracies": 0.5, "logps/chosen": -50.0}
+        for s in range(1, 20)]}))
+    assert main(["fit", str(t)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "preference (DPO)" in err and "SFT" not in err
+    assert "rewards/margins" in err and "--metric" in err
+
+
+def test_what_detection_saw_is_named(tmp_path, capsys):
+    """Where the format is not recognized, or a JSON array holds no per-step objects, the one
+    line says what the file holds."""
+    p = tmp_path / "printed.log"
+    p.write_text("starting\n{'model': 'gpt2', 'lr': 0.001}\n{'model': 'gpt2', 'lr': 0.002}\ndone\n")
     assert main(["fit", str(p)]) == 2
     err = capsys.readouterr().err
-    assert "line 3" in err and "console log" in err and "trainer_state.json" in err
-    assert "give --format" not in err
+    assert len(err.strip().splitlines()) == 1 and "printed.log line 2" in err
+    assert "printed Python dicts" in err and "model, lr" in err
+    for text, said in (("[0.1, 0.2, 0.3]\n", "numbers"), ("[]\n", "empty JSON array"),
+                       ('[{"eval_step": 1, "acc": 0.3}]\n', "eval_step, acc")):
+        a = tmp_path / "values.json"
+        a.write_text(text)
+        assert main(["diagnose", str(a)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and said in err, err

@@ -2,14 +2,16 @@
 
 Formats (auto-detected from the content, or forced with ``format=``):
 
-=============  ==============================================================
-``trl``        TRL ``trainer_state.json`` (``log_history``)
-``verl``       verl console log (``step:N - key:value - ...`` lines)
-``verl-jsonl`` verl JSONL file logger (``{"step": N, "data": {...}}``)
-``wandb``      W&B CSV export (``Step``, ``<run> - <metric>`` columns)
-``csv``        generic CSV with a step column
-``jsonl``      generic JSONL with a step key
-=============  ==============================================================
+===============  ============================================================
+``trl``          TRL ``trainer_state.json`` (``log_history``)
+``trl-console``  TRL/transformers console output (the dicts ``Trainer.log`` prints)
+``verl``         verl console log (``step:N - key:value - ...`` lines)
+``verl-jsonl``   verl JSONL file logger (``{"step": N, "data": {...}}``)
+``wandb``        W&B CSV export (``Step``, ``<run> - <metric>`` columns)
+``csv``          generic CSV with a step column
+``jsonl``        generic JSONL with a step key (or a JSON array of such objects)
+``tensorboard``  TensorBoard event files (optional extra)
+===============  ============================================================
 
 Malformed files raise :class:`LogFormatError` (a
 :class:`~grpo_theory.validate.ParameterError`) naming the file and line; what
@@ -23,20 +25,21 @@ import dataclasses
 import gzip
 import json
 import os
+import re
 
 import numpy as np
 
 from grpo_theory.validate import ParameterError, check_choice
-from grpo_theory.runs.logs.base import ROLES, LogFormatError, TrainingLog, records_to_metrics
+from grpo_theory.runs.logs.base import ROLES, LogFormatError, TrainingLog, records_to_metrics, text_lines
 from grpo_theory.runs.logs.generic import read_csv, read_jsonl
-from grpo_theory.runs.logs.trl import read_trl
+from grpo_theory.runs.logs.trl import console_dicts, read_trl, read_trl_console
 from grpo_theory.runs.logs.verl import STEP_LINE, parse_overrides, read_verl_console, read_verl_jsonl
 from grpo_theory.runs.logs.wandb import is_wandb_header, read_wandb_csv
 
 __all__ = ["FORMATS", "LogFormatError", "ROLES", "TrainingLog", "detect_format", "from_simulation",
            "parse_overrides", "read_log", "records_to_metrics"]
 
-FORMATS = ("trl", "verl", "verl-jsonl", "wandb", "csv", "jsonl", "tensorboard")
+FORMATS = ("trl", "trl-console", "verl", "verl-jsonl", "wandb", "csv", "jsonl", "tensorboard")
 
 
 def trainer_state_path(folder) -> str:
@@ -72,19 +75,25 @@ def _read_text(path) -> str:
         raise LogFormatError(path, None, f"cannot be read ({exc})") from None
 
 
+#: a line that opens like a printed dict (``{'loss': ...``), at a line start or after a ``\r``
+_DICT_LINE = re.compile(r"(?:^|[\r\n])[ \t]*\{'")
+
+
 def detect_format(path, text: str | None = None) -> str:
     """Guess the format from the content (extension only breaks ties)."""
     if text is None:
         text = _read_text(path)
     head = text.lstrip()[:200000]
     name = os.fspath(path).lower().removesuffix(".gz")
-    if head.startswith("{"):
-        first_line = head.split("\n", 1)[0].strip()
+    lines = text_lines(head)
+    first_line = lines[0][1]
+    if head.startswith("{") and not first_line.lstrip().startswith("{'"):
         try:
-            first = json.loads(first_line)
+            first = json.loads(first_line.strip())
         except json.JSONDecodeError:
             first = None
-        if isinstance(first, dict) and "\n" in head.strip() and not name.endswith(".json"):
+        several = any(line.strip() for _, line in lines[1:])
+        if isinstance(first, dict) and several and not name.endswith(".json"):
             if isinstance(first.get("data"), dict) and "step" in first:
                 return "verl-jsonl"
             return "jsonl"
@@ -95,28 +104,49 @@ def detect_format(path, text: str | None = None) -> str:
                 return "verl-jsonl"
             return "jsonl"
         return "trl"
-    for line in head.split("\n")[:5000]:
+    array = _json_array_format(head) if head.startswith("[") else None
+    if array:
+        return array
+    for _, line in lines[:5000]:
         if STEP_LINE.search(line):
             return "verl"
-    first_line = head.split("\n", 1)[0]
+    seen = console_dicts(text) if _DICT_LINE.search(text) else []
+    if any(kind in ("train", "eval", "summary") for _, kind, _ in seen):
+        return "trl-console"
     if "," in first_line or name.endswith(".csv"):
         import csv
-        import io
-        header = next(csv.reader(io.StringIO(first_line)), [])
-        return "wandb" if is_wandb_header([h.strip() for h in header]) else "csv"
-    import re
 
-    printed = re.search(r"^\s*\{'(?:loss|reward|train_loss|eval_loss)': .*'epoch': [0-9.]+\}\s*$",
-                        head, re.MULTILINE)
-    if printed:
-        line = head[:printed.start()].count("\n") + 1
-        raise LogFormatError(path, line, "a TRL/transformers console log (the trainer's printed "
-                                         "dicts carry no step): read the run's "
-                                         "checkpoint-N/trainer_state.json, or its TensorBoard or "
-                                         "W&B logs, instead")
-    raise LogFormatError(path, 1, "format not recognized (expected TRL trainer_state.json, a verl "
-                                  "console log, verl/generic JSONL, a W&B/generic CSV or a "
+        header = next(csv.reader([first_line]), [])
+        return "wandb" if is_wandb_header([h.strip() for h in header]) else "csv"
+    dicts = [(ln, d) for ln, kind, d in seen if kind in ("other", "unreadable")]
+    if dicts:
+        ln, d = dicts[0]
+        what = ("keys " + ", ".join(list(d)[:4])) if isinstance(d, dict) else repr(d[:50])
+        raise LogFormatError(path, ln, f"format not recognized: {len(dicts)} line(s) look like "
+                                       f"printed Python dicts ({what}), but none is a "
+                                       "transformers/TRL Trainer.log entry (a dict with an "
+                                       "'epoch' and the logged metrics)")
+    raise LogFormatError(path, 1, "format not recognized (expected TRL trainer_state.json or "
+                                  "console output, a verl console log, verl/generic JSONL or a "
+                                  "JSON array of per-step objects, a W&B/generic CSV or a "
                                   "TensorBoard event file)")
+
+
+def _json_array_format(head: str) -> str | None:
+    """``jsonl`` (or ``verl-jsonl``) for a JSON array, read like JSONL (the reader names an
+    element that is not a step's record); ``None`` for text that opens with ``[`` and is no JSON
+    (``[INFO] ...``, ``[rank0]: ...``)."""
+    body = head[head.index("[") + 1:]
+    start = len(body) - len(body.lstrip())
+    if body[start:start + 1] == "]":
+        return "jsonl"                                       # an empty array: said by the reader
+    try:
+        first, _ = json.JSONDecoder().raw_decode(body, start)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(first, dict) and isinstance(first.get("data"), dict) and "step" in first:
+        return "verl-jsonl"
+    return "jsonl"
 
 
 def read_log(path, format: str | None = None, *, run: str | None = None,
@@ -154,6 +184,8 @@ def read_log(path, format: str | None = None, *, run: str | None = None,
         raise ParameterError("run", run, f"omitted: the {format} format holds a single run")
     if format == "trl":
         log = read_trl(p, text)
+    elif format == "trl-console":
+        log = read_trl_console(p, text)
     elif format == "verl":
         log = read_verl_console(p, text)
     elif format == "verl-jsonl":

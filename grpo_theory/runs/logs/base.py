@@ -13,7 +13,6 @@ verifier reward, i.e. a success probability).
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ import numpy as np
 
 from grpo_theory.validate import ParameterError
 
-__all__ = ["LogFormatError", "TrainingLog", "ROLES", "records_to_metrics"]
+__all__ = ["LogFormatError", "TrainingLog", "ROLES", "records_to_metrics", "text_lines"]
 
 
 class LogFormatError(ParameterError):
@@ -43,14 +42,25 @@ class LogFormatError(ParameterError):
         self.allowed = problem
 
 
+#: metrics a preference-optimization trainer (TRL's DPO/IPO/ORPO...) logs: the implicit rewards
+#: of the chosen and the rejected answer, not a reward a GRPO run is trained on
+PREFERENCE_KEYS = ("rewards/chosen", "rewards/rejected", "rewards/margins")
+
+
 class NoRewardMetric(ParameterError):
-    """A log with no metric that plays the reward (an SFT or evaluation-only log, or a reward
-    logged under a name of its own); one line naming the file and its metrics."""
+    """A log with no metric that plays the reward (an SFT or evaluation-only log, a preference
+    (DPO) log, or a reward logged under a name of its own); one line naming the file and its
+    metrics.  ``looks_like`` says which kind of log it seems to be."""
 
     def __init__(self, log):
         avail = ", ".join(log.names[:40]) + (" ..." if len(log.names) > 40 else "")
+        pref = [n for n in log.names if n.endswith(PREFERENCE_KEYS)]
+        self.looks_like = ("a preference (DPO) training log" if pref
+                           else "an SFT or evaluation-only log")
+        why = (f" ({', '.join(pref[:3])}: the implicit rewards of the chosen and the rejected "
+               "answers, not a GRPO reward)" if pref else "")
         ValueError.__init__(self, f"{log.source}: no reward metric among its metrics ({avail}); "
-                                  "an SFT or evaluation-only log? If one of them is the "
+                                  f"{self.looks_like}?{why} If one of them is the "
                                   "reward, give --metric NAME")
         self.name, self.value, self.allowed = "metric", None, "given with --metric"
 
@@ -208,23 +218,36 @@ def _where(line) -> str:
     return f"line {line}" if isinstance(line, int) else str(line)
 
 
+def _steps_text(steps) -> str:
+    return ", ".join(str(int(s)) if float(s).is_integer() else str(s) for s in steps)
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
 def records_to_metrics(records, *, warnings: list, source: str = "<log>",
                        text_columns: dict | None = None):
     """Turn ``[(step, line, {name: value})]`` into the metrics dict of :class:`TrainingLog`.
 
-    Each metric keeps, for each step, the *last* value logged (a restarted or
-    resumed run logs the same step twice); every such duplicate is counted and
-    reported once per metric in ``warnings``.  Text where a number belongs is never
+    A step logged more than once with different values (the same value again is no conflict:
+    TRL's train-end entry repeats the epoch) follows one rule, per metric, reported in
+    ``warnings``: where the metric's steps never go back and every step (but a last one still
+    being written) is logged more than once -- one row per micro-batch or prompt group -- a
+    step's value is the mean of its rows (NaN rows left out); otherwise -- the steps go back, as
+    a resumed or restarted run logs them again, or a step repeats here and there -- the *last*
+    value logged is kept.  Text where a number belongs is never
     dropped silently: a column with numbers *and* text keeps its numbers, and one warning
     says how many rows were dropped and where the first is (``line`` is the file's line
     number, or a description such as ``"log_history entry 7"``); a column with text only
     (run names, tags) is not a metric, and is recorded in ``text_columns`` (name ->
     ``(line, first value)``) so that asking for it as a metric can say why it is not one.
     """
-    per: dict[str, dict[float, float]] = {}
-    dup: dict[str, list] = {}
+    rows: dict[str, list] = {}           # name -> [(step, value, record index)], file order
     text: dict[str, list] = {}           # name -> [count, first line, first value]
-    for step, line, values in records:
+    lines = []
+    for idx, (step, line, values) in enumerate(records):
+        lines.append(line)
         for name, raw in values.items():
             v = _to_float(raw)
             if v is None:
@@ -232,55 +255,114 @@ def records_to_metrics(records, *, warnings: list, source: str = "<log>",
                     t = text.setdefault(name, [0, line, raw.strip()])
                     t[0] += 1
                 continue
-            d = per.setdefault(name, {})
-            # the same value again is no conflict (TRL's train-end entry repeats the epoch)
-            if step in d and not (d[step] == v or (math.isnan(d[step]) and math.isnan(v))):
-                dup.setdefault(name, []).append(step)
-            d[step] = v
-    if dup:
-        n_steps = len({s for v in dup.values() for s in v})
-        examples = sorted({s for v in dup.values() for s in v})[:5]
-        warnings.append(f"{source}: {n_steps} duplicated step(s) (e.g. "
-                        f"{', '.join(str(int(s)) if float(s).is_integer() else str(s) for s in examples)}); "
-                        f"kept the last value logged for each")
+            rows.setdefault(name, []).append((step, v, idx))
+    metrics = {}
+    last_kept: set = set()               # steps whose conflicting values were decided by "last"
+    back_at = None                       # first record at which a metric's steps go back
+    averaged: dict[str, tuple] = {}      # name -> (fewest, most rows a step)
+    for name, seq in rows.items():
+        by_step: dict[float, list] = {}
+        for step, v, _ in seq:
+            by_step.setdefault(step, []).append(v)
+        steps = sorted(by_step)
+        back = next((b[2] for a, b in zip(seq, seq[1:]) if b[0] < a[0]), None)
+        conflict = [st for st in steps if any(not _same(v, by_step[st][0]) for v in by_step[st])]
+        grouped = back is None and all(len(by_step[st]) > 1 for st in steps[:-1])
+        if grouped:
+            vals = []
+            for st in steps:
+                finite = [v for v in by_step[st] if math.isfinite(v)]
+                vals.append(math.fsum(finite) / len(finite) if finite else math.nan)
+            if conflict:
+                counts = [len(by_step[st]) for st in steps]
+                averaged[name] = (min(counts), max(counts))
+        else:
+            vals = [by_step[st][-1] for st in steps]
+            last_kept.update(conflict)
+            if conflict and back is not None and (back_at is None or back < back_at):
+                back_at = back
+        metrics[name] = (np.array(steps, dtype=float), np.array(vals, dtype=float))
+    if averaged:
+        lo = min(c[0] for c in averaged.values())
+        hi = max(c[1] for c in averaged.values())
+        names = sorted(averaged)
+        per_step = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        warnings.append(f"{source}: every step is logged several times, in step order ({per_step} "
+                        "rows a step: one row per micro-batch or prompt group?); a step's value "
+                        f"is the mean of its rows ({', '.join(names[:5])}"
+                        f"{' ...' if len(names) > 5 else ''})")
+    if last_kept:
+        why = ("" if back_at is None else
+               f"; the steps go back at {_where(lines[back_at])} (a resumed or restarted run "
+               "logs them again)")
+        warnings.append(f"{source}: {len(last_kept)} duplicated step(s) (e.g. "
+                        f"{_steps_text(sorted(last_kept)[:5])}){why}: kept the last value "
+                        "logged for each")
     for name, (count, line, first) in text.items():
-        if name in per:
-            n = count + len(per[name])
+        if name in metrics:
+            n = count + len(rows[name])
             warnings.append(f"{source}: {name}: {count} of {n} values are text, not numbers, and "
                             f"were dropped (first at {_where(line)}: {first!r})")
         elif text_columns is not None:
             text_columns[name] = (line, first)
-    metrics = {}
-    for name, d in per.items():
-        steps = np.array(sorted(d), dtype=float)
-        vals = np.array([d[s] for s in steps], dtype=float)
-        metrics[name] = (steps, vals)
     return metrics
 
 
-def csv_rows(path, text: str | None = None) -> list[list[str]]:
+def text_lines(text: str) -> list[tuple[int, str]]:
+    """``(lineno, line)`` for each line of a text log.
+
+    Lines end at ``\n`` (a ``\r\n`` ending is one line end); a bare ``\r`` inside a line (a
+    tqdm progress bar redrawn in place, as every TRL/tqdm console log has) also ends a line,
+    and what follows it is a line of its own that keeps the number of the file's line it sits
+    on (``grep -n``'s and an editor's numbering), so messages name the line a user can find."""
+    out = []
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if line.endswith("\r"):
+            line = line[:-1]
+        out.extend((lineno, part) for part in line.split("\r"))
+    return out
+
+
+def csv_rows(path, text: str | None = None) -> tuple[list[list[str]], list[int]]:
     """The parsed rows of a CSV file (``text`` if given, else the file; a UTF-8 BOM is
-    dropped); an empty file is a :class:`LogFormatError` at line 1."""
+    dropped) and the file line each row starts on.  A bare ``\r`` ends a row (see
+    :func:`text_lines`); whatever the csv module refuses is a :class:`LogFormatError` naming
+    the line, as is an empty file (at line 1)."""
     if text is None:
         with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
             text = fh.read()
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows:
+    lines = text_lines(text)
+    reader = csv.reader(part + "\n" for _, part in lines)
+    rows: list[list[str]] = []
+    starts: list[int] = []
+    while True:
+        start = reader.line_num
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            lineno = lines[min(max(reader.line_num, 1), len(lines)) - 1][0]
+            raise LogFormatError(path, lineno, f"not readable as CSV ({exc})") from None
+        rows.append(row)
+        starts.append(lines[start][0])
+    if not rows or not any(c.strip() for row in rows for c in row):
         raise LogFormatError(path, 1, "empty CSV file")
-    return rows
+    return rows, starts
 
 
-def iter_csv_rows(path, rows, step_col: int, warnings: list, step_name: str = "step"):
-    """Yield ``(lineno, step, row)`` for the data rows of a parsed CSV (``rows[0]`` is the header).
+def iter_csv_rows(path, rows, lines, step_col: int, warnings: list, step_name: str = "step"):
+    """Yield ``(lineno, step, row)`` for the data rows of a parsed CSV (``rows[0]`` is the
+    header, ``lines`` the file line of each row, as :func:`csv_rows` returns them).
 
     Blank rows are skipped; a short *last* row (a file cut off while being written) is
     skipped with a note in ``warnings``; any other row whose width differs from the
     header's, or whose step is not a number, raises :class:`LogFormatError` naming the line.
     """
     ncol = len(rows[0])
-    last = len(rows) - 1
+    last = max((i for i, row in enumerate(rows) if any(c.strip() for c in row)), default=0)
     for idx, row in enumerate(rows[1:], start=1):
-        lineno = idx + 1
+        lineno = lines[idx]
         if not any(c.strip() for c in row):
             continue
         if len(row) != ncol:

@@ -26,7 +26,8 @@ def _find_step(keys, step_column, path, lineno):
     for name in STEP_NAMES:
         if name in keys:
             return name
-    raise LogFormatError(path, lineno, "no step column (expected one of "
+    shown = ", ".join(list(keys)[:8]) + (" ..." if len(keys) > 8 else "")
+    raise LogFormatError(path, lineno, f"no step column among {shown} (expected one of "
                                        f"{', '.join(STEP_NAMES)}; or give --step-column)")
 
 
@@ -43,7 +44,7 @@ def read_csv(path, text: str | None = None, *, step_column: str | None = None,
     A long CSV (one row per step and metric, columns ``metric`` and ``value``, e.g.
     ``run_name,metric,step,value``) is read too; with a run column, ``run`` chooses the run
     (default: the first, with a warning when there are several)."""
-    rows = csv_rows(path, text)
+    rows, lines = csv_rows(path, text)
     header = [h.strip() for h in rows[0]]
     rename = dict(rename or {})
     step_name = _find_step(header, step_column, path, 1)
@@ -51,12 +52,12 @@ def read_csv(path, text: str | None = None, *, step_column: str | None = None,
     warnings: list[str] = []
     name_col = next((header.index(c) for c in LONG_NAME if c in header), None)
     if "value" in header and name_col is not None:
-        return _read_long_csv(path, rows, header, step_col, step_name, name_col, rename, run,
-                              warnings)
+        return _read_long_csv(path, rows, lines, header, step_col, step_name, name_col, rename,
+                              run, warnings)
     if run is not None:
         raise ParameterError("run", run, "omitted: this CSV holds a single run")
     records = []
-    for lineno, step, row in iter_csv_rows(path, rows, step_col, warnings, step_name):
+    for lineno, step, row in iter_csv_rows(path, rows, lines, step_col, warnings, step_name):
         values = {}
         for i, h in enumerate(header):
             if i == step_col or not h:
@@ -75,7 +76,7 @@ def read_csv(path, text: str | None = None, *, step_column: str | None = None,
                        text_columns=text_columns)
 
 
-def _read_long_csv(path, rows, header, step_col, step_name, name_col, rename, run, warnings):
+def _read_long_csv(path, rows, lines, header, step_col, step_name, name_col, rename, run, warnings):
     value_col = header.index("value")
     run_col = next((header.index(c) for c in LONG_RUN if c in header), None)
     runs = [] if run_col is None else list(dict.fromkeys(r[run_col].strip() for r in rows[1:]
@@ -88,7 +89,7 @@ def _read_long_csv(path, rows, header, step_col, step_name, name_col, rename, ru
         warnings.append(f"{path}: holds {len(runs)} runs ({', '.join(runs)}); using {chosen!r} "
                         "(choose with --run)")
     records = []
-    for lineno, step, row in iter_csv_rows(path, rows, step_col, warnings, step_name):
+    for lineno, step, row in iter_csv_rows(path, rows, lines, step_col, warnings, step_name):
         if chosen is not None and row[run_col].strip() != chosen:
             continue
         name, cell = row[name_col].strip(), row[value_col].strip()
@@ -106,7 +107,8 @@ def _read_long_csv(path, rows, header, step_col, step_name, name_col, rename, ru
 
 def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
                rename: dict | None = None) -> TrainingLog:
-    """Read a JSONL file of flat objects, one per step (nested dicts are flattened with '/')."""
+    """Read a JSONL file of flat objects, one per step (nested dicts are flattened with '/'); a JSON
+    array of such objects is the same data and is read the same way."""
     if text is None:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
@@ -124,7 +126,8 @@ def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
                 raise LogFormatError(path, lineno, f"step {step!r} is not a number") from None
         records.append((float(step), lineno, {rename.get(k, k): v for k, v in flat.items()}))
     if not records:
-        raise LogFormatError(path, None, "no JSON object lines found")
+        raise LogFormatError(path, None, "an empty JSON array" if text.strip().startswith("[")
+                             else "no JSON object found")
     text_columns: dict = {}
     metrics = records_to_metrics(records, warnings=warnings, source=str(path),
                                  text_columns=text_columns)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 
-from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, _to_float, records_to_metrics
+from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, _to_float, records_to_metrics, text_lines
 
 __all__ = ["read_verl_console", "read_verl_jsonl", "parse_overrides", "STEP_LINE"]
 
@@ -101,7 +101,7 @@ def read_verl_console(path, text: str | None = None) -> TrainingLog:
     if text is None:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
-    lines = text.split("\n")
+    lines = text_lines(text)
     ends_with_newline = text.endswith("\n")
     if ends_with_newline:
         lines = lines[:-1]
@@ -110,14 +110,13 @@ def read_verl_console(path, text: str | None = None) -> TrainingLog:
     header: list[str] = []
     seen_step = False
     last_idx = len(lines) - 1
-    for idx, line in enumerate(lines):
+    for idx, (lineno, line) in enumerate(lines):
         m = STEP_LINE.search(line)
         if not m:
             if not seen_step:
                 header.append(line)
             continue
         seen_step = True
-        lineno = idx + 1
         step = float(m.group(1))
         pairs = m.group(2).rstrip().split(" - ")
         truncated = idx == last_idx and not ends_with_newline
@@ -149,27 +148,87 @@ def read_verl_console(path, text: str | None = None) -> TrainingLog:
 
 
 def iter_jsonl(path, text: str, warnings: list):
-    """Yield ``(lineno, obj)`` for each JSON-object line.
+    """Yield ``(lineno, obj)`` for each JSON-object line (lines as :func:`~.base.text_lines` splits them),
+    or for each object of a JSON array (``[{...}, {...}]``: the same records; ``lineno`` is the line
+    the object starts on).
 
     A broken *last* line (a log cut off while being written) is skipped with a
     note in ``warnings``; any other broken line raises :class:`LogFormatError`.
     """
-    lines = text.split("\n")
-    nonblank = [i for i, line in enumerate(lines) if line.strip()]
+    if text.lstrip().startswith("["):
+        yield from _iter_json_array(path, text, warnings)
+        return
+    lines = text_lines(text)
+    nonblank = [i for i, (_, line) in enumerate(lines) if line.strip()]
     last = nonblank[-1] if nonblank else -1
-    for i, line in enumerate(lines):
+    for i, (lineno, line) in enumerate(lines):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             if i == last:
-                warnings.append(f"{path} line {i + 1}: last line is not complete JSON (cut off); skipped")
+                warnings.append(f"{path} line {lineno}: last line is not complete JSON (cut off); skipped")
                 continue
-            raise LogFormatError(path, i + 1, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+            raise LogFormatError(path, lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
         if not isinstance(obj, dict):
-            raise LogFormatError(path, i + 1, "each line must be a JSON object")
-        yield i + 1, obj
+            raise LogFormatError(path, lineno, "each line must be a JSON object")
+        yield lineno, obj
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _iter_json_array(path, text: str, warnings: list):
+    """The objects of a JSON array, each with the line it starts on (see :func:`iter_jsonl`).
+
+    An array whose end is cut off (no closing ``]``, the last object incomplete) keeps its
+    complete objects, with a note in ``warnings``."""
+    decoder = json.JSONDecoder()
+    closed = text.rstrip().endswith("]")
+    line, counted = 1, 0
+
+    def lineno(pos):
+        nonlocal line, counted
+        line += text.count("\n", counted, pos)
+        counted = pos
+        return line
+
+    i = _WS.match(text, text.index("[") + 1).end()
+    k = 0
+    while True:
+        if i >= len(text):
+            warnings.append(f"{path} line {lineno(i)}: the JSON array is not closed (cut off); "
+                            f"read its {k} complete objects")
+            return
+        if text[i] == "]":
+            rest = _WS.match(text, i + 1).end()
+            if rest < len(text):
+                raise LogFormatError(path, lineno(rest), "text after the end of the JSON array")
+            return
+        if k:
+            if text[i] != ",":
+                raise LogFormatError(path, lineno(i), f"not valid JSON (expected ',' or ']' after "
+                                                      f"object {k} of the array)")
+            i = _WS.match(text, i + 1).end()
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            if not closed and "}" not in text[exc.pos:]:
+                warnings.append(f"{path} line {lineno(i)}: the JSON array is cut off in an "
+                                f"object; read its {k} complete objects")
+                return
+            raise LogFormatError(path, exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            kind = ("numbers (one value per step?)" if isinstance(obj, (int, float))
+                    else "arrays (rows without column names?)" if isinstance(obj, list)
+                    else f"{type(obj).__name__} values")
+            raise LogFormatError(path, lineno(i), f"a JSON array of {kind}, not of per-step "
+                                                  f"objects (element {k}: {json.dumps(obj)[:40]}): "
+                                                  'write [{"step": 1, "<metric>": value}, ...]')
+        yield lineno(i), obj
+        k += 1
+        i = _WS.match(text, end).end()
 
 
 def read_verl_jsonl(path, text: str | None = None) -> TrainingLog:

@@ -31,7 +31,7 @@ def _split(col: str):
 
 def read_wandb_csv(path, text: str | None = None, run: str | None = None) -> TrainingLog:
     """Read one run from a W&B CSV export (``run`` is required when there are several)."""
-    rows = csv_rows(path, text)
+    rows, lines = csv_rows(path, text)
     header = rows[0]
     step_col = next((i for i, h in enumerate(header) if h.strip() in _STEP_NAMES), None)
     if step_col is None:
@@ -56,7 +56,7 @@ def read_wandb_csv(path, text: str | None = None, run: str | None = None) -> Tra
             raise ParameterError("run", run, "one of " + ", ".join(repr(r) for r in runs))
         chosen = run
     records = []
-    for lineno, step, row in iter_csv_rows(path, rows, step_col, warnings, "Step"):
+    for lineno, step, row in iter_csv_rows(path, rows, lines, step_col, warnings, "Step"):
         values = {}
         for i, (r, metric) in cols.items():
             if r != chosen:
