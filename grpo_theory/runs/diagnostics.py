@@ -1005,8 +1005,9 @@ def diagnose(log, reward_metric=None, group_size=None, *, fit=None) -> Diagnosis
         if reward_metric is not None or getattr(exc, "name", None) == "log file":
             raise                     # asked for, or a reward column of text: not an SFT log
         metric = None
-        warnings.append("no reward metric in the log (an SFT or evaluation-only log?): the "
-                        "reward-based checks do not apply")
+        kind = getattr(exc, "looks_like", "an SFT or evaluation-only log")
+        warnings.append(f"no reward metric in the log ({kind}?): the reward-based checks do not "
+                        "apply")
     if metric is not None:
         _, rv = log.series(metric)
         rv = rv[np.isfinite(rv)]

@@ -128,6 +128,9 @@ def test_a_dpo_log_is_named_a_preference_log(tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "preference (DPO)" in err and "SFT" not in err
     assert "rewards/margins" in err and "--metric" in err
+    assert main(["diagnose", str(t)]) == 0                    # diagnose says the same in its warning
+    out = capsys.readouterr().out
+    assert "(a preference (DPO) training log?)" in out and "SFT" not in out
 
 
 def test_what_detection_saw_is_named(tmp_path, capsys):
