@@ -5,8 +5,9 @@ r"""Sphinx directives of the lecture book: the package's records shown where the
   typed), labelled with the record's label (``eq:drift:advantage-sum-std``) so that any
   lecture refers to it with ``{eq}``.  Under it, the named sub-expressions of the displayed
   form (the record's ``where``, as the report prints them): "with $S_1$ from (4.2), where
-  $S_2 = \dots$", so that every symbol of the equation is defined where it is shown.  A record may be shown once in the whole book
-  (Sphinx warns about a label defined twice; the build runs with ``-W``).
+  $S_2 = \dots$", so that every symbol of the equation is defined where it is shown.  A
+  record may be shown once in the whole book (Sphinx warns about a label defined twice; the
+  build runs with ``-W``).
 - ``{proof-logs}`` (the appendix) lists, lecture by lecture, every record the lectures
   show, with its description, assumptions and proof log: how each claim was verified
   (sympy proof, mpmath digits, or a sampled check, said as such).
