@@ -174,8 +174,17 @@ class NotationTableDirective(SphinxDirective):
 
         rows = ["| symbol | meaning |", "|---|---|"]
         for key, (_, meaning) in NOTATION.items():
-            rows.append(f"| {math_label(key)} | {_prose(meaning)} |")
+            rows.append(f"| {_function_notation(math_label(key))} | {_prose(meaning)} |")
         return self.parse_text_to_nodes("\n".join(rows))
+
+
+#: sympy's printed function application, ``x{\left(t \right)}``
+_APPLIED = re.compile(r"\{\\left\(([^{}()]*?) ?\\right\)\}")
+
+
+def _function_notation(tex: str) -> str:
+    r"""A symbol of the table as the text writes it: ``x(t)``, not sympy's ``x{\left(t \right)}``."""
+    return _APPLIED.sub(r"(\1)", tex)
 
 
 class RunningExampleDirective(SphinxDirective):
