@@ -3,8 +3,11 @@ r"""Sphinx directives of the lecture book: the package's records shown where the
 - ``{derived} drift.advantage_sum_std`` shows a derived record of ``grpo_theory`` as a
   numbered equation, rendered by sympy's printer from the record's expression (never
   typed), labelled with the record's label (``eq:drift:advantage-sum-std``) so that any
-  lecture refers to it with ``{eq}``.  A record may be shown once in the whole book
-  (Sphinx warns about a label defined twice; the build runs with ``-W``).
+  lecture refers to it with ``{eq}``.  Under it, the named sub-expressions of the displayed
+  form (the record's ``where``, as the report prints them): "with $S_1$ from (4.2), where
+  $S_2 = \dots$", so that every symbol of the equation is defined where it is shown.  A
+  record may be shown once in the whole book (Sphinx warns about a label defined twice; the
+  build runs with ``-W``).
 - ``{proof-logs}`` (the appendix) lists, lecture by lecture, every record the lectures
   show, with its description, assumptions and proof log: how each claim was verified
   (sympy proof, mpmath digits, or a sampled check, said as such).
@@ -65,7 +68,65 @@ class DerivedDirective(MathDirective):
         self.content = [record.latex()]
         self.arguments = []
         self.options = {"label": record.label}
-        return super().run()
+        out = super().run()
+        where = _where_markdown(record, _shown_records(self.env.srcdir))
+        if where:
+            paragraphs = self.parse_text_to_nodes(where)
+            for node in paragraphs:
+                node["classes"].append("derived-where")
+            out += paragraphs
+        return out
+
+
+#: a definition wider than this (display characters), or one with an integral or a sum, is
+#: shown on its own display line
+_WHERE_INLINE = 30
+
+
+def _shown_records(srcdir) -> set[str]:
+    """The names of the records the lectures show (each with its ``{derived}`` equation)."""
+    names = set()
+    for path in (Path(srcdir) / "lectures").glob("[0-9][0-9]_*.md"):
+        names.update(_DERIVED.findall(path.read_text(encoding="utf-8")))
+    return names
+
+
+def _where_markdown(record, shown: set[str]) -> str:
+    """The named sub-expressions of a record's displayed form, as MyST Markdown under its
+    equation, from the record itself (:meth:`Derived.where_latex`, as the report writes them
+    under an equation): a symbol that is another record shown in the book is referred to by
+    that record's equation number; every other one (a definition of this record, a record
+    the book does not show, a symbol of the notation table) is defined there."""
+    from grpo_theory.render.latex import NOTATION_REF, display_width
+
+    refs, local = {}, []
+    for sym, defn, rec in record.where_latex():
+        if rec and rec != NOTATION_REF and rec in shown and rec != record.name:
+            refs.setdefault(rec, []).append(f"${sym}$")
+        else:
+            local.append((sym, defn))
+    if not (refs or local):
+        return ""
+
+    def joined(items):
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+    parts = [f"{joined(syms)} from {{eq}}`{_record(rec).label}`" for rec, syms in refs.items()]
+
+    def inline(s, t):
+        return display_width(f"{s} = {t}") <= _WHERE_INLINE and not ("\\int" in t or "\\sum" in t)
+
+    short = [f"${s} = {t}$" for s, t in local if inline(s, t)]
+    long = [(s, t) for s, t in local if not inline(s, t)]
+    text = ("with " + joined(parts)) if parts else ""
+    if short:
+        text += (", where " if text else "where ") + joined(short)
+    if long:
+        text += (" and" if short else (", where" if text else "where"))
+        text += "\n\n" + "\n\n".join(f"$${s} = {t}$$" for s, t in long)
+    else:
+        text += "."
+    return text
 
 
 class ProofLogsDirective(SphinxDirective):
@@ -113,8 +174,17 @@ class NotationTableDirective(SphinxDirective):
 
         rows = ["| symbol | meaning |", "|---|---|"]
         for key, (_, meaning) in NOTATION.items():
-            rows.append(f"| {math_label(key)} | {_prose(meaning)} |")
+            rows.append(f"| {_function_notation(math_label(key))} | {_prose(meaning)} |")
         return self.parse_text_to_nodes("\n".join(rows))
+
+
+#: sympy's printed function application, ``x{\left(t \right)}``
+_APPLIED = re.compile(r"\{\\left\(([^{}()]*?) ?\\right\)\}")
+
+
+def _function_notation(tex: str) -> str:
+    r"""A symbol of the table as the text writes it: ``x(t)``, not sympy's ``x{\left(t \right)}``."""
+    return _APPLIED.sub(r"(\1)", tex)
 
 
 class RunningExampleDirective(SphinxDirective):
