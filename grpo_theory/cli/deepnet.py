@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="small sweep: k_max - 1, k_max, k_max + 1 and mu_c +- 0.05 (under a minute)")
     a("--variant", default="dr-grpo-k1",
       help="dr-grpo-k1 (mean advantages, KL in the reward, k1; the theory's case) | "
-           "trl-default (std advantages, clipped ratio, k3 KL in the loss; the negative control)")
+           "trl-default (std advantages, clipped ratio, k3 KL in the loss: TRL's objective with "
+           "beta > 0, TRL's own default being beta = 0; the negative control)")
     a("--refresh-intervals", type=number, nargs="+", default=None,
       help="refresh intervals k to test (default: around the exact k_max)")
     add_model_options(parser, ("optimizer", "lag"), fields=EXPERIMENT_FIELDS,

@@ -13,7 +13,7 @@ from grpo_theory.simulation import simulate
 from grpo_theory.theory.collapse import collapse_risk
 
 #: std advantages, exact KL beta = 0.7, G = 8, on-policy SGD eta = 0.5: p* ~ 0.908, and the
-#: degenerate level 1/(10G) = 0.0125 is a shallow basin depth (~4 noise temperatures) away.
+#: degenerate level 1/(10G) = 0.0125 is a shallow basin depth (~4: the barrier of phi, the integral of drift over diffusion) away.
 COLLAPSE_MODEL = GRPOModel(p_ref=0.3, normalization="std", kl="exact", kl_coef=0.7,
                            group_size=8, adv_eps=1e-4, learning_rate=0.5, momentum=0.0,
                            refresh_interval=1)
@@ -55,7 +55,7 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
     notes = [(rf"$G = {model.group_size}$, $\eta = {model.learning_rate}$, "
               rf"$\beta = {model.kl_coef}$, $k = {model.refresh_interval}$ ({model.reuse}): "
               f"$p^{{*}} = {risk.p_star:.4f}$, degenerate level {d:.4g}, basin depth "
-              f"{risk.basin_depth:.3g} noise temperatures, mean first passage "
+              f"{risk.basin_depth:.3g} (barrier of drift over diffusion), mean first passage "
               f"{risk.mean_first_passage_steps:.4g} steps"),
              (f"probability of a collapse by step {steps}: first-passage model {pred:.4f}, "
               f"simulation {measured:.4f} ({hit.sum()} of {R} runs)")]

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ar1", "ar2", "ar_multiplier", "jackknife", "overshoot"]
+__all__ = ["ar1", "ar2", "ar_multiplier", "jackknife", "observed_k_max_range", "observed_k_max_words",
+           "overshoot"]
 
 
 def _finite_rows(series):
@@ -110,3 +111,46 @@ def predicted_overshoot(a, mu, steps):
         x = x + v
         lo = min(lo, x)
     return max(0.0, -lo)
+
+
+def observed_k_max_range(rows):
+    """The observed largest stable k with its one-SE uncertainty: ``(low, high)``.
+
+    A k is *resolved* stable where its multiplier plus one SE is below 1, resolved unstable
+    where the multiplier minus one SE is above 1, and unresolved otherwise.  ``low`` is the
+    largest k of the run of resolved-stable k from the smallest (``None`` where the smallest k
+    tried is not resolved stable), ``high`` the k before the first resolved-unstable one;
+    ``low < high`` where the sweep cannot tell the k between apart (the point verdicts of
+    :func:`grpo_theory.lab.experiments.observed_k_max` fall in between).  ``rows``: objects or dicts with ``k``,
+    ``multiplier``, ``se``.  ``(None, None)`` where no k is resolved unstable."""
+    get = (lambda r, key: r[key]) if rows and isinstance(rows[0], dict) else getattr
+    low = high = None
+    resolved_so_far = True
+    for r in sorted(rows, key=lambda r: get(r, "k")):
+        k, m, se = get(r, "k"), get(r, "multiplier"), get(r, "se")
+        if not (np.isfinite(m) and np.isfinite(se)):
+            break
+        if m - se > 1:
+            high = k - 1
+            break
+        if resolved_so_far and m + se < 1:
+            low = k
+        else:
+            resolved_so_far = False
+    if high is None or (low is not None and low > high):
+        return None, None
+    return low, high
+
+
+def observed_k_max_words(k_point, k_range) -> str:
+    """The observed k_max in words: the point verdict, or the range with the k the standard
+    errors leave open marked *unresolved* (its multiplier within one SE of 1), e.g.
+    ``"6-7 (7 unresolved)"``, ``"<= 7 (7 unresolved)"``."""
+    lo, hi = k_range
+    if hi is None:
+        return "-" if k_point is None else str(k_point)
+    if lo == hi:
+        return str(lo)
+    start = hi if lo is None else lo + 1
+    open_ = str(hi) if start == hi else f"{start}-{hi}"
+    return (f"<= {hi}" if lo is None else f"{lo}-{hi}") + f" ({open_} unresolved)"

@@ -27,9 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_theory.deepnet.analysis import ar1, ar_multiplier, overshoot, predicted_overshoot
+from grpo_theory.deepnet.analysis import (ar1, ar_multiplier, observed_k_max_range, overshoot,
+                                          predicted_overshoot)
 from grpo_theory.deepnet.results import TransitionRow
 from grpo_theory.validate import ParameterError, check_int, check_real
+
 
 from . import _theory as th
 from .engine import Lab, RunSpec
@@ -179,6 +181,11 @@ class Sweep:
     windows: int
     seconds: float
     notes: tuple = ()
+
+    @property
+    def k_max_observed_range(self) -> tuple:
+        """:func:`observed_k_max_range` of the sweep: the k the multipliers resolve."""
+        return observed_k_max_range(list(self.per_k))
 
     @property
     def agrees(self) -> bool | None:

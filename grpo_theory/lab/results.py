@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grpo_theory.deepnet.analysis import observed_k_max_words
 from grpo_theory.results import Result
 from grpo_theory.results import table_cell as _f, jsonable
 
 __all__ = ["LabResult"]
-
-
 
 
 def _sweep_dict(s) -> dict:
@@ -19,6 +18,7 @@ def _sweep_dict(s) -> dict:
                     "misclassified", "windows", "clip_fraction", "multiplier_all", "se_all",
                     "bandit_first", "bandit_all")} for r in s.per_k]
     d["agrees"] = s.agrees
+    d["k_max_observed_range"] = list(s.k_max_observed_range)
     return d
 
 
@@ -112,7 +112,9 @@ class LabResult(Result):
         for sw in self.sweeps + ((self.unsafe,) if self.unsafe is not None else ()):
             L.append("")
             kp = "none (every k stable)" if sw.k_max_predicted is None else sw.k_max_predicted
-            ko = (sw.k_max_observed if sw.k_max_observed is not None
+            rng = sw.k_max_observed_range
+            ko = (observed_k_max_words(sw.k_max_observed, rng) if rng[1] is not None
+                  else sw.k_max_observed if sw.k_max_observed is not None
                   else f"- ({sw.k_max_observed_note})")
             L.append(f"{sw.name}: eta K = {sw.eta_K:.4f}, lr = {sw.learning_rate:.4g}, "
                      f"epsilon = {sw.epsilon:g}; k_max exact {kp}, published rule "

@@ -15,6 +15,7 @@ import json
 import re
 from pathlib import Path
 
+from grpo_theory.deepnet.analysis import observed_k_max_range
 from grpo_theory.render.notation import latex_of
 
 __all__ = ["LAB_RESULTS", "LAB_PARTS", "lab_data", "lab_summary", "lab_section", "lab_markdown"]
@@ -62,8 +63,15 @@ def _setting(s: dict) -> str:
 
 
 def _observed(s: dict) -> tuple[object, str]:
-    """The observed largest stable k of a sweep: ``(value or None, words)``."""
+    """The observed largest stable k of a sweep: ``(value or None, words)``; the words give the
+    k the multipliers' standard errors leave open (:func:`~grpo_theory.deepnet.analysis.
+    observed_k_max_range`)."""
     ks = [r["k"] for r in s["per_k"]]
+    lo, hi = observed_k_max_range(s["per_k"])
+    if hi is not None and lo != hi:
+        open_ = f"${hi}$" if lo is None or hi == lo + 1 else f"${lo + 1}$ to ${hi}$"
+        return s.get("k_max_observed"), ((f"${lo}$ to ${hi}$" if lo is not None else f"at most ${hi}$")
+                                         + f" ({open_} within one standard error of multiplier $1$)")
     if s.get("k_max_observed") is not None:
         return s["k_max_observed"], f"${s['k_max_observed']}$"
     if all(r["stable_observed"] for r in s["per_k"]):
@@ -91,6 +99,7 @@ def lab_summary(data: dict) -> dict:
         spread = re.search(r"range ([\d.]+)\s*-\s*([\d.]+)", " ".join(s.get("notes") or []))
         rows.append({"setting": _setting(s), "eta_K": s["eta_K"], "exact": s["k_max_predicted"],
                      "published": s["k_max_published"], "observed": value, "observed_words": words,
+                     "observed_range": observed_k_max_range(s["per_k"]),
                      "agrees": s.get("agrees"), "clip": s["epsilon"] < 1,
                      "adam": "adam" in s["name"].lower(),
                      "kernel_spread": [float(x) for x in spread.groups()] if spread else None})
@@ -205,8 +214,11 @@ def lab_section(s: dict) -> tuple[str, str]:
              ">{\\raggedright\\arraybackslash}p{0.22\\textwidth}}\n"
              f"setting & {_m('a')} & exact {_m('k_max')} & published & observed \\\\ \\hline\n"
              + "\n".join(rows) + "\n\\end{tabular}\\end{center}\n")
-    agree = [r for r in s["sweeps"] if r["observed"] is not None and r["observed"] == r["exact"]
-             and not r["clip"]]
+    agree = [r for r in s["sweeps"] if r["observed"] is not None and r["exact"] is not None
+             and not r["clip"] and (r["observed"] == r["exact"] or (
+                 r["observed_range"][1] is not None
+                 and (r["observed_range"][0] or 0) <= r["exact"] <= r["observed_range"][1]))]
+    exact_point = sum(r["observed_range"] == (r["exact"], r["exact"]) for r in agree)
     ad = next((r for r in s["sweeps"] if r["adam"]), None)
     clip = next((r for r in s["sweeps"] if r["clip"]), None)
     refresh = (
@@ -217,8 +229,10 @@ def lab_section(s: dict) -> tuple[str, str]:
         f"{_m('k')} of the exact (L2) window map at the measured stiffness, published the largest "
         f"{_m('k')} the first-order rule $\\eta K k < 1 - \\mu$ allows, observed the largest stable "
         f"{_m('k')} on the engine:\n\n" + table
-        + (f"The observed threshold equals the exact one in {len(agree)} settings without the clip, "
-           "where the published rule is conservative by a factor of "
+        + (f"The observed threshold is the exact one in {len(agree)} settings without the clip "
+           + (f"(in {len(agree) - exact_point} of them the standard errors also leave the next "
+              f"{_m('k')} open) " if exact_point < len(agree) else "")
+           + "where the published rule is conservative by a factor of "
            f"${min(r['exact'] / r['published'] for r in agree):.0f}$ to "
            f"${max(r['exact'] / r['published'] for r in agree):.0f}$ in {_m('k')}. " if agree else "")
         + ("In the last row the fresh part of the stiffness is negative and the published rule "

@@ -604,7 +604,8 @@ def _format(res: Comparison) -> str:
     if isinstance(a, GroupSizeAnalysis):
         if a.chi2 is not None:
             lines.append(f"invariance of the mean trajectory: chi2 = {a.chi2:.1f} on {a.chi2_dof} dof "
-                         f"({a.n_blocks} blocks of {a.block_points} points), p = {a.p_value:.3g} -> "
+                         f"({a.n_blocks} blocks of {a.block_points} points), p-value "
+                         + ("< 0.001" if a.p_value < 1e-3 else f"{a.p_value:.3g}") + " -> "
                          + ("consistent with G-invariance" if a.invariant else
                             "the mean trajectories differ beyond their noise"))
         if a.exponent is not None:

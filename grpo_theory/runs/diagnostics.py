@@ -890,6 +890,7 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
              f"(noise sd {noise:.3g}; collapse = rise and fall > 4 sd, fall > half the rise)"]
     parts.append(f"floor test: start {start:.3g} (median of the first 3 points) -> end {end:.3g} "
                  "(the smoothed curve's last 5 %)" + (" (fell to the floor)" if to_floor else ""))
+    collapse_parts = list(parts)       # the reward-collapse tests: what `collapse` reports
     parts.append(f"L3 fit damping ratio zeta = {zeta:.3g} ({regime})" if zeta is not None
                  else regime)
     parts.append("fluctuation sd late/mid = " + (f"{growth:.2f} (F-test p = {growth_p:.2g})"
@@ -900,6 +901,7 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
                      + ", ".join(f"{k} at step {v:g}" for k, v in spikes.items()))
     if diverging:
         parts.append("diverging before (or without) a reward fall: " + "; ".join(div["reasons"]))
+        collapse_parts.append(parts[-1])
     if alt:
         parts.append("sign flips: " + ", ".join(
             f"{n_} every {a['lag']} points, V = {a['ratio']:.3g} (|lambda| ~ "
@@ -912,7 +914,8 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
                    fluctuation_growth=growth, rise=rise, drop_from_peak=drop,
                    oscillating=oscillating, growing=growing, collapsed=bool(collapse),
                    diverging=diverging, alternating=bool(flipping),
-                   alternation={n_: a for n_, a in alt.items()}, spikes=spikes)
+                   alternation={n_: a for n_, a in alt.items()}, spikes=spikes,
+                   collapse_evidence="; ".join(collapse_parts))
 
 
 def collapse(log, reward_metric=None, *, instability=None):
@@ -936,7 +939,7 @@ def collapse(log, reward_metric=None, *, instability=None):
               di["drop_from_peak"], di["noise_sd"]) if early else
           "no reward collapse" + (" (diverging, but the reward has not fallen yet)"
                                   if di.get("diverging") else ""))
-    return _result(flag, di.get("score"), ev + "; " + di["evidence"],
+    return _result(flag, di.get("score"), ev + "; " + di.get("collapse_evidence", di["evidence"]),
                    first_step=di.get("first_step") if flag else None,
                    knob=di.get("knob"), collapsed=bool(di.get("collapsed")), early=early)
 

@@ -154,8 +154,9 @@ class CollapseRisk(Result):
                  f"  mean first passage to a degenerate policy: "
                  f"{self.mean_first_passage_steps:.4g} steps from p* = {self.p_star:.4g}",
                  f"  basin: p in ({self.basin[0]:.4g}, {self.basin[1]:.4g}) "
-                 f"(degenerate level {self.degenerate_level:.3g}); depth "
-                 f"{self.basin_depth:.3g} noise temperatures"]
+                 f"(degenerate level {self.degenerate_level:.3g}); basin depth "
+                 f"{self.basin_depth:.3g} (the barrier of the potential phi, phi' = b/D: drift "
+                 "over diffusion)"]
         if self.knobs:
             lines.append("  one change at a time (probability after it):")
             for k in self.knobs:
@@ -243,7 +244,8 @@ def _infinite_group(model, T, degenerate_level) -> CollapseRisk:
                         reason="G = inf is the limit of large groups: the update noise is "
                                "O(1/(B G)) (drift.update_variance; its leading coefficient "
                                "drift.update_variance_coefficient) and vanishes, "
-                               "so the barrier in noise temperatures and the mean first passage "
+                               "so the basin depth (the barrier of phi = the integral of drift "
+                               "over diffusion) and the mean first passage "
                                "grow without bound with G; the run stays at its stable fixed "
                                "point")
 

@@ -447,7 +447,9 @@ def _overdamped_limit() -> Derived:
     out = Derived("oscillator.overdamped_limit", expr, (S.t, S.gamma, S.spring, S.x0), "x(t)",
                   r"Massless limit $m \to 0$ of the overdamped trajectory: a single exponential "
                   r"with $\tau = \gamma/\kappa_{s}$, whatever the initial velocity (the empirical "
-                  r"saturation law).",
+                  r"saturation law). A trainer's mass is $m = (1 + \mu)/2 \ge 1/2$, so it reaches "
+                  r"this limit as strong overdamping, $4 m \kappa_{s} \ll \gamma^{2}$ "
+                  r"($\zeta \gg 1$), where the fast mode dies within a few steps.",
                   units="logits", assumptions=r"$\gamma > 0$, $t > 0$, $m \to 0^{+}$", level="L3",
                   references=_PAPER, title="Massless limit of the overdamped trajectory")
     expr = out.expr
@@ -469,7 +471,8 @@ def _single_exponential() -> Derived:
                   "R(t)", r"The empirical saturation law: plateau $R_{\infty}$ (the stable fixed "
                   r"point), initial reward $R_{0}$, time scale $\tau = \gamma/\kappa_{s}$ (inverse "
                   r"stiffness).",
-                  units="reward", assumptions=r"overdamped ($m \to 0$) and linear in reward",
+                  units="reward", assumptions=r"strongly overdamped ($\zeta \gg 1$: the "
+                  r"massless limit $m \to 0$) and linear in reward",
                   level="L3", references=_PAPER, title="The single-exponential saturation law")
     expr = out.expr
     out.check(r"$R(0) = R_{0}$ and $R(t) \to R_{\infty}$", "sympy",
@@ -746,7 +749,9 @@ class Oscillator:
 
     @property
     def time_scale(self) -> float:
-        """tau = gamma/kappa_s of the massless limit (steps)."""
+        """tau = gamma/kappa_s of the massless limit (steps): the late-time decay time only
+        where the oscillator is strongly overdamped (zeta >> 1; a trainer's mass m = (1 + mu)/2
+        is at least 1/2, so m -> 0 is reached only in that sense)."""
         return self.damping / self.spring
 
     def trajectory(self, t, x0, v0=0.0):

@@ -45,6 +45,10 @@ def test_group_sweep_recovers_one_over_g(group_sweep):
     assert hi - lo < 0.6  # resolved: excludes G-independence (0) and 1/G^2 (-2)
     assert lo <= a.predicted_exponent <= hi and a.agrees
     assert all(r == "1/G" for r in a.regimes)
+    # the invariance test's p-value is printed as such, below 0.001 as "< 0.001" (never "p = 0")
+    line = next(ln for ln in str(group_sweep).splitlines() if ln.startswith("invariance"))
+    pv = ("< 0.001" if a.p_value < 1e-3 else f"{a.p_value:.3g}")
+    assert f"p-value {pv} -> " in line
 
 
 def test_invariance_accepts_replicates():
