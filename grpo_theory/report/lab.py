@@ -231,8 +231,8 @@ def lab_section(s: dict) -> tuple[str, str]:
         f"{_m('k')} on the engine:\n\n" + table
         + (f"The observed threshold is the exact one in {len(agree)} settings without the clip "
            + (f"(in {len(agree) - exact_point} of them the standard errors also leave the next "
-              f"{_m('k')} open) " if exact_point < len(agree) else "")
-           + "where the published rule is conservative by a factor of "
+              f"{_m('k')} open)" if exact_point < len(agree) else "")
+           + ", where the published rule is conservative by a factor of "
            f"${min(r['exact'] / r['published'] for r in agree):.0f}$ to "
            f"${max(r['exact'] / r['published'] for r in agree):.0f}$ in {_m('k')}. " if agree else "")
         + ("In the last row the fresh part of the stiffness is negative and the published rule "
