@@ -237,9 +237,9 @@ class FitReport(Result):
                                             "origin choice)" if short else
                                             f"family by rolling origin: {fc['best']}")
                              + f", holdout RMSE {f(fc['holdout_rmse'])}")
-                for r in fc["fallback"]:
-                    lines.append(f"  the relaxation families do not apply, the level is carried "
-                                 f"forward: {r}")
+                if fc["fallback"]:
+                    lines.append("  the relaxation families do not apply, the level is carried "
+                                 "forward: " + "; ".join(fc["fallback"]))
                 end, pl, t90 = fc["end_level"], fc["plateau"], fc["time_to_90"]
                 lines.append(f"  end level {f(end['value'])}{span(end)} at step {f(end['step'], 'g')}"
                              f"; plateau {f(pl['value'])}{span(pl)}"
