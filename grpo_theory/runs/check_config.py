@@ -209,9 +209,10 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
     K is chosen so that the L3 time scale (:func:`grpo_theory.theory.oscillator.coefficients`
     ``.time_scale``) at the earlier run's :math:`\eta`, :math:`\mu` and lag equals
     :math:`\tau`, and the ends of :math:`\tau`'s interval give the ends of K's (``0`` for an
-    unbounded :math:`\tau`).  The earlier run's learning rate is, in order: ``learning_rate``, the median learning rate logged over the fitted rise, its config
-    (``config``, or a verl launch script in the log); its momentum and refresh interval come
-    from the same config (defaults: Adam's 0.9 and 1, stated).
+    unbounded :math:`\tau`).  The earlier run's learning rate is, in order: ``learning_rate``,
+    the median learning rate logged over the fitted rise, its config (``config``, or a verl
+    launch script in the log); its momentum and refresh interval come from the same config
+    (defaults: Adam's 0.9 and 1, stated).
     """
     from grpo_theory.runs.fitting import summarize_curve
 
