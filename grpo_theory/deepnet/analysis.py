@@ -121,8 +121,9 @@ def observed_k_max_range(rows):
     largest k of the run of resolved-stable k from the smallest (``None`` where the smallest k
     tried is not resolved stable), ``high`` the k before the first resolved-unstable one;
     ``low < high`` where the sweep cannot tell the k between apart (the point verdicts of
-    :func:`grpo_theory.lab.experiments.observed_k_max` fall in between).  ``rows``: objects or dicts with ``k``,
-    ``multiplier``, ``se``.  ``(None, None)`` where no k is resolved unstable."""
+    :func:`grpo_theory.lab.experiments.observed_k_max` fall in between).  ``rows``: objects or
+    dicts with ``k``, ``multiplier``, ``se``.  ``(None, None)`` where no k is resolved
+    unstable."""
     get = (lambda r, key: r[key]) if rows and isinstance(rows[0], dict) else getattr
     low = high = None
     resolved_so_far = True

@@ -32,7 +32,6 @@ from grpo_theory.deepnet.analysis import (ar1, ar_multiplier, observed_k_max_ran
 from grpo_theory.deepnet.results import TransitionRow
 from grpo_theory.validate import ParameterError, check_int, check_real
 
-
 from . import _theory as th
 from .engine import Lab, RunSpec
 from .model import ModelSpec

@@ -62,12 +62,12 @@ def _setting(s: dict) -> str:
     return f"{how}, {opt}{clip}"
 
 
-def _observed(s: dict) -> tuple[object, str]:
+def _observed(s: dict, k_range: tuple) -> tuple[object, str]:
     """The observed largest stable k of a sweep: ``(value or None, words)``; the words give the
-    k the multipliers' standard errors leave open (:func:`~grpo_theory.deepnet.analysis.
-    observed_k_max_range`)."""
+    k the multipliers' standard errors leave open (``k_range``, the sweep's
+    :func:`~grpo_theory.deepnet.analysis.observed_k_max_range`)."""
     ks = [r["k"] for r in s["per_k"]]
-    lo, hi = observed_k_max_range(s["per_k"])
+    lo, hi = k_range
     if hi is not None and lo != hi:
         open_ = f"${hi}$" if lo is None or hi == lo + 1 else f"${lo + 1}$ to ${hi}$"
         return s.get("k_max_observed"), ((f"${lo}$ to ${hi}$" if lo is not None else f"at most ${hi}$")
@@ -95,11 +95,12 @@ def lab_summary(data: dict) -> dict:
                          "kernel_next_over_n": (st.get("spectrum_over_n") or [None, None])[1]}}
     rows = []
     for s in ref["sweeps"]:
-        value, words = _observed(s)
+        k_range = observed_k_max_range(s["per_k"])
+        value, words = _observed(s, k_range)
         spread = re.search(r"range ([\d.]+)\s*-\s*([\d.]+)", " ".join(s.get("notes") or []))
         rows.append({"setting": _setting(s), "eta_K": s["eta_K"], "exact": s["k_max_predicted"],
                      "published": s["k_max_published"], "observed": value, "observed_words": words,
-                     "observed_range": observed_k_max_range(s["per_k"]),
+                     "observed_range": k_range,
                      "agrees": s.get("agrees"), "clip": s["epsilon"] < 1,
                      "adam": "adam" in s["name"].lower(),
                      "kernel_spread": [float(x) for x in spread.groups()] if spread else None})

@@ -110,9 +110,12 @@ def detect_format(path, text: str | None = None) -> str:
     for _, line in lines[:5000]:
         if STEP_LINE.search(line):
             return "verl"
-    seen = console_dicts(text) if _DICT_LINE.search(text) else []
-    if any(kind in ("train", "eval", "summary") for _, kind, _ in seen):
-        return "trl-console"
+    # the printed dicts up to the first trainer dict: that one decides (the reader parses them all)
+    seen = []
+    for item in (console_dicts(text) if _DICT_LINE.search(text) else ()):
+        if item[1] in ("train", "eval", "summary"):
+            return "trl-console"
+        seen.append(item)
     if "," in first_line or name.endswith(".csv"):
         import csv
 

@@ -149,19 +149,18 @@ def console_dicts(text: str):
     things seen: ``kind`` is ``"train"``, ``"eval"``, ``"summary"``, ``"other"`` (a printed dict
     that is no trainer log), ``"unreadable"`` (a line that looks like a printed dict and is not
     a Python literal; ``dict`` is the line) or ``"bar"`` (a tqdm counter; ``dict`` is ``(n,
-    total)``)."""
-    out = []
+    total)``), in file order and one at a time (format detection stops at the first trainer
+    dict)."""
     for lineno, line in text_lines(text):
         d = _printed_dict(line)
         if d is None:
             bars = _BAR.findall(line)
             if bars:
-                out.append((lineno, "bar", tuple(int(x) for x in bars[-1])))
+                yield lineno, "bar", tuple(int(x) for x in bars[-1])
         elif d is ...:
-            out.append((lineno, "unreadable", line.strip()))
+            yield lineno, "unreadable", line.strip()
         else:
-            out.append((lineno, _kind(d) or "other", d))
-    return out
+            yield lineno, _kind(d) or "other", d
 
 
 def _number(v):
@@ -207,7 +206,7 @@ def read_trl_console(path, text: str | None = None) -> TrainingLog:
             text = fh.read()
     warnings: list[str] = []
     config = _saved_grpo_config(path, warnings)
-    seen = console_dicts(text)
+    seen = list(console_dicts(text))
     train = [(ln, d) for ln, k, d in seen if k == "train"]
     skipped = {k: [(ln, d) for ln, kk, d in seen if kk == k] for k in ("summary", "other", "unreadable")}
     if not train:
