@@ -314,28 +314,11 @@ def score(runs, bench=BENCH):
 
 def _p_ref_for(config_path, p_star):
     """The reference success rate that puts the config's bandit fixed point at ``p_star`` (the
-    lab states p* and eta K, not p_ref): a 1-D root of stable_fixed_point(p_ref).p - p*."""
-    from scipy.optimize import brentq
-
-    from grpo_theory.runs.check_config import config_model, map_config, read_config
-    from grpo_theory.theory.fixed_points import stable_fixed_point
-    from grpo_theory.validate import ParameterError
+    lab states p* and eta K, not p_ref): ``check_config.p_ref_for_plateau``."""
+    from grpo_theory.runs.check_config import map_config, p_ref_for_plateau, read_config
 
     cfg, kind = read_config(config_path)
-    mp = map_config(cfg, kind)
-
-    def gap(pr):
-        try:
-            return stable_fixed_point(config_model(mp, pr)).p - p_star
-        except ParameterError:
-            return math.nan
-
-    grid = np.linspace(0.01, 0.99, 99)
-    vals = np.array([gap(g) for g in grid])
-    for a, b, va, vb in zip(grid[:-1], grid[1:], vals[:-1], vals[1:]):
-        if np.isfinite(va) and np.isfinite(vb) and va * vb <= 0:
-            return float(brentq(gap, a, b, xtol=1e-10))
-    return None
+    return p_ref_for_plateau(map_config(cfg, kind), p_star)
 
 
 def _config_row(run_dir, info, *, stiffness=None, from_log=None, from_log_config=None,

@@ -65,9 +65,11 @@ from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.theory.oscillator import coefficients
 from grpo_theory.validate import ParameterError, check_int, check_real
 
-__all__ = ["ConfigCheck", "check_config", "config_model", "variant_thresholds", "stiffness_from_log",
-           "read_config", "map_config"]
+__all__ = ["ConfigCheck", "StiffnessNotMeasured", "check_config", "config_model", "p_ref_for_plateau",
+           "variant_thresholds", "stiffness_from_log", "read_config", "map_config"]
 
+#: plateau levels across its 95 % interval whose splits the fluctuation route weighs
+SPLIT_POINTS = 5
 #: reference rewards scanned when the config does not say p_ref
 P_REF_GRID = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95)
 #: eta K values of the refresh-interval table
@@ -182,6 +184,29 @@ def variant_thresholds(momentum, refresh_interval, fresh_fractions) -> dict:
     }
 
 
+class StiffnessNotMeasured(ParameterError):
+    """``--from-log`` names a readable log from which K cannot be measured (neither route
+    applies): ``check_config`` reports K as unknown with the reasons instead of failing."""
+
+
+def p_ref_for_plateau(mp: ConfigMapping, p_star: float) -> float | None:
+    """The reference success rate that puts the config's bandit fixed point at ``p_star`` (a
+    plateau seen in a log): a 1-D root of ``stable_fixed_point(p_ref).p - p_star`` on (0, 1), or
+    ``None`` where no p_ref gives it."""
+    def gap(pr):
+        try:
+            return stable_fixed_point(config_model(mp, pr)).p - p_star
+        except ParameterError:
+            return math.nan
+
+    grid = np.linspace(0.01, 0.99, 99)
+    vals = np.array([gap(g) for g in grid])
+    for a, b, va, vb in zip(grid[:-1], grid[1:], vals[:-1], vals[1:]):
+        if np.isfinite(va) and np.isfinite(vb) and va * vb <= 0:
+            return float(brentq(gap, a, b, xtol=1e-10))
+    return None
+
+
 def _earlier_mapping(log, config_path):
     """The mapped config of the earlier run: ``config_path`` if given, else a verl launch script
     kept at the top of its log, else a TRL ``GRPOConfig`` saved next to its
@@ -221,9 +246,8 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
     steps, values = log.series(name)
     summary = summarize_curve(steps, values, metric=name, models=["exponential"])
     if not summary.applicable:
-        raise ParameterError("--from-log", os.fspath(path), "a log whose reward curve fit accepts "
-                             "(K cannot be measured from this one: " + "; ".join(summary.reasons)
-                             + ")")
+        return _stiffness_from_fluctuations(log, path, name, summary.reasons,
+                                            learning_rate=learning_rate, config=config)
     fit = summary.fits["exponential"]
     tau, se = summary.relaxation_time()
     earlier, earlier_src = _earlier_mapping(log, config)
@@ -282,12 +306,185 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
             "momentum": momentum, "momentum_source": mom_src,
             "refresh_interval": refresh_interval, "refresh_interval_source": refresh_src,
             "earlier_config": earlier_src, "metric": name, "source": os.fspath(path),
+            "route": "relaxation",
             "method": "the reward curve read as fit reads it (runs.fitting.summarize_curve); the "
                       "exponential's tau; K such that the L3 time scale (oscillator.coefficients) "
                       "at the earlier run's eta, mu and lag equals tau; the interval maps the ends "
                       "of tau's 95 % profile-likelihood interval (runs.curves.relaxation_time_"
                       "profile, widened for autocorrelated residuals: a prefix that shows only the "
                       "start of a rise bounds a fast relaxation, not a slow one)"}
+
+
+def _logged_learning_rate(log, steps):
+    """Median learning rate logged over ``steps`` (all logged values where none falls there)."""
+    lr_name = next((n for n in ("learning_rate", "train/learning_rate", "actor/lr", "lr")
+                    if log.has(n)), None)
+    if lr_name is None:
+        return None, None
+    ls, lv = log.series(lr_name)
+    sel = lv[(ls >= steps[0]) & (ls <= steps[-1]) & (lv > 0)]
+    sel = sel if sel.size else lv[lv > 0]
+    return (float(np.median(sel)), f"median of {lr_name} logged over those steps") if sel.size \
+        else (None, None)
+
+
+def _stiffness_from_fluctuations(log, path, reward, reasons, *, learning_rate, config) -> dict:
+    r"""K from the per-step fluctuations of a policy observable about the plateau, where the
+    reward curve shows no relaxation (:mod:`grpo_theory.runs.policy_response`: the exact L2
+    dynamics of the earlier run's window and optimizer as a state-space model).  The split
+    :math:`\phi` of the earlier run's variant comes from its p_ref, solved from the plateau
+    the log's reward sits at (a success rate); at k = 1 no split enters.  Raises
+    :class:`StiffnessNotMeasured` with the reasons of both routes where neither applies."""
+    from grpo_theory.runs.policy_response import (OBSERVABLE_ROLES, stiffness_from_fluctuations,
+                                                  stiffness_over_splits)
+
+    def refuse(why):
+        raise StiffnessNotMeasured(
+            "--from-log", os.fspath(path),
+            "a log whose reward curve fit accepts, or whose per-step policy observable the "
+            "state-space model reads (K cannot be measured from this one: the reward curve: "
+            + "; ".join(reasons) + "; the fluctuations: " + why + ")")
+
+    earlier, earlier_src = _earlier_mapping(log, config)
+    if earlier is None:
+        refuse("they need the run's window and optimizer, from a GRPOConfig saved with the log, "
+               "a verl launch script in it, or --from-log-config")
+    obs = next((log.role(r) for r in OBSERVABLE_ROLES if log.role(r)), None)
+    if obs is None:
+        refuse("the log has no per-step entropy or KL")
+    steps, y = log.series(obs)
+    if not steps.size:
+        refuse(f"{obs} has no finite value")
+    clip, cf = _clip_of(earlier), log.role("clip_frac")
+    if clip is not None and cf is not None:
+        _, cv = log.series(cf)
+        active = int(np.sum(cv > 0))
+        if active:
+            refuse(f"the clip is active ({cf} > 0 at {active} of {cv.size} steps): a clipped step "
+                   "pushes less than the linear model says")
+    k, mu = earlier.value("refresh_interval"), earlier.value("momentum")
+    m = earlier.value("window_batches") if earlier.value("reuse") == "batch" else 0
+    lr_src = "given (--from-log-lr)"
+    if learning_rate is None:
+        learning_rate, lr_src = _logged_learning_rate(log, steps)
+    if learning_rate is None and not earlier["learning_rate"]["assumed"]:
+        learning_rate = earlier.value("learning_rate")
+        lr_src = f"the earlier run's config ({earlier['learning_rate']['source']})"
+    if learning_rate is None:
+        raise ParameterError("--from-log-lr", None, f"given: {os.fspath(path)} logs no learning "
+                             "rate and no config with one was given (--from-log-config)")
+    rs, rv = log.series(reward)
+    ok = np.isfinite(rv)
+    rs, rv = rs[ok], rv[ok]
+    binary = rv.size > 0 and rv.min() >= 0 and rv.max() <= 1
+
+    def plateau_over(last_step):
+        """The rewards' mean up to ``last_step`` and its 95 % interval (z 1.96, the values'
+        own spread: the batch noise and the plateau's wander)."""
+        sel = rv[rs <= last_step]
+        if not sel.size:
+            return None, []
+        mean = float(np.mean(sel))
+        hw = 1.96 * float(np.std(sel, ddof=1)) / math.sqrt(sel.size) if sel.size >= 2 else 0.0
+        return mean, [mean - hw, mean, mean + hw]
+
+    def split(p_ref):
+        phis = [f["fresh_fraction"] for f in _variant_split(earlier, p_ref)["fixed_points"]]
+        return phis[0] if phis else None
+
+    def fit(phi):
+        try:
+            return stiffness_from_fluctuations(steps, y, learning_rate=learning_rate, momentum=mu,
+                                               refresh_interval=k, fresh_fraction=phi,
+                                               window_batches=m, observable=obs)
+        except ParameterError as exc:
+            refuse(str(exc))
+
+    no_split = (f"at k = {k} the split phi = K_f/K enters, and it depends on p_ref, which the "
+                f"reward's plateau does not give ({reward} is not a success rate at an interior "
+                "fixed point of the variant)")
+    last = float(steps[-1])
+    plateau, levels = plateau_over(last)
+    p_mid = (p_ref_for_plateau(earlier, plateau)
+             if binary and plateau is not None and 0 < plateau < 1 else None)
+    if k == 1:
+        phi_src = "not needed: at k = 1 the sampling policy is the current one"
+        r = fit(0.0)
+        cands = [{"p_ref": p_mid, "fresh_fraction": 0.0, "fit": r}]
+    else:
+        if p_mid is None or split(p_mid) is None:
+            refuse(no_split)
+        # the plateau is read over the steps the model describes: where the linear range ends
+        # early (the run left its plateau), it is read again from the rewards before the end
+        r = fit(split(p_mid))
+        if r["last_step"] < last:
+            last = r["last_step"]
+            plateau, levels = plateau_over(last)
+            p_mid = (p_ref_for_plateau(earlier, plateau)
+                     if plateau is not None and 0 < plateau < 1 else None)
+            if p_mid is None or split(p_mid) is None:
+                refuse(no_split)
+        # p_ref is known only as far as the plateau is: the p_ref of its interval give a range
+        # of splits, and the data weigh them with eta K (the joint confidence set); each kept
+        # split is a candidate with its own eta K interval and its own verdict
+        grid = []
+        for lv in np.linspace(levels[0], levels[-1], SPLIT_POINTS) if len(levels) > 1 else levels:
+            pr = p_ref_for_plateau(earlier, lv) if 0 < lv < 1 else None
+            phi = split(pr) if pr is not None else None
+            if phi is not None and all(abs(phi - g[1]) > 1e-12 for g in grid):
+                grid.append((pr, phi))
+        if not grid:
+            refuse(no_split)
+        try:
+            r = stiffness_over_splits(steps, y, learning_rate=learning_rate, momentum=mu,
+                                      refresh_interval=k, window_batches=m, observable=obs,
+                                      fresh_fractions=[g[1] for g in grid])
+        except ParameterError as exc:
+            refuse(str(exc))
+        cands = []
+        for (pr, _), b in zip(grid, r["by_split"]):
+            if b["eta_K_interval"] is not None:
+                cands.append({"p_ref": pr, "fresh_fraction": b["fresh_fraction"], "fit": {
+                    "eta_K": b["eta_K"], "eta_K_interval": b["eta_K_interval"],
+                    "value": b["eta_K"] / r["learning_rate"],
+                    "interval": [v / r["learning_rate"] for v in b["eta_K_interval"]]}})
+        p_mid = next(c["p_ref"] for c in cands if c["fresh_fraction"] == r["fresh_fraction"])
+        phi_src = (f"the variant's bandit fixed point at p_ref {p_mid:.4g}, the split the data "
+                   f"favour among those of the plateau {plateau:.4g} of {reward} up to step "
+                   f"{last:g} (95 % interval {levels[0]:.4g}-{levels[-1]:.4g}: p_ref "
+                   f"{min(g[0] for g in grid):.4g}-{max(g[0] for g in grid):.4g}, phi "
+                   f"{min(g[1] for g in grid):.3g}-{max(g[1] for g in grid):.3g}; "
+                   f"{len(cands)} of {len(grid)} kept by the joint 95 % set of eta K and phi, "
+                   "each checked)")
+    p_ref = p_mid
+    phi = r["fresh_fraction"]
+    candidates = [{"p_ref": c["p_ref"], "fresh_fraction": c["fresh_fraction"],
+                   "eta_K": c["fit"]["eta_K"], "eta_K_interval": c["fit"]["eta_K_interval"],
+                   "value": c["fit"]["value"], "interval": c["fit"]["interval"]} for c in cands]
+    end = r["linear_range_end"]
+    return {"value": r["value"], "interval": r["interval"], "eta_K_measured": r["eta_K"],
+            "eta_K_measured_interval": r["eta_K_interval"],
+            "tau_steps": None, "tau_stderr": None, "tau_interval": None, "r2": None,
+            "initial_reward": None, "plateau_reward": plateau, "reference_reward": p_ref,
+            "plateau_interval": [levels[0], levels[-1]] if levels else None,
+            "fresh_fraction": phi, "fresh_fraction_source": phi_src, "gain": None,
+            "learning_rate": float(learning_rate), "learning_rate_source": lr_src,
+            "momentum": mu, "momentum_source": earlier_src, "refresh_interval": k,
+            "refresh_interval_source": earlier_src, "window_batches": m,
+            "earlier_config": earlier_src, "metric": obs, "reward_metric": reward,
+            "source": os.fspath(path), "route": "fluctuations", "candidates": candidates,
+            "_earlier": earlier,
+            "observable": obs, "steps_used": [r["first_step"], r["last_step"]],
+            "linear_range_end": end, "reward_curve_reasons": list(reasons),
+            "method": "the reward curve shows no relaxation (" + "; ".join(reasons) + "), so K "
+                      f"is read from the per-step fluctuations of {obs} about the plateau: the "
+                      "exact L2 step map of the earlier run's window and optimizer "
+                      "(discrete.refresh_step_matrix) as a linear Gaussian state-space model, "
+                      "its likelihood by the Kalman filter, eta K's 95 % profile-likelihood "
+                      f"interval (runs.policy_response) over steps {r['first_step']:g}-"
+                      f"{r['last_step']:g}" + (f" (the linear range ends at step {end['step']:g}: "
+                                              "the next steps are not what the linear model "
+                                              "predicts)" if end else "")}
 
 
 @dataclass(frozen=True)
@@ -452,26 +649,53 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
                         f"generation cycle through {mp.value('window_batches')} batch(es): the "
                         "same mean force, but window-correlated noise (larger fluctuations and "
                         "collapse risk, theory.reuse)")
-    K_info = None
+    K_info = earlier_mp = None
     if stiffness is not None:
         Kv = check_real("stiffness", stiffness, low=0, low_open=True)
         K_info = {"value": Kv, "interval": [Kv, Kv], "source": "given (--stiffness)"}
     elif from_log is not None:
         if from_log_lr is not None:
             from_log_lr = check_real("from_log_lr", from_log_lr, low=0, low_open=True)
-        K_info = stiffness_from_log(from_log, metric=metric, learning_rate=from_log_lr,
-                                    fresh_fraction=phis[0] if len(phis) == 1 else 0.0,
-                                    config=from_log_config)
-        t_lo, t_hi = K_info["tau_interval"]
-        K_info["source"] = (f"measured from {K_info['source']} (tau = {K_info['tau_steps']:.4g} "
-                            f"steps, 95 % interval [{t_lo:.4g}, "
-                            + (f"{t_hi:.4g}]" if math.isfinite(t_hi) else "inf: a line fits as well)")
-                            + f", lr {K_info['learning_rate']:g}: {K_info['learning_rate_source']})")
-        assumptions.append("stiffness from an earlier run: same task and model, so K per unit "
-                           "lr carries over; " + K_info["method"])
-        if p_ref is None and K_info["initial_reward"] is not None and 0 < K_info["initial_reward"] < 1:
-            p_ref = K_info["initial_reward"]
-        _bandit_rescale(K_info, from_log, from_log_config, mp, p_ref, assumptions)
+        try:
+            K_info = stiffness_from_log(from_log, metric=metric, learning_rate=from_log_lr,
+                                        fresh_fraction=phis[0] if len(phis) == 1 else 0.0,
+                                        config=from_log_config)
+        except StiffnessNotMeasured as exc:
+            unknown.append(f"stiffness K: not measured from {os.fspath(from_log)}: {exc.allowed}")
+        if K_info is not None and K_info.get("route", "relaxation") == "relaxation":
+            t_lo, t_hi = K_info["tau_interval"]
+            K_info["source"] = (f"measured from {K_info['source']} (tau = {K_info['tau_steps']:.4g} "
+                                f"steps, 95 % interval [{t_lo:.4g}, "
+                                + (f"{t_hi:.4g}]" if math.isfinite(t_hi) else "inf: a line fits as well)")
+                                + f", lr {K_info['learning_rate']:g}: {K_info['learning_rate_source']})")
+            if p_ref is None and K_info["initial_reward"] is not None and 0 < K_info["initial_reward"] < 1:
+                p_ref = K_info["initial_reward"]
+        elif K_info is not None:
+            lo_a, hi_a = K_info["eta_K_measured_interval"]
+            K_info["source"] = (f"measured from the fluctuations of {K_info['observable']} in "
+                                f"{K_info['source']} (steps {K_info['steps_used'][0]:g}-"
+                                f"{K_info['steps_used'][1]:g}: eta K = {K_info['eta_K_measured']:.4g}, "
+                                f"95 % interval [{lo_a:.4g}, " + (f"{hi_a:.4g}]" if math.isfinite(hi_a)
+                                                                  else "inf]")
+                                + f", lr {K_info['learning_rate']:g}: {K_info['learning_rate_source']}"
+                                + (f"; phi {K_info['fresh_fraction']:.3g}: {K_info['fresh_fraction_source']}")
+                                + ")")
+            if p_ref is None and K_info["reference_reward"] is not None:
+                p_ref = K_info["reference_reward"]
+                assumptions.append(f"p_ref = {p_ref:.4g}: the reference reward that puts the variant's "
+                                   f"fixed point at the plateau {K_info['plateau_reward']:.4g} of "
+                                   f"{K_info['reward_metric']} in {os.fspath(from_log)}")
+                variant = _variant_split(mp, p_ref)
+                phis = sorted({fp["fresh_fraction"] for fp in variant["fixed_points"]})
+                thresholds = variant_thresholds(mu, k, phis) if phis else None
+                unknown[:] = [u for u in unknown if not u.startswith(("split: ", "thresholds in eta K"))]
+                if variant["reason"]:
+                    unknown.append("split: " + variant["reason"])
+        if K_info is not None:
+            earlier_mp = K_info.pop("_earlier", None)
+            assumptions.append("stiffness from an earlier run: same task and model, so K per unit "
+                               "lr carries over; " + K_info["method"])
+            _bandit_rescale(K_info, from_log, from_log_config, mp, p_ref, assumptions)
     reuse = _reuse(mp, from_log, from_log_config, metric)
     assumptions.extend(reuse["assumptions"])
     prediction = {"stable": None, "regime": None, "stability_margin": None,
@@ -479,14 +703,16 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
                   "eta_K": None, "eta_K_interval": None, "collapse_risk": None,
                   "unknown": unknown}
     if K_info is None:
-        unknown.append("stiffness K: the verdict needs eta K (give --stiffness K or --from-log "
-                       "LOG of an earlier run on the same task); the thresholds above are in eta K")
+        if from_log is None:
+            unknown.append("stiffness K: the verdict needs eta K (give --stiffness K or --from-log "
+                           "LOG of an earlier run on the same task); the thresholds above are in "
+                           "eta K")
         unknown.append("collapse risk: needs eta K")
     else:
         assumptions.append("the verdict must hold for every K of its interval and every split "
                            "phi of the variant's range (the bandit's split: the LLM's own split "
                            "is not measured)")
-        _predict(prediction, mp, K_info, phis, variant, p_ref, steps, unknown)
+        _predict(prediction, mp, K_info, phis, variant, p_ref, steps, unknown, earlier=earlier_mp)
     _combine(prediction, reuse, unknown)
     return ConfigCheck(config=os.fspath(path) if not isinstance(path, str) else path, kind=kind, parameters=dict(mp), variant=variant,
                        thresholds=thresholds, stiffness=K_info, prediction=prediction,
@@ -501,7 +727,7 @@ def _bandit_rescale(K_info, from_log, from_log_config, mp, p_ref, assumptions):
     i.e. it started from its reference).  Scales ``K_info`` in place and records the factor;
     where either fixed point is unknown (no earlier config, no interior fixed point) K is
     carried over unscaled and the assumption says so."""
-    p_old = K_info.get("initial_reward")
+    p_old = K_info.get("reference_reward") or K_info.get("initial_reward")
     earlier = None
     if from_log is not None:
         try:
@@ -512,7 +738,9 @@ def _bandit_rescale(K_info, from_log, from_log_config, mp, p_ref, assumptions):
     if earlier is None:
         why = "the earlier run's config is unknown"
     elif p_old is None or not 0 < p_old < 1 or p_ref is None:
-        why = "the earlier run's reference reward is unknown (fitted initial reward not in (0, 1))"
+        why = ("the earlier run's reference reward is unknown (" + (
+            "fitted initial reward not in (0, 1))" if K_info.get("route") == "relaxation" else
+            "no p_ref puts the variant's fixed point at its plateau)"))
     else:
         try:
             k_old = stable_fixed_point(config_model(earlier, p_old)).stiffness
@@ -540,6 +768,20 @@ def _bandit_rescale(K_info, from_log, from_log_config, mp, p_ref, assumptions):
                        "the earlier run) x (the bandit's stiffness at the fixed point, recomputed "
                        "for this variant and p_ref; the earlier run started from its reference, "
                        "p_ref = its fitted initial reward)")
+
+
+def _bandit_ratio(earlier, mp, p_ref):
+    """This config's bandit stiffness over the earlier run's (``earlier``: its mapped config),
+    both at ``p_ref`` (a candidate of the fluctuation route), or ``None`` where either fixed
+    point is missing."""
+    if earlier is None or p_ref is None:
+        return None
+    try:
+        k_old = stable_fixed_point(config_model(earlier, p_ref)).stiffness
+        k_new = stable_fixed_point(config_model(mp, p_ref)).stiffness
+    except ParameterError:
+        return None
+    return k_new / k_old if k_old > 0 and k_new > 0 else None
 
 
 def _passes(mp):
@@ -601,7 +843,7 @@ def _combine(pred, reuse, unknown):
         pred["risk"] = reuse["reason"]
 
 
-def _predict(pred, mp, K_info, phis, variant, p_ref, steps, unknown):
+def _predict(pred, mp, K_info, phis, variant, p_ref, steps, unknown, earlier=None):
     eta, mu, k = mp.value("learning_rate"), mp.value("momentum"), mp.value("refresh_interval")
     K = K_info["value"]
     pred["eta_K"] = eta * K
@@ -614,9 +856,26 @@ def _predict(pred, mp, K_info, phis, variant, p_ref, steps, unknown):
         return
     # the ends of K's interval that are stiffnesses (a lower end 0 is "no lower bound": the
     # thresholds are upper bounds on eta K, so the smallest positive K checked is the central one)
-    ends = [K] if iv is None else ([iv[0]] if iv[0] > 0 else []) + [K] + (
-        [iv[1]] if math.isfinite(iv[1]) else [])
-    results = [linear_stability(eta, mu, k, Kx, fresh_fraction=phi) for Kx in ends for phi in phis]
+    def ends_of(K_, iv_):
+        return [K_] if iv_ is None else ([iv_[0]] if iv_[0] > 0 else []) + [K_] + (
+            [iv_[1]] if math.isfinite(iv_[1]) else [])
+
+    ends = ends_of(K, iv)
+    cands = K_info.get("candidates") or []
+    if len(cands) > 1 and p_ref == K_info.get("reference_reward"):
+        # the earlier run's p_ref is known only within its plateau's interval: each candidate
+        # p_ref pairs its own K interval (fitted with its own split) with this config's split and
+        # bandit factor at the same p_ref (same task)
+        combos = []
+        for c in cands:
+            ratio = _bandit_ratio(earlier, mp, c["p_ref"]) or 1.0
+            phis_c = sorted({f["fresh_fraction"] for f in _variant_split(mp, c["p_ref"])["fixed_points"]})
+            combos += [(Kx * ratio, ph) for Kx in ends_of(c["value"], c["interval"]) for ph in phis_c]
+            if not math.isfinite(c["interval"][1]):
+                iv = [iv[0], math.inf]
+    else:
+        combos = [(Kx, phi) for Kx in ends for phi in phis]
+    results = [linear_stability(eta, mu, k, Kx, fresh_fraction=phi) for Kx, phi in combos]
     verdicts = {r.stable for r in results}
     if iv is not None and not math.isfinite(iv[1]):
         verdicts.add(False)            # K unbounded above: an unstable K is in the interval
