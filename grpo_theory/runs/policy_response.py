@@ -237,7 +237,7 @@ def _block_statistic(z, a, ratio, n_head, kw):
 
 
 def _block_rejects(z, n_head, kw):
-    """Whether no eta K of the head's 95 % profile interval (on the scan's grids, the maximum
+    """Whether no eta K of the head's 99.9 % profile interval (on the scan's grids, the maximum
     refined) predicts the next block: the smallest block statistic over them above the
     chi-square quantile of :data:`LINEAR_RANGE_LEVEL`.  Returns ``(rejects, statistic, critical)``."""
     head = z[:n_head]
@@ -249,8 +249,9 @@ def _block_rejects(z, n_head, kw):
         bounds=(lo, hi), method="bounded", options={"xatol": 1e-5 * hi})
     a_hat, l_max = float(opt.x), max(-float(opt.fun), float(ll[i]))
     r_hat = float(profile_loglik(head, a_grid=np.array([a_hat]), ratio_grid=RATIO_SCAN, **kw)[1][0])
+    drop = float(stats.chi2.ppf(LINEAR_RANGE_LEVEL, 1)) / 2
     cands = [(a_hat, r_hat)] + [(float(A_SCAN[j]), float(ratio[j]))
-                                for j in np.nonzero(ll >= l_max - CHI2_95 / 2)[0]]
+                                for j in np.nonzero(ll >= l_max - drop)[0]]
     stat = min(_block_statistic(z, a, r, n_head, kw) for a, r in cands)
     crit = float(stats.chi2.ppf(LINEAR_RANGE_LEVEL, z.size - n_head))
     return stat > crit, stat, crit

@@ -9,6 +9,7 @@ import glob
 import json
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -441,3 +442,43 @@ def test_a_fresh_fraction_above_one_is_explained(tmp_path):
     lo, hi = res.variant["fresh_fraction_range"]
     assert hi > 1
     assert "(> 1: the stale part K_s = K - K_f is negative" in str(res)
+
+
+def _lab_prefix_dir(tmp_path, run, fraction=0.2):
+    """The first ``fraction`` of a lab run's TRL log with its saved GRPOConfig (what a
+    practitioner has a fifth of the way into the run)."""
+    lab = Path(__file__).resolve().parents[2] / "benchmarks" / "lab_runs" / run
+    state = json.loads((lab / "trainer_state.json").read_text())
+    cut = fraction * max(e.get("step", 0) for e in state["log_history"])
+    state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= cut]
+    out = tmp_path / run
+    out.mkdir()
+    (out / "trainer_state.json").write_text(json.dumps(state))
+    (out / "config.json").write_text((lab / "config.json").read_text())
+    return lab / "config.json", out / "trainer_state.json"
+
+
+@pytest.mark.parametrize("run,stable", [("lab_unstable_refresh_s1", False),
+                                        ("lab_stable_momentum_s0", True)])
+def test_from_log_of_a_plateau_start_run_reads_the_fluctuations(tmp_path, run, stable):
+    # a warm-started TRL run at its plateau: its reward (one value per generation) shows no
+    # relaxation, so K comes from TRL's per-step entropy; the verdict on the run's own config
+    # from its first fifth is the one it was built to have (labels from the construction)
+    cfg, prefix = _lab_prefix_dir(tmp_path, run)
+    r = check_config(cfg, from_log=prefix)
+    assert r.stiffness["route"] == "fluctuations" and r.stiffness["observable"] == "entropy"
+    assert r.stiffness["reward_curve_reasons"]            # why the reward route declined
+    assert r.prediction["stable"] is stable
+    assert "fluctuations of entropy" in str(r)
+    d = r.to_dict()
+    assert d["stiffness"]["candidates"] and "_earlier" not in d["stiffness"]
+
+
+def test_from_log_declines_a_clipped_reuse_window(tmp_path):
+    # 16 passes over one batch with TRL's clip 0.2, clipping in the log: the linear model does not
+    # describe a clipped step, so no K; the reuse criterion still answers from the clipped fraction
+    cfg, prefix = _lab_prefix_dir(tmp_path, "lab_reuse_clipped_s0")
+    r = check_config(cfg, from_log=prefix)
+    assert r.stiffness is None
+    assert any("the clip is active" in u for u in r.prediction["unknown"])
+    assert r.prediction["reuse"]["verdict"] == "at risk" and r.prediction["stable"] is None
