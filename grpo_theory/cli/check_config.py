@@ -18,7 +18,9 @@ def add_arguments(parser) -> None:
     g.add_argument("--stiffness", type=number, default=None, metavar="K",
                    help="stiffness K per unit learning rate (eta K = decay rate per step)")
     g.add_argument("--from-log", default=None, metavar="LOG",
-                   help="measure K (with its interval) from an earlier, different run's log")
+                   help="measure K (with its interval) from an earlier, different run's log: "
+                        "from its reward's relaxation, or, where the reward shows none (a run "
+                        "at its plateau), from the per-step fluctuations of its entropy or KL")
     parser.add_argument("--from-log-lr", type=number, default=None, metavar="ETA",
                         help="learning rate of the earlier run (default: logged, or its config)")
     parser.add_argument("--from-log-config", default=None, metavar="CONFIG",
@@ -26,7 +28,8 @@ def add_arguments(parser) -> None:
                              "window and passes), where its log holds none")
     parser.add_argument("--metric", default=None, help="reward metric of the --from-log log")
     add_model_options(parser, ("variant",), fields=("p_ref",),
-                      defaults="a grid of values; with --from-log the fit's initial reward")
+                      defaults="a grid of values; with --from-log the fit's initial reward, or "
+                               "the p_ref that puts the fixed point at the log's plateau")
     parser.add_argument("--steps", type=number, default=None, metavar="N",
                         help="horizon of the collapse risk (default: the config's, else 1000)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")

@@ -24,7 +24,10 @@ but not :math:`K`.  So :func:`check_config` answers in two layers:
 - the verdict is ``stable: null``, with the reasons under ``unknown``.
 
 **With a stiffness** (``stiffness=K`` given, or measured by ``from_log`` from a
-*different* run's reward curve): :math:`\eta K` and its interval, the verdict
+*different* run's log: from its reward's relaxation, or, where the reward shows none, from
+the per-step fluctuations of its entropy or KL about the plateau,
+:mod:`grpo_theory.runs.policy_response`; where neither route applies K is unknown, with both
+routes' reasons): :math:`\eta K` and its interval, the verdict
 (``True`` only if every K of the interval and every admissible split is stable,
 ``False`` only if every one is unstable, else ``None``), the margin, the largest
 stable refresh interval, the regime, and the collapse risk of the bandit run
@@ -223,12 +226,14 @@ def _earlier_mapping(log, config_path):
 
 def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
                        refresh_interval=None, fresh_fraction=0.0, config=None) -> dict:
-    r"""K per unit learning rate, with an interval, from an earlier run's reward curve.
+    r"""K per unit learning rate, with an interval, from an earlier run's log.
 
     The reward curve is read once, as ``fit`` reads it (:func:`grpo_theory.runs.fitting.
     summarize_curve`): where ``fit`` declines the curve (too few points, noise ceiling, no rise,
-    families missing its shape) there is no relaxation to measure and K is refused with the
-    fit's reasons.  Otherwise the exponential gives :math:`\tau` with its 95 % profile-likelihood
+    families missing its shape) there is no relaxation to measure, and K is read instead from
+    the per-step fluctuations of a policy observable about the plateau
+    (:func:`_stiffness_from_fluctuations`); where that does not apply either,
+    :class:`StiffnessNotMeasured` names both routes' reasons.  Otherwise the exponential gives :math:`\tau` with its 95 % profile-likelihood
     interval (:meth:`~grpo_theory.runs.fitting.CurveSummary.relaxation_time_interval`, widened for
     the residuals' autocorrelation; its upper end is ``inf`` where a straight line fits as well);
     K is chosen so that the L3 time scale (:func:`grpo_theory.theory.oscillator.coefficients`
