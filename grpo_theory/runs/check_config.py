@@ -430,20 +430,24 @@ def _stiffness_from_fluctuations(log, path, reward, reasons, *, learning_rate, c
             if p_mid is None or split(p_mid) is None:
                 refuse(no_split)
         # p_ref is known only as far as the plateau is: the p_ref of its interval give a range
-        # of splits, and the data weigh them with eta K (the joint confidence set); each kept
-        # split is a candidate with its own eta K interval and its own verdict
-        grid = []
+        # of splits, weighed by the rewards' likelihood of their plateau level and by the
+        # observable's of (eta K, split) together (the joint profile set); each kept split is a
+        # candidate with its own eta K interval and its own verdict
+        grid, prior = [], []
+        hw = (levels[-1] - levels[0]) / 2
         for lv in np.linspace(levels[0], levels[-1], SPLIT_POINTS) if len(levels) > 1 else levels:
             pr = p_ref_for_plateau(earlier, lv) if 0 < lv < 1 else None
             phi = split(pr) if pr is not None else None
             if phi is not None and all(abs(phi - g[1]) > 1e-12 for g in grid):
                 grid.append((pr, phi))
+                # the rewards' own likelihood of this plateau level (normal, se = hw / 1.96)
+                prior.append(-0.5 * ((lv - plateau) / (hw / 1.96)) ** 2 if hw > 0 else 0.0)
         if not grid:
             refuse(no_split)
         try:
             r = stiffness_over_splits(steps, y, learning_rate=learning_rate, momentum=mu,
                                       refresh_interval=k, window_batches=m, observable=obs,
-                                      fresh_fractions=[g[1] for g in grid])
+                                      fresh_fractions=[g[1] for g in grid], split_loglik=prior)
         except ParameterError as exc:
             refuse(str(exc))
         cands = []

@@ -316,11 +316,13 @@ def stiffness_from_fluctuations(steps, y, *, learning_rate, momentum=0.0, refres
 
 
 def stiffness_over_splits(steps, y, *, learning_rate, fresh_fractions, momentum=0.0,
-                          refresh_interval=1, window_batches=0, observable="entropy") -> dict:
+                          refresh_interval=1, window_batches=0, observable="entropy",
+                          split_loglik=None) -> dict:
     r"""Where the split :math:`\phi` is known only within a range: the set of
     :math:`(\eta K, \phi)` over ``fresh_fractions`` (a grid of the range) with
     :math:`2(\ell_{max} - \ell(\eta K, \phi)) \le \chi^2_{1, 0.95}`, the data weighing the
-    splits too.  Its projection on :math:`\eta K` is the profile-likelihood interval of
+    splits too; ``split_loglik`` adds each split's own log-likelihood from other data (e.g. of
+    the plateau that gives it).  Its projection on :math:`\eta K` is the profile-likelihood interval of
     :math:`\eta K` with :math:`\phi` profiled out, and its image under any one function of
     both (the window's spectral radius, the verdict) is that function's 95 % profile interval.  The linear range is found with the middle split.  Returns the fit at the
     best split (as :func:`stiffness_from_fluctuations`) with ``"by_split"``: per split, its
@@ -342,13 +344,16 @@ def stiffness_over_splits(steps, y, *, learning_rate, fresh_fractions, momentum=
     kws = {f: dict(momentum=base["momentum"], refresh_interval=base["refresh_interval"],
                    fresh_fraction=f, phase=int((float(steps[0]) - 1) % base["refresh_interval"]),
                    window_batches=base["window_batches"]) for f in phis}
+    extra = dict(zip(phis, split_loglik if split_loglik is not None else [0.0] * len(phis)))
     prof = {f: _profile_max(z, kws[f]) for f in phis}
-    best = max(phis, key=lambda f: prof[f][2])
-    cut = prof[best][2] - CHI2_95 / 2
+    best = max(phis, key=lambda f: prof[f][2] + extra[f])
+    cut = prof[best][2] + extra[best] - CHI2_95 / 2
     by = []
     for f in phis:
         ll, a_hat, l_max = prof[f]
-        iv = list(_ends(z, kws[f], ll, a_hat, cut)) if l_max >= cut else None
+        # the split's own term shifts its whole profile: its eta K set is at the cut less it
+        iv = (list(_ends(z, kws[f], ll, a_hat, cut - extra[f])) if l_max + extra[f] >= cut
+              else None)
         by.append({"fresh_fraction": f, "eta_K": a_hat if iv else None, "eta_K_interval": iv})
     kept = [b for b in by if b["eta_K_interval"]]
     lo = min(b["eta_K_interval"][0] for b in kept)
