@@ -341,7 +341,8 @@ def _config_row(run_dir, info, *, stiffness=None, from_log=None, from_log_config
                else "at risk" if p.get("risk") else "unknown")
     why = p.get("risk") or (p["unknown"][-1] if p["unknown"] else "")
     return {"verdict": verdict, "why": why, "eta_K": p.get("eta_K"),
-            "reuse": (p.get("reuse") or {}).get("verdict")}
+            "reuse": (p.get("reuse") or {}).get("verdict"),
+            "K_route": (res.stiffness or {}).get("route") if (from_log is not None) else None}
 
 
 def score_configs(runs, bench, *, lab=False):
@@ -414,7 +415,9 @@ def _prefix_log(run_dir, fraction, tmp):
 def score_configs_from_prefix(runs, bench, fraction=PREFIX_FRACTION):
     """check-config on each lab run's own config with K measured (``--from-log``) from the first
     ``fraction`` of the run's own log and its saved GRPOConfig -- nothing from the lab's facts
-    (issue 22).  Where fit declines the prefix, K is refused and the verdict is 'unknown'."""
+    (issue 22): from the reward's relaxation, or, where the prefix shows none, from the per-step
+    fluctuations of TRL's entropy (``row["K_route"]``).  Where neither route measures K the
+    verdict is what needs no K, and the healthy sibling's K is tried as a second, labelled route."""
     rows = []
     base = Path(tempfile.mkdtemp(prefix="scorecard_prefix_"))
     for meta in runs:
@@ -426,9 +429,12 @@ def score_configs_from_prefix(runs, bench, fraction=PREFIX_FRACTION):
         prefix = _prefix_log(run_dir, fraction, base / meta["id"])
         key = (info.get("reward") or {}).get("key")
         row = _config_row(run_dir, info, from_log=prefix, metric=key)
+        route = {"relaxation": "the reward's relaxation", "fluctuations": "the entropy's "
+                 "fluctuations"}.get(row.get("K_route"), "K not measured")
         row = {"id": meta["id"], "collapse_or_unstable": not truth,
-               "source": f"K from the first {fraction:.0%} of its own log", **row}
-        if row["verdict"] == "unknown" and row["why"].startswith("not checked"):
+               "source": f"K from the first {fraction:.0%} of its own log: {route}", **row}
+        if row["verdict"] == "unknown" and (row["why"].startswith("not checked")
+                                            or row.get("K_route") is None):
             row["sibling"] = _sibling_row(run_dir, info, bench, prefix, key)
         rows.append(row)
     return rows
