@@ -354,6 +354,11 @@ def _stiffness_from_fluctuations(log, path, reward, reasons, *, learning_rate, c
     if earlier is None:
         refuse("they need the run's window and optimizer, from a GRPOConfig saved with the log, "
                "a verl launch script in it, or --from-log-config")
+    kind = read_config(config)[1] if config is not None else log_config_kind(log.config)
+    if kind != "trl" and earlier.value("refresh_interval") > 1:
+        refuse(f"a {kind} log counts its steps in generations (one logged value per window of "
+               f"{earlier.value('refresh_interval')} optimizer steps), and the model needs the "
+               "observable at every optimizer step (TRL logs it so)")
     obs = next((log.role(r) for r in OBSERVABLE_ROLES if log.role(r)), None)
     if obs is None:
         refuse("the log has no per-step entropy or KL")

@@ -482,3 +482,20 @@ def test_from_log_declines_a_clipped_reuse_window(tmp_path):
     assert r.stiffness is None
     assert any("the clip is active" in u for u in r.prediction["unknown"])
     assert r.prediction["reuse"]["verdict"] == "at risk" and r.prediction["stable"] is None
+
+
+def test_from_log_fluctuations_decline_a_log_counted_in_generations(tmp_path):
+    # a verl log has one value per training iteration (a window of k optimizer steps): the per-step
+    # model does not describe it, so no K from its fluctuations, and the reason says why
+    cfg = _write(tmp_path, "verl.yaml",
+                 "actor_rollout_ref:\n  rollout:\n    n: 8\n  actor:\n    ppo_epochs: 2\n"
+                 "    ppo_mini_batch_size: 64\n    optim:\n      lr: 2.0e-6\n"
+                 "data:\n  train_batch_size: 512\n")
+    rng = np.random.default_rng(1)
+    flat = _write(tmp_path, "flat.csv", "step,reward,entropy,learning_rate\n" + "".join(
+        f"{s},{0.5 + 0.05 * rng.standard_normal():.4f},{0.6 + 0.01 * rng.standard_normal():.5f},"
+        "2e-6\n" for s in range(1, 121)))
+    r = check_config(cfg, from_log=flat, from_log_config=cfg)
+    assert r.stiffness is None
+    why = next(u for u in r.prediction["unknown"] if u.startswith("stiffness K: not measured"))
+    assert "counts its steps in generations" in why
