@@ -699,6 +699,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
                 assumptions.append(f"p_ref = {p_ref:.4g}: the reference reward that puts the variant's "
                                    f"fixed point at the plateau {K_info['plateau_reward']:.4g} of "
                                    f"{K_info['reward_metric']} in {os.fspath(from_log)}")
+                assumptions[:] = [a for a in assumptions if not a.startswith("p_ref not given")]
                 variant = _variant_split(mp, p_ref)
                 phis = sorted({fp["fresh_fraction"] for fp in variant["fixed_points"]})
                 thresholds = variant_thresholds(mu, k, phis) if phis else None
@@ -780,8 +781,10 @@ def _bandit_rescale(K_info, from_log, from_log_config, mp, p_ref, assumptions):
                              f"{p_old:.3g} ({k_old:.4g})")
     assumptions.append("K = (tangent-kernel scale of the model on the task, carried over from "
                        "the earlier run) x (the bandit's stiffness at the fixed point, recomputed "
-                       "for this variant and p_ref; the earlier run started from its reference, "
-                       "p_ref = its fitted initial reward)")
+                       "for this variant and p_ref; " + (
+                           "the earlier run started from its reference, p_ref = its fitted "
+                           "initial reward)" if K_info.get("route", "relaxation") == "relaxation"
+                           else "the earlier run's p_ref puts its fixed point at its plateau)"))
 
 
 def _bandit_ratio(earlier, mp, p_ref):
