@@ -5,11 +5,14 @@
 (c) the exact stability phase diagram on a 256 x 256 grid;
 (d) ``grpo-theory report`` on the default model, cold (fresh disk cache) and warm, in
     subprocesses (the goal is a cold report under a minute on 2 cores);
+(f) K from the per-step fluctuations (``runs.policy_response``): one state-space fit on 48 and
+    96 steps of a simulated window, side by side, and ``check_config`` with ``--from-log`` on
+    the first fifth of a committed lab run (the route with the split weighed over the plateau);
 (e) the test suite, the README's command ``python -m pytest -q`` with ``CI=true`` and a
     fresh derivation cache (the goal is at most 180 s on 2 cores), printed last next to the
     cold chain and the cold report.
 
-Run:  python benchmarks/bench_core.py [--only chain,lambdify,phase,report,suite]
+Run:  python benchmarks/bench_core.py [--only chain,lambdify,phase,report,fluctuations,suite]
 """
 
 from __future__ import annotations
@@ -140,8 +143,48 @@ def bench_suite() -> None:
               f"exit {proc.returncode}; goal <= 180 s on 2 cores)")
 
 
+def bench_fluctuations() -> None:
+    import json
+    import shutil
+
+    from grpo_theory.runs.check_config import check_config
+    from grpo_theory.runs.policy_response import stiffness_from_fluctuations
+    from grpo_theory.theory.discrete import step_matrix
+
+    rng = np.random.default_rng(0)
+    A = step_matrix(0.45, 0.0, 1.0, 0.31)
+    s, ys = np.zeros(3), []
+    for t in range(96):
+        if t % 4 == 0:
+            s[2] = s[0]
+        ys.append(s[0] + 0.7 * rng.normal())
+        s = A @ s
+        xi = rng.normal()
+        s[0] += xi
+        s[1] += xi
+    for n in (48, 96):
+        t0 = time.perf_counter()
+        r = stiffness_from_fluctuations(np.arange(1, n + 1), np.array(ys[:n]), learning_rate=1.0,
+                                        refresh_interval=4, fresh_fraction=0.31)
+        dt = time.perf_counter() - t0
+        print(f"(f) state-space fit, {n:3d} steps (k = 4): {dt * 1e3:7.1f} ms "
+              f"(eta K {r['eta_K']:.3f} [{r['eta_K_interval'][0]:.3f}, {r['eta_K_interval'][1]:.3f}], true 0.45)")
+    lab = Path(__file__).resolve().parents[1] / "benchmarks" / "lab_runs" / "lab_stable_refresh_s0"
+    tmp = Path(tempfile.mkdtemp())
+    state = json.loads((lab / "trainer_state.json").read_text())
+    cut = 0.2 * max(e.get("step", 0) for e in state["log_history"])
+    state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= cut]
+    (tmp / "trainer_state.json").write_text(json.dumps(state))
+    shutil.copy(lab / "config.json", tmp / "config.json")
+    t0 = time.perf_counter()
+    res = check_config(lab / "config.json", from_log=tmp / "trainer_state.json")
+    dt = time.perf_counter() - t0
+    print(f"(f) check-config --from-log, first fifth of lab_stable_refresh_s0 (fluctuations, "
+          f"{len(res.stiffness['candidates'])} splits kept): {dt:6.2f} s")
+
+
 STAGES = {"chain": bench_chain, "lambdify": bench_lambdify, "phase": bench_phase_diagram,
-          "report": bench_report, "suite": bench_suite}
+          "report": bench_report, "fluctuations": bench_fluctuations, "suite": bench_suite}
 
 
 if __name__ == "__main__":

@@ -340,7 +340,8 @@ def _stiffness_from_fluctuations(log, path, reward, reasons, *, learning_rate, c
     :math:`\phi` of the earlier run's variant comes from its p_ref, solved from the plateau
     the log's reward sits at (a success rate); at k = 1 no split enters.  Raises
     :class:`StiffnessNotMeasured` with the reasons of both routes where neither applies."""
-    from grpo_theory.runs.policy_response import (OBSERVABLE_ROLES, stiffness_from_fluctuations,
+    from grpo_theory.runs.policy_response import (OBSERVABLE_ROLES, linear_range,
+                                                  stiffness_from_fluctuations,
                                                   stiffness_over_splits)
 
     def refuse(why):
@@ -426,9 +427,13 @@ def _stiffness_from_fluctuations(log, path, reward, reasons, *, learning_rate, c
             refuse(no_split)
         # the plateau is read over the steps the model describes: where the linear range ends
         # early (the run left its plateau), it is read again from the rewards before the end
-        r = fit(split(p_mid))
-        if r["last_step"] < last:
-            last = r["last_step"]
+        try:
+            lin = linear_range(steps, y, momentum=mu, refresh_interval=k,
+                               fresh_fraction=split(p_mid), window_batches=m, observable=obs)
+        except ParameterError as exc:
+            refuse(str(exc))
+        if lin["last_step"] < last:
+            last = lin["last_step"]
             plateau, levels = plateau_over(last)
             p_mid = (p_ref_for_plateau(earlier, plateau)
                      if plateau is not None and 0 < plateau < 1 else None)

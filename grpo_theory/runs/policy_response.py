@@ -60,8 +60,8 @@ from scipy import optimize, stats
 
 from grpo_theory.validate import ParameterError, check_int, check_real
 
-__all__ = ["MIN_STEPS", "OBSERVABLE_ROLES", "profile_loglik", "stiffness_from_fluctuations",
-           "stiffness_over_splits"]
+__all__ = ["MIN_STEPS", "OBSERVABLE_ROLES", "linear_range", "profile_loglik",
+           "stiffness_from_fluctuations", "stiffness_over_splits"]
 
 #: fewest consecutive per-step values of the observable
 MIN_STEPS = 24
@@ -257,14 +257,9 @@ def _block_rejects(z, n_head, kw):
     return stat > crit, stat, crit
 
 
-def stiffness_from_fluctuations(steps, y, *, learning_rate, momentum=0.0, refresh_interval=1,
-                                fresh_fraction=0.0, window_batches=0,
-                                observable="entropy") -> dict:
-    r""":math:`\eta K` and :math:`K` with their 95 % profile-likelihood intervals from a per-step
-    policy observable (module doc), over the series' linear range.  ``steps``: the optimizer
-    steps of ``y`` (1-based, as TRL and verl count; consecutive); ``window_batches``: 0 for fresh
-    mini-batches, m >= 1 for a window re-using m batches.  Raises :class:`ParameterError` where
-    the model cannot be fitted (too few or non-consecutive steps, no fluctuation)."""
+def _prepare(steps, y, *, learning_rate, momentum, refresh_interval, fresh_fraction,
+             window_batches, observable):
+    """Checked arguments, the finite series, and the filter's keywords."""
     eta = check_real("learning_rate", learning_rate, low=0, low_open=True)
     mu = check_real("momentum", momentum, low=0, high=1, high_open=True)
     k = check_int("refresh_interval", refresh_interval, low=1)
@@ -283,13 +278,19 @@ def stiffness_from_fluctuations(steps, y, *, learning_rate, momentum=0.0, refres
         raise ParameterError(observable, f"logged every {np.median(d):g} steps",
                              "a value at every optimizer step (logging_steps = 1): a mean over "
                              "several steps is not the per-step state")
-    if np.ptp(y[:need]) <= 0 or np.std(y) <= 0:
+    if np.ptp(y[:need]) <= 0:
         raise ParameterError(observable, "constant", "a per-step observable that fluctuates")
     kw = dict(momentum=mu, refresh_interval=k, fresh_fraction=phi,
               phase=int((steps[0] - 1) % k), window_batches=m)
+    return eta, steps, y, need, kw
+
+
+def _linear_range(steps, y, need, kw):
+    """Steps in the linear range: extended by whole blocks while some eta K the steps so far
+    allow predicts the next block (one-step innovations within the chi-square quantile).
+    Returns ``(n_fit, ended)``."""
+    k = kw["refresh_interval"]
     block = k * math.ceil(BLOCK_STEPS / k)
-    # the linear range: extend by whole blocks while some eta K the steps so far allow predicts
-    # the next block (one-step innovations within the chi-square quantile)
     n_fit, ended = min(need, y.size), None
     while n_fit < y.size:
         n_next = min(block, y.size - n_fit)
@@ -301,18 +302,49 @@ def stiffness_from_fluctuations(steps, y, *, learning_rate, momentum=0.0, refres
                      "block": int(n_next)}
             break
         n_fit += n_next
-    z = y[:n_fit]
-    fit = _fit((z - z.mean()) / float(np.std(z)), kw)
-    grid, prof = fit["profile"]
+    return n_fit, ended
+
+
+def _result(fit, eta, steps, n_fit, ended, observable, kw, n_logged):
     lo, hi = fit["lo"], fit["hi"]
+    grid, prof = fit["profile"]
     return {"eta_K": fit["a"], "eta_K_interval": [lo, hi],
             "value": fit["a"] / eta, "interval": [lo / eta, hi / eta],
-            "noise_ratio": fit["ratio"], "n_steps": int(n_fit), "n_logged": int(y.size),
+            "noise_ratio": fit["ratio"], "n_steps": int(n_fit), "n_logged": int(n_logged),
             "first_step": float(steps[0]), "last_step": float(steps[n_fit - 1]),
-            "linear_range_end": ended,
-            "observable": observable, "learning_rate": eta, "momentum": mu,
-            "refresh_interval": k, "fresh_fraction": phi, "window_batches": m,
+            "linear_range_end": ended, "observable": observable, "learning_rate": eta,
+            "momentum": kw["momentum"], "refresh_interval": kw["refresh_interval"],
+            "fresh_fraction": kw["fresh_fraction"], "window_batches": kw["window_batches"],
             "profile": {"eta_K": grid.tolist(), "loglik": prof.tolist()}}
+
+
+def linear_range(steps, y, *, momentum=0.0, refresh_interval=1, fresh_fraction=0.0,
+                 window_batches=0, observable="entropy") -> dict:
+    """The last step of the series' linear range (module doc) and where and why it ended
+    (``None``: the whole series), without the final fit."""
+    _, steps, y, need, kw = _prepare(
+        steps, y, learning_rate=1.0, momentum=momentum, refresh_interval=refresh_interval,
+        fresh_fraction=fresh_fraction, window_batches=window_batches, observable=observable)
+    n_fit, ended = _linear_range(steps, y, need, kw)
+    return {"last_step": float(steps[n_fit - 1]), "ended": ended}
+
+
+def stiffness_from_fluctuations(steps, y, *, learning_rate, momentum=0.0, refresh_interval=1,
+                                fresh_fraction=0.0, window_batches=0,
+                                observable="entropy") -> dict:
+    r""":math:`\eta K` and :math:`K` with their 95 % profile-likelihood intervals from a per-step
+    policy observable (module doc), over the series' linear range.  ``steps``: the optimizer
+    steps of ``y`` (1-based, as TRL and verl count; consecutive); ``window_batches``: 0 for fresh
+    mini-batches, m >= 1 for a window re-using m batches.  Raises :class:`ParameterError` where
+    the model cannot be fitted (too few or non-consecutive steps, no fluctuation)."""
+    eta, steps, y, need, kw = _prepare(
+        steps, y, learning_rate=learning_rate, momentum=momentum,
+        refresh_interval=refresh_interval, fresh_fraction=fresh_fraction,
+        window_batches=window_batches, observable=observable)
+    n_fit, ended = _linear_range(steps, y, need, kw)
+    z = y[:n_fit]
+    fit = _fit((z - z.mean()) / float(np.std(z)), kw)
+    return _result(fit, eta, steps, n_fit, ended, observable, kw, y.size)
 
 
 def stiffness_over_splits(steps, y, *, learning_rate, fresh_fractions, momentum=0.0,
@@ -322,29 +354,25 @@ def stiffness_over_splits(steps, y, *, learning_rate, fresh_fractions, momentum=
     :math:`(\eta K, \phi)` over ``fresh_fractions`` (a grid of the range) with
     :math:`2(\ell_{max} - \ell(\eta K, \phi)) \le \chi^2_{1, 0.95}`, the data weighing the
     splits too; ``split_loglik`` adds each split's own log-likelihood from other data (e.g. of
-    the plateau that gives it).  Its projection on :math:`\eta K` is the profile-likelihood interval of
-    :math:`\eta K` with :math:`\phi` profiled out, and its image under any one function of
-    both (the window's spectral radius, the verdict) is that function's 95 % profile interval.  The linear range is found with the middle split.  Returns the fit at the
+    the plateau that gives it).  Its projection on :math:`\eta K` is the profile-likelihood
+    interval of :math:`\eta K` with :math:`\phi` profiled out, and its image under any one
+    function of both (the window's spectral radius, the verdict) is that function's 95 %
+    profile interval.  The linear range is found with the middle split.  Returns the fit at the
     best split (as :func:`stiffness_from_fluctuations`) with ``"by_split"``: per split, its
     :math:`\eta K` interval at the joint cut (``None`` where the split is excluded)."""
     phis = [check_real("fresh_fraction", f) for f in fresh_fractions]
     if not phis:
         raise ParameterError("fresh_fractions", fresh_fractions, "at least one split")
-    mid = sorted(phis)[len(phis) // 2]
-    base = stiffness_from_fluctuations(steps, y, learning_rate=learning_rate, momentum=momentum,
-                                       refresh_interval=refresh_interval, fresh_fraction=mid,
-                                       window_batches=window_batches, observable=observable)
-    if len(phis) == 1:
-        base["by_split"] = [{"fresh_fraction": mid, "eta_K": base["eta_K"],
-                             "eta_K_interval": base["eta_K_interval"]}]
-        return base
-    eta, n = base["learning_rate"], base["n_steps"]
-    y = np.asarray(y, dtype=float)[np.isfinite(np.asarray(y, dtype=float))][:n]
-    z = (y - y.mean()) / float(np.std(y))
-    kws = {f: dict(momentum=base["momentum"], refresh_interval=base["refresh_interval"],
-                   fresh_fraction=f, phase=int((float(steps[0]) - 1) % base["refresh_interval"]),
-                   window_batches=base["window_batches"]) for f in phis}
     extra = dict(zip(phis, split_loglik if split_loglik is not None else [0.0] * len(phis)))
+    mid = sorted(phis)[len(phis) // 2]
+    eta, steps, y, need, kw = _prepare(
+        steps, y, learning_rate=learning_rate, momentum=momentum,
+        refresh_interval=refresh_interval, fresh_fraction=mid, window_batches=window_batches,
+        observable=observable)
+    n_fit, ended = _linear_range(steps, y, need, kw)
+    z = y[:n_fit]
+    z = (z - z.mean()) / float(np.std(z))
+    kws = {f: dict(kw, fresh_fraction=f) for f in phis}
     prof = {f: _profile_max(z, kws[f]) for f in phis}
     best = max(phis, key=lambda f: prof[f][2] + extra[f])
     cut = prof[best][2] + extra[best] - CHI2_95 / 2
@@ -356,9 +384,12 @@ def stiffness_over_splits(steps, y, *, learning_rate, fresh_fractions, momentum=
               else None)
         by.append({"fresh_fraction": f, "eta_K": a_hat if iv else None, "eta_K_interval": iv})
     kept = [b for b in by if b["eta_K_interval"]]
+    ll, a_best, l_max = prof[best]
     lo = min(b["eta_K_interval"][0] for b in kept)
     hi = max(b["eta_K_interval"][1] for b in kept)
-    a_best = prof[best][1]
-    base.update({"eta_K": a_best, "eta_K_interval": [lo, hi], "value": a_best / eta,
-                 "interval": [lo / eta, hi / eta], "fresh_fraction": best, "by_split": by})
-    return base
+    _, r_hat = profile_loglik(z, a_grid=np.array([a_best]), **kws[best])
+    fit = {"a": a_best, "lo": lo, "hi": hi, "ratio": float(r_hat[0]),
+           "profile": (A_GRID, ll - l_max)}
+    out = _result(fit, eta, steps, n_fit, ended, observable, kws[best], y.size)
+    out["by_split"] = by
+    return out
