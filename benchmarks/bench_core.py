@@ -144,10 +144,8 @@ def bench_suite() -> None:
 
 
 def bench_fluctuations() -> None:
-    import json
-    import shutil
-
     from grpo_theory.runs.check_config import check_config
+    from grpo_theory.runs.logs.trl import write_trl_prefix
     from grpo_theory.runs.policy_response import stiffness_from_fluctuations
     from grpo_theory.theory.discrete import step_matrix
 
@@ -170,14 +168,9 @@ def bench_fluctuations() -> None:
         print(f"(f) state-space fit, {n:3d} steps (k = 4): {dt * 1e3:7.1f} ms "
               f"(eta K {r['eta_K']:.3f} [{r['eta_K_interval'][0]:.3f}, {r['eta_K_interval'][1]:.3f}], true 0.45)")
     lab = Path(__file__).resolve().parents[1] / "benchmarks" / "lab_runs" / "lab_stable_refresh_s0"
-    tmp = Path(tempfile.mkdtemp())
-    state = json.loads((lab / "trainer_state.json").read_text())
-    cut = 0.2 * max(e.get("step", 0) for e in state["log_history"])
-    state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= cut]
-    (tmp / "trainer_state.json").write_text(json.dumps(state))
-    shutil.copy(lab / "config.json", tmp / "config.json")
+    prefix = write_trl_prefix(lab, 0.2, Path(tempfile.mkdtemp()))
     t0 = time.perf_counter()
-    res = check_config(lab / "config.json", from_log=tmp / "trainer_state.json")
+    res = check_config(lab / "config.json", from_log=prefix)
     dt = time.perf_counter() - t0
     print(f"(f) check-config --from-log, first fifth of lab_stable_refresh_s0 (fluctuations, "
           f"{len(res.stiffness['candidates'])} splits kept): {dt:6.2f} s")

@@ -398,18 +398,12 @@ PREFIX_FRACTION = 0.2
 
 
 def _prefix_log(run_dir, fraction, tmp):
-    """The first ``fraction`` of a lab run's TRL log (``log_history`` entries up to that step)
-    with its saved ``GRPOConfig``, written to ``tmp``: what a practitioner has ``fraction`` of
-    the way into the run.  Returns the path of the prefix's ``trainer_state.json``."""
-    state = json.loads((run_dir / "trainer_state.json").read_text())
-    last = max(e.get("step", 0) for e in state["log_history"])
-    cut = fraction * last
-    state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= cut]
-    state["global_step"] = int(cut)
-    tmp.mkdir(parents=True, exist_ok=True)
-    (tmp / "trainer_state.json").write_text(json.dumps(state))
-    (tmp / "config.json").write_text((run_dir / "config.json").read_text())
-    return tmp / "trainer_state.json"
+    """The first ``fraction`` of a lab run's TRL log with its saved ``GRPOConfig``, written to
+    ``tmp`` (``runs.logs.trl.write_trl_prefix``): what a practitioner has ``fraction`` of the way
+    into the run.  Returns the path of the prefix's ``trainer_state.json``."""
+    from grpo_theory.runs.logs.trl import write_trl_prefix
+
+    return Path(write_trl_prefix(run_dir, fraction, tmp))
 
 
 def score_configs_from_prefix(runs, bench, fraction=PREFIX_FRACTION):

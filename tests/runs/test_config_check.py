@@ -447,15 +447,10 @@ def test_a_fresh_fraction_above_one_is_explained(tmp_path):
 def _lab_prefix_dir(tmp_path, run, fraction=0.2):
     """The first ``fraction`` of a lab run's TRL log with its saved GRPOConfig (what a
     practitioner has a fifth of the way into the run)."""
+    from grpo_theory.runs.logs.trl import write_trl_prefix
+
     lab = Path(__file__).resolve().parents[2] / "benchmarks" / "lab_runs" / run
-    state = json.loads((lab / "trainer_state.json").read_text())
-    cut = fraction * max(e.get("step", 0) for e in state["log_history"])
-    state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= cut]
-    out = tmp_path / run
-    out.mkdir()
-    (out / "trainer_state.json").write_text(json.dumps(state))
-    (out / "config.json").write_text((lab / "config.json").read_text())
-    return lab / "config.json", out / "trainer_state.json"
+    return lab / "config.json", Path(write_trl_prefix(lab, fraction, tmp_path / run))
 
 
 @pytest.mark.parametrize("run,stable", [("lab_unstable_refresh_s1", False),

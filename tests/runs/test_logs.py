@@ -356,3 +356,22 @@ def test_a_json_array_of_per_step_objects_is_read_as_jsonl(tmp_path, capsys):
     cut.write_text('[\n {"step": 1, "reward": 0.1},\n {"step": 2, "reward": 0.2},\n {"step": 3, "rew')
     log = read_log(cut)
     assert log.series("reward")[0].tolist() == [1, 2] and any("line 4" in w for w in log.warnings)
+
+
+def test_write_trl_prefix_keeps_the_first_fraction_and_the_config(tmp_path):
+    import json as _json
+    from pathlib import Path as _Path
+
+    from grpo_theory.runs.logs import read_log
+    from grpo_theory.runs.logs.trl import write_trl_prefix
+
+    run = _Path(__file__).resolve().parents[2] / "benchmarks" / "lab_runs" / "lab_stable_refresh_s0"
+    out = write_trl_prefix(run, 0.2, tmp_path / "p")
+    full = _json.loads((run / "trainer_state.json").read_text())["log_history"]
+    last = max(e.get("step", 0) for e in full)
+    kept = _json.loads(_Path(out).read_text())["log_history"]
+    assert kept == [e for e in full if e.get("step", 0) <= 0.2 * last] and len(kept) < len(full)
+    assert (tmp_path / "p" / "config.json").read_text() == (run / "config.json").read_text()
+    log = read_log(out)
+    assert log.series("entropy")[0].max() <= 0.2 * last
+    assert log.config.get("num_generations") == 8          # the saved GRPOConfig is read

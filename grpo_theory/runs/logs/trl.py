@@ -23,7 +23,7 @@ import re
 
 from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, records_to_metrics, text_lines
 
-__all__ = ["read_trl", "read_trl_console", "log_from_history", "console_dicts"]
+__all__ = ["read_trl", "read_trl_console", "log_from_history", "console_dicts", "write_trl_prefix"]
 
 _STATE_KEYS = ("global_step", "max_steps", "num_train_epochs", "train_batch_size",
                "logging_steps", "eval_steps", "save_steps")
@@ -49,6 +49,34 @@ def read_trl(path, text: str | None = None) -> TrainingLog:
     log = log_from_history(state["log_history"], str(path), config=config, path=path)
     log.warnings[:0] = warnings
     return log
+
+
+def write_trl_prefix(run_dir, fraction: float, out_dir) -> str:
+    """The first ``fraction`` of a TRL run as the run had it then: its ``trainer_state.json``
+    with the ``log_history`` entries up to that fraction of its last step (and ``global_step``
+    set there), and its saved GRPOConfig (``config.json``) copied beside it, written to
+    ``out_dir`` (created).  Returns the path of the prefix's ``trainer_state.json``: what
+    ``check-config --from-log`` or ``fit`` would have read a ``fraction`` of the way in."""
+    from grpo_theory.validate import check_real
+
+    f = check_real("fraction", fraction, low=0, high=1, low_open=True)
+    src = os.path.join(os.fspath(run_dir), "trainer_state.json")
+    with open(src, encoding="utf-8") as fh:
+        state = json.load(fh)
+    last = max((e.get("step", 0) for e in state.get("log_history", [])), default=0)
+    cut = f * last
+    state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= cut]
+    state["global_step"] = int(cut)
+    os.makedirs(out_dir, exist_ok=True)
+    dst = os.path.join(os.fspath(out_dir), "trainer_state.json")
+    with open(dst, "w", encoding="utf-8") as fh:
+        json.dump(state, fh)
+    cfg = os.path.join(os.fspath(run_dir), "config.json")
+    if os.path.isfile(cfg):
+        with open(cfg, encoding="utf-8") as a, open(os.path.join(os.fspath(out_dir), "config.json"),
+                                                    "w", encoding="utf-8") as b:
+            b.write(a.read())
+    return dst
 
 
 def _saved_grpo_config(path, warnings) -> dict:
