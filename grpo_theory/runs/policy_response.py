@@ -74,8 +74,8 @@ BLOCK_STEPS = 8
 #: level of the linear-range test of each next block of steps
 LINEAR_RANGE_LEVEL = 0.999
 #: the grid of eta K (log-spaced) and of the measurement-to-process noise variance ratio
-A_GRID = np.geomspace(1e-3, 4.0, 160)
-RATIO_GRID = np.geomspace(1e-3, 1e4, 29)
+A_GRID = np.geomspace(1e-3, 4.0, 100)
+RATIO_GRID = np.geomspace(1e-3, 1e4, 19)
 #: the coarser grids of the linear-range scan (the model at the grid's best point is tested)
 A_SCAN, RATIO_SCAN = np.geomspace(1e-3, 4.0, 49), np.geomspace(1e-3, 1e4, 11)
 #: the noise input direction of the step map on (x, v, x_s): a kick enters v' and so x'
