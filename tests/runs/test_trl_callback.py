@@ -10,7 +10,7 @@ transformers = pytest.importorskip("transformers")
 from grpo_theory.runs.trl_callback import GRPOTheoryCallback, GRPOTheoryWarning  # noqa: E402
 
 
-LOGGING_STEPS = 2   # a log every second step (TRL's GRPOConfig logs every 10)
+LOGGING_STEPS = 4   # a log every fourth step (TRL's GRPOConfig logs every 10)
 
 
 def _drive(rewards, tmp_path, **cb_kw):
