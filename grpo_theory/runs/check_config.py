@@ -202,11 +202,15 @@ def p_ref_for_plateau(mp: ConfigMapping, p_star: float) -> float | None:
         except ParameterError:
             return math.nan
 
+    # the first bracketing pair of the grid, scanned upwards (each point a fixed-point solve:
+    # the scan stops at the first sign change instead of solving the whole grid first)
     grid = np.linspace(0.01, 0.99, 99)
-    vals = np.array([gap(g) for g in grid])
-    for a, b, va, vb in zip(grid[:-1], grid[1:], vals[:-1], vals[1:]):
+    va = gap(grid[0])
+    for a, b in zip(grid[:-1], grid[1:]):
+        vb = gap(b)
         if np.isfinite(va) and np.isfinite(vb) and va * vb <= 0:
             return float(brentq(gap, a, b, xtol=1e-10))
+        va = vb
     return None
 
 
@@ -258,16 +262,8 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
     earlier, earlier_src = _earlier_mapping(log, config)
     src = "given (--from-log-lr)"
     if learning_rate is None:
-        lr_name = next((n for n in ("learning_rate", "train/learning_rate", "actor/lr", "lr")
-                        if log.has(n)), None)
-        if lr_name is not None:
-            ls, lv = log.series(lr_name)
-            end = steps[0] + (fit.time_to_90 if math.isfinite(fit.time_to_90) else np.inf)
-            sel = lv[(ls <= end) & (lv > 0)]
-            sel = sel if sel.size else lv[lv > 0]
-            if sel.size:
-                learning_rate = float(np.median(sel))
-                src = f"median of {lr_name} logged over the fitted rise"
+        end = steps[0] + (fit.time_to_90 if math.isfinite(fit.time_to_90) else np.inf)
+        learning_rate, src = _logged_learning_rate(log, -np.inf, end, "the fitted rise")
         if learning_rate is None and earlier is not None and not earlier["learning_rate"]["assumed"]:
             learning_rate = earlier.value("learning_rate")
             src = f"the earlier run's config ({earlier['learning_rate']['source']})"
@@ -320,16 +316,18 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
                       "start of a rise bounds a fast relaxation, not a slow one)"}
 
 
-def _logged_learning_rate(log, steps):
-    """Median learning rate logged over ``steps`` (all logged values where none falls there)."""
+def _logged_learning_rate(log, first, last, where):
+    """Median learning rate logged at steps ``first``..``last`` (all logged values where none
+    falls there) and its source, naming the span as ``where``; ``(None, None)`` where the log
+    has none."""
     lr_name = next((n for n in ("learning_rate", "train/learning_rate", "actor/lr", "lr")
                     if log.has(n)), None)
     if lr_name is None:
         return None, None
     ls, lv = log.series(lr_name)
-    sel = lv[(ls >= steps[0]) & (ls <= steps[-1]) & (lv > 0)]
+    sel = lv[(ls >= first) & (ls <= last) & (lv > 0)]
     sel = sel if sel.size else lv[lv > 0]
-    return (float(np.median(sel)), f"median of {lr_name} logged over those steps") if sel.size \
+    return (float(np.median(sel)), f"median of {lr_name} logged over {where}") if sel.size \
         else (None, None)
 
 
@@ -377,7 +375,7 @@ def _stiffness_from_fluctuations(log, path, reward, reasons, *, learning_rate, c
     m = earlier.value("window_batches") if earlier.value("reuse") == "batch" else 0
     lr_src = "given (--from-log-lr)"
     if learning_rate is None:
-        learning_rate, lr_src = _logged_learning_rate(log, steps)
+        learning_rate, lr_src = _logged_learning_rate(log, steps[0], steps[-1], "those steps")
     if learning_rate is None and not earlier["learning_rate"]["assumed"]:
         learning_rate = earlier.value("learning_rate")
         lr_src = f"the earlier run's config ({earlier['learning_rate']['source']})"
@@ -411,13 +409,21 @@ def _stiffness_from_fluctuations(log, path, reward, reasons, *, learning_rate, c
         except ParameterError as exc:
             refuse(str(exc))
 
+    p_ref_at = {}
+
+    def p_ref_of(level):
+        """p_ref for a plateau level (each a root search over fixed points: solved once)."""
+        if level not in p_ref_at:
+            p_ref_at[level] = (p_ref_for_plateau(earlier, level)
+                               if binary and level is not None and 0 < level < 1 else None)
+        return p_ref_at[level]
+
     no_split = (f"at k = {k} the split phi = K_f/K enters, and it depends on p_ref, which the "
                 f"reward's plateau does not give ({reward} is not a success rate at an interior "
                 "fixed point of the variant)")
     last = float(steps[-1])
     plateau, levels = plateau_over(last)
-    p_mid = (p_ref_for_plateau(earlier, plateau)
-             if binary and plateau is not None and 0 < plateau < 1 else None)
+    p_mid = p_ref_of(plateau)
     if k == 1:
         phi_src = "not needed: at k = 1 the sampling policy is the current one"
         r = fit(0.0)
@@ -435,8 +441,7 @@ def _stiffness_from_fluctuations(log, path, reward, reasons, *, learning_rate, c
         if lin["last_step"] < last:
             last = lin["last_step"]
             plateau, levels = plateau_over(last)
-            p_mid = (p_ref_for_plateau(earlier, plateau)
-                     if plateau is not None and 0 < plateau < 1 else None)
+            p_mid = p_ref_of(plateau)
             if p_mid is None or split(p_mid) is None:
                 refuse(no_split)
         # p_ref is known only as far as the plateau is: the p_ref of its interval give a range
@@ -445,8 +450,11 @@ def _stiffness_from_fluctuations(log, path, reward, reasons, *, learning_rate, c
         # candidate with its own eta K interval and its own verdict
         grid, prior = [], []
         hw = (levels[-1] - levels[0]) / 2
-        for lv in np.linspace(levels[0], levels[-1], SPLIT_POINTS) if len(levels) > 1 else levels:
-            pr = p_ref_for_plateau(earlier, lv) if 0 < lv < 1 else None
+        levels_grid = (np.linspace(levels[0], levels[-1], SPLIT_POINTS) if len(levels) > 1
+                       else np.array(levels))
+        levels_grid[len(levels_grid) // 2] = plateau      # the middle level is the plateau itself
+        for lv in levels_grid:
+            pr = p_ref_of(float(lv))
             phi = split(pr) if pr is not None else None
             if phi is not None and all(abs(phi - g[1]) > 1e-12 for g in grid):
                 grid.append((pr, phi))
@@ -763,8 +771,7 @@ def _bandit_rescale(K_info, from_log, from_log_config, mp, p_ref, assumptions):
             "no p_ref puts the variant's fixed point at its plateau)"))
     else:
         try:
-            k_old = stable_fixed_point(config_model(earlier, p_old)).stiffness
-            k_new = stable_fixed_point(config_model(mp, p_ref)).stiffness
+            k_old, k_new = _bandit_stiffnesses(earlier, p_old, mp, p_ref)
         except ParameterError as exc:
             why = f"no bandit fixed point for one of the two variants ({exc.allowed})"
         else:
@@ -792,6 +799,13 @@ def _bandit_rescale(K_info, from_log, from_log_config, mp, p_ref, assumptions):
                            else "the earlier run's p_ref puts its fixed point at its plateau)"))
 
 
+def _bandit_stiffnesses(earlier, p_old, mp, p_new):
+    """The bandit stiffness of the earlier run's variant at ``p_old`` and of this config's at
+    ``p_new`` (raises :class:`ParameterError` where either has no stable fixed point)."""
+    return (stable_fixed_point(config_model(earlier, p_old)).stiffness,
+            stable_fixed_point(config_model(mp, p_new)).stiffness)
+
+
 def _bandit_ratio(earlier, mp, p_ref):
     """This config's bandit stiffness over the earlier run's (``earlier``: its mapped config),
     both at ``p_ref`` (a candidate of the fluctuation route), or ``None`` where either fixed
@@ -799,8 +813,7 @@ def _bandit_ratio(earlier, mp, p_ref):
     if earlier is None or p_ref is None:
         return None
     try:
-        k_old = stable_fixed_point(config_model(earlier, p_ref)).stiffness
-        k_new = stable_fixed_point(config_model(mp, p_ref)).stiffness
+        k_old, k_new = _bandit_stiffnesses(earlier, p_ref, mp, p_ref)
     except ParameterError:
         return None
     return k_new / k_old if k_old > 0 and k_new > 0 else None

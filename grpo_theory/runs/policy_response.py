@@ -176,21 +176,24 @@ def profile_loglik(y, *, momentum=0.0, refresh_interval=1, fresh_fraction=0.0, p
     return ll[np.arange(a_grid.size), best], np.asarray(ratio_grid)[best]
 
 
-def _profile_max(z, kw):
-    """The profile of eta K on the grid and its maximum refined between the grid's neighbours:
-    ``(ll, a_hat, l_max)``."""
-    ll, _ = profile_loglik(z, **kw)
+def _profile_max(z, kw, a_grid=A_GRID, ratio_grid=RATIO_GRID, xatol=1e-6):
+    """The profile of eta K on ``a_grid`` (each point at its best noise ratio of ``ratio_grid``)
+    and its maximum refined between the grid's neighbours (to ``xatol`` relative):
+    ``(ll, ratio, a_hat, l_max, r_hat)``,
+    ``ratio`` the grid points' best ratios and ``r_hat`` the one at ``a_hat``."""
+    ll, ratio = profile_loglik(z, a_grid=a_grid, ratio_grid=ratio_grid, **kw)
     i = int(np.argmax(ll))
-    left, right = A_GRID[max(i - 1, 0)], A_GRID[min(i + 1, A_GRID.size - 1)]
-    opt = optimize.minimize_scalar(lambda a: -_prof(z, a, kw), bounds=(left, right),
-                                   method="bounded", options={"xatol": 1e-6 * right})
-    if -opt.fun > ll[i]:
-        return ll, float(opt.x), -float(opt.fun)
-    return ll, float(A_GRID[i]), float(ll[i])
+    left, right = a_grid[max(i - 1, 0)], a_grid[min(i + 1, a_grid.size - 1)]
+    opt = optimize.minimize_scalar(lambda a: -_prof(z, a, kw, ratio_grid), bounds=(left, right),
+                                   method="bounded", options={"xatol": xatol * right})
+    a_hat, l_max = ((float(opt.x), -float(opt.fun)) if -opt.fun > ll[i]
+                    else (float(a_grid[i]), float(ll[i])))
+    r_hat = float(profile_loglik(z, a_grid=np.array([a_hat]), ratio_grid=ratio_grid, **kw)[1][0])
+    return ll, ratio, a_hat, l_max, r_hat
 
 
-def _prof(z, a, kw):
-    return float(profile_loglik(z, a_grid=np.array([a]), **kw)[0][0])
+def _prof(z, a, kw, ratio_grid=RATIO_GRID):
+    return float(profile_loglik(z, a_grid=np.array([a]), ratio_grid=ratio_grid, **kw)[0][0])
 
 
 def _ends(z, kw, ll, a_hat, cut):
@@ -215,10 +218,9 @@ def _ends(z, kw, ll, a_hat, cut):
 
 def _fit(z, kw):
     """Maximum and 95 % profile interval of eta K on the standardized series ``z``."""
-    ll, a_hat, l_max = _profile_max(z, kw)
+    ll, _, a_hat, l_max, r_hat = _profile_max(z, kw)
     lo, hi = _ends(z, kw, ll, a_hat, l_max - CHI2_95 / 2)
-    _, r_hat = profile_loglik(z, a_grid=np.array([a_hat]), **kw)
-    return {"a": a_hat, "lo": lo, "hi": hi, "ratio": float(r_hat[0]), "l_max": l_max,
+    return {"a": a_hat, "lo": lo, "hi": hi, "ratio": r_hat, "l_max": l_max,
             "profile": (A_GRID, ll - l_max)}
 
 
@@ -240,15 +242,7 @@ def _block_rejects(z, n_head, kw):
     """Whether no eta K of the head's 99.9 % profile interval (on the scan's grids, the maximum
     refined) predicts the next block: the smallest block statistic over them above the
     chi-square quantile of :data:`LINEAR_RANGE_LEVEL`.  Returns ``(rejects, statistic, critical)``."""
-    head = z[:n_head]
-    ll, ratio = profile_loglik(head, a_grid=A_SCAN, ratio_grid=RATIO_SCAN, **kw)
-    i = int(np.argmax(ll))
-    lo, hi = A_SCAN[max(i - 1, 0)], A_SCAN[min(i + 1, A_SCAN.size - 1)]
-    opt = optimize.minimize_scalar(
-        lambda a: -profile_loglik(head, a_grid=np.array([a]), ratio_grid=RATIO_SCAN, **kw)[0][0],
-        bounds=(lo, hi), method="bounded", options={"xatol": 1e-5 * hi})
-    a_hat, l_max = float(opt.x), max(-float(opt.fun), float(ll[i]))
-    r_hat = float(profile_loglik(head, a_grid=np.array([a_hat]), ratio_grid=RATIO_SCAN, **kw)[1][0])
+    ll, ratio, a_hat, l_max, r_hat = _profile_max(z[:n_head], kw, A_SCAN, RATIO_SCAN, xatol=1e-5)
     drop = float(stats.chi2.ppf(LINEAR_RANGE_LEVEL, 1)) / 2
     cands = [(a_hat, r_hat)] + [(float(A_SCAN[j]), float(ratio[j]))
                                 for j in np.nonzero(ll >= l_max - drop)[0]]
@@ -374,22 +368,20 @@ def stiffness_over_splits(steps, y, *, learning_rate, fresh_fractions, momentum=
     z = (z - z.mean()) / float(np.std(z))
     kws = {f: dict(kw, fresh_fraction=f) for f in phis}
     prof = {f: _profile_max(z, kws[f]) for f in phis}
-    best = max(phis, key=lambda f: prof[f][2] + extra[f])
-    cut = prof[best][2] + extra[best] - CHI2_95 / 2
+    best = max(phis, key=lambda f: prof[f][3] + extra[f])
+    cut = prof[best][3] + extra[best] - CHI2_95 / 2
     by = []
     for f in phis:
-        ll, a_hat, l_max = prof[f]
+        ll, _, a_hat, l_max, _ = prof[f]
         # the split's own term shifts its whole profile: its eta K set is at the cut less it
         iv = (list(_ends(z, kws[f], ll, a_hat, cut - extra[f])) if l_max + extra[f] >= cut
               else None)
         by.append({"fresh_fraction": f, "eta_K": a_hat if iv else None, "eta_K_interval": iv})
     kept = [b for b in by if b["eta_K_interval"]]
-    ll, a_best, l_max = prof[best]
+    ll, _, a_best, l_max, r_hat = prof[best]
     lo = min(b["eta_K_interval"][0] for b in kept)
     hi = max(b["eta_K_interval"][1] for b in kept)
-    _, r_hat = profile_loglik(z, a_grid=np.array([a_best]), **kws[best])
-    fit = {"a": a_best, "lo": lo, "hi": hi, "ratio": float(r_hat[0]),
-           "profile": (A_GRID, ll - l_max)}
+    fit = {"a": a_best, "lo": lo, "hi": hi, "ratio": r_hat, "profile": (A_GRID, ll - l_max)}
     out = _result(fit, eta, steps, n_fit, ended, observable, kws[best], y.size)
     out["by_split"] = by
     return out
