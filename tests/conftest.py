@@ -77,3 +77,13 @@ def quick_crosschecks(shared):
     from grpo_theory.crosscheck import run_crosschecks
 
     return shared("quick-crosschecks", lambda: run_crosschecks(quick=True, seed=0, progress=False))
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory):
+    """The sdist and the wheel built from this checkout, twine-checked, and the wheel installed
+    into a fresh virtual environment (tests/installed.py). Session-scoped: the tests that use it
+    are in the xdist group ``report``, so it is built once, on one worker."""
+    from installed import build_and_install
+
+    return build_and_install(tmp_path_factory.mktemp("installed"))

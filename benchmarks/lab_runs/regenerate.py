@@ -5,7 +5,7 @@ written as labelled healthy runs).  Run from the repository root:
     nice -n 10 python benchmarks/lab_runs/regenerate.py [--only failures|experiments] [--settings NAME ...]
 
 Writes run directories ``benchmarks/lab_runs/<id>/`` (trainer_state.json, config.json,
-run.json), ``benchmarks/lab_runs/results/lab_<part>.{json,txt}`` and ``manifest.json``.  Progress
+run.json), ``grpo_theory/data/lab/lab_<part>.{json,txt}`` (inside the package, which ships them) and ``manifest.json``.  Progress
 bars on a terminal.  Seeded: the same machine reproduces the same files.
 """
 
@@ -59,7 +59,7 @@ Two kinds of runs: the labelled failures `lab_<setting>_s<seed>` (the table belo
 members of the lab's families `lab_family_{G,width,lr}*` (healthy by construction: std
 advantages, k3 beta 0.5 to a reference at p = 0.1, SGD on-policy at eta K 0.04-0.4; `family`
 {id, varies, value} as in `benchmarks/real_runs`; for G <= 4 `advantage_degeneracy` is
-"unknown", such small groups are often all-equal).  `results/lab_<part>.{json,txt}` are the
+"unknown", such small groups are often all-equal).  `grpo_theory/data/lab/lab_<part>.{json,txt}` are the
 full lab's results (docs/lab.md), the data of its tables and figures.
 
 Each `<id>/` holds `trainer_state.json` (TRL's own file, trimmed: keys constant over the run
@@ -150,13 +150,13 @@ def main(argv=None):
     print(f"{n} runs in the manifest; {time.perf_counter() - t0:.0f} s")
 
 
-#: the parts of the full lab, each saved as results/lab_<part>.{json,txt} when it completes
+#: the parts of the full lab, each saved as grpo_theory/data/lab/lab_<part>.{json,txt} when it completes
 PARTS = ("refresh", "transition", "group-size", "model-size", "learning-rate")
 
 
 def run_experiments(force=False, parts=None):
     """The full lab, part by part (stiffness and sweeps incl. the unsafe rule, the damping
-    transition, the three families); each part's result as ``results/lab_<part>.{json,txt}``
+    transition, the three families); each part's result as ``grpo_theory/data/lab/lab_<part>.{json,txt}``
     (a finished part is kept unless ``force``), the family members as labelled runs."""
     import tempfile
 
@@ -164,7 +164,7 @@ def run_experiments(force=False, parts=None):
     from grpo_theory.lab._deps import versions
     from grpo_theory.lab.dataset import family_runs
 
-    res_dir = OUT / "results"
+    res_dir = ROOT / "grpo_theory" / "data" / "lab"     # shipped inside the package
     res_dir.mkdir(exist_ok=True)
     for part in PARTS:
         if parts is not None and part not in parts:

@@ -2,7 +2,8 @@ r"""The GRPO lab's committed results as a section of the report (``equations.tex
 ``report.md``).
 
 The lab (``grpo-theory lab``, :mod:`grpo_theory.lab`) trains real GRPO with TRL's trainer; its
-results are committed as ``benchmarks/lab_runs/results/lab_<part>.json``.  The report never
+results ship inside the package as ``grpo_theory/data/lab/lab_<part>.json`` (written by
+``benchmarks/lab_runs/regenerate.py``; :func:`grpo_theory.data.lab_results_dir`).  The report never
 runs the lab (torch and TRL are optional): it reads those files at build time
 (:func:`lab_data`), turns them into one summary (:func:`lab_summary`) and writes that summary
 as LaTeX (:func:`lab_section`) and Markdown (:func:`lab_markdown`).  A missing or unreadable
@@ -16,12 +17,13 @@ import re
 from pathlib import Path
 
 from grpo_theory.deepnet.analysis import observed_k_max_range
+from grpo_theory.data import lab_results_dir
 from grpo_theory.render.notation import latex_of
 
 __all__ = ["LAB_RESULTS", "LAB_PARTS", "lab_data", "lab_summary", "lab_section", "lab_markdown"]
 
-#: where the lab's committed results live (in the repository, next to the package)
-LAB_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "lab_runs" / "results"
+#: where the lab's committed results live: inside the package (installed with it)
+LAB_RESULTS = lab_results_dir()
 #: the parts of the lab the report presents, by file (``lab_<part>.json``)
 LAB_PARTS = ("refresh", "transition", "group-size", "model-size", "learning-rate")
 
