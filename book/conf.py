@@ -34,6 +34,11 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.g
 os.environ.pop("MPLBACKEND", None)
 os.environ["GRPO_THEORY_PROGRESS"] = "0"
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# the GRPO lab's committed TRL runs (trainer_state.json and config.json per run), which
+# lectures 11 to 13 read; their results come from the package (grpo_theory.report.lab)
+os.environ["GRPO_BOOK_LAB_RUNS"] = str(ROOT / "benchmarks" / "lab_runs")
+# the benchmark of public runs, whose logs lecture 10 reads directly
+os.environ["GRPO_BOOK_REAL_RUNS"] = str(ROOT / "benchmarks" / "real_runs")
 
 project = "GRPO training dynamics"
 author = "grpo-theory developers"

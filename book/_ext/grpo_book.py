@@ -169,15 +169,15 @@ class ProofLogsDirective(SphinxDirective):
 
 class NotationTableDirective(SphinxDirective):
     """``{notation-table}``: symbol and meaning, from the package's notation table; with
-    ``:keys:`` (the table's keys, separated by spaces) only those rows, in the table's order."""
+    content (the table's keys, separated by spaces or lines) only those rows, in the table's
+    order."""
 
-    has_content = False
-    option_spec = {"keys": lambda text: (text or "").split()}
+    has_content = True
 
     def run(self):
         from grpo_theory.render.latex import NOTATION, math_label
 
-        keys = self.options.get("keys")
+        keys = " ".join(self.content).split() or None
         unknown = sorted(set(keys or ()) - set(NOTATION))
         if unknown:
             raise self.error(f"not in the notation table: {', '.join(unknown)}")
