@@ -14,7 +14,6 @@ interpreter, before Sphinx reads them (``_ext/lecture_executor.py``).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -49,6 +48,7 @@ extensions = [
     "sphinx_proof",
     "sphinx_exercise",
     "sphinx_togglebutton",
+    "sphinx-mathjax-offline",   # MathJax 3 served from the built book (_static/mathjax)
     "grpo_book",
 ]
 
@@ -80,8 +80,4 @@ html_theme_options = {
     "use_download_button": True,
     "home_page_in_toc": True,
 }
-# MathJax 3 served from the built book: the copy that sphinx-mathjax-offline ships, copied as a
-# static path
-html_static_path = [str(Path(importlib.util.find_spec("sphinx-mathjax-offline").origin).parent / "static")]
-mathjax_path = "mathjax/tex-chtml.js"
 html_last_updated_fmt = None
