@@ -14,7 +14,6 @@ interpreter, before Sphinx reads them (``_ext/lecture_executor.py``).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -34,6 +33,11 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.g
 os.environ.pop("MPLBACKEND", None)
 os.environ["GRPO_THEORY_PROGRESS"] = "0"
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# the GRPO lab's committed TRL runs (trainer_state.json and config.json per run), which
+# lectures 11 to 13 read; their results come from the package (grpo_theory.report.lab)
+os.environ["GRPO_BOOK_LAB_RUNS"] = str(ROOT / "benchmarks" / "lab_runs")
+# the benchmark of public runs, whose logs lecture 10 reads directly
+os.environ["GRPO_BOOK_REAL_RUNS"] = str(ROOT / "benchmarks" / "real_runs")
 
 project = "GRPO training dynamics"
 author = "grpo-theory developers"
@@ -44,6 +48,7 @@ extensions = [
     "sphinx_proof",
     "sphinx_exercise",
     "sphinx_togglebutton",
+    "sphinx-mathjax-offline",   # MathJax 3 served from the built book (_static/mathjax)
     "grpo_book",
 ]
 
@@ -75,8 +80,4 @@ html_theme_options = {
     "use_download_button": True,
     "home_page_in_toc": True,
 }
-# MathJax 3 served from the built book: the copy that sphinx-mathjax-offline ships, copied as a
-# static path
-html_static_path = [str(Path(importlib.util.find_spec("sphinx-mathjax-offline").origin).parent / "static")]
-mathjax_path = "mathjax/tex-chtml.js"
 html_last_updated_fmt = None

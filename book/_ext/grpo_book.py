@@ -57,7 +57,9 @@ class DerivedDirective(MathDirective):
     has_content = False
     required_arguments = 1
     optional_arguments = 0
-    option_spec = {}
+    #: ``:at:`` the condition under which the record holds, in LaTeX, written after the
+    #: equation as "at ..." (a record stated at a fixed point, for instance)
+    option_spec = {"at": lambda text: (text or "").strip()}
 
     def run(self):
         name = self.arguments[0]
@@ -65,7 +67,8 @@ class DerivedDirective(MathDirective):
             record = _record(name)
         except KeyError:
             raise self.error(f"no derived record named {name!r}") from None
-        self.content = [record.latex()]
+        at = self.options.get("at")
+        self.content = [record.latex() + (rf" \qquad \text{{at }} {at}" if at else "")]
         self.arguments = []
         self.options = {"label": record.label}
         out = super().run()
@@ -165,16 +168,23 @@ class ProofLogsDirective(SphinxDirective):
 
 
 class NotationTableDirective(SphinxDirective):
-    """``{notation-table}``: symbol and meaning, from the package's notation table."""
+    """``{notation-table}``: symbol and meaning, from the package's notation table; with
+    content (the table's keys, separated by spaces or lines) only those rows, in the table's
+    order."""
 
-    has_content = False
+    has_content = True
 
     def run(self):
         from grpo_theory.render.latex import NOTATION, math_label
 
+        keys = " ".join(self.content).split() or None
+        unknown = sorted(set(keys or ()) - set(NOTATION))
+        if unknown:
+            raise self.error(f"not in the notation table: {', '.join(unknown)}")
         rows = ["| symbol | meaning |", "|---|---|"]
         for key, (_, meaning) in NOTATION.items():
-            rows.append(f"| {_function_notation(math_label(key))} | {_prose(meaning)} |")
+            if keys is None or key in keys:
+                rows.append(f"| {_function_notation(math_label(key))} | {_prose(meaning)} |")
         return self.parse_text_to_nodes("\n".join(rows))
 
 
