@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["split_math", "to_tex", "to_markdown", "to_plain", "to_plain_or_as_is", "math_to_plain",
+__all__ = ["split_math", "escape_tex", "tex_label", "literal", "to_tex", "to_markdown", "to_plain", "to_plain_or_as_is", "math_to_plain",
            "programming_text"]
 
 _DOLLAR = re.compile(r"(?<!\\)\$")
@@ -46,8 +46,30 @@ _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "
 
 
 def escape_tex(text: str) -> str:
-    """Escape plain words for LaTeX."""
+    """Escape plain words for LaTeX: the one escaping function of the project.
+
+    Every free text that reaches a LaTeX document (a note, a reason, a file name, a
+    bibliography field, a family name, the words of a prose text) passes through it, so that
+    ``_ % & # $ { } ~ ^ \\`` print as themselves; :func:`to_tex` applies it to the words of a
+    prose text, :func:`tex_label` makes a cross-reference key of a name."""
     return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
+
+
+_LABEL_SAFE = re.compile(r"[^A-Za-z0-9:.\-]")
+
+
+def tex_label(name: str) -> str:
+    """A name as a LaTeX cross-reference key (``\\label``/``\\ref``): letters, digits, ``:``, ``.``
+    and ``-`` kept, every other character written as ``+`` and its code point (a key is not
+    printed, so it is not escaped for print but reduced to characters every key accepts;
+    distinct names give distinct keys)."""
+    return _LABEL_SAFE.sub(lambda m: f"+{ord(m.group(0)):x}", str(name))
+
+
+def literal(text: str) -> str:
+    """Free text (a name, a file name, a reason) to insert into a prose text as words: its
+    dollars are written ``\\$``, so no math span opens; :func:`to_tex` then escapes it."""
+    return str(text).replace("$", r"\$")
 
 
 def to_tex(text: str) -> str:

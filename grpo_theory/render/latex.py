@@ -24,7 +24,7 @@ from pathlib import Path
 import sympy as sp
 
 from grpo_theory import __version__
-from grpo_theory.prose import escape_tex, to_tex
+from grpo_theory.prose import escape_tex, tex_label, to_tex
 from grpo_theory.render.notation import (NOTATION, math_label, notation, notation_rows,
                                          notation_table)
 from grpo_theory.theory.bibliography import REFERENCES, format_reference
@@ -60,7 +60,7 @@ def method_label(v) -> str:
     if v.method == "sympy" and getattr(v, "cases", ""):
         label = f"exact check for {to_tex(v.cases)}"
     else:
-        label = METHOD_LABELS.get(v.method, v.method)
+        label = METHOD_LABELS.get(v.method) or escape_tex(v.method)
     return label if v.passed else f"{label}: FAILED"
 
 
@@ -214,7 +214,7 @@ def _where(d: Derived) -> str:
         return ""
     parts = []
     for rec, syms in refs.items():
-        parts.append(" and ".join(syms) + f" from \\eqref{{{get(rec).label}}}")
+        parts.append(" and ".join(syms) + f" from \\eqref{{{tex_label(get(rec).label)}}}")
     short = [f"${s} = {t}$" for s, t in local if display_width(f"{s} = {t}") <= 0.55 * _LINE]
     long = [(s, t) for s, t in local if display_width(f"{s} = {t}") > 0.55 * _LINE]
     text = ""
@@ -246,7 +246,7 @@ def equation_block(d: Derived) -> str:
     title = d.title or d.name
     lines = [f"\\paragraph{{{prose_tex(title)}.}} {prose_tex(d.description)}{_cites(d.references)}"]
     shown = d.expr if d.display is None else d.display
-    lines.append(_equation(d.lhs, shown, d.label))
+    lines.append(_equation(d.lhs, shown, tex_label(d.label)))
     where = _where(d)
     if where:
         lines.append("\\noindent " + where + ("" if where.endswith("}") else "\\par"))
@@ -304,7 +304,7 @@ def _ranges(names, order) -> str:
         if b != a + 1:
             runs.append((start, a))
             start = b
-    ref = lambda i: f"\\eqref{{{get(order[i]).label}}}"  # noqa: E731
+    ref = lambda i: f"\\eqref{{{tex_label(get(order[i]).label)}}}"  # noqa: E731
     return ", ".join(ref(a) if a == b else (f"{ref(a)}, {ref(b)}" if b == a + 1 else f"{ref(a)}--{ref(b)}")
                      for a, b in runs)
 
@@ -397,7 +397,7 @@ def verification_appendix(names) -> str:
 
 def _index(names) -> str:
     """Appendix B: the record name of every result (for readers who want the code)."""
-    rows = [f"\\makebox[2.6em][r]{{\\eqref{{{get(n).label}}}}}\\quad\\texttt{{{escape_tex(n)}}}\\par"
+    rows = [f"\\makebox[2.6em][r]{{\\eqref{{{tex_label(get(n).label)}}}}}\\quad\\texttt{{{escape_tex(n)}}}\\par"
             for n in names]
     return "\n".join([
         "\\section{Index of results}\\label{app:index}",
@@ -495,7 +495,7 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None) -> st
         if ch.key in chapter_extras:
             parts.append("\\floatbarrier")
     for title, body in extra_sections:
-        parts.append(f"\\section{{{title}}}")
+        parts.append(f"\\section{{{to_tex(title)}}}")
         parts.append(body)
         if "\\begin{figure}" in body:
             parts.append("\\floatbarrier")

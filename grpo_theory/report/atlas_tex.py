@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from grpo_theory.prose import escape_tex
 from grpo_theory.render.latex import prose_tex
 from grpo_theory.render.notation import latex_of
 from grpo_theory.theory import symbols as S
@@ -92,7 +93,7 @@ def _criticality_text(data) -> str:
         coef = "$l_{1}$" if r["kind"] == "neimark-sacker" else "$c_{\\mathrm{flip}}$"
         body.append(f"{prose_tex(r['setting'])} & ${r['momentum']:g}$ & ${r['refresh_interval']}$ & "
                     f"{kind} & {number(r['eta_K'], 4)} & {coef} & {number(r['coefficient'], 4)} & "
-                    f"{number(r['measured'], 4)} & {r['criticality']} \\\\")
+                    f"{number(r['measured'], 4)} & {escape_tex(r['criticality'])} \\\\")
     return (
         "\\paragraph{Criticality.} Those boundaries describe the linear map. What the "
         "\\emph{nonlinear} mean-field map over one refresh window does past them is decided by a "

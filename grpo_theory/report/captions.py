@@ -24,7 +24,7 @@ import math
 import re
 from pathlib import Path
 
-from grpo_theory.prose import to_plain_or_as_is, to_tex
+from grpo_theory.prose import escape_tex, literal, tex_label, to_plain_or_as_is, to_tex
 from grpo_theory.report.atlas_tex import number
 from grpo_theory.theory.derived import get
 
@@ -60,7 +60,7 @@ SECTIONS = {"atlas": "the two-parameter bifurcation atlas"}
 
 def fig_label(stem: str) -> str:
     """The LaTeX label of a figure: ``fig:phase-diagram-k``."""
-    return "fig:" + stem.replace("_", "-")
+    return tex_label("fig:" + stem.replace("_", "-"))
 
 
 def _n(x, digits=3) -> str:
@@ -92,11 +92,11 @@ def caption_tex(text: str) -> str:
             out.append(out.pop().rstrip() if out else "")
             out.append(f"~\\cite{{{v}}}")
         elif kind == "eq":
-            label = get(v).label
+            label = tex_label(get(v).label)
             out.append(f"equation~\\ref{{{label}}}" if out and out[-1].endswith("(")
                        else f"\\eqref{{{label}}}")
         elif kind == "sec":
-            out.append(f"Section~\\ref{{sec:{v}}}")
+            out.append(f"Section~\\ref{{{tex_label('sec:' + v)}}}")
         else:
             out.append(f"Figure~\\ref{{{fig_label(v)}}}")
     return "".join(out)
@@ -262,7 +262,7 @@ def captions(nums: dict, model: dict) -> dict:
     lf = nums.get("log_fit")
     if lf:
         fc = lf.get("forecast") or {}
-        held = (f" (here the {fc['best']} family; held-out root-mean-square error "
+        held = (f" (here the {literal(fc['best'])} family; held-out root-mean-square error "
                 f"{_n(fc['holdout_rmse'], 2)}, {100 * fc['holdout_coverage']:.0f} % of the held-out "
                 "points inside the interval)" if fc.get("holdout_rmse") is not None else "")
         out["log_fit"] = (
@@ -297,6 +297,8 @@ def include_width(pdf: Path) -> str:
 def figure_float(stem: str, caption: str, out_dir) -> str:
     """One figure as a LaTeX float: the PDF of ``stem`` (in the document's directory), centred,
     its caption below it, and its label."""
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", stem):
+        raise ValueError(f"figure file name must be letters, digits, '_', '.' or '-', got {stem!r}")
     width = include_width(Path(out_dir) / f"{stem}.pdf")
     return ("\\begin{figure}[htbp]\n\\centering\n"
             f"\\includegraphics[width={width}]{{{stem}.pdf}}\n"
@@ -413,14 +415,14 @@ def log_fit_section(nums: dict, captions_: dict, out_dir) -> tuple[str, str]:
     if not lf or not _present(out_dir, ["log_fit"], captions_):
         return title, "The training log was not found next to the package; there is no figure for it."
     rows = "\n".join(
-        f"{name} & {_n(d['r2'], 4)} & {_n(d['plateau'], 4)} & "
+        f"{escape_tex(name)} & {_n(d['r2'], 4)} & {_n(d['plateau'], 4)} & "
         f"{_n(d['time_to_90_steps'], 3) if d.get('time_to_90_steps') is not None else '--'} \\\\"
         for name, d in lf["models"].items())
     text = (
         "The reward curve of a real run is compared with the shapes of the theory: the relaxation "
         "of an overdamped plateau (a single exponential) and the damped oscillator. Each family is "
         "fitted to the first half of the log and forecasts the second; the family chosen by the "
-        f"Akaike information criterion on the first half is the {lf['best']} one. [[fig:log_fit]] "
+        f"Akaike information criterion on the first half is the {literal(lf['best'])} one. [[fig:log_fit]] "
         "shows the fits and the forecast.")
     table = ("\\begin{center}\\begin{tabular}{lrrr}\n"
              "family & coefficient of determination & plateau & steps to 90\\,\\% \\\\ \\hline\n"

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from grpo_theory.deepnet.analysis import observed_k_max_range
+from grpo_theory.prose import escape_tex, to_tex
 from grpo_theory.render.notation import latex_of
 
 __all__ = ["LAB_RESULTS", "LAB_PARTS", "lab_data", "lab_summary", "lab_section", "lab_markdown"]
@@ -173,12 +174,12 @@ def lab_section(s: dict) -> tuple[str, str]:
     title = "The theory on a real GRPO engine"
     if not s["available"]:
         return title, ("The lab's results are not available in this build ("
-                       + "; ".join(s["problems"]) + "), so this section has no numbers. "
+                       + "; ".join(escape_tex(p) for p in s["problems"]) + "), so this section has no numbers. "
                        "They are produced by the lab command, which needs the optional training "
                        "libraries; the report reads them and never runs the lab.")
     pl, st = s["plateau"], s["stiffness"]
     rel = st["response"] / st["kernel"] - 1 if st["response"] else None
-    ver = f" (version {s['trl_version']})" if s["trl_version"] else ""
+    ver = f" (version {escape_tex(s['trl_version'])})" if s["trl_version"] else ""
     head = (
         "Every number in this section comes from real training with the GRPO trainer of "
         f"TRL~\\cite{{vonwerra2020trl}}{ver}, read from the lab's committed result files when this "
@@ -202,14 +203,14 @@ def lab_section(s: dict) -> tuple[str, str]:
            "errors)." if st["response"] else "(not measured in these files)."))
     rows = []
     for r in s["sweeps"]:
-        rows.append(f"{r['setting']} & {_n(r['eta_K'], 4)} & ${r['exact']}$ & ${r['published']}$ & "
-                    f"{r['observed_words']} \\\\")
+        rows.append(f"{to_tex(r['setting'])} & {_n(r['eta_K'], 4)} & ${r['exact']}$ & ${r['published']}$ & "
+                    f"{to_tex(r['observed_words'])} \\\\")
     u = s.get("unsafe")
     if u:
         w = u["at_published"]
         obs = (f"$k = {w['k']}$ unstable (multiplier {_n(w['multiplier'], 3)} $\\pm$ {_n(w['se'], 2)})"
                if w else "—")
-        rows.append(f"{u['setting']}, negative fresh fraction ({_n(u['fresh_fraction'], 3)}) & "
+        rows.append(f"{to_tex(u['setting'])}, negative fresh fraction ({_n(u['fresh_fraction'], 3)}) & "
                     f"{_n(u['eta_K'], 3)} & ${u['exact']}$ & ${u['published']}$ & {obs} \\\\")
     table = ("\\begin{center}\\small\\begin{tabular}{>{\\raggedright\\arraybackslash}p{0.40\\textwidth}rrr"
              ">{\\raggedright\\arraybackslash}p{0.22\\textwidth}}\n"
@@ -312,7 +313,7 @@ def lab_section(s: dict) -> tuple[str, str]:
             + ". The fits reach the noise ceiling of a batch mean where the reward rises; the "
             "group-size family starts near its plateau and has little curve to fit.")
     if s["problems"]:
-        parts.append("Not available in this build: " + "; ".join(s["problems"]) + ".")
+        parts.append("Not available in this build: " + "; ".join(escape_tex(p) for p in s["problems"]) + ".")
     return title, "\n\n".join(parts)
 
 

@@ -266,15 +266,17 @@ def _unbrace(text: str) -> str:
 
 
 def _tex(text: str) -> str:
-    """A field for the LaTeX document: BibTeX's braces and accents are valid LaTeX as they are."""
-    return text
+    """A field for the LaTeX document: its plain text (accents to Unicode, BibTeX's protecting
+    braces dropped), escaped by the one escaping function (a special character in a field
+    prints as itself)."""
+    from grpo_theory.prose import escape_tex
+    return escape_tex(_unbrace(text))
 
 
 def _tex_url(url: str) -> str:
     """A URL in typewriter type (the document loads no url package)."""
-    for ch in "_#%&~":
-        url = url.replace(ch, "\\" + ch if ch != "~" else "\\textasciitilde{}")
-    return f"\\texttt{{{url}}}"
+    from grpo_theory.prose import escape_tex
+    return f"\\texttt{{{escape_tex(url)}}}"
 
 
 def _initials(given: str) -> str:
@@ -286,7 +288,7 @@ def _initials(given: str) -> str:
 def _person(name: str, style: str) -> str:
     if name.startswith("{") and name.endswith("}"):      # an organization
         core = name[1:-1]
-        return _unbrace(core) if style != "tex" else core
+        return _unbrace(core) if style != "tex" else _tex(core)
     family, _, given = name.partition(",")
     text = f"{_initials(given)} {family.strip()}" if given.strip() else family.strip()
     if style == "tex":
