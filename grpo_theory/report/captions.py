@@ -26,6 +26,7 @@ from pathlib import Path
 
 from grpo_theory.prose import escape_tex, literal, tex_label, to_plain_or_as_is, to_tex
 from grpo_theory.report.atlas_tex import number
+from grpo_theory.report.data import family_words
 from grpo_theory.theory.derived import get
 
 __all__ = ["FIGURE_PLACES", "FIGURE_ORDER", "fig_label", "captions", "caption_tex",
@@ -262,9 +263,11 @@ def captions(nums: dict, model: dict) -> dict:
     lf = nums.get("log_fit")
     if lf:
         fc = lf.get("forecast") or {}
-        held = (f" (here the {literal(fc['best'])} family; held-out root-mean-square error "
-                f"{_n(fc['holdout_rmse'], 2)}, {100 * fc['holdout_coverage']:.0f} % of the held-out "
-                "points inside the interval)" if fc.get("holdout_rmse") is not None else "")
+        by = fc.get("holdout_rmse_by_family") or {}
+        held = ((f": here the {literal(family_words(fc['best']))}. Held-out root-mean-square error "
+                 + ", ".join(f"{literal(family_words(m))} {_n(v, 2)}" for m, v in by.items())
+                 + f"; {100 * fc['holdout_coverage']:.0f} % of the held-out points lie inside the "
+                 "interval") if fc.get("holdout_rmse") is not None else "")
         out["log_fit"] = (
             "The training reward of a public GRPO run (the verl engine [[cite:sheng2025hybridflow]], "
             "the DeepSeek LLM 7B chat model [[cite:bi2024deepseekllm]] on GSM8K "
@@ -272,9 +275,12 @@ def captions(nums: dict, model: dict) -> dict:
             "[[cite:su2025verllog]], the logged mean score). Left: the logged reward with the model "
             "families fitted to the first half (the dotted line splits the fitted part from the "
             "held-out part); the legend gives each family's coefficient of determination. Right: "
-            "the held-out half at its own scale, with the forecast of the family with the smallest "
-            f"rolling-origin error on the fitted part and its 90 % interval{held}. Data, not simulation: the families are "
-            "curves of the theory's shapes, fitted without the bandit's parameters.")
+            "the held-out half at its own scale, with its 90 % forecast interval and the forecast of "
+            "the candidate with the smallest rolling-origin error on the fitted part, among the two "
+            "families and the level carried forward (the mean of the last points of the fitted "
+            f"part, a baseline every forecast includes and not a family of the fit){held}. Data, "
+            "not simulation: the families are curves of the theory's shapes, fitted without the "
+            "bandit's parameters.")
     return out
 
 
@@ -414,18 +420,28 @@ def log_fit_section(nums: dict, captions_: dict, out_dir) -> tuple[str, str]:
     lf = nums.get("log_fit")
     if not lf or not _present(out_dir, ["log_fit"], captions_):
         return title, "The training log was not found next to the package; there is no figure for it."
+    by = (lf.get("forecast") or {}).get("holdout_rmse_by_family") or {}
     rows = "\n".join(
-        f"{escape_tex(name)} & {_n(d['r2'], 4)} & {_n(d['plateau'], 4)} & "
-        f"{_n(d['time_to_90_steps'], 3) if d.get('time_to_90_steps') is not None else '--'} \\\\"
+        f"{escape_tex(family_words(name))} & {_n(d['r2'], 4)} & {_n(d['plateau'], 4)} & "
+        f"{_n(d['time_to_90_steps'], 3) if d.get('time_to_90_steps') is not None else '--'} & "
+        f"{_n(by[name], 2) if name in by else '--'} \\\\"
         for name, d in lf["models"].items())
+    if "constant" in by:
+        rows += f"\n{escape_tex(family_words('constant'))} & -- & -- & -- & {_n(by['constant'], 2)} \\\\"
+    zeta = ((lf["models"].get("oscillator") or {}).get("params") or {}).get("zeta")
     text = (
         "The reward curve of a real run is compared with the shapes of the theory: the relaxation "
         "of an overdamped plateau (a single exponential) and the damped oscillator. Each family is "
         "fitted to the first half of the log and forecasts the second; the family chosen by the "
-        f"Akaike information criterion on the first half is the {literal(lf['best'])} one. [[fig:log_fit]] "
-        "shows the fits and the forecast.")
-    table = ("\\begin{center}\\begin{tabular}{lrrr}\n"
-             "family & coefficient of determination & plateau & steps to 90\\,\\% \\\\ \\hline\n"
+        f"Akaike information criterion on the first half is the {literal(family_words(lf['best']))}"
+        + (f", with the fitted damping ratio $\\zeta = {_n(zeta, 3)[1:-1]}$"
+           + (" (overdamped: no oscillation)" if zeta > 1 else "")
+           if zeta is not None and lf["best"] == "oscillator" else "")
+        + ". The forecast also considers the level carried forward (the mean of the last points "
+        "of the first half), a baseline that is not a curve family. [[fig:log_fit]] "
+        "shows the fits and the forecast; the table gives each candidate's held-out error.")
+    table = ("\\begin{center}\\begin{tabular}{lrrrr}\n"
+             "candidate & coefficient of determination & plateau & steps to 90\\,\\% & held-out RMSE \\\\ \\hline\n"
              f"{rows}\n\\end{{tabular}}\\end{{center}}")
     return title, "\n\n".join([caption_tex(text), table,
                                figure_float("log_fit", captions_["log_fit"], out_dir)])

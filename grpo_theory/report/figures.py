@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from grpo_theory.render.latex import math_label
+from grpo_theory.report.data import family_words
 from grpo_theory.theory.discrete import REGIME_CODES
 
 __all__ = ["STYLE", "style", "save", "phase_diagram", "trajectories", "fluctuation_law",
@@ -347,7 +348,7 @@ def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None, hold
         for i, (name, fr) in enumerate(fits.items()):
             ax.plot(steps, fr.predict(np.asarray(steps, float) - fr.t0),
                     color=PALETTE[i % len(PALETTE)], lw=1.1,
-                    label=f"{name.replace('_', ' ')} ({100 * fr.r2:.1f} % of the variance)")
+                    label=f"{family_words(name)} ({100 * fr.r2:.1f} % of the variance)")
         if forecast is not None:
             ax.axvline(forecast.split_step, color="k", lw=0.7, ls=":")
             ax.text(forecast.split_step, 0.02, "  fitted | held out  ", transform=ax.get_xaxis_transform(),
@@ -369,7 +370,7 @@ def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None, hold
                             label="90 % forecast interval")
             ax.plot(th, yh, ".", ms=2.5, color="0.45", label="held-out reward")
             ax.plot(th, pred, color=PALETTE[1], lw=1.2,
-                    label=f"forecast ({forecast.best}, fitted on the first part)")
+                    label=f"forecast ({family_words(forecast.best)}, from the first part)")
             if holdout is not None:
                 ax.set_title(f"held out: RMSE {holdout['holdout_rmse']:.2g}, "
                              f"{100 * holdout['holdout_coverage']:.0f} % inside the interval", fontsize=8)

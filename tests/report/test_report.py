@@ -360,3 +360,22 @@ def test_figures_print_at_their_drawn_size(report_dir):
         w = include_width(report_dir / f"{stem}.pdf")
         frac = 1.0 if w == "\\linewidth" else float(w.split("\\")[0])
         assert frac * TEXT_WIDTH_IN / width_in >= 0.95, stem        # shrunk by at most 5 %
+
+
+def test_report_md_figures_in_the_pdf_order_and_forecast_candidates_named(report_dir):
+    """report.md shows its figures in the order equations.pdf numbers them (1, 2, 3, ...), and
+    names every forecast candidate as the report defines it: a curve family that `fit --models`
+    offers, or the level carried forward (the forecast's baseline, which `fit` does not offer)."""
+    from grpo_theory.report.data import FAMILY_WORDS
+    from grpo_theory.runs.curves import MODEL_NAMES
+
+    md = (report_dir / "report.md").read_text()
+    shown = [int(n) for n in re.findall(r"!\[Figure (\d+)\]", md)]
+    assert shown == list(range(1, len(shown) + 1)), shown
+    fc = json.loads((report_dir / "report.json").read_text())["log_fit"]["forecast"]
+    for m in fc["holdout_rmse_by_family"]:
+        assert m in MODEL_NAMES or m == "constant", m
+        assert FAMILY_WORDS[m] in md
+    tex = (report_dir / "equations.tex").read_text()
+    assert FAMILY_WORDS[fc["best"]] in tex and FAMILY_WORDS[fc["best"]] in md
+    assert "constant family" not in tex + md and "(constant" not in tex + md
