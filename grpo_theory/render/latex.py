@@ -25,8 +25,8 @@ import sympy as sp
 
 from grpo_theory import __version__
 from grpo_theory.prose import escape_tex, tex_label, to_tex
-from grpo_theory.render.notation import (NOTATION, math_label, notation, notation_rows,
-                                         notation_table)
+from grpo_theory.render.notation import (NOTATION, latex_of as notation_latex, math_label,
+                                         notation, notation_rows, notation_table)
 from grpo_theory.theory.bibliography import REFERENCES, format_reference
 from grpo_theory.theory.bibliography import bibtex as _bibtex
 from grpo_theory.theory.chapters import CHAPTERS
@@ -37,7 +37,8 @@ __all__ = ["REFERENCES", "NOTATION", "prose_tex", "notation", "math_label", "not
            "notation_rows", "equations_document", "write_equations", "references_bib",
            "citation", "escape_tex", "equation_block", "METHOD_LABELS", "method_label",
            "verification_appendix", "LIBRARY_NAMES", "display_width", "document_order",
-           "equation_numbers"]
+           "equation_numbers", "write_result_files", "result_tex", "notation_macros",
+           "macro_name", "result_file_name", "package_authors"]
 
 #: How each verification method is named in the documents (only a symbolic proof is a proof).
 METHOD_LABELS = {
@@ -210,7 +211,7 @@ def _where(d: Derived) -> str:
         else:
             local.append((sym, defn))
     proof = _shown_proof(d)
-    if not (refs or local or proof):
+    if not (refs or local or (proof is not None and not proof.passed)):
         return ""
     parts = []
     for rec, syms in refs.items():
@@ -226,15 +227,10 @@ def _where(d: Derived) -> str:
         text += (", where" if not short and text else (" and" if short else "where"))
         for s, t in long:
             text += f"\n\\begin{{equation*}}\n{s} = {t}\n\\end{{equation*}}"
-    if proof is not None:
-        how = proof.claim[len("the form displayed"):]
-        how = how.split("equals the derived expression", 1)[1].strip(" ()") if \
-            "equals the derived expression" in how else ""
-        note = (("the" if text else "The") + " form shown is proven equal to the derived expression"
-                + (f", {prose_tex(how)}" if how else ""))
-        label = method_label(proof)
-        text = (text + ("" if long else ";") + " " if text else "") + note + f"\\verified{{{label}}}"
-    elif not long:
+    if proof is not None and not proof.passed:      # a failed proof is said where it failed
+        text = (text + ("" if long else ";") + " " if text else "") + \
+            f"the form shown is not proven equal to the derived expression\\verified{{{method_label(proof)}}}"
+    elif text and not long:
         text += "."
     return text
 
@@ -324,9 +320,7 @@ def _literature_sentence(names, order=None) -> str:
     parts = []
     for k, ns in by_key.items():
         parts.append(f"\\cite{{{k}}} ({'equation' if len(ns) == 1 else 'equations'} {_ranges(ns, order)})")
-    return ("\\emph{Relation to the literature:} " + "; ".join(parts)
-            + ". Each result's description says whether it uses, reproduces, quotes or "
-              "corrects the work it cites.")
+    return "\\emph{Relation to the literature:} " + "; ".join(parts) + "."
 
 
 def _verification_key() -> str:
@@ -357,7 +351,9 @@ def verification_appendix(names) -> str:
         "system SymPy~\\cite{meurer2017sympy}; the same expression is printed here and compiled "
         "into the numerical functions the package computes with, so the printed formula is the "
         "one that is used. A form printed with named sub-expressions (introduced by ``with'' or "
-        "``where'' below an equation) is proven equal to the derived expression.",
+        "``where'' below an equation) is proven equal to the derived expression by symbolic "
+        "simplification; that proof certifies the typesetting, not the mathematics, and is not "
+        "listed under each result.",
         f"\\paragraph{{Symbolic proof ({counts['sympy']} claims).}} The claim is an identity that "
         "the computer algebra reduces to zero: by simplification (with the substitution "
         "$q = 1 - p$ where probabilities appear), by a series expansion for a limit or an order, "
@@ -435,8 +431,7 @@ def _abstract(n: int) -> str:
             "momentum and a lagged sampling policy (L2), and a reduced-order continuous oscillator "
             "(L3), with the noise, the collapse risk, Adam near a fixed point and the reuse of one "
             "batch over a refresh window. "
-            f"This document lists the {n} derived results of the package "
-            f"\\emph{{grpo-theory}} (version {escape_tex(__version__)}), each with its assumptions "
+            f"The {n} derived results follow, each with its assumptions "
             "and the checks that verified it, the two-parameter bifurcation atlas of the "
             "fixed points and of the discrete map, and a comparison with real GRPO training of a "
             "small transformer. "
@@ -455,7 +450,20 @@ def equation_numbers(names=None) -> dict:
     return {n: i + 1 for i, n in enumerate(document_order(names))}
 
 
-def equations_document(names=None, extra_sections=(), chapter_extras=None) -> str:
+def package_authors() -> str:
+    """The package's authors, as its metadata gives them (the authorship line of the documents
+    and of :func:`citation`)."""
+    try:
+        from importlib.metadata import metadata
+        md = metadata("grpo-theory")
+        author = md.get("Author") or (md.get("Author-email") or "").split("<")[0].strip()
+    except Exception:  # noqa: BLE001 - not installed: the name the project gives itself
+        author = ""
+    return author or "grpo-theory developers"
+
+
+def equations_document(names=None, extra_sections=(), chapter_extras=None, *, title=None,
+                       abstract=None, front_sections=(), back_sections=()) -> str:
     """The standalone LaTeX document of the derived results (all registered ones by default).
 
     ``extra_sections`` are ``(title, latex_body)`` pairs placed after the chapters (the report
@@ -467,16 +475,13 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None) -> st
     chapter_extras = chapter_extras or {}
     names = list(all_names() if names is None else names)
     parts = [*_PREAMBLE,
-             "\\title{GRPO training dynamics: derived results}",
-             "\\author{}", "\\date{}",
+             f"\\title{{{escape_tex(title or 'GRPO training dynamics: derived results')}}}",
+             f"\\author{{{escape_tex(package_authors())}}}", "\\date{}",
              "\\begin{document}",
-             "\\maketitle\\vspace{-3em}",
-             _abstract(len(names)),
-             "\\section*{Notation}",
-             "One symbol, one meaning, in this document, the report's figures and the command line. "
-             "Time is counted in optimizer steps; a subscript $t$, $j$, $i$ or $n$ indexes a "
-             "symbol (step, step in a window, sample, number of correct samples).",
-             notation_table()]
+             "\\maketitle",
+             abstract if abstract is not None else _abstract(len(names))]
+    for sec_title, body in front_sections:
+        parts += [f"\\section{{{to_tex(sec_title)}}}", body]
     by_prefix = {}
     for name in names:
         by_prefix.setdefault(name.split(".")[0], []).append(name)
@@ -499,7 +504,14 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None) -> st
         parts.append(body)
         if "\\begin{figure}" in body:
             parts.append("\\floatbarrier")
+    for sec_title, body in back_sections:
+        parts += [f"\\section{{{to_tex(sec_title)}}}", body]
     parts.append("\\appendix")
+    parts += ["\\section{Notation}\\label{app:notation}",
+              "One symbol, one meaning, in this document and its figures. Time is counted in "
+              "optimizer steps; a subscript $t$, $j$, $i$ or $n$ indexes a symbol (step, step in a "
+              "window, sample, number of correct samples).",
+              notation_table()]
     parts.append(verification_appendix(names))
     parts.append(_index(names))
     doc = "\n\n".join(parts)
@@ -511,11 +523,103 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None) -> st
     return doc + "\n\n" + _bibliography(keys) + "\n\n\\end{document}\n"
 
 
+# ------------------------------------------------------------------------------------
+# one file per result, to \input into another document
+# ------------------------------------------------------------------------------------
+
+#: the folder of the per-result files, inside the output directory
+RESULTS_DIR = "results"
+#: the notation macros file, inside :data:`RESULTS_DIR`
+NOTATION_FILE = "grpo-notation.tex"
+
+_DIGIT_WORDS = ("Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
+
+
+def macro_name(key: str) -> str:
+    """The notation macro of a symbol key: ``p_ref`` -> ``\\grpopref``, ``K_f`` -> ``\\grpoKf``,
+    ``l_1`` -> ``\\grpolOne`` (letters only, the key's case kept)."""
+    body = "".join(_DIGIT_WORDS[int(c)] if c.isdigit() else c for c in key if c.isalnum())
+    return "\\grpo" + body
+
+
+def result_file_name(name: str) -> str:
+    """The file of one result: its record name with ``.`` as ``-`` (``discrete-refresh_flip_threshold.tex``)."""
+    return name.replace(".", "-") + ".tex"
+
+
+def notation_macros() -> str:
+    """The notation macros file: one ``\\providecommand`` per symbol of the notation table (its
+    meaning as a comment) and the three macros the result files use around their equation,
+    each of which a document may redefine (to nothing, to drop that part)."""
+    lines = ["% Notation of the grpo-theory results: one macro per symbol, one meaning each.",
+             "% Needs \\usepackage{amsmath,amssymb}. Input it once, before the results:",
+             "%   \\input{" + RESULTS_DIR + "/" + NOTATION_FILE + "}",
+             "% Every macro is \\providecommand: a document's own definition wins.",
+             "\\providecommand{\\grpowhere}[1]{\\par\\noindent #1\\par}",
+             "\\providecommand{\\grpoconditions}[1]{\\par\\noindent\\emph{Conditions:} #1\\par}",
+             "\\providecommand{\\grposource}[1]{\\par\\noindent\\emph{Source:} #1\\par}"]
+    seen = {}
+    for key in NOTATION:
+        macro = macro_name(key)
+        if macro in seen:
+            raise ValueError(f"notation keys {seen[macro]!r} and {key!r} give the same macro {macro}")
+        seen[macro] = key
+        meaning = re.sub(r"\s+", " ", NOTATION[key][1])
+        lines.append(f"\\providecommand{{{macro}}}{{{notation_latex(key)}}}  % {meaning}")
+    return "\n".join(lines) + "\n"
+
+
+def result_tex(d: Derived) -> str:
+    """One result as a fragment to ``\\input``: its labelled displayed equation, the named
+    sub-expressions it is written with, its conditions and its source (``\\grpowhere``,
+    ``\\grpoconditions``, ``\\grposource`` of :func:`notation_macros`)."""
+    shown = d.expr if d.display is None else d.display
+    out = [f"% {d.title or d.name} (grpo-theory {__version__}, result {d.name})",
+           "% " + re.sub(r"\s+", " ", d.description),
+           "% Needs amsmath, amssymb and the notation file " + RESULTS_DIR + "/" + NOTATION_FILE + ".",
+           _equation(d.lhs, shown, tex_label(d.label))]
+    refs, local, uses = [], [], []
+    for sym, defn, rec in d.where_latex():
+        if rec == NOTATION_REF:
+            continue
+        if rec:
+            refs.append(f"${sym}$ from \\eqref{{{tex_label(get(rec).label)}}}")
+            uses.append(result_file_name(rec))
+        else:
+            local.append(f"${sym} = {defn}$")
+    if uses:
+        out.insert(3, "% Refers to the results of " + ", ".join(dict.fromkeys(uses)) + ".")
+    if refs or local:
+        out.append("\\grpowhere{" + ("with " + ", ".join(refs) if refs else "")
+                   + ("; " if refs and local else "") + ("where " + ", ".join(local) if local else "")
+                   + ".}")
+    if d.assumptions:
+        out.append(f"\\grpoconditions{{{prose_tex(d.assumptions)}.}}")
+    keys = [k for k in d.references if k in REFERENCES]
+    out.append("\\grposource{" + (f"\\cite{{{','.join(keys)}}}; " if keys else "")
+               + f"derived in grpo-theory~{escape_tex(__version__)}.}}")
+    return "\n".join(out) + "\n"
+
+
+def write_result_files(out_dir, names=None) -> Path:
+    """Write ``out_dir/results/``: one ``.tex`` per result (:func:`result_tex`, named by
+    :func:`result_file_name`) and the notation macros file (:func:`notation_macros`); the
+    papers they cite are in ``references.bib`` beside them.  Returns the folder."""
+    names = list(all_names() if names is None else names)
+    folder = Path(out_dir) / RESULTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / NOTATION_FILE).write_text(notation_macros(), encoding="utf-8")
+    for n in names:
+        (folder / result_file_name(n)).write_text(result_tex(get(n)), encoding="utf-8")
+    (folder / "references.bib").write_text(references_bib(_used_keys(names)), encoding="utf-8")
+    return folder
+
+
 _OVERFULL = re.compile(r"Overfull \\hbox \(([\d.]+)pt too wide\) (?:in paragraph|detected) at lines? (\d+)")
 
 
 def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sections=(),
-                    chapter_extras=None, warnings=None) -> Path:
+                    chapter_extras=None, warnings=None, paper=None) -> Path:
     """Write ``equations.tex`` (and ``equations.pdf`` when pdflatex exists) and
     ``references.bib`` (the papers the document cites) into ``out_dir``.  ``warnings`` (a
     list) receives one line per line of the PDF wider than the text by more than 1 pt."""
@@ -523,10 +627,11 @@ def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sect
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tex = out / "equations.tex"
-    doc = equations_document(names, extra_sections, chapter_extras)
+    doc = equations_document(names, extra_sections, chapter_extras, **(paper or {}))
     tex.write_text(doc, encoding="utf-8")
     cited = [k for k in REFERENCES if f"{{{k}" in doc or f",{k}" in doc]
     (out / "references.bib").write_text(references_bib(cited), encoding="utf-8")
+    write_result_files(out, names)
     if compile_pdf and shutil.which("pdflatex"):
         for _ in range(2):  # second pass resolves references
             proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name],
@@ -557,6 +662,6 @@ def citation(names=None, *, bibtex: bool = False) -> str:
     if bibtex:
         return references_bib(keys)
     papers = "; ".join(format_reference(k, "text") for k in keys)
-    return (f"Generated by grpo-theory {__version__} from {len(names)} derived results "
+    return (f"{package_authors()}. Generated by grpo-theory {__version__} from {len(names)} derived results "
             f"({', '.join(names[:6])}{', ...' if len(names) > 6 else ''}). "
             f"Rests on: {papers or 'no external results'}.")

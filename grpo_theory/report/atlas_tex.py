@@ -57,7 +57,23 @@ def _fold_limit_text(data) -> str:
         "$\\beta_{\\mathrm{fold}}\\,(z - z_{\\mathrm{ref}})$ & upper $\\beta_{\\mathrm{fold}}$ & "
         "$\\beta_{\\mathrm{fold}}\\,(z - z_{\\mathrm{ref}})$ \\\\ \\hline\n"
         f"{rows}\n\\end{{tabular}}\\end{{center}}\n"
-        "The bistable window therefore keeps a fixed width on a logarithmic $\\beta$ axis.")
+        + _width_sentence(fl.rows, lo["h"], up["h"]))
+
+
+def _width_sentence(rows, h_lower, h_upper) -> str:
+    """How the width of the bistable window changes down the table: the ratio of the upper to
+    the lower fold's beta in its first and last rows, against its limit (both folds' beta times
+    the same distance, which grows like ln(1/p_ref), tend to their limits)."""
+    ratios = [r["folds"][1]["kl_coef"] / r["folds"][0]["kl_coef"] for r in rows
+              if len(r["folds"]) == 2 and r["folds"][0]["kl_coef"] > 0]
+    limit = h_upper / h_lower
+    if len(ratios) < 2:
+        return ""
+    return ("The ratio of the two folds' $\\beta$, the width of the bistable window on a "
+            f"logarithmic $\\beta$ axis, grows from {number(ratios[0], 3)} to {number(ratios[-1], 3)} "
+            f"down the table, toward its limit {number(limit, 3)}, the ratio of the two limits above: "
+            "the width tends to a constant as $p_{\\mathrm{ref}} \\to 0$ and is not constant at any "
+            "finite $p_{\\mathrm{ref}}$.")
 
 
 def _discrete_text(data) -> str:

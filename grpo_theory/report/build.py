@@ -32,6 +32,7 @@ from grpo_theory.report.atlas_tex import atlas_section
 from grpo_theory.report.captions import (atlas_figures, captions, chapter_figures, deepnet_section,
                                          log_fit_section)
 from grpo_theory.report.lab import lab_data, lab_section, lab_summary
+from grpo_theory.report.paper import TITLE, abstract, back_sections, front_sections
 from grpo_theory.report.data import (DEEPNET_INSTALL, MROUEH_KL_COEF, atlas_data, bifurcation_data,
                                      deepnet_data, fluctuation_data, key_numbers, log_fit_data,
                                      phase_diagram_data, trajectories_data)
@@ -129,14 +130,15 @@ def _derivation_status():
     return out
 
 
-def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_extras=None) -> dict:
+def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_extras=None,
+                     paper=None) -> dict:
     """equations.tex (+ .pdf with pdflatex) and references.bib, from :mod:`grpo_theory.render.latex`."""
     failed = [n for n, d in status.items() if isinstance(d, Exception)]
     if failed:
         notes.append("derivations that failed and are left out of equations.tex: " + ", ".join(failed))
     latex.write_equations(out_dir, names=[n for n in status if n not in failed],
                           extra_sections=extra_sections, chapter_extras=chapter_extras,
-                          warnings=notes)
+                          warnings=notes, paper=paper)
     files = {"equations.tex": out_dir / "equations.tex", "references.bib": out_dir / "references.bib"}
     if (out_dir / "equations.pdf").exists():
         files["equations.pdf"] = out_dir / "equations.pdf"
@@ -169,7 +171,7 @@ def _fig_phase(out_dir, model, full):
         sym, val = d["fixed"]
         files += figures.phase_diagram(out_dir, f"phase_diagram_{key}", d["diagram"],
                                        published=d["published"], exact_boundary=d["exact_boundary"],
-                                       marker=d["marker"], resonances=d.get("resonances", ()),
+                                       marker=None, resonances=d.get("resonances", ()),
                                        title=f"exact L2 regimes, {math_label(sym)} = {val:g}")
     return files
 
@@ -300,8 +302,10 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     caps = captions(nums, model.to_dict())
     extra = [atlas_section(atlas, atlas_figures(caps, out)), deepnet_section(nums, caps, out),
              log_fit_section(nums, caps, out), lab_section(nums["lab"])]
+    paper = {"title": TITLE, "abstract": abstract(nums), "front_sections": front_sections(nums),
+             "back_sections": back_sections(nums)}
     rr.files.update(_write_equations(out, status, notes, extra_sections=extra,
-                                     chapter_extras=chapter_figures(caps, out)))
+                                     chapter_extras=chapter_figures(caps, out), paper=paper))
     done("equations")
     stage("cross-checks")
     cc = (crosschecks if crosschecks is not None else run_crosschecks(quick=not full, seed=0)

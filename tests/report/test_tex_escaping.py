@@ -95,4 +95,5 @@ def test_every_free_text_field_compiles(tmp_path, monkeypatch):
     if shutil.which("pdftotext"):
         text = subprocess.run(["pdftotext", "doc.pdf", "-"], cwd=tmp_path, capture_output=True,
                               text=True).stdout
-        assert "_ % & # $ { } ~ ^ \\ end" in text.replace("\u02dc", "~").replace("\u02c6", "^")
+        # (the OT1 underscore is a rule, not a glyph: the text layer has no character for it)
+        assert "% & # $ { } ~ ^ \\ end" in text.replace("\u02dc", "~").replace("\u02c6", "^")
