@@ -267,6 +267,75 @@ def equation_block(d: Derived) -> str:
     return "\n".join(lines)
 
 
+#: records printed as one equation and a table of their forms (name prefix -> heading): they
+#: are variants of one formula, each still numbered (a row of the table) so that it can be
+#: referred to
+VARIANT_TABLES = {"drift.F_": "The drift of every variant"}
+
+
+def _variant_words(title: str) -> list[str]:
+    """``"Drift: std normalization, k3 KL, ratio surrogate, finite $G$"`` -> the four settings
+    in short words (``std``, ``k3``, ``ratio``, ``finite $G$``)."""
+    parts = [p.strip() for p in title.split(":", 1)[-1].split(",")]
+    short = [re.sub(r" (normalization|surrogate)$", "", p) for p in parts]
+    short = [re.sub(r"^(no|analytic|k3|k1) KL", r"\1", p) for p in short]
+    return short
+
+
+def variant_table(names, heading: str) -> str:
+    """Records that are variants of one formula as one displayed formula and a table: a row
+    per variant with its equation number, its settings and its form; the named pieces and
+    the checks once, each check with the rows it was carried out for."""
+    ds = [get(n) for n in names]
+    rows, pieces, checks = [], {}, {}
+    for d in ds:
+        shown = d.expr if d.display is None else d.display
+        words = _variant_words(d.title or d.name)
+        rows.append("\\refstepcounter{equation}(\\theequation)\\label{" + tex_label(d.label) + "} & "
+                    + " & ".join(prose_tex(w) for w in words) + f" & ${latex(shown)}$ \\\\")
+        for sym, _defn, rec in d.where_latex():
+            if rec and rec != NOTATION_REF:
+                pieces.setdefault(sym, [])
+                if rec not in pieces[sym]:
+                    pieces[sym].append(rec)
+        proof = _shown_proof(d)
+        for v in d.verifications:
+            if v is proof:
+                continue
+            checks.setdefault((v.claim, method_label(v), v.detail if v.method != "sympy" else ""),
+                              []).append(d.name)
+    order = [d.name for d in ds]
+    with_ = "; ".join(f"${sym}$ " + ", ".join(f"\\eqref{{{tex_label(get(r).label)}}}" for r in recs)
+                      for sym, recs in pieces.items())
+    lhs = ds[0].lhs
+    assumptions = {d.assumptions for d in ds}
+    lines = [f"\\paragraph{{{prose_tex(heading)}.}} The drift of each combination of normalization, "
+             "KL penalty, surrogate and group size is one formula,",
+             "\\begin{equation*}\n" + lhs + " = \\kappa \\left(\\Psi \\mathcal{A} - \\beta \\Phi\\right),"
+             "\n\\end{equation*}",
+             "with $\\Psi = 1$ for the stale surrogate, the advantage mass $\\mathcal{A}$ of the "
+             "normalization at finite $G$ or in the limit, and the force $\\Phi$ of the KL penalty "
+             "(none without one; with the KL in the reward it enters the advantage). The table gives "
+             "each variant's form; each row is numbered as an equation. The pieces: " + with_ + ".",
+             "{\\small\\begin{longtable}{@{}rlllll@{}}",
+             "& normalization & KL & surrogate & group & $" + lhs + "$ \\\\ \\hline\\endhead",
+             *rows, "\\end{longtable}}"]
+    if len(assumptions) == 1 and next(iter(assumptions)):
+        lines.append(f"\\emph{{Assumptions (every row):}} {prose_tex(next(iter(assumptions)))}.")
+    items = []
+    for (claim, label, detail), recs in checks.items():
+        finite = [d.name for d in ds if "finite" in (d.title or "")]
+        which = ("every row" if len(recs) == len(ds) else
+                 f"the {len(recs)} rows at finite $G$" if sorted(recs) == sorted(finite) else
+                 "the rows " + _ranges(recs, order).replace("\\eqref", "\\ref"))
+        items.append(f"\\item {prose_tex(claim)}" + (f" ({prose_tex(detail)})" if detail else "")
+                     + f", for {which}\\verified{{{label}}}")
+    if items:
+        lines += ["\\emph{Verified:}", "\\begin{itemize}\\setlength\\itemsep{0pt}", *items,
+                  "\\end{itemize}"]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------
 # bibliography, literature, appendix
 # ------------------------------------------------------------------------------------
@@ -358,8 +427,8 @@ def verification_appendix(names) -> str:
         "the computer algebra reduces to zero: by simplification (with the substitution "
         "$q = 1 - p$ where probabilities appear), by a series expansion for a limit or an order, "
         "by solving an equation and comparing the roots, or by induction in a symbolic index. "
-        "The package's mutation tests perturb each derived expression and require the proof to "
-        "fail, so a proof that cannot fail is not counted.",
+        "Each proof was also run on deliberately perturbed expressions and required to fail there, "
+        "so a proof that cannot fail is not counted.",
         f"\\paragraph{{Exact check for listed values ({counts['cases']} claims).}} The same kind of "
         "identity, established separately for each listed value of a parameter, for example the "
         "drift against the GRPO objective built from all $2^{G}$ reward vectors at $G = 2, 3, 4$. "
@@ -368,13 +437,13 @@ def verification_appendix(names) -> str:
         f"\\paragraph{{High-precision numerics ({counts['mpmath']} claims).}} An independent "
         "computation in arbitrary-precision arithmetic (mpmath~\\cite{mpmath}) at 30 to 50 "
         "significant digits: integration of the differential equation by its Taylor series "
-        "(mpmath's \\texttt{odefun}) for the closed-form trajectories, root finding for the first "
+        "for the closed-form trajectories, root finding for the first "
         "extremum of the oscillator, Gaussian quadrature for the reward fluctuation, and "
         "Richardson extrapolation in $G$ for the large-$G$ expansions. The number of agreeing "
         "digits is stated with each claim.",
         f"\\paragraph{{Sampled numeric check ({counts['numeric']} claims).}} A comparison in double "
-        "precision at listed points: the Lyapunov equations solved by SciPy's solvers "
-        "(\\texttt{scipy.linalg})~\\cite{virtanen2020scipy}, the roots of characteristic "
+        "precision at listed points: the Lyapunov equations solved by SciPy's linear-algebra "
+        "solvers~\\cite{virtanen2020scipy}, the roots of characteristic "
         "polynomials by NumPy~\\cite{harris2020numpy}, or exact rational arithmetic at sample "
         "points. The points and the error tolerated are stated with each claim.",
         "\\paragraph{The atlas.} The fold curves are continued by pseudo-arclength "
@@ -397,8 +466,8 @@ def _index(names) -> str:
             for n in names]
     return "\n".join([
         "\\section{Index of results}\\label{app:index}",
-        "Each result is a record of the package; its name is the key under which the package, its "
-        "command line (\\texttt{grpo-theory derive}) and its book find it.",
+        "The name under which the accompanying software computes each result; the file of the "
+        "result for inclusion in another document carries the same name.",
         "{\\footnotesize\\setlength{\\parskip}{0pt}\\begin{multicols}{2}", *rows,
         "\\end{multicols}}",
     ])
@@ -495,8 +564,17 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None, *, ti
         parts.append(_literature_sentence(by_prefix[ch.key], names))
         if ch.key in chapter_extras:
             parts.append(chapter_extras[ch.key])
+        done = set()
         for name in by_prefix[ch.key]:
-            parts.append(equation_block(get(name)))
+            if name in done:
+                continue
+            prefix = next((p for p in VARIANT_TABLES if name.startswith(p)), None)
+            if prefix is None:
+                parts.append(equation_block(get(name)))
+                continue
+            group = [n for n in by_prefix[ch.key] if n.startswith(prefix)]
+            done.update(group)
+            parts.append(variant_table(group, VARIANT_TABLES[prefix]))
         if ch.key in chapter_extras:
             parts.append("\\floatbarrier")
     for title, body in extra_sections:

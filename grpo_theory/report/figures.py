@@ -505,7 +505,7 @@ def atlas_discrete(out_dir, stem, data) -> list[Path]:
 def deepnet(out_dir, stem, data) -> list[Path]:
     """Measured per-window multipliers of the neural policy against the exact (L2) prediction
     from the measured stiffness, with the exact and the published k_max; below, measured minus
-    predicted with ±1 SE (the SE is smaller than the markers above)."""
+    predicted with ±2 SE, the report's one error-bar convention (smaller than the markers above)."""
     with style() as plt:
         fig, (ax, ax2) = plt.subplots(2, 1, figsize=(4.8, 3.8), sharex=True,
                                       gridspec_kw={"height_ratios": [2.2, 1]})
@@ -513,8 +513,8 @@ def deepnet(out_dir, stem, data) -> list[Path]:
         ax.axhline(1.0, color="0.6", lw=0.7)
         ax.plot(k, data["predicted"], "s", ms=6, mfc="none", color=PALETTE[0],
                 label="exact L2 prediction")
-        ax.errorbar(k, data["multiplier"], yerr=data["se"], fmt="o", ms=3, color=PALETTE[1],
-                    label="neural policy, real GRPO (±1 SE)")
+        ax.errorbar(k, data["multiplier"], yerr=2 * np.asarray(data["se"]), fmt="o", ms=3,
+                    color=PALETTE[1], label="neural policy, real GRPO (±2 SE)")
         if data["k_max_predicted"] is not None:
             ax.axvline(data["k_max_predicted"] + 0.5, color=PALETTE[0], ls="--", lw=0.8,
                        label=f"exact theory: stable up to $k$ = {data['k_max_predicted']}")
@@ -527,7 +527,8 @@ def deepnet(out_dir, stem, data) -> list[Path]:
                          f"$\\eta K$ = {data['eta_K']:.3g}", fontsize=8)
         resid = np.asarray(data["multiplier"]) - np.asarray(data["predicted"])
         ax2.axhline(0.0, color="0.6", lw=0.7)
-        ax2.errorbar(k, resid, yerr=data["se"], fmt="o", ms=3, color=PALETTE[1], capsize=2)
+        ax2.errorbar(k, resid, yerr=2 * np.asarray(data["se"]), fmt="o", ms=3, color=PALETTE[1],
+                     capsize=2)
         ax2.set_ylabel("measured −\npredicted", fontsize=7)
         ax2.set_xlabel("refresh interval $k$ (steps)")
         ax2.set_xticks(k)

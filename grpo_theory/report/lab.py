@@ -204,8 +204,7 @@ def lab_section(s: dict) -> tuple[str, str]:
     ver = f" (version {escape_tex(s['trl_version'])})" if s["trl_version"] else ""
     head = (
         "Every number in this section comes from real training with the GRPO trainer of "
-        f"TRL~\\cite{{vonwerra2020trl}}{ver}, read from the lab's committed result files when this "
-        "report was built. The policy is a small transformer language model "
+        f"TRL~\\cite{{vonwerra2020trl}}{ver}. The policy is a small transformer language model "
         f"({_int(s['parameters'])} trainable parameters) on single-token modular arithmetic with a "
         "binary verifier; its output is restricted to the two answers, so every prompt is exactly "
         f"the two-action bandit of the derivations. Each optimizer step uses {s['prompts']} prompts "

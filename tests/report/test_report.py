@@ -415,3 +415,18 @@ def test_corrected_statements_stay_corrected(report_dir):
     assert "Neither is the $1/G$ law" not in tex and "keeps a fixed width" not in tex
     assert "says whether it uses, reproduces" not in tex
     assert "(z^{*} - z_{\\mathrm{ref}})_{\\mathrm{here}}" not in tex
+
+
+def test_every_caption_states_its_error_bars(report_dir):
+    """Each figure's caption says what its bars or bands are (the one convention: +-2 standard
+    errors; bands of runs +-2 standard deviations; a forecast's 90 % interval), or that it is
+    theory only."""
+    from grpo_theory.report.captions import captions
+
+    nums = json.loads((report_dir / "report.json").read_text())
+    caps = captions(nums, nums["model"])
+    assert len(caps) >= 8
+    for stem, cap in caps.items():
+        assert re.search(r"\$\\pm 2\$ standard (errors|deviations)|90 % (forecast )?interval|[Tt]heory only",
+                         cap), stem
+        assert "pm 1$ standard" not in cap, stem
