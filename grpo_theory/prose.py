@@ -42,7 +42,20 @@ def split_math(text: str) -> list[tuple[bool, str]]:
 _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                 "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
                 "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
-                "|": r"\textbar{}"}
+                "|": r"\textbar{}",
+                # symbols a plain pdflatex cannot print from their Unicode (numbers and units
+                # written for the terminal reach the PDF too)
+                "\u2212": r"\ensuremath{-}", "\u226b": r"\ensuremath{\gg}", "\u226a": r"\ensuremath{\ll}",
+                "\u2264": r"\ensuremath{\le}", "\u2265": r"\ensuremath{\ge}",
+                "\u221e": r"\ensuremath{\infty}", "\u2248": r"\ensuremath{\approx}",
+                "\u221a": r"\ensuremath{\surd}", "\u2223": r"\ensuremath{\mid}",
+                "\u207b": r"\textsuperscript{\ensuremath{-}}",
+                **{ch: r"\textsuperscript{%d}" % i for i, ch in enumerate("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")},
+                **{ch: r"\ensuremath{\%s}" % name for ch, name in zip(
+                    "\u03b1\u03b2\u03b3\u03b4\u03b5\u03b6\u03b7\u03b8\u03ba\u03bb\u03bc\u03bd\u03be\u03c0\u03c1\u03c3\u03c4\u03c6\u03c7\u03c8\u03c9",
+                    ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "kappa",
+                     "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi",
+                     "omega"))}}
 
 
 def escape_tex(text: str) -> str:

@@ -32,7 +32,8 @@ from grpo_theory.report.atlas_tex import atlas_section
 from grpo_theory.report.captions import (atlas_figures, captions, chapter_figures, deepnet_section,
                                          log_fit_section)
 from grpo_theory.report.lab import lab_data, lab_section, lab_summary
-from grpo_theory.report.paper import TITLE, abstract, back_sections, front_sections
+from grpo_theory.report.paper import (TITLE, abstract, back_sections, crosscheck_section,
+                                      front_sections)
 from grpo_theory.report.data import (DEEPNET_INSTALL, MROUEH_KL_COEF, atlas_data, bifurcation_data,
                                      deepnet_data, fluctuation_data, key_numbers, log_fit_data,
                                      phase_diagram_data, trajectories_data)
@@ -241,7 +242,7 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     rr = ReportResult(out_dir=out)
     notes = rr.notes
     stages = ["derivations", "numbers", "atlas", "phase diagrams", "trajectories",
-              "1/G law", "bifurcations", "log fit", "deep network", "equations", "cross-checks",
+              "1/G law", "bifurcations", "log fit", "deep network", "cross-checks", "equations",
               "report"]
     bar = progress(total=len(stages), desc="report")
     timings = {}
@@ -297,23 +298,24 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     stage("deep network")
     figs["deepnet"], nums["deepnet"] = _fig_deepnet(out, full, notes)
     done("deep network")
-    stage("equations")          # after the figures: the document includes them
-    nums["lab"] = lab_summary(lab_data())
-    caps = captions(nums, model.to_dict())
-    extra = [atlas_section(atlas, atlas_figures(caps, out)), deepnet_section(nums, caps, out),
-             log_fit_section(nums, caps, out), lab_section(nums["lab"])]
-    paper = {"title": TITLE, "abstract": abstract(nums), "front_sections": front_sections(nums),
-             "back_sections": back_sections(nums)}
-    rr.files.update(_write_equations(out, status, notes, extra_sections=extra,
-                                     chapter_extras=chapter_figures(caps, out), paper=paper))
-    done("equations")
-    stage("cross-checks")
+    stage("cross-checks")       # before the equations: the paper has their table
     cc = (crosschecks if crosschecks is not None else run_crosschecks(quick=not full, seed=0)
           ) if crosscheck else None
     if not crosscheck:
         notes.append("cross-checks skipped (crosscheck=False).")
     nums["crosschecks"] = cc.to_dict() if cc is not None else None
     done("cross-checks")
+    stage("equations")          # after the figures: the document includes them
+    nums["lab"] = lab_summary(lab_data())
+    caps = captions(nums, model.to_dict())
+    extra = [atlas_section(atlas, atlas_figures(caps, out)), deepnet_section(nums, caps, out),
+             log_fit_section(nums, caps, out), lab_section(nums["lab"]),
+             crosscheck_section(nums["crosschecks"])]
+    paper = {"title": TITLE, "abstract": abstract(nums), "front_sections": front_sections(nums),
+             "back_sections": back_sections(nums)}
+    rr.files.update(_write_equations(out, status, notes, extra_sections=extra,
+                                     chapter_extras=chapter_figures(caps, out), paper=paper))
+    done("equations")
     for paths in figs.values():
         for p in paths:
             rr.files[p.name] = p

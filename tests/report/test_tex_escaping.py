@@ -53,7 +53,8 @@ def test_every_free_text_field_compiles(tmp_path, monkeypatch):
     result = L.equation_block(d) + f"\n\nSee \\eqref{{{tex_label(d.label)}}}."
     # the lab section: problems (file names, reasons) and the engine's version
     missing = lab.lab_section({"available": False,
-                               "problems": ["lab_refresh.json is absent", SPECIALS]})[1]
+                               "problems": ["lab_refresh.json is absent", SPECIALS,
+                                            "units logits² − μ ≫ 1, ∞ ≤ 10⁻³ ≈ √2"]})[1]
     present = ""
     data = lab.lab_data()
     if data.get("refresh") is not None:
