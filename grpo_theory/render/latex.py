@@ -216,8 +216,11 @@ def _where(d: Derived) -> str:
     parts = []
     for rec, syms in refs.items():
         parts.append(" and ".join(syms) + f" from \\eqref{{{tex_label(get(rec).label)}}}")
-    short = [f"${s} = {t}$" for s, t in local if display_width(f"{s} = {t}") <= 0.55 * _LINE]
-    long = [(s, t) for s, t in local if display_width(f"{s} = {t}") > 0.55 * _LINE]
+    # a definition with a fraction is displayed, never set inline in the sentence
+    inline = [(s, t) for s, t in local
+              if display_width(f"{s} = {t}") <= 0.55 * _LINE and "\\frac" not in t]
+    short = [f"${s} = {t}$" for s, t in inline]
+    long = [(s, t) for s, t in local if (s, t) not in inline]
     text = ""
     if parts:
         text = "with " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
@@ -356,7 +359,9 @@ def references_bib(keys=None) -> str:
 
 def _bibliography(keys) -> str:
     items = [f"\\bibitem{{{key}}} {format_reference(key, 'tex')}" for key in keys]
-    return "\\begin{thebibliography}{99}\n" + "\n".join(items) + "\n\\end{thebibliography}"
+    # ragged right: a long handle or address is not stretched across the line
+    return ("\\begin{thebibliography}{99}\\raggedright\n" + "\n".join(items)
+            + "\n\\end{thebibliography}")
 
 
 def _ranges(names, order) -> str:

@@ -107,7 +107,9 @@ def _criticality_text(data) -> str:
     for r in rows:
         kind = "Neimark--Sacker" if r["kind"] == "neimark-sacker" else "flip"
         coef = "$l_{1}$" if r["kind"] == "neimark-sacker" else "$c_{\\mathrm{flip}}$"
-        body.append(f"{prose_tex(r['setting'])} & ${r['momentum']:g}$ & ${r['refresh_interval']}$ & "
+        ff = r.get("fresh_fraction")
+        body.append(f"{prose_tex(r['setting'])} & {number(ff, 3) if ff is not None else '--'} & "
+                    f"${r['momentum']:g}$ & ${r['refresh_interval']}$ & "
                     f"{kind} & {number(r['eta_K'], 4)} & {coef} & {number(r['coefficient'], 4)} & "
                     f"{number(r['measured'], 4)} & {escape_tex(r['criticality'])} \\\\")
     return (
@@ -120,9 +122,12 @@ def _criticality_text(data) -> str:
         "(supercritical when $c_{\\mathrm{flip}} > 0$: a stable orbit of period two). They are "
         "computed from the partial derivatives of the drift at the fixed point up to third order, "
         "in high-precision arithmetic, and each is measured independently by iterating the map "
-        "at the boundary from a small amplitude:\n\n"
-        "{\\small\\begin{center}\\begin{tabular}{@{}>{\\raggedright\\arraybackslash}p{2.9cm}rrlrcrrl@{}}\n"
-        "variant & $\\mu$ & $k$ & boundary & $a$ & coefficient & predicted & measured & criticality \\\\ \\hline\n"
+        "at the boundary from a small amplitude. Every row is the nonlinear mean-field map over one "
+        "refresh window of its variant, at that variant's own split of the stiffness: the column "
+        "$K_{f}/K$ is its fresh fraction ($0$: all of it through the sampling policy, the map "
+        "of the atlas):\n\n"
+        "{\\small\\begin{center}\\begin{tabular}{@{}>{\\raggedright\\arraybackslash}p{2.7cm}rrrlrcrrl@{}}\n"
+        "variant & $K_{f}/K$ & $\\mu$ & $k$ & boundary & $a$ & coefficient & predicted & measured & criticality \\\\ \\hline\n"
         + "\n".join(body) + "\n\\end{tabular}\\end{center}}\n"
         "With all the stiffness stale (the map of the atlas, realized exactly by the KL in the "
         "reward) the loss of stability is soft: past the threshold the reward oscillates with an "

@@ -277,7 +277,9 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
                      "resonances": [{**{k: v for k, v in r.items() if k != "eigenvalues"},
                                      "eigenvalues": [[float(e.real), float(e.imag)]
                                                      for e in r["eigenvalues"]]}
-                                    for r in atlas["resonances"]]}
+                                    for r in atlas["resonances"]],
+                     # where the drawn fold curve ends (a choice of the computation)
+                     "continuation_end_p_ref": float(atlas["p_ref_plane"]["p_ref"].min())}
     done("atlas")
     stage("phase diagrams")
     figs["phase"] = _fig_phase(out, model, full)
