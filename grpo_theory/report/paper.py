@@ -9,6 +9,7 @@ nothing is computed here, and every number quoted is one the report computed.
 
 from __future__ import annotations
 
+from grpo_theory.report.atlas_tex import number
 from grpo_theory.report.captions import caption_tex
 
 __all__ = ["TITLE", "abstract", "front_sections", "back_sections", "default_model_text"]
@@ -84,10 +85,10 @@ def abstract(nums: dict) -> str:
 def default_model_text(nums: dict) -> str:
     """The default model of the figures and numbers, defined with its fresh fraction."""
     m, fp, st = nums["model"], nums["fixed_point"], nums["stability"]
-    return caption_tex(
-        "\\paragraph{The default model.} Unless a figure says otherwise, the numbers are for one "
+    return "\\paragraph{The default model.} " + caption_tex(
+        "Unless a figure says otherwise, the numbers are for one "
         f"model: reference success probability $p_{{\\mathrm{{ref}}}} = {m['p_ref']:g}$, group size "
-        f"$G = {m['group_size']}$ with std normalization ($\\epsilon = {m['adv_eps']:g}$), the k3 "
+        f"$G = {m['group_size']}$ with std normalization ($\\epsilon = {number(m['adv_eps'], 2)[1:-1]}$), the k3 "
         f"KL estimator with $\\beta = {m['kl_coef']:g}$, learning rate $\\eta = {m['learning_rate']:g}$, "
         f"heavy-ball momentum $\\mu = {m['momentum']:g}$ and refresh interval $k = {m['refresh_interval']}$, "
         "one prompt per step. Its stable fixed point is "
@@ -120,8 +121,8 @@ def front_sections(nums: dict) -> list[tuple[str, str]]:
         "damped-oscillator model with a first-order stability rule for the refresh interval "
         "[[cite:predictable_grpo]]. This paper derives the dynamics of the smallest model that has "
         "them, a two-action softmax bandit, without those approximations, and tests the results "
-        "against simulation and a real GRPO engine.") + "\n\n" + caption_tex(
-        "\\paragraph{Contributions.} What reproduces earlier work: the fixed points of Mroueh's "
+        "against simulation and a real GRPO engine.") + "\n\n" + "\\paragraph{Contributions.} " + caption_tex(
+        "What reproduces earlier work: the fixed points of Mroueh's "
         "recurrence, recovered exactly as one variant of the drift "
         "([[eq:fixed_points.mroueh_agreement]]), and the damped-oscillator form of "
         "[[cite:predictable_grpo]] as the continuous limit L3. What corrects it: the published "
@@ -135,8 +136,8 @@ def front_sections(nums: dict) -> list[tuple[str, str]]:
         "set of the fixed points (bistable plateaus); the noise, reuse and Adam reductions; and "
         + ("a test on a real engine, where the observed refresh threshold is the exact one in "
            f"{lab[0]} of {lab[1]} scored settings." if lab else "a test on a real engine.")) \
-        + "\n\n" + caption_tex(
-        "\\paragraph{Organization.} The sections after the related work derive the results level by level, each "
+        + "\n\n" + "\\paragraph{Organization.} " + caption_tex(
+        "The sections after the related work derive the results level by level, each "
         "with its assumptions and the checks that verified it; the sections after them compare "
         "with a neural policy, a published training log and a real engine; the discussion states "
         "the limitations. The notation is in Appendix~A. One convention for uncertainties holds "
@@ -172,8 +173,8 @@ def back_sections(nums: dict) -> list[tuple[str, str]]:
         "the rule allows, by a factor of at least two; when part of it acts on the current iterate "
         "with the opposite sign, the rule can allow an unstable window. Both follow from the "
         "monodromy of one window, which the continuous model cannot represent: it misses the flip, "
-        "the first instability at large momentum.") + "\n\n" + caption_tex(
-        "\\paragraph{Limitations.} The model is a bandit with two actions and one prompt type; a "
+        "the first instability at large momentum.") + "\n\n" + "\\paragraph{Limitations.} " + caption_tex(
+        "The model is a bandit with two actions and one prompt type; a "
         "language model enters only through its stiffness along one mode, measured on the network "
         "(the tangent kernel [[cite:jacot2018ntk]] or the response to a kick), so the thresholds "
         "apply near a plateau where that mode is linear and separated from the next. The "
