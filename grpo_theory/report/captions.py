@@ -155,9 +155,9 @@ def _fluctuation_agreement(rows) -> str:
                                            if side else "the simulation deviates from the exact theory, ")
                 + f"by up to {abs(dev[i]):.1f} standard errors (${100 * rel[i]:+.0f}\\,\\%$ at "
                 f"$G = {rr[i]['group_size']}$): more than the sampling error. The exact theory is the "
-                "variance of the linearized map; the excess is the size of the terms of higher order "
-                "in the deviation it neglects (the curvature of the drift over the spread of $z$), "
-                "which are not computed here")
+                "variance of the linearized map and neglects the terms of higher order in the "
+                "deviation (the curvature of the drift over the spread of $z$), the likely source of "
+                "the excess; they are not computed here")
     return ". ".join(out) + "." if out else ""
 
 
