@@ -32,8 +32,8 @@ from grpo_theory.report.atlas_tex import atlas_section
 from grpo_theory.report.captions import (atlas_figures, captions, chapter_figures, deepnet_section,
                                          log_fit_section)
 from grpo_theory.report.lab import lab_data, lab_section, lab_summary
-from grpo_theory.report.paper import (TITLE, abstract, back_sections, crosscheck_section,
-                                      front_sections)
+from grpo_theory.report.paper import (TITLE, abstract, back_sections, collapse_text,
+                                      crosscheck_section, front_sections)
 from grpo_theory.report.data import (DEEPNET_INSTALL, MROUEH_KL_COEF, atlas_data, bifurcation_data,
                                      deepnet_data, fluctuation_data, key_numbers, log_fit_data,
                                      phase_diagram_data, trajectories_data)
@@ -315,8 +315,11 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
              crosscheck_section(nums["crosschecks"])]
     paper = {"title": TITLE, "abstract": abstract(nums), "front_sections": front_sections(nums),
              "back_sections": back_sections(nums)}
+    extras = chapter_figures(caps, out)
+    if collapse_text(nums):
+        extras["collapse"] = "\n\n".join(x for x in (extras.get("collapse"), collapse_text(nums)) if x)
     rr.files.update(_write_equations(out, status, notes, extra_sections=extra,
-                                     chapter_extras=chapter_figures(caps, out), paper=paper))
+                                     chapter_extras=extras, paper=paper))
     done("equations")
     for paths in figs.values():
         for p in paths:

@@ -244,3 +244,36 @@ def crosscheck_section(cc: dict | None) -> tuple[str, str]:
              "check & quantity & setting & predicted & measured & band & verdict \\\\ \\hline\\endhead\n"
              + "\n".join(rows) + "\n\\end{longtable}}")
     return title, text + "\n\n" + table
+
+
+def collapse_text(nums: dict) -> str:
+    """The collapse model written out for GRPO (drift, diffusion, basin) with the numbers of the
+    simulation check (the cross-check ``collapse``), for the collapse section."""
+    cc = nums.get("crosschecks") or {}
+    c = next((c for c in cc.get("checks", []) if c["name"] == "collapse"), None)
+    if c is None or not (c.get("details") or {}).get("tau"):
+        return ""
+    from grpo_theory.crosscheck.collapse import COLLAPSE_MODEL as cm
+    d = c["details"]
+    G = cm.group_size
+    se = (c["predicted"] * (1 - c["predicted"]) / d["runs"]) ** 0.5
+    text = (
+        "For GRPO the logit walks with the drift $b = \\eta F/(1 - \\mu)$, the mean-field drift of "
+        "Section 3 with the gain of the momentum, and the diffusion "
+        "$D = \\tfrac{1}{2} \\left(\\eta/(1 - \\mu)\\right)^{2} \\sigma^{2}$, with $\\sigma^{2}$ the exact "
+        "per-step variance of the update at finite $G$, multiplied by the ratio of the exact "
+        "stationary variance of the window map to that of on-policy SGD when the sampling policy "
+        "lags or a batch is reused. A group is degenerate when all its samples agree; the plateau "
+        f"ends when $p$ leaves $[{d['degenerate_level']:g}, {1 - d['degenerate_level']:g}]$ "
+        f"(the level $1/(10 G)$ at $G = {G}$), so the basin is "
+        f"$x_{{\\pm}} = \\pm \\ln\\left(10 G - 1\\right) = \\pm {__import__('math').log(10 * G - 1):.3f}$ "
+        "in the logit. At the setting of the simulation check "
+        f"({cm.normalization} normalization, {'analytic' if cm.kl == 'exact' else cm.kl} KL with "
+        f"$\\beta = {cm.kl_coef:g}$, $G = {cm.group_size}$, SGD with $\\eta = {cm.learning_rate:g}$, "
+        f"$k = {cm.refresh_interval}$, $p_{{\\mathrm{{ref}}}} = {cm.p_ref:g}$) the "
+        f"barrier of the potential $\\phi$ is {d['basin_depth']:.2f}, the mean first passage "
+        f"$\\tau_{{\\mathrm{{exit}}}} = {d['tau']:.0f}$ steps, and the probability of a collapse by "
+        f"step {d['steps']}, $1 - e^{{-{d['steps']}/\\tau_{{\\mathrm{{exit}}}}}}$, is "
+        f"${c['predicted']:.3f}$; {d['runs']} simulated runs give ${c['measured']:.3f}$ "
+        f"($\\pm {2 * se:.3f}$, two standard errors).")
+    return "\\paragraph{The model for GRPO, against simulation.} " + caption_tex(text)
