@@ -512,11 +512,28 @@ def _abstract(n: int) -> str:
             + _verification_key() + "\\end{abstract}")
 
 
+#: chapters printed as a subsection of another (key -> the chapter they follow, inside it)
+MERGED_CHAPTERS = {"reuse_collapse": "reuse"}
+
+
+def _document_chapters() -> list:
+    """The chapters in the order of the document: a merged chapter right after its host."""
+    merged = {v: k for k, v in MERGED_CHAPTERS.items()}
+    out = []
+    for ch in CHAPTERS:
+        if ch.key in MERGED_CHAPTERS:
+            continue
+        out.append(ch)
+        if ch.key in merged:
+            out += [c for c in CHAPTERS if c.key == merged[ch.key]]
+    return out
+
+
 def document_order(names=None) -> list[str]:
     """The records in the order of the document (chapter by chapter); the equation number of
     each is its position plus one (one numbered equation per result)."""
     names = list(all_names() if names is None else names)
-    return [n for ch in CHAPTERS for n in names if n.split(".")[0] == ch.key]
+    return [n for ch in _document_chapters() for n in names if n.split(".")[0] == ch.key]
 
 
 def equation_numbers(names=None) -> dict:
@@ -560,10 +577,11 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None, *, ti
     for name in names:
         by_prefix.setdefault(name.split(".")[0], []).append(name)
     names = document_order(names)          # one numbered equation each, in this order
-    for ch in CHAPTERS:
+    for ch in _document_chapters():
         if ch.key not in by_prefix:
             continue
-        parts.append(f"\\section{{{ch.latex_title}}}")
+        parts.append(("\\subsection" if ch.key in MERGED_CHAPTERS else "\\section")
+                     + f"{{{ch.latex_title}}}")
         if ch.latex_intro:
             parts.append(prose_tex(ch.latex_intro))
         parts.append(_literature_sentence(by_prefix[ch.key], names))
