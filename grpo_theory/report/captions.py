@@ -275,13 +275,15 @@ def captions(nums: dict, model: dict) -> dict:
     dn = nums.get("deepnet")
     if dn:
         out["deepnet"] = (
-            f"Per-window multiplier of the top mode of a neural policy (an MLP with {dn['parameters']} "
+            f"Modulus of the per-window multiplier of the top mode of a neural policy (an MLP with {dn['parameters']} "
             f"parameters over {dn['prompts']} prompts) trained with sampled GRPO (mean normalization, "
             f"k1 KL in the reward, $G = {dn['group_size']}$) by SGD with $\\eta = "
             f"{_n(dn['learning_rate'], 3)[1:-1]}$ and $\\mu = {_n(dn['momentum'], 3)[1:-1]}$ "
             f"($\\eta K = {_n(dn['eta_K'], 3)[1:-1]}$), against the exact L2 prediction from its "
             "measured stiffness $K$, over refresh intervals $k$ from 1 to past the predicted "
-            "boundary. Below: the measured minus the predicted multiplier with $\\pm 2$ standard "
+            "boundary; past the point where the window's multiplier changes sign (the deviation "
+            "then alternates from window to window) its modulus is drawn. Below: the measured minus "
+            "the predicted modulus with $\\pm 2$ standard "
             "errors (above, the error bars are smaller than the markers). The vertical lines mark "
             f"the largest stable $k$ of the exact theory ($k = {dn['k_max_predicted']}$) and of the "
             f"published rule ($k = {dn['k_max_published']}$); the network is stable up to "

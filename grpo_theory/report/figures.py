@@ -520,7 +520,7 @@ def deepnet(out_dir, stem, data) -> list[Path]:
                        label=f"exact theory: stable up to $k$ = {data['k_max_predicted']}")
         ax.axvline(data["k_max_published"] + 0.5, color="0.3", ls=":", lw=0.8,
                    label=f"published rule: stable up to $k$ = {data['k_max_published']}")
-        ax.set_ylabel("multiplier per window")
+        ax.set_ylabel("|multiplier| per window")
         lr = data.get("learning_rate")
         if lr is not None:
             ax.set_title(f"MLP policy, SGD: $\\eta$ = {lr:.3g}, $\\mu$ = {data['momentum']:g}, "
