@@ -314,11 +314,13 @@ def variant_table(names, heading: str) -> str:
     assumptions = {d.assumptions for d in ds}
     lines = [f"\\paragraph{{{prose_tex(heading)}.}} The drift of each combination of normalization, "
              "KL penalty, surrogate and group size is one formula,",
-             "\\begin{equation*}\n" + lhs + " = \\kappa \\left(\\Psi \\mathcal{A} - \\beta \\Phi\\right),"
+             "\\begin{equation*}\n" + lhs + " = \\kappa \\left(\\Psi \\mathcal{A}_{G} - \\beta \\Phi_{\\mathrm{exact}}\\right),"
              "\n\\end{equation*}",
-             "with $\\Psi = 1$ for the stale surrogate, the advantage mass $\\mathcal{A}$ of the "
-             "normalization at finite $G$ or in the limit, and the force $\\Phi$ of the KL penalty "
-             "(none without one; with the KL in the reward it enters the advantage). The table gives "
+             "with $\\Psi = 1$ for the stale surrogate, the advantage mass of the normalization at "
+             "finite $G$ ($\\mathcal{A}_{\\infty}$ or $p_{\\mathrm{old}} q_{\\mathrm{old}}$ in its place "
+             "as $G \\to \\infty$), and the force of the KL penalty ($\\Phi_{\\mathrm{k3}}$ or "
+             "$\\Phi_{\\mathrm{k1}}$ in place of $\\Phi_{\\mathrm{exact}}$, none without one; with the "
+             "KL in the reward it enters the advantage). The table gives "
              "each variant's form; each row is numbered as an equation. The pieces: " + with_ + ".",
              "{\\small\\begin{longtable}{@{}rlllll@{}}",
              "& normalization & KL & surrogate & group & $" + lhs + "$ \\\\ \\hline\\endhead",

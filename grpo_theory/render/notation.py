@@ -164,6 +164,7 @@ NOTATION = {
     # --- Adam
     "v_hat": (S.v_hat, "Adam's second moment (running mean of the squared gradient)"),
     "beta_star": (S.beta_star(S.z), "the KL coefficient at which the logit $z$ is a fixed point (the level set of the fixed points)"),
+    "p_bar": (sp.Symbol(r"\bar{p}"), "mean success probability over simulated runs (at a plateau: the stationary mean reward)"),
     "h_here": (sp.Symbol(r"h_{\mathrm{here}}"), "right-hand side of the fixed-point condition $z - z_{\\mathrm{ref}} = h_{\\mathrm{here}}$ of std normalization with the analytic KL at $G \\to \\infty$, a function of $p$"),
     "h_Mroueh": (sp.Symbol(r"h_{\mathrm{Mroueh}}"), "the same for the fixed points of Mroueh's recurrence"),
     "beta_fold": (S.beta_fold, "KL coefficient at a fold (saddle-node) of the fixed points"),

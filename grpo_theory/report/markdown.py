@@ -347,30 +347,6 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
           f"{number_text(r['noise_variance'])} | {number_text(r['var_z_sim'])} | {number_text(r['var_z_sim_se'], 2)} | "
           f"{number_text(r['var_z_theory'])} | {number_text(r['var_z_continuous'])} |")
     a("")
-    a("## The real run\n")
-    lf = nums.get("log_fit")
-    if lf is None:
-        a("*Not available: the test-data log was not found next to the package.*\n")
-    else:
-        a(f"The training reward of a public GRPO run with verl {cite('sheng2025hybridflow')}: "
-          f"deepseek-llm-7b-chat {cite('bi2024deepseekllm')} on GSM8K {cite('cobbe2021gsm8k')}, from the "
-          f"published training log {cite('su2025verllog')} ({lf['n']} steps, the logged mean score). "
-          "The model families are fitted to the first half and forecast the second.\n")
-        a(img("log_fit"))
-        by = (lf.get("forecast") or {}).get("holdout_rmse_by_family") or {}
-        zeta = ((lf["models"].get("oscillator") or {}).get("params") or {}).get("zeta")
-        a(f"Best family by AIC on the fitted part: **{family_words(lf['best'])}**"
-          + (f" (fitted damping ratio ζ = {number_text(zeta, 3)})" if zeta is not None
-             and lf["best"] == "oscillator" else "")
-          + ". The forecast also considers the level carried forward (the mean of the last points "
-            "of the fitted part), a baseline that is not a curve family of `fit`.\n")
-        a("| candidate | R² | plateau | steps to 90 % | held-out RMSE |\n|---|---|---|---|---|")
-        for m_, d in lf["models"].items():
-            a(f"| {family_words(m_)} | {number_text(d['r2'])} | {number_text(d['plateau'])} | "
-              f"{number_text(d['time_to_90_steps'])} | {number_text(by.get(m_), 2)} |")
-        if "constant" in by:
-            a(f"| {family_words('constant')} | — | — | — | {number_text(by['constant'], 2)} |")
-        a("")
     at = nums.get("atlas")
     if at:
         c = at["p_ref_plane"]["cusp"]
@@ -436,6 +412,30 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
           + (f"; the largest difference between the measured and the predicted multiplier is "
              f"{number_text(worst, 2)} standard errors" if worst is not None else "") + ".\n")
         a(img("deepnet"))
+    a("## The real run\n")
+    lf = nums.get("log_fit")
+    if lf is None:
+        a("*Not available: the test-data log was not found next to the package.*\n")
+    else:
+        a(f"The training reward of a public GRPO run with verl {cite('sheng2025hybridflow')}: "
+          f"deepseek-llm-7b-chat {cite('bi2024deepseekllm')} on GSM8K {cite('cobbe2021gsm8k')}, from the "
+          f"published training log {cite('su2025verllog')} ({lf['n']} steps, the logged mean score). "
+          "The model families are fitted to the first half and forecast the second.\n")
+        a(img("log_fit"))
+        by = (lf.get("forecast") or {}).get("holdout_rmse_by_family") or {}
+        zeta = ((lf["models"].get("oscillator") or {}).get("params") or {}).get("zeta")
+        a(f"Best family by AIC on the fitted part: **{family_words(lf['best'])}**"
+          + (f" (fitted damping ratio ζ = {number_text(zeta, 3)})" if zeta is not None
+             and lf["best"] == "oscillator" else "")
+          + ". The forecast also considers the level carried forward (the mean of the last points "
+            "of the fitted part), a baseline that is not a curve family of the fit.\n")
+        a("| candidate | R² | plateau | steps to 90 % | held-out RMSE |\n|---|---|---|---|---|")
+        for m_, d in lf["models"].items():
+            a(f"| {family_words(m_)} | {number_text(d['r2'])} | {number_text(d['plateau'])} | "
+              f"{number_text(d['time_to_90_steps'])} | {number_text(by.get(m_), 2)} |")
+        if "constant" in by:
+            a(f"| {family_words('constant')} | — | — | — | {number_text(by['constant'], 2)} |")
+        a("")
     if nums.get("lab") is not None:
         for line in lab_markdown(nums["lab"], cite, number_text):
             a(line)
