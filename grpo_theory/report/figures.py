@@ -222,10 +222,12 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
             if not unstable:
                 ax.fill_between(t, m - 2 * s, m + 2 * s, color=PALETTE[0], alpha=0.18, lw=0,
                                 label="simulation ±2 sd")
-                ax.plot(t, m, color=PALETTE[0], label="simulation mean")
+                # the simulation mean drawn last and dashed over the L1 line it nearly covers
                 if pan.get("l1") is not None:
-                    ax.plot(pan["l1_t"], pan["l1"], color=PALETTE[2], lw=1.1,
+                    ax.plot(pan["l1_t"], pan["l1"], color=PALETTE[2], lw=2.0, alpha=0.8,
                             label="L1 nonlinear mean-field map")
+                ax.plot(t, m, color=PALETTE[0], lw=1.0, ls=(0, (4, 2)), zorder=5,
+                        label="simulation mean")
                 if pan.get("discrete") is not None:
                     ax.plot(pan["discrete_t"], pan["discrete"], ls="none", marker="o", ms=2.2,
                             color="k", label="L2 linear map")
@@ -234,7 +236,8 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
                             label="L3 closed form")
                 ax.axhline(zs, color="0.5", lw=0.7, ls=":")
             else:
-                ax.plot(t, pan["rms"], color=PALETTE[0], lw=1.3, label="simulation (root mean square)")
+                ax.plot(t, pan["rms"], color=PALETTE[0], lw=1.3, ls=(0, (1, 1)),
+                        label="simulation (root mean square)")
                 if pan.get("l1") is not None:
                     ax.plot(pan["l1_t"], np.abs(pan["l1"] - zs), color=PALETTE[2], lw=1.1)
                 if pan.get("discrete") is not None:
