@@ -496,6 +496,10 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
     for name in ("equations.tex", "equations.pdf", "references.bib", "report.json"):
         if (rr.out_dir / name).exists():
             a(f"- [{name}]({name})")
+    if (rr.out_dir / "results" / "grpo-notation.tex").exists():
+        a("- [results/](results/): one .tex file per result (its labelled equation, conditions "
+          "and source) and the notation macros results/grpo-notation.tex, to input into your "
+          "own paper")
     a("")
     a("## References\n")
     L.extend(cite.list())
