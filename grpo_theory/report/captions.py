@@ -336,7 +336,7 @@ def figure_float(stem: str, caption: str, out_dir) -> str:
     if not re.fullmatch(r"[A-Za-z0-9_.\-]+", stem):
         raise ValueError(f"figure file name must be letters, digits, '_', '.' or '-', got {stem!r}")
     width = include_width(Path(out_dir) / f"{stem}.pdf")
-    return ("\\begin{figure}[htbp]\n\\centering\n"
+    return ("\\begin{figure}[!htbp]\n\\centering\n"
             f"\\includegraphics[width={width}]{{{stem}.pdf}}\n"
             f"\\caption{{{caption_tex(caption)}}}\\label{{{fig_label(stem)}}}\n"
             "\\end{figure}")
