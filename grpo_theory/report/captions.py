@@ -234,7 +234,8 @@ def captions(nums: dict, model: dict) -> dict:
     out["bifurcation"] = (
         "Fixed points $p^{*}$ of the mean-field drift L1 against the KL coefficient $\\beta$ at "
         f"$p_{{\\mathrm{{ref}}}} = {model['p_ref']:g}$; solid lines stable, dashed lines unstable "
-        "(the dotted line is $p_{\\mathrm{ref}}$). Variants: std and mean normalization, analytic "
+        "(the dotted line is $p_{\\mathrm{ref}}$). The normalization constant is "
+        f"$\\epsilon = {_n(model['adv_eps'], 2)[1:-1]}$, the default model's. Variants: std and mean normalization, analytic "
         f"and k3 KL, $G = {model['group_size']}$ and $G \\to \\infty$. Circles: the fixed points of "
         "Mroueh's recurrence [[cite:mroueh2025]], which only std normalization with the analytic KL "
         "at $G \\to \\infty$ reproduces ([[eq:fixed_points.mroueh_agreement]]). Each curve is the "
