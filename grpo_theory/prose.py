@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["split_math", "to_tex", "to_markdown", "to_plain", "to_plain_or_as_is", "math_to_plain",
+__all__ = ["split_math", "escape_tex", "tex_label", "literal", "to_tex", "to_markdown", "to_plain", "to_plain_or_as_is", "math_to_plain",
            "programming_text"]
 
 _DOLLAR = re.compile(r"(?<!\\)\$")
@@ -42,12 +42,47 @@ def split_math(text: str) -> list[tuple[bool, str]]:
 _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                 "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
                 "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
-                "|": r"\textbar{}"}
+                "|": r"\textbar{}",
+                # symbols a plain pdflatex cannot print from their Unicode (numbers and units
+                # written for the terminal reach the PDF too)
+                "\u2212": r"\ensuremath{-}", "\u226b": r"\ensuremath{\gg}", "\u226a": r"\ensuremath{\ll}",
+                "\u2264": r"\ensuremath{\le}", "\u2265": r"\ensuremath{\ge}",
+                "\u221e": r"\ensuremath{\infty}", "\u2248": r"\ensuremath{\approx}",
+                "\u221a": r"\ensuremath{\surd}", "\u2223": r"\ensuremath{\mid}",
+                "\u207b": r"\textsuperscript{\ensuremath{-}}",
+                **{ch: r"\textsuperscript{%d}" % i for i, ch in enumerate("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")},
+                **{ch: r"\ensuremath{\%s}" % name for ch, name in zip(
+                    "\u03b1\u03b2\u03b3\u03b4\u03b5\u03b6\u03b7\u03b8\u03ba\u03bb\u03bc\u03bd\u03be\u03c0\u03c1\u03c3\u03c4\u03c6\u03c7\u03c8\u03c9",
+                    ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "kappa",
+                     "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi",
+                     "omega"))}}
 
 
 def escape_tex(text: str) -> str:
-    """Escape plain words for LaTeX."""
+    """Escape plain words for LaTeX: the one escaping function of the project.
+
+    Every free text that reaches a LaTeX document (a note, a reason, a file name, a
+    bibliography field, a family name, the words of a prose text) passes through it, so that
+    ``_ % & # $ { } ~ ^ \\`` print as themselves; :func:`to_tex` applies it to the words of a
+    prose text, :func:`tex_label` makes a cross-reference key of a name."""
     return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
+
+
+_LABEL_SAFE = re.compile(r"[^A-Za-z0-9:.\-]")
+
+
+def tex_label(name: str) -> str:
+    """A name as a LaTeX cross-reference key (``\\label``/``\\ref``): letters, digits, ``:``, ``.``
+    and ``-`` kept, every other character written as ``+`` and its code point (a key is not
+    printed, so it is not escaped for print but reduced to characters every key accepts;
+    distinct names give distinct keys)."""
+    return _LABEL_SAFE.sub(lambda m: f"+{ord(m.group(0)):x}", str(name))
+
+
+def literal(text: str) -> str:
+    """Free text (a name, a file name, a reason) to insert into a prose text as words: its
+    dollars are written ``\\$``, so no math span opens; :func:`to_tex` then escapes it."""
+    return str(text).replace("$", r"\$")
 
 
 def to_tex(text: str) -> str:

@@ -24,9 +24,9 @@ from pathlib import Path
 import sympy as sp
 
 from grpo_theory import __version__
-from grpo_theory.prose import escape_tex, to_tex
-from grpo_theory.render.notation import (NOTATION, math_label, notation, notation_rows,
-                                         notation_table)
+from grpo_theory.prose import escape_tex, tex_label, to_tex
+from grpo_theory.render.notation import (NOTATION, latex_of as notation_latex, math_label,
+                                         notation, notation_rows, notation_table)
 from grpo_theory.theory.bibliography import REFERENCES, format_reference
 from grpo_theory.theory.bibliography import bibtex as _bibtex
 from grpo_theory.theory.chapters import CHAPTERS
@@ -37,7 +37,8 @@ __all__ = ["REFERENCES", "NOTATION", "prose_tex", "notation", "math_label", "not
            "notation_rows", "equations_document", "write_equations", "references_bib",
            "citation", "escape_tex", "equation_block", "METHOD_LABELS", "method_label",
            "verification_appendix", "LIBRARY_NAMES", "display_width", "document_order",
-           "equation_numbers"]
+           "equation_numbers", "write_result_files", "result_tex", "notation_macros",
+           "macro_name", "result_file_name", "package_authors"]
 
 #: How each verification method is named in the documents (only a symbolic proof is a proof).
 METHOD_LABELS = {
@@ -60,7 +61,7 @@ def method_label(v) -> str:
     if v.method == "sympy" and getattr(v, "cases", ""):
         label = f"exact check for {to_tex(v.cases)}"
     else:
-        label = METHOD_LABELS.get(v.method, v.method)
+        label = METHOD_LABELS.get(v.method) or escape_tex(v.method)
     return label if v.passed else f"{label}: FAILED"
 
 
@@ -210,13 +211,16 @@ def _where(d: Derived) -> str:
         else:
             local.append((sym, defn))
     proof = _shown_proof(d)
-    if not (refs or local or proof):
+    if not (refs or local or (proof is not None and not proof.passed)):
         return ""
     parts = []
     for rec, syms in refs.items():
-        parts.append(" and ".join(syms) + f" from \\eqref{{{get(rec).label}}}")
-    short = [f"${s} = {t}$" for s, t in local if display_width(f"{s} = {t}") <= 0.55 * _LINE]
-    long = [(s, t) for s, t in local if display_width(f"{s} = {t}") > 0.55 * _LINE]
+        parts.append(" and ".join(syms) + f" from \\eqref{{{tex_label(get(rec).label)}}}")
+    # a definition with a fraction is displayed, never set inline in the sentence
+    inline = [(s, t) for s, t in local
+              if display_width(f"{s} = {t}") <= 0.55 * _LINE and "\\frac" not in t]
+    short = [f"${s} = {t}$" for s, t in inline]
+    long = [(s, t) for s, t in local if (s, t) not in inline]
     text = ""
     if parts:
         text = "with " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
@@ -226,15 +230,10 @@ def _where(d: Derived) -> str:
         text += (", where" if not short and text else (" and" if short else "where"))
         for s, t in long:
             text += f"\n\\begin{{equation*}}\n{s} = {t}\n\\end{{equation*}}"
-    if proof is not None:
-        how = proof.claim[len("the form displayed"):]
-        how = how.split("equals the derived expression", 1)[1].strip(" ()") if \
-            "equals the derived expression" in how else ""
-        note = (("the" if text else "The") + " form shown is proven equal to the derived expression"
-                + (f", {prose_tex(how)}" if how else ""))
-        label = method_label(proof)
-        text = (text + ("" if long else ";") + " " if text else "") + note + f"\\verified{{{label}}}"
-    elif not long:
+    if proof is not None and not proof.passed:      # a failed proof is said where it failed
+        text = (text + ("" if long else ";") + " " if text else "") + \
+            f"the form shown is not proven equal to the derived expression\\verified{{{method_label(proof)}}}"
+    elif text and not long:
         text += "."
     return text
 
@@ -246,7 +245,7 @@ def equation_block(d: Derived) -> str:
     title = d.title or d.name
     lines = [f"\\paragraph{{{prose_tex(title)}.}} {prose_tex(d.description)}{_cites(d.references)}"]
     shown = d.expr if d.display is None else d.display
-    lines.append(_equation(d.lhs, shown, d.label))
+    lines.append(_equation(d.lhs, shown, tex_label(d.label)))
     where = _where(d)
     if where:
         lines.append("\\noindent " + where + ("" if where.endswith("}") else "\\par"))
@@ -271,6 +270,77 @@ def equation_block(d: Derived) -> str:
     return "\n".join(lines)
 
 
+#: records printed as one equation and a table of their forms (name prefix -> heading): they
+#: are variants of one formula, each still numbered (a row of the table) so that it can be
+#: referred to
+VARIANT_TABLES = {"drift.F_": "The drift of every variant"}
+
+
+def _variant_words(title: str) -> list[str]:
+    """``"Drift: std normalization, k3 KL, ratio surrogate, finite $G$"`` -> the four settings
+    in short words (``std``, ``k3``, ``ratio``, ``finite $G$``)."""
+    parts = [p.strip() for p in title.split(":", 1)[-1].split(",")]
+    short = [re.sub(r" (normalization|surrogate)$", "", p) for p in parts]
+    short = [re.sub(r"^(no|analytic|k3|k1) KL", r"\1", p) for p in short]
+    return short
+
+
+def variant_table(names, heading: str) -> str:
+    """Records that are variants of one formula as one displayed formula and a table: a row
+    per variant with its equation number, its settings and its form; the named pieces and
+    the checks once, each check with the rows it was carried out for."""
+    ds = [get(n) for n in names]
+    rows, pieces, checks = [], {}, {}
+    for d in ds:
+        shown = d.expr if d.display is None else d.display
+        words = _variant_words(d.title or d.name)
+        rows.append("\\refstepcounter{equation}(\\theequation)\\label{" + tex_label(d.label) + "} & "
+                    + " & ".join(prose_tex(w) for w in words) + f" & ${latex(shown)}$ \\\\")
+        for sym, _defn, rec in d.where_latex():
+            if rec and rec != NOTATION_REF:
+                pieces.setdefault(sym, [])
+                if rec not in pieces[sym]:
+                    pieces[sym].append(rec)
+        proof = _shown_proof(d)
+        for v in d.verifications:
+            if v is proof:
+                continue
+            checks.setdefault((v.claim, method_label(v), v.detail if v.method != "sympy" else ""),
+                              []).append(d.name)
+    order = [d.name for d in ds]
+    with_ = "; ".join(f"${sym}$ " + ", ".join(f"\\eqref{{{tex_label(get(r).label)}}}" for r in recs)
+                      for sym, recs in pieces.items())
+    lhs = ds[0].lhs
+    assumptions = {d.assumptions for d in ds}
+    lines = [f"\\paragraph{{{prose_tex(heading)}.}} The drift of each combination of normalization, "
+             "KL penalty, surrogate and group size is one formula,",
+             "\\begin{equation*}\n" + lhs + " = \\kappa \\left(\\Psi \\mathcal{A}_{G} - \\beta \\Phi_{\\mathrm{exact}}\\right),"
+             "\n\\end{equation*}",
+             "with $\\Psi = 1$ for the stale surrogate, the advantage mass of the normalization at "
+             "finite $G$ ($\\mathcal{A}_{\\infty}$ or $p_{\\mathrm{old}} q_{\\mathrm{old}}$ in its place "
+             "as $G \\to \\infty$), and the force of the KL penalty ($\\Phi_{\\mathrm{k3}}$ or "
+             "$\\Phi_{\\mathrm{k1}}$ in place of $\\Phi_{\\mathrm{exact}}$, none without one; with the "
+             "KL in the reward it enters the advantage). The table gives "
+             "each variant's form; each row is numbered as an equation. The pieces: " + with_ + ".",
+             "{\\small\\begin{longtable}{@{}rlllll@{}}",
+             "& normalization & KL & surrogate & group & $" + lhs + "$ \\\\ \\hline\\endhead",
+             *rows, "\\end{longtable}}"]
+    if len(assumptions) == 1 and next(iter(assumptions)):
+        lines.append(f"\\emph{{Assumptions (every row):}} {prose_tex(next(iter(assumptions)))}.")
+    items = []
+    for (claim, label, detail), recs in checks.items():
+        finite = [d.name for d in ds if "finite" in (d.title or "")]
+        which = ("every row" if len(recs) == len(ds) else
+                 f"the {len(recs)} rows at finite $G$" if sorted(recs) == sorted(finite) else
+                 "the rows " + _ranges(recs, order).replace("\\eqref", "\\ref"))
+        items.append(f"\\item {prose_tex(claim)}" + (f" ({prose_tex(detail)})" if detail else "")
+                     + f", for {which}\\verified{{{label}}}")
+    if items:
+        lines += ["\\emph{Verified:}", "\\begin{itemize}\\setlength\\itemsep{0pt}", *items,
+                  "\\end{itemize}"]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------
 # bibliography, literature, appendix
 # ------------------------------------------------------------------------------------
@@ -291,7 +361,9 @@ def references_bib(keys=None) -> str:
 
 def _bibliography(keys) -> str:
     items = [f"\\bibitem{{{key}}} {format_reference(key, 'tex')}" for key in keys]
-    return "\\begin{thebibliography}{99}\n" + "\n".join(items) + "\n\\end{thebibliography}"
+    # ragged right: a long handle or address is not stretched across the line
+    return ("\\begin{thebibliography}{99}\\raggedright\n" + "\n".join(items)
+            + "\n\\end{thebibliography}")
 
 
 def _ranges(names, order) -> str:
@@ -304,7 +376,7 @@ def _ranges(names, order) -> str:
         if b != a + 1:
             runs.append((start, a))
             start = b
-    ref = lambda i: f"\\eqref{{{get(order[i]).label}}}"  # noqa: E731
+    ref = lambda i: f"\\eqref{{{tex_label(get(order[i]).label)}}}"  # noqa: E731
     return ", ".join(ref(a) if a == b else (f"{ref(a)}, {ref(b)}" if b == a + 1 else f"{ref(a)}--{ref(b)}")
                      for a, b in runs)
 
@@ -324,9 +396,7 @@ def _literature_sentence(names, order=None) -> str:
     parts = []
     for k, ns in by_key.items():
         parts.append(f"\\cite{{{k}}} ({'equation' if len(ns) == 1 else 'equations'} {_ranges(ns, order)})")
-    return ("\\emph{Relation to the literature:} " + "; ".join(parts)
-            + ". Each result's description says whether it uses, reproduces, quotes or "
-              "corrects the work it cites.")
+    return "\\emph{Relation to the literature:} " + "; ".join(parts) + "."
 
 
 def _verification_key() -> str:
@@ -357,13 +427,15 @@ def verification_appendix(names) -> str:
         "system SymPy~\\cite{meurer2017sympy}; the same expression is printed here and compiled "
         "into the numerical functions the package computes with, so the printed formula is the "
         "one that is used. A form printed with named sub-expressions (introduced by ``with'' or "
-        "``where'' below an equation) is proven equal to the derived expression.",
+        "``where'' below an equation) is proven equal to the derived expression by symbolic "
+        "simplification; that proof certifies the typesetting, not the mathematics, and is not "
+        "listed under each result.",
         f"\\paragraph{{Symbolic proof ({counts['sympy']} claims).}} The claim is an identity that "
         "the computer algebra reduces to zero: by simplification (with the substitution "
         "$q = 1 - p$ where probabilities appear), by a series expansion for a limit or an order, "
         "by solving an equation and comparing the roots, or by induction in a symbolic index. "
-        "The package's mutation tests perturb each derived expression and require the proof to "
-        "fail, so a proof that cannot fail is not counted.",
+        "Each proof was also run on deliberately perturbed expressions and required to fail there, "
+        "so a proof that cannot fail is not counted.",
         f"\\paragraph{{Exact check for listed values ({counts['cases']} claims).}} The same kind of "
         "identity, established separately for each listed value of a parameter, for example the "
         "drift against the GRPO objective built from all $2^{G}$ reward vectors at $G = 2, 3, 4$. "
@@ -372,13 +444,13 @@ def verification_appendix(names) -> str:
         f"\\paragraph{{High-precision numerics ({counts['mpmath']} claims).}} An independent "
         "computation in arbitrary-precision arithmetic (mpmath~\\cite{mpmath}) at 30 to 50 "
         "significant digits: integration of the differential equation by its Taylor series "
-        "(mpmath's \\texttt{odefun}) for the closed-form trajectories, root finding for the first "
+        "for the closed-form trajectories, root finding for the first "
         "extremum of the oscillator, Gaussian quadrature for the reward fluctuation, and "
         "Richardson extrapolation in $G$ for the large-$G$ expansions. The number of agreeing "
         "digits is stated with each claim.",
         f"\\paragraph{{Sampled numeric check ({counts['numeric']} claims).}} A comparison in double "
-        "precision at listed points: the Lyapunov equations solved by SciPy's solvers "
-        "(\\texttt{scipy.linalg})~\\cite{virtanen2020scipy}, the roots of characteristic "
+        "precision at listed points: the Lyapunov equations solved by SciPy's linear-algebra "
+        "solvers~\\cite{virtanen2020scipy}, the roots of characteristic "
         "polynomials by NumPy~\\cite{harris2020numpy}, or exact rational arithmetic at sample "
         "points. The points and the error tolerated are stated with each claim.",
         "\\paragraph{The atlas.} The fold curves are continued by pseudo-arclength "
@@ -397,12 +469,12 @@ def verification_appendix(names) -> str:
 
 def _index(names) -> str:
     """Appendix B: the record name of every result (for readers who want the code)."""
-    rows = [f"\\makebox[2.6em][r]{{\\eqref{{{get(n).label}}}}}\\quad\\texttt{{{escape_tex(n)}}}\\par"
+    rows = [f"\\makebox[2.6em][r]{{\\eqref{{{tex_label(get(n).label)}}}}}\\quad\\texttt{{{escape_tex(n)}}}\\par"
             for n in names]
     return "\n".join([
         "\\section{Index of results}\\label{app:index}",
-        "Each result is a record of the package; its name is the key under which the package, its "
-        "command line (\\texttt{grpo-theory derive}) and its book find it.",
+        "The name under which the accompanying software computes each result; the file of the "
+        "result for inclusion in another document carries the same name.",
         "{\\footnotesize\\setlength{\\parskip}{0pt}\\begin{multicols}{2}", *rows,
         "\\end{multicols}}",
     ])
@@ -435,19 +507,35 @@ def _abstract(n: int) -> str:
             "momentum and a lagged sampling policy (L2), and a reduced-order continuous oscillator "
             "(L3), with the noise, the collapse risk, Adam near a fixed point and the reuse of one "
             "batch over a refresh window. "
-            f"This document lists the {n} derived results of the package "
-            f"\\emph{{grpo-theory}} (version {escape_tex(__version__)}), each with its assumptions "
+            f"The {n} derived results follow, each with its assumptions "
             "and the checks that verified it, the two-parameter bifurcation atlas of the "
             "fixed points and of the discrete map, and a comparison with real GRPO training of a "
             "small transformer. "
             + _verification_key() + "\\end{abstract}")
 
 
+#: chapters printed as a subsection of another (key -> the chapter they follow, inside it)
+MERGED_CHAPTERS = {"reuse_collapse": "reuse"}
+
+
+def _document_chapters() -> list:
+    """The chapters in the order of the document: a merged chapter right after its host."""
+    merged = {v: k for k, v in MERGED_CHAPTERS.items()}
+    out = []
+    for ch in CHAPTERS:
+        if ch.key in MERGED_CHAPTERS:
+            continue
+        out.append(ch)
+        if ch.key in merged:
+            out += [c for c in CHAPTERS if c.key == merged[ch.key]]
+    return out
+
+
 def document_order(names=None) -> list[str]:
     """The records in the order of the document (chapter by chapter); the equation number of
     each is its position plus one (one numbered equation per result)."""
     names = list(all_names() if names is None else names)
-    return [n for ch in CHAPTERS for n in names if n.split(".")[0] == ch.key]
+    return [n for ch in _document_chapters() for n in names if n.split(".")[0] == ch.key]
 
 
 def equation_numbers(names=None) -> dict:
@@ -455,7 +543,20 @@ def equation_numbers(names=None) -> dict:
     return {n: i + 1 for i, n in enumerate(document_order(names))}
 
 
-def equations_document(names=None, extra_sections=(), chapter_extras=None) -> str:
+def package_authors() -> str:
+    """The package's authors, as its metadata gives them (the authorship line of the documents
+    and of :func:`citation`)."""
+    try:
+        from importlib.metadata import metadata
+        md = metadata("grpo-theory")
+        author = md.get("Author") or (md.get("Author-email") or "").split("<")[0].strip()
+    except Exception:  # noqa: BLE001 - not installed: the name the project gives itself
+        author = ""
+    return author or "grpo-theory developers"
+
+
+def equations_document(names=None, extra_sections=(), chapter_extras=None, *, title=None,
+                       abstract=None, front_sections=(), back_sections=()) -> str:
     """The standalone LaTeX document of the derived results (all registered ones by default).
 
     ``extra_sections`` are ``(title, latex_body)`` pairs placed after the chapters (the report
@@ -467,39 +568,53 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None) -> st
     chapter_extras = chapter_extras or {}
     names = list(all_names() if names is None else names)
     parts = [*_PREAMBLE,
-             "\\title{GRPO training dynamics: derived results}",
-             "\\author{}", "\\date{}",
+             f"\\title{{{escape_tex(title or 'GRPO training dynamics: derived results')}}}",
+             f"\\author{{{escape_tex(package_authors())}}}", "\\date{}",
              "\\begin{document}",
-             "\\maketitle\\vspace{-3em}",
-             _abstract(len(names)),
-             "\\section*{Notation}",
-             "One symbol, one meaning, in this document, the report's figures and the command line. "
-             "Time is counted in optimizer steps; a subscript $t$, $j$, $i$ or $n$ indexes a "
-             "symbol (step, step in a window, sample, number of correct samples).",
-             notation_table()]
+             "\\maketitle",
+             abstract if abstract is not None else _abstract(len(names))]
+    for sec_title, body in front_sections:
+        parts += [f"\\section{{{to_tex(sec_title)}}}", body]
     by_prefix = {}
     for name in names:
         by_prefix.setdefault(name.split(".")[0], []).append(name)
     names = document_order(names)          # one numbered equation each, in this order
-    for ch in CHAPTERS:
+    for ch in _document_chapters():
         if ch.key not in by_prefix:
             continue
-        parts.append(f"\\section{{{ch.latex_title}}}")
+        parts.append(("\\subsection" if ch.key in MERGED_CHAPTERS else "\\section")
+                     + f"{{{ch.latex_title}}}")
         if ch.latex_intro:
             parts.append(prose_tex(ch.latex_intro))
         parts.append(_literature_sentence(by_prefix[ch.key], names))
         if ch.key in chapter_extras:
             parts.append(chapter_extras[ch.key])
+        done = set()
         for name in by_prefix[ch.key]:
-            parts.append(equation_block(get(name)))
+            if name in done:
+                continue
+            prefix = next((p for p in VARIANT_TABLES if name.startswith(p)), None)
+            if prefix is None:
+                parts.append(equation_block(get(name)))
+                continue
+            group = [n for n in by_prefix[ch.key] if n.startswith(prefix)]
+            done.update(group)
+            parts.append(variant_table(group, VARIANT_TABLES[prefix]))
         if ch.key in chapter_extras:
             parts.append("\\floatbarrier")
     for title, body in extra_sections:
-        parts.append(f"\\section{{{title}}}")
+        parts.append(f"\\section{{{to_tex(title)}}}")
         parts.append(body)
         if "\\begin{figure}" in body:
             parts.append("\\floatbarrier")
+    for sec_title, body in back_sections:
+        parts += [f"\\section{{{to_tex(sec_title)}}}", body]
     parts.append("\\appendix")
+    parts += ["\\section{Notation}\\label{app:notation}",
+              "One symbol, one meaning, in this document and its figures. Time is counted in "
+              "optimizer steps; a subscript $t$, $j$, $i$ or $n$ indexes a symbol (step, step in a "
+              "window, sample, number of correct samples).",
+              notation_table()]
     parts.append(verification_appendix(names))
     parts.append(_index(names))
     doc = "\n\n".join(parts)
@@ -511,11 +626,103 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None) -> st
     return doc + "\n\n" + _bibliography(keys) + "\n\n\\end{document}\n"
 
 
+# ------------------------------------------------------------------------------------
+# one file per result, to \input into another document
+# ------------------------------------------------------------------------------------
+
+#: the folder of the per-result files, inside the output directory
+RESULTS_DIR = "results"
+#: the notation macros file, inside :data:`RESULTS_DIR`
+NOTATION_FILE = "grpo-notation.tex"
+
+_DIGIT_WORDS = ("Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
+
+
+def macro_name(key: str) -> str:
+    """The notation macro of a symbol key: ``p_ref`` -> ``\\grpopref``, ``K_f`` -> ``\\grpoKf``,
+    ``l_1`` -> ``\\grpolOne`` (letters only, the key's case kept)."""
+    body = "".join(_DIGIT_WORDS[int(c)] if c.isdigit() else c for c in key if c.isalnum())
+    return "\\grpo" + body
+
+
+def result_file_name(name: str) -> str:
+    """The file of one result: its record name with ``.`` as ``-`` (``discrete-refresh_flip_threshold.tex``)."""
+    return name.replace(".", "-") + ".tex"
+
+
+def notation_macros() -> str:
+    """The notation macros file: one ``\\providecommand`` per symbol of the notation table (its
+    meaning as a comment) and the three macros the result files use around their equation,
+    each of which a document may redefine (to nothing, to drop that part)."""
+    lines = ["% Notation of the grpo-theory results: one macro per symbol, one meaning each.",
+             "% Needs \\usepackage{amsmath,amssymb}. Input it once, before the results:",
+             "%   \\input{" + RESULTS_DIR + "/" + NOTATION_FILE + "}",
+             "% Every macro is \\providecommand: a document's own definition wins.",
+             "\\providecommand{\\grpowhere}[1]{\\par\\noindent #1\\par}",
+             "\\providecommand{\\grpoconditions}[1]{\\par\\noindent\\emph{Conditions:} #1\\par}",
+             "\\providecommand{\\grposource}[1]{\\par\\noindent\\emph{Source:} #1\\par}"]
+    seen = {}
+    for key in NOTATION:
+        macro = macro_name(key)
+        if macro in seen:
+            raise ValueError(f"notation keys {seen[macro]!r} and {key!r} give the same macro {macro}")
+        seen[macro] = key
+        meaning = re.sub(r"\s+", " ", NOTATION[key][1])
+        lines.append(f"\\providecommand{{{macro}}}{{{notation_latex(key)}}}  % {meaning}")
+    return "\n".join(lines) + "\n"
+
+
+def result_tex(d: Derived) -> str:
+    """One result as a fragment to ``\\input``: its labelled displayed equation, the named
+    sub-expressions it is written with, its conditions and its source (``\\grpowhere``,
+    ``\\grpoconditions``, ``\\grposource`` of :func:`notation_macros`)."""
+    shown = d.expr if d.display is None else d.display
+    out = [f"% {d.title or d.name} (grpo-theory {__version__}, result {d.name})",
+           "% " + re.sub(r"\s+", " ", d.description),
+           "% Needs amsmath, amssymb and the notation file " + RESULTS_DIR + "/" + NOTATION_FILE + ".",
+           _equation(d.lhs, shown, tex_label(d.label))]
+    refs, local, uses = [], [], []
+    for sym, defn, rec in d.where_latex():
+        if rec == NOTATION_REF:
+            continue
+        if rec:
+            refs.append(f"${sym}$ from \\eqref{{{tex_label(get(rec).label)}}}")
+            uses.append(result_file_name(rec))
+        else:
+            local.append(f"${sym} = {defn}$")
+    if uses:
+        out.insert(3, "% Refers to the results of " + ", ".join(dict.fromkeys(uses)) + ".")
+    if refs or local:
+        out.append("\\grpowhere{" + ("with " + ", ".join(refs) if refs else "")
+                   + ("; " if refs and local else "") + ("where " + ", ".join(local) if local else "")
+                   + ".}")
+    if d.assumptions:
+        out.append(f"\\grpoconditions{{{prose_tex(d.assumptions)}.}}")
+    keys = [k for k in d.references if k in REFERENCES]
+    out.append("\\grposource{" + (f"\\cite{{{','.join(keys)}}}; " if keys else "")
+               + f"derived in grpo-theory~{escape_tex(__version__)}.}}")
+    return "\n".join(out) + "\n"
+
+
+def write_result_files(out_dir, names=None) -> Path:
+    """Write ``out_dir/results/``: one ``.tex`` per result (:func:`result_tex`, named by
+    :func:`result_file_name`) and the notation macros file (:func:`notation_macros`); the
+    papers they cite are in ``references.bib`` beside them.  Returns the folder."""
+    names = list(all_names() if names is None else names)
+    folder = Path(out_dir) / RESULTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / NOTATION_FILE).write_text(notation_macros(), encoding="utf-8")
+    for n in names:
+        (folder / result_file_name(n)).write_text(result_tex(get(n)), encoding="utf-8")
+    (folder / "references.bib").write_text(references_bib(_used_keys(names)), encoding="utf-8")
+    return folder
+
+
 _OVERFULL = re.compile(r"Overfull \\hbox \(([\d.]+)pt too wide\) (?:in paragraph|detected) at lines? (\d+)")
 
 
 def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sections=(),
-                    chapter_extras=None, warnings=None) -> Path:
+                    chapter_extras=None, warnings=None, paper=None) -> Path:
     """Write ``equations.tex`` (and ``equations.pdf`` when pdflatex exists) and
     ``references.bib`` (the papers the document cites) into ``out_dir``.  ``warnings`` (a
     list) receives one line per line of the PDF wider than the text by more than 1 pt."""
@@ -523,10 +730,11 @@ def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sect
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tex = out / "equations.tex"
-    doc = equations_document(names, extra_sections, chapter_extras)
+    doc = equations_document(names, extra_sections, chapter_extras, **(paper or {}))
     tex.write_text(doc, encoding="utf-8")
     cited = [k for k in REFERENCES if f"{{{k}" in doc or f",{k}" in doc]
     (out / "references.bib").write_text(references_bib(cited), encoding="utf-8")
+    write_result_files(out, names)
     if compile_pdf and shutil.which("pdflatex"):
         for _ in range(2):  # second pass resolves references
             proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name],
@@ -557,6 +765,6 @@ def citation(names=None, *, bibtex: bool = False) -> str:
     if bibtex:
         return references_bib(keys)
     papers = "; ".join(format_reference(k, "text") for k in keys)
-    return (f"Generated by grpo-theory {__version__} from {len(names)} derived results "
+    return (f"{package_authors()}. Generated by grpo-theory {__version__} from {len(names)} derived results "
             f"({', '.join(names[:6])}{', ...' if len(names) > 6 else ''}). "
             f"Rests on: {papers or 'no external results'}.")

@@ -16,6 +16,8 @@ the documents' prose.
 
 from __future__ import annotations
 
+import sympy as sp
+
 import re
 
 from grpo_theory.prose import latex_argument, math_to_plain, split_math, to_tex
@@ -162,6 +164,9 @@ NOTATION = {
     # --- Adam
     "v_hat": (S.v_hat, "Adam's second moment (running mean of the squared gradient)"),
     "beta_star": (S.beta_star(S.z), "the KL coefficient at which the logit $z$ is a fixed point (the level set of the fixed points)"),
+    "p_bar": (sp.Symbol(r"\bar{p}"), "mean success probability over simulated runs (at a plateau: the stationary mean reward)"),
+    "h_here": (sp.Symbol(r"h_{\mathrm{here}}"), "right-hand side of the fixed-point condition $z - z_{\\mathrm{ref}} = h_{\\mathrm{here}}$ of std normalization with the analytic KL at $G \\to \\infty$, a function of $p$"),
+    "h_Mroueh": (sp.Symbol(r"h_{\mathrm{Mroueh}}"), "the same for the fixed points of Mroueh's recurrence"),
     "beta_fold": (S.beta_fold, "KL coefficient at a fold (saddle-node) of the fixed points"),
     "l_1": (S.l_1, "first Lyapunov coefficient of the window map at a Neimark--Sacker point"),
     "c_flip": (S.c_flip, "normal-form coefficient of the window map at a flip point"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from grpo_theory.prose import escape_tex
 from grpo_theory.render.latex import prose_tex
 from grpo_theory.render.notation import latex_of
 from grpo_theory.theory import symbols as S
@@ -56,7 +57,23 @@ def _fold_limit_text(data) -> str:
         "$\\beta_{\\mathrm{fold}}\\,(z - z_{\\mathrm{ref}})$ & upper $\\beta_{\\mathrm{fold}}$ & "
         "$\\beta_{\\mathrm{fold}}\\,(z - z_{\\mathrm{ref}})$ \\\\ \\hline\n"
         f"{rows}\n\\end{{tabular}}\\end{{center}}\n"
-        "The bistable window therefore keeps a fixed width on a logarithmic $\\beta$ axis.")
+        + _width_sentence(fl.rows, lo["h"], up["h"]))
+
+
+def _width_sentence(rows, h_lower, h_upper) -> str:
+    """How the width of the bistable window changes down the table: the ratio of the upper to
+    the lower fold's beta in its first and last rows, against its limit (both folds' beta times
+    the same distance, which grows like ln(1/p_ref), tend to their limits)."""
+    ratios = [r["folds"][1]["kl_coef"] / r["folds"][0]["kl_coef"] for r in rows
+              if len(r["folds"]) == 2 and r["folds"][0]["kl_coef"] > 0]
+    limit = h_upper / h_lower
+    if len(ratios) < 2:
+        return ""
+    return ("The ratio of the two folds' $\\beta$, the width of the bistable window on a "
+            f"logarithmic $\\beta$ axis, grows from {number(ratios[0], 3)} to {number(ratios[-1], 3)} "
+            f"down the table, toward its limit {number(limit, 3)}, the ratio of the two limits above: "
+            "the width tends to a constant as $p_{\\mathrm{ref}} \\to 0$ and is not constant at any "
+            "finite $p_{\\mathrm{ref}}$.")
 
 
 def _discrete_text(data) -> str:
@@ -90,9 +107,11 @@ def _criticality_text(data) -> str:
     for r in rows:
         kind = "Neimark--Sacker" if r["kind"] == "neimark-sacker" else "flip"
         coef = "$l_{1}$" if r["kind"] == "neimark-sacker" else "$c_{\\mathrm{flip}}$"
-        body.append(f"{prose_tex(r['setting'])} & ${r['momentum']:g}$ & ${r['refresh_interval']}$ & "
+        ff = r.get("fresh_fraction")
+        body.append(f"{prose_tex(r['setting'])} & {number(ff, 3) if ff is not None else '--'} & "
+                    f"${r['momentum']:g}$ & ${r['refresh_interval']}$ & "
                     f"{kind} & {number(r['eta_K'], 4)} & {coef} & {number(r['coefficient'], 4)} & "
-                    f"{number(r['measured'], 4)} & {r['criticality']} \\\\")
+                    f"{number(r['measured'], 4)} & {escape_tex(r['criticality'])} \\\\")
     return (
         "\\paragraph{Criticality.} Those boundaries describe the linear map. What the "
         "\\emph{nonlinear} mean-field map over one refresh window does past them is decided by a "
@@ -103,9 +122,12 @@ def _criticality_text(data) -> str:
         "(supercritical when $c_{\\mathrm{flip}} > 0$: a stable orbit of period two). They are "
         "computed from the partial derivatives of the drift at the fixed point up to third order, "
         "in high-precision arithmetic, and each is measured independently by iterating the map "
-        "at the boundary from a small amplitude:\n\n"
-        "{\\small\\begin{center}\\begin{tabular}{@{}>{\\raggedright\\arraybackslash}p{2.9cm}rrlrcrrl@{}}\n"
-        "variant & $\\mu$ & $k$ & boundary & $a$ & coefficient & predicted & measured & criticality \\\\ \\hline\n"
+        "at the boundary from a small amplitude. Every row is the nonlinear mean-field map over one "
+        "refresh window of its variant, at that variant's own split of the stiffness: the column "
+        "$K_{f}/K$ is its fresh fraction ($0$: all of it through the sampling policy, the map "
+        "of the atlas):\n\n"
+        "{\\footnotesize\\begin{center}\\begin{tabular}{@{}>{\\raggedright\\arraybackslash}p{2.6cm}rrrlrcrrl@{}}\n"
+        "variant & $K_{f}/K$ & $\\mu$ & $k$ & boundary & $a$ & coeff. & predicted & measured & criticality \\\\ \\hline\n"
         + "\n".join(body) + "\n\\end{tabular}\\end{center}}\n"
         "With all the stiffness stale (the map of the atlas, realized exactly by the KL in the "
         "reward) the loss of stability is soft: past the threshold the reward oscillates with an "

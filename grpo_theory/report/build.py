@@ -32,6 +32,8 @@ from grpo_theory.report.atlas_tex import atlas_section
 from grpo_theory.report.captions import (atlas_figures, captions, chapter_figures, deepnet_section,
                                          log_fit_section)
 from grpo_theory.report.lab import lab_data, lab_section, lab_summary
+from grpo_theory.report.paper import (TITLE, abstract, back_sections, collapse_text,
+                                      crosscheck_section, front_sections)
 from grpo_theory.report.data import (DEEPNET_INSTALL, MROUEH_KL_COEF, atlas_data, bifurcation_data,
                                      deepnet_data, fluctuation_data, key_numbers, log_fit_data,
                                      phase_diagram_data, trajectories_data)
@@ -129,14 +131,15 @@ def _derivation_status():
     return out
 
 
-def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_extras=None) -> dict:
+def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_extras=None,
+                     paper=None) -> dict:
     """equations.tex (+ .pdf with pdflatex) and references.bib, from :mod:`grpo_theory.render.latex`."""
     failed = [n for n, d in status.items() if isinstance(d, Exception)]
     if failed:
         notes.append("derivations that failed and are left out of equations.tex: " + ", ".join(failed))
     latex.write_equations(out_dir, names=[n for n in status if n not in failed],
                           extra_sections=extra_sections, chapter_extras=chapter_extras,
-                          warnings=notes)
+                          warnings=notes, paper=paper)
     files = {"equations.tex": out_dir / "equations.tex", "references.bib": out_dir / "references.bib"}
     if (out_dir / "equations.pdf").exists():
         files["equations.pdf"] = out_dir / "equations.pdf"
@@ -169,7 +172,7 @@ def _fig_phase(out_dir, model, full):
         sym, val = d["fixed"]
         files += figures.phase_diagram(out_dir, f"phase_diagram_{key}", d["diagram"],
                                        published=d["published"], exact_boundary=d["exact_boundary"],
-                                       marker=d["marker"], resonances=d.get("resonances", ()),
+                                       marker=None, resonances=d.get("resonances", ()),
                                        title=f"exact L2 regimes, {math_label(sym)} = {val:g}")
     return files
 
@@ -239,7 +242,7 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     rr = ReportResult(out_dir=out)
     notes = rr.notes
     stages = ["derivations", "numbers", "atlas", "phase diagrams", "trajectories",
-              "1/G law", "bifurcations", "log fit", "deep network", "equations", "cross-checks",
+              "1/G law", "bifurcations", "log fit", "deep network", "cross-checks", "equations",
               "report"]
     bar = progress(total=len(stages), desc="report")
     timings = {}
@@ -274,7 +277,9 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
                      "resonances": [{**{k: v for k, v in r.items() if k != "eigenvalues"},
                                      "eigenvalues": [[float(e.real), float(e.imag)]
                                                      for e in r["eigenvalues"]]}
-                                    for r in atlas["resonances"]]}
+                                    for r in atlas["resonances"]],
+                     # where the drawn fold curve ends (a choice of the computation)
+                     "continuation_end_p_ref": float(atlas["p_ref_plane"]["p_ref"].min())}
     done("atlas")
     stage("phase diagrams")
     figs["phase"] = _fig_phase(out, model, full)
@@ -295,21 +300,27 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     stage("deep network")
     figs["deepnet"], nums["deepnet"] = _fig_deepnet(out, full, notes)
     done("deep network")
-    stage("equations")          # after the figures: the document includes them
-    nums["lab"] = lab_summary(lab_data())
-    caps = captions(nums, model.to_dict())
-    extra = [atlas_section(atlas, atlas_figures(caps, out)), deepnet_section(nums, caps, out),
-             log_fit_section(nums, caps, out), lab_section(nums["lab"])]
-    rr.files.update(_write_equations(out, status, notes, extra_sections=extra,
-                                     chapter_extras=chapter_figures(caps, out)))
-    done("equations")
-    stage("cross-checks")
+    stage("cross-checks")       # before the equations: the paper has their table
     cc = (crosschecks if crosschecks is not None else run_crosschecks(quick=not full, seed=0)
           ) if crosscheck else None
     if not crosscheck:
         notes.append("cross-checks skipped (crosscheck=False).")
     nums["crosschecks"] = cc.to_dict() if cc is not None else None
     done("cross-checks")
+    stage("equations")          # after the figures: the document includes them
+    nums["lab"] = lab_summary(lab_data())
+    caps = captions(nums, model.to_dict())
+    extra = [atlas_section(atlas, atlas_figures(caps, out)), deepnet_section(nums, caps, out),
+             log_fit_section(nums, caps, out), lab_section(nums["lab"]),
+             crosscheck_section(nums["crosschecks"])]
+    paper = {"title": TITLE, "abstract": abstract(nums), "front_sections": front_sections(nums),
+             "back_sections": back_sections(nums)}
+    extras = chapter_figures(caps, out)
+    if collapse_text(nums):
+        extras["collapse"] = "\n\n".join(x for x in (extras.get("collapse"), collapse_text(nums)) if x)
+    rr.files.update(_write_equations(out, status, notes, extra_sections=extra,
+                                     chapter_extras=extras, paper=paper))
+    done("equations")
     for paths in figs.values():
         for p in paths:
             rr.files[p.name] = p

@@ -24,8 +24,9 @@ import math
 import re
 from pathlib import Path
 
-from grpo_theory.prose import to_plain_or_as_is, to_tex
+from grpo_theory.prose import escape_tex, literal, tex_label, to_plain_or_as_is, to_tex
 from grpo_theory.report.atlas_tex import number
+from grpo_theory.report.data import family_words
 from grpo_theory.theory.derived import get
 
 __all__ = ["FIGURE_PLACES", "FIGURE_ORDER", "fig_label", "captions", "caption_tex",
@@ -60,7 +61,7 @@ SECTIONS = {"atlas": "the two-parameter bifurcation atlas"}
 
 def fig_label(stem: str) -> str:
     """The LaTeX label of a figure: ``fig:phase-diagram-k``."""
-    return "fig:" + stem.replace("_", "-")
+    return tex_label("fig:" + stem.replace("_", "-"))
 
 
 def _n(x, digits=3) -> str:
@@ -92,11 +93,11 @@ def caption_tex(text: str) -> str:
             out.append(out.pop().rstrip() if out else "")
             out.append(f"~\\cite{{{v}}}")
         elif kind == "eq":
-            label = get(v).label
+            label = tex_label(get(v).label)
             out.append(f"equation~\\ref{{{label}}}" if out and out[-1].endswith("(")
                        else f"\\eqref{{{label}}}")
         elif kind == "sec":
-            out.append(f"Section~\\ref{{sec:{v}}}")
+            out.append(f"Section~\\ref{{{tex_label('sec:' + v)}}}")
         else:
             out.append(f"Figure~\\ref{{{fig_label(v)}}}")
     return "".join(out)
@@ -132,6 +133,34 @@ _REGIMES = ("Regimes of the window map by its two multipliers: overdamped (real,
             "window), oscillatory (a complex pair), unstable (one outside the unit circle).")
 
 
+def _fluctuation_agreement(rows) -> str:
+    """How the simulated stationary variance of each panel of the 1/G figure compares with the
+    exact discrete theory, from the figure's own numbers: the largest relative and
+    standard-error deviation of each panel and whether all its points lie on one side."""
+    out = []
+    for regime, name in (("holds", "left"), ("model", "right")):
+        rr = [r for r in rows if r["regime"] == regime and r.get("var_z_sim_se")]
+        if not rr:
+            continue
+        dev = [(r["var_z_sim"] - r["var_z_theory"]) / r["var_z_sim_se"] for r in rr]
+        rel = [r["var_z_sim"] / r["var_z_theory"] - 1 for r in rr]
+        i = max(range(len(rr)), key=lambda j: abs(dev[j]))
+        side = ("above" if all(d > 0 for d in dev) else "below" if all(d < 0 for d in dev) else None)
+        if abs(dev[i]) <= 2:
+            out.append(f"In the {name} panel the simulation agrees with the exact theory within "
+                       f"$2$ standard errors at every $G$ (at most {abs(dev[i]):.1f})")
+        else:
+            out.append(
+                f"In the {name} panel " + (f"every simulated point lies {side} the exact theory, "
+                                           if side else "the simulation deviates from the exact theory, ")
+                + f"by up to {abs(dev[i]):.1f} standard errors (${100 * rel[i]:+.0f}\\,\\%$ at "
+                f"$G = {rr[i]['group_size']}$): more than the sampling error. The exact theory is the "
+                "variance of the linearized map and neglects the terms of higher order in the "
+                "deviation (the curvature of the drift over the spread of $z$), the likely source of "
+                "the excess; they are not computed here")
+    return ". ".join(out) + "." if out else ""
+
+
 def captions(nums: dict, model: dict) -> dict:
     """Stem -> caption (prose with placeholders) of every figure the numbers describe; a
     figure whose numbers are missing (the deep network without its optional dependency, the
@@ -144,7 +173,8 @@ def captions(nums: dict, model: dict) -> dict:
         f"at the model's momentum $\\mu = {mu:g}$. " + _REGIMES + " Each integer $k$ is a column; "
         "the solid steps are the exact stability boundary (equations "
         "[[eq:discrete.refresh_flip_threshold]] and [[eq:discrete.refresh_complex_threshold]]), the dashed line the published first-order "
-        "rule $\\eta K k = 1 - \\mu$ [[cite:predictable_grpo]]. Star: the model of this report. "
+        "rule $\\eta K k = 1 - \\mu$ [[cite:predictable_grpo]]. The default model, whose stiffness "
+        "acts on the current iterate ($K_{f}/K$ near $1$), is not a point of this diagram. "
         "Theory only, no simulation; the linear map describes deviations small enough for the "
         "drift to be linear in them.")
     out["phase_diagram_mu"] = (
@@ -152,8 +182,7 @@ def captions(nums: dict, model: dict) -> dict:
         f"$a = \\eta K$ at the model's refresh interval $k = {k}$, coloured as in "
         "[[fig:phase_diagram_k]]; dashed: the published rule $\\eta K k = 1 - \\mu$. The open circle "
         "is where the flip boundary meets the complex-pair boundary: a 1:2 resonance (both "
-        "multipliers at $-1$), where the exact boundary has its kink. Star: the model of this "
-        "report. Theory only.")
+        "multipliers at $-1$), where the exact boundary has its kink. Theory only.")
     tr = nums.get("trajectories") or []
     unstable = next((r for r in tr if r["regime"].startswith("unstable")), None)
     if tr:
@@ -201,12 +230,12 @@ def captions(nums: dict, model: dict) -> dict:
             "the rare-failure limit ([[eq:drift.update_variance_rare_failure]]): most groups are "
             "degenerate and the informative ones hold a single failure, whose std-normalized "
             "advantage is of order $\\sqrt{G}$; to first order in $q^{*}$ the per-step variance is "
-            "$\\kappa^{2} (1 - 1/G)^{2} q^{*}$, independent of $G$. The simulation agrees with the "
-            "exact theory in both regimes.")
+            "$\\kappa^{2} (1 - 1/G)^{2} q^{*}$, independent of $G$. " + _fluctuation_agreement(fl))
     out["bifurcation"] = (
         "Fixed points $p^{*}$ of the mean-field drift L1 against the KL coefficient $\\beta$ at "
         f"$p_{{\\mathrm{{ref}}}} = {model['p_ref']:g}$; solid lines stable, dashed lines unstable "
-        "(the dotted line is $p_{\\mathrm{ref}}$). Variants: std and mean normalization, analytic "
+        "(the dotted line is $p_{\\mathrm{ref}}$). The normalization constant is "
+        f"$\\epsilon = {_n(model['adv_eps'], 2)[1:-1]}$, the default model's. Variants: std and mean normalization, analytic "
         f"and k3 KL, $G = {model['group_size']}$ and $G \\to \\infty$. Circles: the fixed points of "
         "Mroueh's recurrence [[cite:mroueh2025]], which only std normalization with the analytic KL "
         "at $G \\to \\infty$ reproduces ([[eq:fixed_points.mroueh_agreement]]). Each curve is the "
@@ -228,7 +257,8 @@ def captions(nums: dict, model: dict) -> dict:
             "solid, unstable dashed, folds as dots: between the folds the plateau is bistable. "
             f"Middle: the fold curve in $(\\beta, p_{{\\mathrm{{ref}}}})$ at $G = {c['group_size']}$, "
             "continued by pseudo-arclength [[cite:keller1977]]; its two branches meet at the cusp "
-            "(star). The continuation stops at $p_{\\mathrm{ref}} = 0.02$, a choice of the "
+            "(star). The continuation stops at $p_{\\mathrm{ref}} = "
+            f"{at.get('continuation_end_p_ref', 0.02):.2g}$, a choice of the "
             "computation; the open circles are folds found directly at smaller "
             "$p_{\\mathrm{ref}}$: the curves continue, both $\\beta_{\\mathrm{fold}}$ falling like "
             "$1/\\ln(1/p_{\\mathrm{ref}})$. Right: the folds per integer $G$ at "
@@ -246,14 +276,16 @@ def captions(nums: dict, model: dict) -> dict:
     dn = nums.get("deepnet")
     if dn:
         out["deepnet"] = (
-            f"Per-window multiplier of the top mode of a neural policy (an MLP with {dn['parameters']} "
+            f"Modulus of the per-window multiplier of the top mode of a neural policy (an MLP with {dn['parameters']} "
             f"parameters over {dn['prompts']} prompts) trained with sampled GRPO (mean normalization, "
             f"k1 KL in the reward, $G = {dn['group_size']}$) by SGD with $\\eta = "
             f"{_n(dn['learning_rate'], 3)[1:-1]}$ and $\\mu = {_n(dn['momentum'], 3)[1:-1]}$ "
             f"($\\eta K = {_n(dn['eta_K'], 3)[1:-1]}$), against the exact L2 prediction from its "
             "measured stiffness $K$, over refresh intervals $k$ from 1 to past the predicted "
-            "boundary. Below: the measured minus the predicted multiplier with $\\pm 1$ standard "
-            "error (above, the error bars are smaller than the markers). The vertical lines mark "
+            "boundary; past the point where the window's multiplier changes sign (the deviation "
+            "then alternates from window to window) its modulus is drawn. Below: the measured minus "
+            "the predicted modulus with $\\pm 2$ standard "
+            "errors (above, the error bars are smaller than the markers). The vertical lines mark "
             f"the largest stable $k$ of the exact theory ($k = {dn['k_max_predicted']}$) and of the "
             f"published rule ($k = {dn['k_max_published']}$); the network is stable up to "
             f"$k = {dn['k_max_observed']}$. Measured on the network, predicted from the bandit "
@@ -262,9 +294,11 @@ def captions(nums: dict, model: dict) -> dict:
     lf = nums.get("log_fit")
     if lf:
         fc = lf.get("forecast") or {}
-        held = (f" (here the {fc['best']} family; held-out root-mean-square error "
-                f"{_n(fc['holdout_rmse'], 2)}, {100 * fc['holdout_coverage']:.0f} % of the held-out "
-                "points inside the interval)" if fc.get("holdout_rmse") is not None else "")
+        by = fc.get("holdout_rmse_by_family") or {}
+        held = ((f": here the {literal(family_words(fc['best']))}. Held-out root-mean-square error "
+                 + ", ".join(f"{literal(family_words(m))} {_n(v, 2)}" for m, v in by.items())
+                 + f"; {100 * fc['holdout_coverage']:.0f} % of the held-out points lie inside the "
+                 "interval") if fc.get("holdout_rmse") is not None else "")
         out["log_fit"] = (
             "The training reward of a public GRPO run (the verl engine [[cite:sheng2025hybridflow]], "
             "the DeepSeek LLM 7B chat model [[cite:bi2024deepseekllm]] on GSM8K "
@@ -272,9 +306,12 @@ def captions(nums: dict, model: dict) -> dict:
             "[[cite:su2025verllog]], the logged mean score). Left: the logged reward with the model "
             "families fitted to the first half (the dotted line splits the fitted part from the "
             "held-out part); the legend gives each family's coefficient of determination. Right: "
-            "the held-out half at its own scale, with the forecast of the family with the smallest "
-            f"rolling-origin error on the fitted part and its 90 % interval{held}. Data, not simulation: the families are "
-            "curves of the theory's shapes, fitted without the bandit's parameters.")
+            "the held-out half at its own scale, with its 90 % forecast interval and the forecast of "
+            "the candidate with the smallest rolling-origin error on the fitted part, among the two "
+            "families and the level carried forward (the mean of the last points of the fitted "
+            f"part, a baseline every forecast includes and not a family of the fit){held}. Data, "
+            "not simulation: the families are curves of the theory's shapes, fitted without the "
+            "bandit's parameters.")
     return out
 
 
@@ -297,8 +334,10 @@ def include_width(pdf: Path) -> str:
 def figure_float(stem: str, caption: str, out_dir) -> str:
     """One figure as a LaTeX float: the PDF of ``stem`` (in the document's directory), centred,
     its caption below it, and its label."""
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", stem):
+        raise ValueError(f"figure file name must be letters, digits, '_', '.' or '-', got {stem!r}")
     width = include_width(Path(out_dir) / f"{stem}.pdf")
-    return ("\\begin{figure}[htbp]\n\\centering\n"
+    return ("\\begin{figure}[!htbp]\n\\centering\n"
             f"\\includegraphics[width={width}]{{{stem}.pdf}}\n"
             f"\\caption{{{caption_tex(caption)}}}\\label{{{fig_label(stem)}}}\n"
             "\\end{figure}")
@@ -323,7 +362,10 @@ _CHAPTER_LEADS = {
         "[[eq:discrete.refresh_flip_threshold]] or the complex-pair threshold "
         "[[eq:discrete.refresh_complex_threshold]], whichever is crossed first, against the "
         "published first-order rule [[eq:discrete.published_threshold_learning_rate]], which is "
-        "too cautious at small $\\mu$ and large $k$ and misses the kink at the 1:2 resonance."),
+        "conservative at every point drawn: by a factor of exactly $2$ at $\\mu = 0$ and in the "
+        "limit $k \\to \\infty$, and most at large $\\mu$ and small $k$ (at $k = 1$ by the factor "
+        "$2(1 + \\mu)/(1 - \\mu)$: $6$, $18$ and $38$ at $\\mu = 0.5$, $0.8$ and $0.9$); it also "
+        "misses the kink at the 1:2 resonance."),
     "oscillator": (
         "The three levels against simulation",
         "[[fig:trajectories]] follows the logit from a kick in three regimes with the simulation "
@@ -412,18 +454,28 @@ def log_fit_section(nums: dict, captions_: dict, out_dir) -> tuple[str, str]:
     lf = nums.get("log_fit")
     if not lf or not _present(out_dir, ["log_fit"], captions_):
         return title, "The training log was not found next to the package; there is no figure for it."
+    by = (lf.get("forecast") or {}).get("holdout_rmse_by_family") or {}
     rows = "\n".join(
-        f"{name} & {_n(d['r2'], 4)} & {_n(d['plateau'], 4)} & "
-        f"{_n(d['time_to_90_steps'], 3) if d.get('time_to_90_steps') is not None else '--'} \\\\"
+        f"{escape_tex(family_words(name))} & {_n(d['r2'], 4)} & {_n(d['plateau'], 4)} & "
+        f"{_n(d['time_to_90_steps'], 3) if d.get('time_to_90_steps') is not None else '--'} & "
+        f"{_n(by[name], 2) if name in by else '--'} \\\\"
         for name, d in lf["models"].items())
+    if "constant" in by:
+        rows += f"\n{escape_tex(family_words('constant'))} & -- & -- & -- & {_n(by['constant'], 2)} \\\\"
+    zeta = ((lf["models"].get("oscillator") or {}).get("params") or {}).get("zeta")
     text = (
         "The reward curve of a real run is compared with the shapes of the theory: the relaxation "
         "of an overdamped plateau (a single exponential) and the damped oscillator. Each family is "
         "fitted to the first half of the log and forecasts the second; the family chosen by the "
-        f"Akaike information criterion on the first half is the {lf['best']} one. [[fig:log_fit]] "
-        "shows the fits and the forecast.")
-    table = ("\\begin{center}\\begin{tabular}{lrrr}\n"
-             "family & coefficient of determination & plateau & steps to 90\\,\\% \\\\ \\hline\n"
+        f"Akaike information criterion on the first half is the {literal(family_words(lf['best']))}"
+        + (f", with the fitted damping ratio $\\zeta = {_n(zeta, 3)[1:-1]}$"
+           + (" (overdamped: no oscillation)" if zeta > 1 else "")
+           if zeta is not None and lf["best"] == "oscillator" else "")
+        + ". The forecast also considers the level carried forward (the mean of the last points "
+        "of the first half), a baseline that is not a curve family. [[fig:log_fit]] "
+        "shows the fits and the forecast; the table gives each candidate's held-out error.")
+    table = ("\\begin{center}\\begin{tabular}{lrrrr}\n"
+             "candidate & coefficient of determination & plateau & steps to 90\\,\\% & held-out RMSE \\\\ \\hline\n"
              f"{rows}\n\\end{{tabular}}\\end{{center}}")
     return title, "\n\n".join([caption_tex(text), table,
                                figure_float("log_fit", captions_["log_fit"], out_dir)])

@@ -377,6 +377,18 @@ def atlas_data(*, group_size=64, p_ref=0.3, group_sizes=None, momentum=0.8,
     }
 
 
+#: the forecast's candidates in words: the two curve families the report fits (``fit --models
+#: exponential,oscillator``) and the forecast's baseline, which ``fit`` always adds and never
+#: offers as a family of its own: the level carried forward (``constant`` in the package)
+FAMILY_WORDS = {"exponential": "single exponential", "oscillator": "damped oscillator",
+                "constant": "level carried forward"}
+
+
+def family_words(name: str) -> str:
+    """A forecast candidate in words (:data:`FAMILY_WORDS`; an unknown name as it is)."""
+    return FAMILY_WORDS.get(name, str(name).replace("_", " "))
+
+
 def _holdout_summary(fc) -> dict | None:
     """The forecast's held-out numbers shown with the log-fit figure: the family chosen on the
     fitted part, its held-out RMSE and the fraction of held-out points inside its interval."""
@@ -385,7 +397,10 @@ def _holdout_summary(fc) -> dict | None:
     yh, lo, up = (np.asarray(x, float) for x in (fc.y_holdout, fc.lower, fc.upper))
     return {"best": fc.best, "split_step": float(fc.split_step), "n_holdout": int(yh.size),
             "holdout_rmse": float(fc.holdout_rmse[fc.best]),
-            "holdout_coverage": float(np.mean((yh >= lo) & (yh <= up)))}
+            "holdout_coverage": float(np.mean((yh >= lo) & (yh <= up))),
+            # every candidate's held-out error and its rolling-origin error on the fitted part
+            "holdout_rmse_by_family": {m: float(v) for m, v in fc.holdout_rmse.items()},
+            "origin_rmse_by_family": {m: float(v) for m, v in (fc.origin_rmse or {}).items()}}
 
 
 def log_fit_data() -> dict:

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from grpo_theory.render.latex import math_label
+from grpo_theory.report.data import family_words
 from grpo_theory.theory.discrete import REGIME_CODES
 
 __all__ = ["STYLE", "style", "save", "phase_diagram", "trajectories", "fluctuation_law",
@@ -221,10 +222,12 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
             if not unstable:
                 ax.fill_between(t, m - 2 * s, m + 2 * s, color=PALETTE[0], alpha=0.18, lw=0,
                                 label="simulation ±2 sd")
-                ax.plot(t, m, color=PALETTE[0], label="simulation mean")
+                # the simulation mean drawn last and dashed over the L1 line it nearly covers
                 if pan.get("l1") is not None:
-                    ax.plot(pan["l1_t"], pan["l1"], color=PALETTE[2], lw=1.1,
+                    ax.plot(pan["l1_t"], pan["l1"], color=PALETTE[2], lw=2.0, alpha=0.8,
                             label="L1 nonlinear mean-field map")
+                ax.plot(t, m, color=PALETTE[0], lw=1.0, ls=(0, (4, 2)), zorder=5,
+                        label="simulation mean")
                 if pan.get("discrete") is not None:
                     ax.plot(pan["discrete_t"], pan["discrete"], ls="none", marker="o", ms=2.2,
                             color="k", label="L2 linear map")
@@ -233,7 +236,8 @@ def trajectories(out_dir, stem, panels) -> list[Path]:
                             label="L3 closed form")
                 ax.axhline(zs, color="0.5", lw=0.7, ls=":")
             else:
-                ax.plot(t, pan["rms"], color=PALETTE[0], lw=1.3, label="simulation (root mean square)")
+                ax.plot(t, pan["rms"], color=PALETTE[0], lw=1.3, ls=(0, (1, 1)),
+                        label="simulation (root mean square)")
                 if pan.get("l1") is not None:
                     ax.plot(pan["l1_t"], np.abs(pan["l1"] - zs), color=PALETTE[2], lw=1.1)
                 if pan.get("discrete") is not None:
@@ -347,7 +351,7 @@ def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None, hold
         for i, (name, fr) in enumerate(fits.items()):
             ax.plot(steps, fr.predict(np.asarray(steps, float) - fr.t0),
                     color=PALETTE[i % len(PALETTE)], lw=1.1,
-                    label=f"{name.replace('_', ' ')} ({100 * fr.r2:.1f} % of the variance)")
+                    label=f"{family_words(name)} ({100 * fr.r2:.1f} % of the variance)")
         if forecast is not None:
             ax.axvline(forecast.split_step, color="k", lw=0.7, ls=":")
             ax.text(forecast.split_step, 0.02, "  fitted | held out  ", transform=ax.get_xaxis_transform(),
@@ -369,7 +373,7 @@ def log_fit(out_dir, stem, steps, values, fits, *, title="", forecast=None, hold
                             label="90 % forecast interval")
             ax.plot(th, yh, ".", ms=2.5, color="0.45", label="held-out reward")
             ax.plot(th, pred, color=PALETTE[1], lw=1.2,
-                    label=f"forecast ({forecast.best}, fitted on the first part)")
+                    label=f"forecast ({family_words(forecast.best)}, from the first part)")
             if holdout is not None:
                 ax.set_title(f"held out: RMSE {holdout['holdout_rmse']:.2g}, "
                              f"{100 * holdout['holdout_coverage']:.0f} % inside the interval", fontsize=8)
@@ -504,29 +508,30 @@ def atlas_discrete(out_dir, stem, data) -> list[Path]:
 def deepnet(out_dir, stem, data) -> list[Path]:
     """Measured per-window multipliers of the neural policy against the exact (L2) prediction
     from the measured stiffness, with the exact and the published k_max; below, measured minus
-    predicted with ±1 SE (the SE is smaller than the markers above)."""
+    predicted with ±2 SE, the report's one error-bar convention (smaller than the markers above)."""
     with style() as plt:
-        fig, (ax, ax2) = plt.subplots(2, 1, figsize=(4.8, 3.8), sharex=True,
+        fig, (ax, ax2) = plt.subplots(2, 1, figsize=(4.8, 3.2), sharex=True,
                                       gridspec_kw={"height_ratios": [2.2, 1]})
         k = np.asarray(data["k"])
         ax.axhline(1.0, color="0.6", lw=0.7)
         ax.plot(k, data["predicted"], "s", ms=6, mfc="none", color=PALETTE[0],
                 label="exact L2 prediction")
-        ax.errorbar(k, data["multiplier"], yerr=data["se"], fmt="o", ms=3, color=PALETTE[1],
-                    label="neural policy, real GRPO (±1 SE)")
+        ax.errorbar(k, data["multiplier"], yerr=2 * np.asarray(data["se"]), fmt="o", ms=3,
+                    color=PALETTE[1], label="neural policy, real GRPO (±2 SE)")
         if data["k_max_predicted"] is not None:
             ax.axvline(data["k_max_predicted"] + 0.5, color=PALETTE[0], ls="--", lw=0.8,
                        label=f"exact theory: stable up to $k$ = {data['k_max_predicted']}")
         ax.axvline(data["k_max_published"] + 0.5, color="0.3", ls=":", lw=0.8,
                    label=f"published rule: stable up to $k$ = {data['k_max_published']}")
-        ax.set_ylabel("multiplier per window")
+        ax.set_ylabel("|multiplier| per window")
         lr = data.get("learning_rate")
         if lr is not None:
             ax.set_title(f"MLP policy, SGD: $\\eta$ = {lr:.3g}, $\\mu$ = {data['momentum']:g}, "
                          f"$\\eta K$ = {data['eta_K']:.3g}", fontsize=8)
         resid = np.asarray(data["multiplier"]) - np.asarray(data["predicted"])
         ax2.axhline(0.0, color="0.6", lw=0.7)
-        ax2.errorbar(k, resid, yerr=data["se"], fmt="o", ms=3, color=PALETTE[1], capsize=2)
+        ax2.errorbar(k, resid, yerr=2 * np.asarray(data["se"]), fmt="o", ms=3, color=PALETTE[1],
+                     capsize=2)
         ax2.set_ylabel("measured −\npredicted", fontsize=7)
         ax2.set_xlabel("refresh interval $k$ (steps)")
         ax2.set_xticks(k)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from grpo_theory.deepnet.analysis import observed_k_max_range
 from grpo_theory.data import lab_results_dir
+from grpo_theory.prose import escape_tex, to_tex
 from grpo_theory.render.notation import latex_of
 
 __all__ = ["LAB_RESULTS", "LAB_PARTS", "lab_data", "lab_summary", "lab_section", "lab_markdown"]
@@ -94,7 +95,8 @@ def lab_summary(data: dict) -> dict:
            "prompts": ref["prompts"], "group_size": ref["group_size"], "plateau": ref["plateau"],
            "stiffness": {"kernel": st["ntk"], "response": st["response"], "se": st.get("response_se"),
                          "kernel_top_over_n": st["ntk_top_over_n"],
-                         "kernel_next_over_n": (st.get("spectrum_over_n") or [None, None])[1]}}
+                         "kernel_next_over_n": (st.get("spectrum_over_n") or [None, None])[1],
+                         "kappa": st.get("kappa", 2.0)}}
     rows = []
     for s in ref["sweeps"]:
         k_range = observed_k_max_range(s["per_k"])
@@ -122,7 +124,7 @@ def lab_summary(data: dict) -> dict:
         e = g.get("expected_reward") or {}
         out["group"] = {"values": g["values"], "policy": e, "logged": {
             k: g.get(k) for k in ("exponent", "exponent_interval", "predicted_exponent", "agrees")},
-            "plateaus": g.get("plateaus") or []}
+            "plateaus": g.get("plateaus") or [], "variant": g.get("variant") or {}}
     w = (data.get("model-size") or {}).get("size_family")
     if w:
         out["width"] = {"widths": w["widths"], "parameters": sorted({r["parameters"] for r in w["runs"]}),
@@ -170,24 +172,44 @@ def _int(n: int) -> str:
     return "$" + f"{n:,}".replace(",", "{,}") + "$"
 
 
+def _contains(iv, x) -> bool:
+    return iv is not None and float(iv[0]) <= x <= float(iv[1])
+
+
+def _one_over_g(pol: dict, log: dict) -> str:
+    """What the two exponents' intervals say about the $1/G$ law (exponent $-1$)."""
+    inside = [name for name, d in (("the policy's", pol), ("the logged reward's", log))
+              if d.get("exponent") is not None and _contains(d.get("exponent_interval"), -1.0)]
+    outside = [name for name, d in (("the policy's", pol), ("the logged reward's", log))
+               if d.get("exponent") is not None and not _contains(d.get("exponent_interval"), -1.0)]
+    text = ""
+    if inside:
+        text += (" and ".join(inside).capitalize() + " interval contains $-1$ as well as the "
+                 "prediction: these runs do not tell the $1/G$ law from the exact finite-$G$ "
+                 "exponent. ")
+    if outside:
+        text += (" and ".join(outside).capitalize() + " interval excludes $-1$: not the $1/G$ law, "
+                 "as expected outside the region $G\\,\\min(p^{*}, q^{*}) \\gg 1$ where it holds. ")
+    return text
+
+
 def lab_section(s: dict) -> tuple[str, str]:
     """The lab as a section of ``equations.tex`` (title, body), from :func:`lab_summary`."""
     title = "The theory on a real GRPO engine"
     if not s["available"]:
         return title, ("The lab's results are not available in this build ("
-                       + "; ".join(s["problems"]) + "), so this section has no numbers. "
+                       + "; ".join(escape_tex(p) for p in s["problems"]) + "), so this section has no numbers. "
                        "They are produced by the lab command, which needs the optional training "
                        "libraries; the report reads them and never runs the lab.")
     pl, st = s["plateau"], s["stiffness"]
     rel = st["response"] / st["kernel"] - 1 if st["response"] else None
-    ver = f" (version {s['trl_version']})" if s["trl_version"] else ""
+    ver = f" (version {escape_tex(s['trl_version'])})" if s["trl_version"] else ""
     head = (
         "Every number in this section comes from real training with the GRPO trainer of "
-        f"TRL~\\cite{{vonwerra2020trl}}{ver}, read from the lab's committed result files when this "
-        "report was built. The policy is a small transformer language model "
+        f"TRL~\\cite{{vonwerra2020trl}}{ver}. The policy is a small transformer language model "
         f"({_int(s['parameters'])} trainable parameters) on single-token modular arithmetic with a "
         "binary verifier; its output is restricted to the two answers, so every prompt is exactly "
-        f"the two-action bandit of chapter~1. Each optimizer step uses {s['prompts']} prompts "
+        f"the two-action bandit of the derivations. Each optimizer step uses {s['prompts']} prompts "
         f"({_m('B')} $= {s['prompts']}$) with {_m('G')} $= {s['group_size']}$, std "
         f"normalization and the k3 KL estimator with {_m('beta')} $= {pl['beta']:g}$ to a reference "
         f"at {_m('p_ref')} $= {pl['p_ref']:g}$: the plateau is {_m('p_star')} $=$ "
@@ -195,23 +217,26 @@ def lab_section(s: dict) -> tuple[str, str]:
         f"and fresh fraction {_m('K_f')}$/${_m('K')} $=$ {_n(pl['fresh_fraction'], 3)}.\n\n"
         "\\paragraph{Stiffness, measured two ways.} The network's slowest direction is the top "
         "eigenvector of its tangent kernel~\\cite{jacot2018ntk}: its eigenvalue per prompt is "
-        f"{_n(st['kernel_top_over_n'], 4)}, the next {_n(st['kernel_next_over_n'], 3)}, and the "
-        f"bandit's {_m('K')} scaled by it gives {_m('K')} $=$ {_n(st['kernel'], 4)} per unit "
-        "learning rate along that mode. A kick of the policy along the mode, trained in both "
+        f"{_n(st['kernel_top_over_n'], 4)}, the next {_n(st['kernel_next_over_n'], 3)}. The bandit's "
+        f"{_m('K')} carries the softmax metric factor {_m('kappa')} $= {st['kappa']:g}$ of a table of two "
+        "logits; on the network the kernel's top eigenvalue per prompt takes its place, so the "
+        f"bandit's {_m('K')} divided by {_m('kappa')} and multiplied by that eigenvalue, "
+        f"{_n(pl['stiffness_bandit'], 4)}$/{st['kappa']:g} \\times$ {_n(st['kernel_top_over_n'], 4)} $=$ "
+        f"{_n(st['kernel'], 4)}, is the stiffness per unit learning rate along that mode. A kick of the policy along the mode, trained in both "
         "signs with the same random numbers, gives the linear response "
         + (f"{_n(st['response'], 4)} $\\pm$ {_n(st['se'], 2)}, a difference of "
            f"${100 * rel:+.1f}\\,\\%$ ({abs(st['response'] - st['kernel']) / st['se']:.1f} standard "
            "errors)." if st["response"] else "(not measured in these files)."))
     rows = []
     for r in s["sweeps"]:
-        rows.append(f"{r['setting']} & {_n(r['eta_K'], 4)} & ${r['exact']}$ & ${r['published']}$ & "
-                    f"{r['observed_words']} \\\\")
+        rows.append(f"{to_tex(r['setting'])} & {_n(r['eta_K'], 4)} & ${r['exact']}$ & ${r['published']}$ & "
+                    f"{to_tex(r['observed_words'])} \\\\")
     u = s.get("unsafe")
     if u:
         w = u["at_published"]
         obs = (f"$k = {w['k']}$ unstable (multiplier {_n(w['multiplier'], 3)} $\\pm$ {_n(w['se'], 2)})"
                if w else "—")
-        rows.append(f"{u['setting']}, negative fresh fraction ({_n(u['fresh_fraction'], 3)}) & "
+        rows.append(f"{to_tex(u['setting'])}, negative fresh fraction ({_n(u['fresh_fraction'], 3)}) & "
                     f"{_n(u['eta_K'], 3)} & ${u['exact']}$ & ${u['published']}$ & {obs} \\\\")
     table = ("\\begin{center}\\small\\begin{tabular}{>{\\raggedright\\arraybackslash}p{0.40\\textwidth}rrr"
              ">{\\raggedright\\arraybackslash}p{0.22\\textwidth}}\n"
@@ -269,7 +294,11 @@ def lab_section(s: dict) -> tuple[str, str]:
         pls = g["plateaus"]
         parts.append(
             "\\paragraph{Group size.} Runs at "
-            f"{_m('G')} $= {', '.join(str(v) for v in g['values'])}$ (three seeds each) follow the "
+            f"{_m('G')} $= {', '.join(str(v) for v in g['values'])}$ (three seeds each"
+            + (f"; {_m('beta')} $= {g['variant']['beta']:g}$, {_m('p_ref')} $= {g['variant']['p_ref']:g}$, "
+               f"so their plateau differs from the $\\beta = {pl['beta']:g}$ setting above"
+               if g.get("variant") and g["variant"].get("beta") is not None else "")
+            + ") follow the "
             f"exact finite-{_m('G')} plateau: {_m('p_star')} $=$ "
             + ", ".join(f"${p['p_star_exact']:.3f}$" for p in pls) + " against the engine's late "
             "expected reward " + ", ".join(f"${p['late_expected_reward_mean']:.3f}$" for p in pls) + ". "
@@ -282,8 +311,7 @@ def lab_section(s: dict) -> tuple[str, str]:
                f"{_interval(log['exponent_interval'])}, against ${log['predicted_exponent']:.2f}$ "
                "(the prediction is for the policy's fluctuation). "
                if log.get("exponent") is not None else "")
-            + "Neither is the $1/G$ law: the plateau is not in the region $G\\,\\min(p^{*}, q^{*}) \\gg 1$ "
-              "for the small groups.")
+            + _one_over_g(pol, log))
     w = s.get("width")
     if w:
         tk = w.get("tau_vs_kernel")
@@ -311,10 +339,16 @@ def lab_section(s: dict) -> tuple[str, str]:
         parts.append(
             "\\paragraph{The single-exponential law.} R\\textsuperscript{2} of the single "
             "exponential fitted to the trainer's logged reward, by family: " + "; ".join(items)
-            + ". The fits reach the noise ceiling of a batch mean where the reward rises; the "
-            "group-size family starts near its plateau and has little curve to fit.")
+            + ". The noise ceiling of a run is the largest coefficient of determination a smooth "
+            "curve can reach on it, one minus the ratio of the noise variance to the variance of the "
+            "logged reward, with the noise variance estimated from the differences of consecutive "
+            "logged values; it is an estimate, as uncertain as that variance, and the two medians are taken "
+            "over the runs separately, so a median above the median ceiling (the group-size family) "
+            "means the fits reach the ceiling within its uncertainty, not that they fit the noise. "
+            "The fits reach the ceiling where the reward rises; the group-size family starts near "
+            "its plateau and has little curve to fit.")
     if s["problems"]:
-        parts.append("Not available in this build: " + "; ".join(s["problems"]) + ".")
+        parts.append("Not available in this build: " + "; ".join(escape_tex(p) for p in s["problems"]) + ".")
     return title, "\n\n".join(parts)
 
 

@@ -15,7 +15,7 @@ from grpo_theory.crosscheck.base import format_headline_numbers
 from grpo_theory.prose import math_to_plain, to_plain_or_as_is
 from grpo_theory.render.notation import notation, notation_rows
 from grpo_theory.report.captions import FIGURE_ORDER, caption_markdown, captions
-from grpo_theory.report.data import DEEPNET_INSTALL
+from grpo_theory.report.data import DEEPNET_INSTALL, family_words
 from grpo_theory.report.lab import lab_markdown
 from grpo_theory.theory.bibliography import REFERENCES, format_reference
 
@@ -311,24 +311,6 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
           f"{number_text(r['eta_K_published'], 5)} | {number_text(100 * r['rel_error_published'], 3)} % |")
     a("")
     a("## Figures\n")
-    a(img("phase_diagram_k"))
-    a(img("phase_diagram_mu"))
-    a(img("trajectories"))
-    a("| regime | η | μ | ηK | L2 regime | spectral radius | L3 regime | ζ |\n|---|---|---|---|---|---|---|---|")
-    for r in nums["trajectories"]:
-        a(f"| {r['regime']} | {number_text(r['learning_rate'])} | {r['momentum']} | {number_text(r['eta_K'])} | "
-          f"{r['l2_regime']} | {number_text(r['spectral_radius'])} | {r['l3_regime']} | {number_text(r['damping_ratio'])} |")
-    a("")
-    fl_rows = nums["fluctuation_law"]
-    a(img("fluctuation_law"))
-    a("| regime | G | p* | G·min(p*, q*) | K | σ² (per step) | Var z simulated | ± SE | Var z exact L2 | Var z L3 |\n"
-      "|---|---|---|---|---|---|---|---|---|---|")
-    for r in fl_rows:
-        a(f"| {'law holds' if r['regime'] == 'holds' else 'the model'} | {r['group_size']} | "
-          f"{number_text(r['p_star'])} | {number_text(r['g_min_pq'], 3)} | {number_text(r['stiffness'])} | "
-          f"{number_text(r['noise_variance'])} | {number_text(r['var_z_sim'])} | {number_text(r['var_z_sim_se'], 2)} | "
-          f"{number_text(r['var_z_theory'])} | {number_text(r['var_z_continuous'])} |")
-    a("")
     a(img("bifurcation"))
     if nums["bifurcations"]:
         a("Saddle-node bifurcations of the fixed points:\n")
@@ -347,21 +329,24 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
             a(f"| {_cell('variant', r)} | {r['group_size'] or '∞'} | {number_text(r['p_star'], 6)} | "
               f"{number_text(r['mroueh_p_star'], 6)} | {number_text(r['difference'], 4)} |")
         a("")
-    a("## The real run\n")
-    lf = nums.get("log_fit")
-    if lf is None:
-        a("*Not available: the test-data log was not found next to the package.*\n")
-    else:
-        a(f"The training reward of a public GRPO run with verl {cite('sheng2025hybridflow')}: "
-          f"deepseek-llm-7b-chat {cite('bi2024deepseekllm')} on GSM8K {cite('cobbe2021gsm8k')}, from the "
-          f"published training log {cite('su2025verllog')} ({lf['n']} steps, the logged mean score). "
-          "The model families are fitted to the first half and forecast the second.\n")
-        a(img("log_fit"))
-        a(f"Best family by AIC on the fitted part: **{lf['best']}**.\n")
-        a("| family | R² | plateau | steps to 90 % |\n|---|---|---|---|")
-        for m_, d in lf["models"].items():
-            a(f"| {m_} | {number_text(d['r2'])} | {number_text(d['plateau'])} | {number_text(d['time_to_90_steps'])} |")
-        a("")
+    a(img("phase_diagram_k"))
+    a(img("phase_diagram_mu"))
+    a(img("trajectories"))
+    a("| regime | η | μ | ηK | L2 regime | spectral radius | L3 regime | ζ |\n|---|---|---|---|---|---|---|---|")
+    for r in nums["trajectories"]:
+        a(f"| {r['regime']} | {number_text(r['learning_rate'])} | {r['momentum']} | {number_text(r['eta_K'])} | "
+          f"{r['l2_regime']} | {number_text(r['spectral_radius'])} | {r['l3_regime']} | {number_text(r['damping_ratio'])} |")
+    a("")
+    fl_rows = nums["fluctuation_law"]
+    a(img("fluctuation_law"))
+    a("| regime | G | p* | G·min(p*, q*) | K | σ² (per step) | Var z simulated | ± SE | Var z exact L2 | Var z L3 |\n"
+      "|---|---|---|---|---|---|---|---|---|---|")
+    for r in fl_rows:
+        a(f"| {'law holds' if r['regime'] == 'holds' else 'the model'} | {r['group_size']} | "
+          f"{number_text(r['p_star'])} | {number_text(r['g_min_pq'], 3)} | {number_text(r['stiffness'])} | "
+          f"{number_text(r['noise_variance'])} | {number_text(r['var_z_sim'])} | {number_text(r['var_z_sim_se'], 2)} | "
+          f"{number_text(r['var_z_theory'])} | {number_text(r['var_z_continuous'])} |")
+    a("")
     at = nums.get("atlas")
     if at:
         c = at["p_ref_plane"]["cusp"]
@@ -427,6 +412,30 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
           + (f"; the largest difference between the measured and the predicted multiplier is "
              f"{number_text(worst, 2)} standard errors" if worst is not None else "") + ".\n")
         a(img("deepnet"))
+    a("## The real run\n")
+    lf = nums.get("log_fit")
+    if lf is None:
+        a("*Not available: the test-data log was not found next to the package.*\n")
+    else:
+        a(f"The training reward of a public GRPO run with verl {cite('sheng2025hybridflow')}: "
+          f"deepseek-llm-7b-chat {cite('bi2024deepseekllm')} on GSM8K {cite('cobbe2021gsm8k')}, from the "
+          f"published training log {cite('su2025verllog')} ({lf['n']} steps, the logged mean score). "
+          "The model families are fitted to the first half and forecast the second.\n")
+        a(img("log_fit"))
+        by = (lf.get("forecast") or {}).get("holdout_rmse_by_family") or {}
+        zeta = ((lf["models"].get("oscillator") or {}).get("params") or {}).get("zeta")
+        a(f"Best family by AIC on the fitted part: **{family_words(lf['best'])}**"
+          + (f" (fitted damping ratio ζ = {number_text(zeta, 3)})" if zeta is not None
+             and lf["best"] == "oscillator" else "")
+          + ". The forecast also considers the level carried forward (the mean of the last points "
+            "of the fitted part), a baseline that is not a curve family of the fit.\n")
+        a("| candidate | R² | plateau | steps to 90 % | held-out RMSE |\n|---|---|---|---|---|")
+        for m_, d in lf["models"].items():
+            a(f"| {family_words(m_)} | {number_text(d['r2'])} | {number_text(d['plateau'])} | "
+              f"{number_text(d['time_to_90_steps'])} | {number_text(by.get(m_), 2)} |")
+        if "constant" in by:
+            a(f"| {family_words('constant')} | — | — | — | {number_text(by['constant'], 2)} |")
+        a("")
     if nums.get("lab") is not None:
         for line in lab_markdown(nums["lab"], cite, number_text):
             a(line)
@@ -487,6 +496,10 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
     for name in ("equations.tex", "equations.pdf", "references.bib", "report.json"):
         if (rr.out_dir / name).exists():
             a(f"- [{name}]({name})")
+    if (rr.out_dir / "results" / "grpo-notation.tex").exists():
+        a("- [results/](results/): one .tex file per result (its labelled equation, conditions "
+          "and source) and the notation macros results/grpo-notation.tex, to input into your "
+          "own paper")
     a("")
     a("## References\n")
     L.extend(cite.list())

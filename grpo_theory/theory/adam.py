@@ -91,7 +91,8 @@ def _critical_step() -> Derived:
                   r"is its first-moment decay rate and $a = \eta_{\theta} K$ with the self-consistent "
                   r"$\eta_{\theta}$.",
                   units="dimensionless", assumptions=r"refresh interval $1$; the smaller root "
-                  r"(the larger, $(1 + \sqrt{\mu})^{2}$, lies beyond the flip threshold $2(1 + \mu)$)",
+                  r"(at the larger, $(1 + \sqrt{\mu})^{2}$, the pair returns to the negative real "
+                  r"axis, below the flip threshold $2(1 + \mu)$ by $(1 - \sqrt{\mu})^{2}$)",
                   level="L2", references=("kingma2015adam", "polyak1964"),
                   title="Critical damping of the on-policy heavy-ball step")
     expr = out.expr

@@ -202,6 +202,36 @@ REFERENCES = {
         "title": "The Entropy Mechanism of Reinforcement Learning for Reasoning Language Models",
         "eprint": "2505.22617", "year": "2025",
     },
+    # --- related work: asynchrony as momentum, edge of stability, SDE models of SGD -----------
+    "mitliagkas2016asynchrony": {
+        "type": "inproceedings",
+        "authors": ["Mitliagkas, Ioannis", "Zhang, Ce", "Hadjis, Stefan", "R{\\'e}, Christopher"],
+        "title": "Asynchrony Begets Momentum, with an Application to Deep Learning",
+        "booktitle": "54th Annual Allerton Conference on Communication, Control, and Computing",
+        "eprint": "1605.09774", "year": "2016",
+    },
+    "cohen2021eos": {
+        "type": "inproceedings",
+        "authors": ["Cohen, Jeremy M.", "Kaur, Simran", "Li, Yuanzhi", "Kolter, J. Zico",
+                    "Talwalkar, Ameet"],
+        "title": "Gradient Descent on Neural Networks Typically Occurs at the Edge of Stability",
+        "booktitle": "International Conference on Learning Representations ({ICLR})",
+        "eprint": "2103.00065", "year": "2021",
+    },
+    "li2017sme": {
+        "type": "inproceedings",
+        "authors": ["Li, Qianxiao", "Tai, Cheng", "E, Weinan"],
+        "title": "Stochastic Modified Equations and Adaptive Stochastic Gradient Algorithms",
+        "booktitle": "Proceedings of the 34th International Conference on Machine Learning ({ICML})",
+        "eprint": "1511.06251", "year": "2017",
+    },
+    "mandt2017sgd": {
+        "type": "article",
+        "authors": ["Mandt, Stephan", "Hoffman, Matthew D.", "Blei, David M."],
+        "title": "Stochastic Gradient Descent as Approximate {Bayesian} Inference",
+        "journal": "Journal of Machine Learning Research", "volume": "18", "pages": "1--35",
+        "year": "2017",
+    },
     # --- the software the results are computed with ----------------------------------------------
     "meurer2017sympy": {
         "type": "article",
@@ -266,15 +296,17 @@ def _unbrace(text: str) -> str:
 
 
 def _tex(text: str) -> str:
-    """A field for the LaTeX document: BibTeX's braces and accents are valid LaTeX as they are."""
-    return text
+    """A field for the LaTeX document: its plain text (accents to Unicode, BibTeX's protecting
+    braces dropped), escaped by the one escaping function (a special character in a field
+    prints as itself)."""
+    from grpo_theory.prose import escape_tex
+    return escape_tex(_unbrace(text))
 
 
 def _tex_url(url: str) -> str:
     """A URL in typewriter type (the document loads no url package)."""
-    for ch in "_#%&~":
-        url = url.replace(ch, "\\" + ch if ch != "~" else "\\textasciitilde{}")
-    return f"\\texttt{{{url}}}"
+    from grpo_theory.prose import escape_tex
+    return f"\\texttt{{{escape_tex(url)}}}"
 
 
 def _initials(given: str) -> str:
@@ -286,7 +318,7 @@ def _initials(given: str) -> str:
 def _person(name: str, style: str) -> str:
     if name.startswith("{") and name.endswith("}"):      # an organization
         core = name[1:-1]
-        return _unbrace(core) if style != "tex" else core
+        return _unbrace(core) if style != "tex" else _tex(core)
     family, _, given = name.partition(",")
     text = f"{_initials(given)} {family.strip()}" if given.strip() else family.strip()
     if style == "tex":

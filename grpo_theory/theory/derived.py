@@ -391,8 +391,11 @@ def record_numeric(derived: Derived, claim: str, errors, *, digits: float,
     worst = max((mpmath.mpf(e) for e in errors), default=mpmath.mpf(0))
     agree = float(-mpmath.log10(worst)) if worst > 0 else float("inf")
     at = f" at {precision}-digit precision" if precision else ""
-    found = (f"the two agree to at least {agree:.0f} digits at every point" if worst > 0
-             else "the two are identical at every point")
+    if precision and agree >= precision:      # never more digits than the arithmetic carries
+        found = "the two agree to the working precision at every point"
+    else:
+        found = (f"the two agree to at least {agree:.0f} digits at every point" if worst > 0
+                 else "the two are identical at every point")
     derived.check(claim, "mpmath", agree >= digits,
                   f"{len(errors)} points{at}: {found} ({digits:g} required)")
 

@@ -193,9 +193,11 @@ def _mroueh_agree() -> Derived:
     # the series in epsilon, taken in a stand-in h (sympy's series wants a plain symbol)
     derived = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO().subs(S.h, S.eps)
     out = Derived("fixed_points.mroueh_agreement", sp.simplify(derived), (_P, _Q, S.beta, S.eps),
-                  r"(z^{*} - z_{\mathrm{ref}})_{\mathrm{here}} - (z^{*} - z_{\mathrm{ref}})_{\mathrm{Mroueh}}",
-                  r"Difference of the fixed-point conditions (std normalization and analytic KL, "
-                  r"$G \to \infty$) from Mroueh's, to first order in $\epsilon$: "
+                  r"h_{\mathrm{here}}(p) - h_{\mathrm{Mroueh}}(p)",
+                  r"Difference of the two fixed-point conditions at one $p$, written as "
+                  r"$z - z_{\mathrm{ref}} = h_{\mathrm{here}}$ (std normalization and analytic KL, "
+                  r"$G \to \infty$) and $z - z_{\mathrm{ref}} = h_{\mathrm{Mroueh}}$ (Mroueh's "
+                  r"recurrence), to first order in $\epsilon$; not a difference of fixed points: "
                   r"zero at $\epsilon = 0$ (the variants coincide), "
                   r"$O(\epsilon)$ because $\epsilon$ is added outside the square root in TRL and verl and "
                   "inside it in Mroueh's.", units="logits",

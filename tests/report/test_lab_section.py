@@ -40,7 +40,7 @@ def test_missing_and_malformed_files_are_named(tmp_path):
     s = lab_summary(lab_data(tmp_path))
     assert not s["available"]
     title, body = lab_section(s)
-    assert "not available" in body and "lab_refresh.json is absent" in body
+    assert "not available" in body and "lab\\_refresh.json is absent" in body
     assert "not available" in "\n".join(lab_markdown(s, _cite, number_text))
     if (LAB_RESULTS / "lab_refresh.json").is_file():
         shutil.copy(LAB_RESULTS / "lab_refresh.json", tmp_path / "lab_refresh.json")
@@ -48,4 +48,4 @@ def test_missing_and_malformed_files_are_named(tmp_path):
         s = lab_summary(lab_data(tmp_path))
         assert s["available"] and "transition" not in s
         assert any(p.startswith("lab_transition.json, line 3") for p in s["problems"])
-        assert "lab_transition.json, line 3" in lab_section(s)[1]
+        assert "lab\\_transition.json, line 3" in lab_section(s)[1]

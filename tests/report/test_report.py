@@ -387,3 +387,73 @@ def test_the_installed_environment_has_torch_so_the_report_has_the_deep_network(
     pytest.importorskip("torch")
     r = installed.python_c("import torch; print(torch.__version__)", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def test_report_md_figures_in_the_pdf_order_and_forecast_candidates_named(report_dir):
+    """report.md shows its figures in the order equations.pdf numbers them (1, 2, 3, ...), and
+    names every forecast candidate as the report defines it: a curve family that `fit --models`
+    offers, or the level carried forward (the forecast's baseline, which `fit` does not offer)."""
+    from grpo_theory.report.data import FAMILY_WORDS
+    from grpo_theory.runs.curves import MODEL_NAMES
+
+    md = (report_dir / "report.md").read_text()
+    shown = [int(n) for n in re.findall(r"!\[Figure (\d+)\]", md)]
+    assert shown == list(range(1, len(shown) + 1)), shown
+    fc = json.loads((report_dir / "report.json").read_text())["log_fit"]["forecast"]
+    for m in fc["holdout_rmse_by_family"]:
+        assert m in MODEL_NAMES or m == "constant", m
+        assert FAMILY_WORDS[m] in md
+    tex = (report_dir / "equations.tex").read_text()
+    assert FAMILY_WORDS[fc["best"]] in tex and FAMILY_WORDS[fc["best"]] in md
+    assert "constant family" not in tex + md and "(constant" not in tex + md
+
+
+def test_the_document_is_a_paper(report_dir):
+    """Title, authors, an abstract of findings, introduction with contributions, related work,
+    discussion and conclusion; the notation table in an appendix; no per-equation tag that
+    certifies only the typesetting."""
+    from grpo_theory.render.latex import package_authors
+
+    tex = (report_dir / "equations.tex").read_text()
+    assert f"\\author{{{package_authors()}}}" in tex and package_authors()
+    abstract = tex.split("\\begin{abstract}", 1)[1].split("\\end{abstract}", 1)[0]
+    assert "This document lists" not in abstract and "version" not in abstract
+    assert "conservative" in abstract and "cite{mroueh2025}" in abstract
+    order = [tex.index(f"\\section{{{t}}}") for t in ("Introduction", "Related work", "Discussion",
+                                                      "Conclusion")]
+    assert order == sorted(order) and "\\paragraph{Contributions.}" in tex
+    assert "\\paragraph{The default model.}" in tex and "K_{f}/K = 1.04" in tex
+    assert tex.index("\\appendix") < tex.index("\\section{Notation}")
+    assert "form shown is proven equal" not in tex and "Star: the model" not in tex
+
+
+def test_no_agreement_claimed_beyond_the_working_precision(report_dir):
+    tex = (report_dir / "equations.tex").read_text()
+    pairs = re.findall(r"at (\d+)-digit\s+precision: the two agree to at least (\d+) digits", tex)
+    assert all(int(agree) <= int(prec) for prec, agree in pairs), pairs
+    assert "agree to the working precision" in tex
+
+
+def test_corrected_statements_stay_corrected(report_dir):
+    """The statements a referee found false or overclaimed (issue 30, section 2)."""
+    tex = (report_dir / "equations.tex").read_text()
+    assert "too cautious at small" not in tex and "lies beyond the flip threshold" not in tex
+    assert "agrees with the\nexact theory in both regimes" not in tex and "in both regimes." not in tex
+    assert "Neither is the $1/G$ law" not in tex and "keeps a fixed width" not in tex
+    assert "says whether it uses, reproduces" not in tex
+    assert "(z^{*} - z_{\\mathrm{ref}})_{\\mathrm{here}}" not in tex
+
+
+def test_every_caption_states_its_error_bars(report_dir):
+    """Each figure's caption says what its bars or bands are (the one convention: +-2 standard
+    errors; bands of runs +-2 standard deviations; a forecast's 90 % interval), or that it is
+    theory only."""
+    from grpo_theory.report.captions import captions
+
+    nums = json.loads((report_dir / "report.json").read_text())
+    caps = captions(nums, nums["model"])
+    assert len(caps) >= 8
+    for stem, cap in caps.items():
+        assert re.search(r"\$\\pm 2\$ standard (errors|deviations)|90 % (forecast )?interval|[Tt]heory only",
+                         cap), stem
+        assert "pm 1$ standard" not in cap, stem
