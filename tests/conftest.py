@@ -77,3 +77,21 @@ def quick_crosschecks(shared):
     from grpo_theory.crosscheck import run_crosschecks
 
     return shared("quick-crosschecks", lambda: run_crosschecks(quick=True, seed=0, progress=False))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-distributed", action="store_true", default=False,
+                     help="run the tests marked distributed (the lab under accelerate launch "
+                          "and on Ray: about two minutes of two cores)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``distributed`` are deselected unless ``--run-distributed`` is given."""
+    if config.getoption("--run-distributed"):
+        return
+    keep, drop = [], []
+    for item in items:
+        (drop if item.get_closest_marker("distributed") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

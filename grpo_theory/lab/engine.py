@@ -281,6 +281,9 @@ class Lab:
         self.pretrain_loss = None
         gc.freeze()   # the frameworks' objects: out of every later collection (accelerate runs one per train)
         self._observer_cls = _observer_class()
+        #: where the experiments' independent runs go (:mod:`grpo_theory.lab.parallel`);
+        #: None: this process
+        self.executor = None
 
     # -- models ----------------------------------------------------------------------
     def new_model(self):

@@ -190,26 +190,65 @@ def kernel_top_mode(torch, J, JP, shapes) -> TopMode:
                    spectrum=w.flip(0).numpy().copy(), prompts=J.shape[0])
 
 
+def response_tasks(spec, *, amplitude, pairs, seed=0, name="response", out_dir=None):
+    """The runs of ``pairs`` common-random-number pairs: pair i is seeded ``seed + i`` and
+    kicked by +-``amplitude`` x the top mode's direction (see :mod:`.parallel`)."""
+    import os
+
+    from .parallel import TrainTask
+
+    tasks = []
+    for i in range(int(pairs)):
+        s = spec.replace(seed=seed + i)
+        for sign, tag in ((1.0, "plus"), (-1.0, "minus")):
+            tasks.append(TrainTask(
+                name=f"{name}/pair{i}_{tag}", spec=s, kick=sign * amplitude,
+                out_dir=None if out_dir is None else os.path.join(out_dir, f"pair{i}_{tag}"),
+                record={"pair": i, "sign": tag}))
+    return tasks
+
+
+def response_from(records, spec, *, mode: TopMode, z_star, every=1):
+    """Half-difference top-mode series (T, pairs) of the records of :func:`response_tasks`
+    (in order); a pair with a failed run is left out (its failure is reported by the caller)."""
+    series = []
+    for plus, minus in zip(records[0::2], records[1::2]):
+        if not hasattr(plus, "log_odds") or not hasattr(minus, "log_odds"):
+            continue
+        xs = []
+        for rec in (plus, minus):
+            x = np.full(spec.steps + 1, np.nan)
+            if rec.log_odds.size:
+                x[rec.observed_steps] = rec.mode_coordinate(mode.eigenvector, z_star)
+            xs.append(x)
+        series.append(0.5 * (xs[0] - xs[1])[::every])
+    if not series:
+        return np.full((len(range(0, spec.steps + 1, every)), 0), np.nan)
+    return np.stack(series, axis=1)
+
+
 def response_series(lab, spec, *, state, reference, mode: TopMode, z_star, amplitude, pairs,
-                    seed=0, every=1, adam_state=None):
+                    seed=0, every=1, adam_state=None, name="response", out_dir=None):
     """Half-difference top-mode response of ``pairs`` common-random-number pairs.
 
     Returns ``(response (T, pairs) at steps 0, every, 2 every, ..., records)``; a pair whose
-    either run diverged contributes its finite prefix (NaN after).
+    either run diverged contributes its finite prefix (NaN after); the records are
+    :class:`~grpo_theory.lab.engine.RunRecord` or, for a run that failed twice,
+    :class:`~grpo_theory.lab.parallel.TaskFailure` (that pair is left out).  The runs go to
+    ``lab.executor`` (this process, or Ray); with ``adam_state`` (a callback that reads the
+    optimizer in this process) they run here.
     """
-    series, recs = [], []
-    for i in range(int(pairs)):
-        s = spec.replace(seed=seed + i)
-        xs = []
-        for sign in (1.0, -1.0):
-            kick = [sign * amplitude * d for d in mode.direction]
-            rec = lab.train(s, state=state, reference=reference, kick=kick,
-                            adam_state=adam_state)
-            recs.append(rec)
-            x = np.full(spec.steps + 1, np.nan)
-            if rec.log_odds.size:
-                xv = rec.mode_coordinate(mode.eigenvector, z_star)
-                x[rec.observed_steps] = xv
-            xs.append(x)
-        series.append(0.5 * (xs[0] - xs[1])[::every])
-    return np.stack(series, axis=1), recs
+    from .parallel import SerialExecutor
+
+    tasks = response_tasks(spec, amplitude=amplitude, pairs=pairs, seed=seed, name=name,
+                           out_dir=out_dir)
+    if adam_state is not None:
+        recs = []
+        for t in tasks:
+            kick = [t.kick * d for d in mode.direction]
+            recs.append(lab.train(t.spec, state=state, reference=reference, kick=kick,
+                                  adam_state=adam_state, out_dir=t.out_dir))
+    else:
+        ex = getattr(lab, "executor", None) or SerialExecutor()
+        recs = ex.run(lab, tasks, state=state, reference=reference, direction=mode.direction)
+    return response_from(recs, spec, mode=mode, z_star=z_star, every=every), recs
