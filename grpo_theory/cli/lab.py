@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="a Hugging Face causal LM and its tokenizer (from_pretrained: a local directory, or a "
            "hub name on a machine with the network) instead of the built-in tiny GPT-2; its head "
            "is restricted to the answer tokens, which must be single tokens")
-    a("--kernel", default="auto", choices=("auto", "full", "lanczos"),
+    a("--kernel", default="auto",
       help="the tangent kernel's top eigenpair: full (build J, eigh), lanczos (J-vector "
            "products, no J: a large model), auto (full while J fits in 256 MB)")
     a("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
            "--ray-workers CPUs; with ADDRESS, that cluster (needs the lab-ray extra)")
     a("--ray-workers", type=number, default=2,
       help="CPUs of the local Ray instance (default 2)")
-    a("--device", default="cpu", choices=("cpu", "cuda"),
+    a("--device", default="cpu",
       help="where TRL trains (cuda: under accelerate launch, one process per GPU)")
     a("--json", action="store_true", help="print JSON instead of a table")
 
