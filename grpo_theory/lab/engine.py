@@ -122,6 +122,8 @@ class RunSpec:
             adam_epsilon=self.adam_epsilon)
         if self.epsilon_high is not None:
             kw["epsilon_high"] = self.epsilon_high
+        if processes > 1:   # every parameter gets a gradient: skip DDP's search for unused ones
+            kw["ddp_find_unused_parameters"] = False
         if self.optimizer == "sgd":
             kw.update(optim="sgd", optim_args=f"momentum={self.momentum:g}")
         else:
@@ -254,6 +256,8 @@ class Lab:
         self.model_spec = model or ModelSpec()
         self.source = None if source is None else str(source)
         self.device = check_choice("device", device, ("cpu", "cuda"))
+        if self.device == "cuda":   # this process's GPU under accelerate launch (its LOCAL_RANK)
+            self.device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
         self._template = None
         if self.source is None:
             self.tokenizer = build_tokenizer()
@@ -303,7 +307,7 @@ class Lab:
     def config(self) -> dict:
         """What rebuilds this lab in another process (a Ray worker): :meth:`from_config`."""
         return {"task": self.task.spec, "model": self.model_spec, "threads": self.threads,
-                "source": self.source, "device": self.device}
+                "source": self.source, "device": "cpu" if self.device == "cpu" else "cuda"}
 
     @classmethod
     def from_config(cls, config: dict) -> "Lab":
