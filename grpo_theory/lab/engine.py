@@ -245,6 +245,23 @@ def _observer_class():
     return Observer
 
 
+def _rank_seed(seed, rank):
+    """A callback that gives every process but the first its own sampling stream when training
+    starts.  The Trainer seeds every process with the same ``seed``; the lab's prompts repeat
+    (every rank holds the same prompts), so identical streams would draw identical completions
+    on every rank: half the global batch would be a copy of the other half."""
+    from transformers import TrainerCallback
+
+    class RankSeed(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):
+            if rank:
+                import torch
+
+                torch.manual_seed(int(seed) + 1_000_003 * int(rank))
+
+    return RankSeed()
+
+
 class Lab:
     """Task, tokenizer, model spec and scratch directory shared by an experiment's runs."""
 
@@ -429,6 +446,8 @@ class Lab:
                                   save_strategy="no", report_to="none", disable_tqdm=True,
                                   shuffle_dataset=False, dataloader_num_workers=0, **kw)
             observer = self._observer_cls(self, eval_every=eval_every, adam_state=adam_state)
+            if processes > 1:
+                extra_callbacks = [_rank_seed(spec.seed, rank)] + list(extra_callbacks)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args,

@@ -240,7 +240,13 @@ def place(model, input_ids, labels, targets, *, tol=1e-3):
 # any Hugging Face causal LM (``grpo-theory lab --model NAME_OR_PATH``)
 # ---------------------------------------------------------------------------------------------
 
+_RESTRICTED = None
+
+
 def _restricted_head_class():
+    global _RESTRICTED
+    if _RESTRICTED is not None:
+        return _RESTRICTED
     import torch
 
     class RestrictedHead(torch.nn.Module):
@@ -259,6 +265,7 @@ def _restricted_head_class():
         def forward(self, hidden):
             return torch.nn.functional.linear(hidden, self.weight, self.bias.to(hidden.dtype))
 
+    _RESTRICTED = RestrictedHead
     return RestrictedHead
 
 
