@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--ray-workers", type=number, default=2,
       help="CPUs of the local Ray instance (default 2)")
     a("--device", default="cpu",
-      help="where TRL trains (cuda: under accelerate launch, one process per GPU)")
+      help="where TRL trains: cpu, or cuda (one GPU per process under accelerate launch, "
+           "one per task with --ray)")
     a("--json", action="store_true", help="print JSON instead of a table")
 
 
