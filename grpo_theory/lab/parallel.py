@@ -39,6 +39,10 @@ from grpo_theory.validate import ParameterError, check_int
 __all__ = ["TrainTask", "TaskFailure", "SerialExecutor", "RayExecutor", "make_executor",
            "RAY_MESSAGE", "ATTEMPTS"]
 
+# Two shapes of task: ``run`` (a batch of TrainTask on one lab, the shared states sent once)
+# and ``map`` (any picklable module-level function over items, for jobs that build their own
+# lab, e.g. the labelled failures of grpo_theory.lab.dataset); the same retry rule for both.
+
 #: attempts per task (the first and one retry)
 ATTEMPTS = 2
 RAY_MESSAGE = "--ray needs Ray: pip install 'grpo-theory[lab-ray]'"
@@ -121,6 +125,21 @@ class SerialExecutor:
                 out.append(TaskFailure(t.name, ATTEMPTS, tuple(errors)))
         return out
 
+    def map(self, fn, items, names=None) -> list:
+        """``[fn(item)]`` in order, each retried once; a TaskFailure for one that fails twice."""
+        out = []
+        for i, item in enumerate(items):
+            errors = []
+            for _ in range(ATTEMPTS):
+                try:
+                    out.append(fn(item))
+                    break
+                except Exception as exc:   # noqa: BLE001 - reported below, never dropped
+                    errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+            else:
+                out.append(TaskFailure(names[i] if names else str(item), ATTEMPTS, tuple(errors)))
+        return out
+
     def close(self):
         pass
 
@@ -144,6 +163,10 @@ def _remote_task(config, shared, task, attempt):
                   worker=f"ray pid {os.getpid()}")
     rec.extra.pop("final_state", None)   # the driver does not need it; it may be large
     return rec
+
+
+def _remote_call(fn, item):
+    return fn(item)
 
 
 class RayExecutor:
@@ -178,15 +201,13 @@ class RayExecutor:
             ray.init(address=address, runtime_env={"env_vars": env}, **kw)
             self._started = True
         self._fn = ray.remote(num_cpus=1, num_gpus=gpus_per_task, max_retries=0)(_remote_task)
+        self._call = ray.remote(num_cpus=1, num_gpus=gpus_per_task, max_retries=0)(_remote_call)
 
-    def run(self, lab, tasks, *, state, reference, direction=None) -> list:
+    def _gather(self, submit, n, names):
+        """Submit ``submit(i)`` for i < n, retry each failed one once, return in order."""
         ray = self.ray
-        ref_state, key = reference
-        reference = (ref_state, f"{key}-{state_digest(ref_state)}")
-        shared = ray.put((state, reference, direction))
-        cfg = lab.config()
-        pending = {self._fn.remote(cfg, shared, t, 1): (i, 1, []) for i, t in enumerate(tasks)}
-        out = [None] * len(tasks)
+        pending = {submit(i): (i, 1, []) for i in range(n)}
+        out = [None] * n
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             i, attempt, errors = pending.pop(done[0])
@@ -197,11 +218,25 @@ class RayExecutor:
                 errors = errors + [f"{type(cause).__name__}: {str(cause).splitlines()[0][:200]}"
                                    if str(cause) else type(cause).__name__]
                 if attempt < ATTEMPTS:
-                    pending[self._fn.remote(cfg, shared, tasks[i], attempt + 1)] = (
-                        i, attempt + 1, errors)
+                    pending[submit(i, attempt + 1)] = (i, attempt + 1, errors)
                 else:
-                    out[i] = TaskFailure(tasks[i].name, attempt, tuple(errors))
+                    out[i] = TaskFailure(names[i], attempt, tuple(errors))
         return out
+
+    def map(self, fn, items, names=None) -> list:
+        """``[fn(item)]`` as Ray tasks, in order; each retried once, then a TaskFailure."""
+        items = list(items)
+        return self._gather(lambda i, attempt=1: self._call.remote(fn, items[i]), len(items),
+                            names or [str(x) for x in items])
+
+    def run(self, lab, tasks, *, state, reference, direction=None) -> list:
+        ray = self.ray
+        ref_state, key = reference
+        reference = (ref_state, f"{key}-{state_digest(ref_state)}")
+        shared = ray.put((state, reference, direction))
+        cfg = lab.config()
+        return self._gather(lambda i, attempt=1: self._fn.remote(cfg, shared, tasks[i], attempt),
+                            len(tasks), [t.name for t in tasks])
 
     def close(self):
         if self._started:

@@ -109,7 +109,9 @@ def test_ray_reports_a_task_that_fails_twice():
     try:
         out = ex.run(Remote(), [TrainTask("doomed", RunSpec(steps=1))], state={},
                      reference=({}, "reference"))
+        mapped = ex.map(int, ["3", "x"], ["three", "x"])   # the call-level tasks: same rule
     finally:
         ex.close()
+    assert mapped[0] == 3 and isinstance(mapped[1], TaskFailure) and mapped[1].attempts == 2
     assert isinstance(out[0], TaskFailure) and out[0].attempts == 2 and len(out[0].errors) == 2
     assert all("model" in e for e in out[0].errors)

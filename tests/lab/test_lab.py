@@ -511,6 +511,17 @@ def test_a_failing_run_is_retried_once_then_reported(tmp_path):
     assert out[:2] == ["record 0", "record 1"] and calls == [0, 1, 1, 2, 2]
     assert isinstance(out[2], TaskFailure) and out[2].attempts == 2
     assert out[2].errors == ("RuntimeError: boom 2",) * 2
+    flaky = []
+
+    def once(x):   # fails on its first call for x = 1, always for x = 2
+        flaky.append(x)
+        if x == 2 or (x == 1 and flaky.count(1) == 1):
+            raise ValueError(f"no {x}")
+        return 10 * x
+
+    got = SerialExecutor().map(once, [0, 1, 2], ["a", "b", "c"])
+    assert got[:2] == [0, 10] and flaky == [0, 1, 1, 2, 2]
+    assert isinstance(got[2], TaskFailure) and got[2].name == "c" and got[2].attempts == 2
     res = LabResult(engine="e", quick=True, model_parameters=1, prompts=2, group_size=2,
                     plateau={"variant": "v", "p_ref": 0.1, "p_star": 0.2, "stiffness_bandit": 1.0,
                              "fresh_fraction": 0.3},
