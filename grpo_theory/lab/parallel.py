@@ -150,6 +150,22 @@ class SerialExecutor:
 _WORKER_LABS = {}
 
 
+class RemoteError(RuntimeError):
+    """An exception of a Ray task, as its type and message (the project's ``ParameterError``
+    and others with their own constructors do not survive Ray's pickling)."""
+
+
+def _portable(fn):
+    def wrapped(*args):
+        try:
+            return fn(*args)
+        except Exception as exc:   # noqa: BLE001 - re-raised as a picklable one
+            raise RemoteError(f"{type(exc).__name__}: {str(exc)[:300]}") from None
+
+    wrapped.__name__ = fn.__name__
+    return wrapped
+
+
 def _remote_task(config, shared, task, attempt):
     """The body of a Ray task: the worker's lab (built once per configuration), one run."""
     from .engine import Lab
@@ -167,6 +183,10 @@ def _remote_task(config, shared, task, attempt):
 
 def _remote_call(fn, item):
     return fn(item)
+
+
+_remote_task_portable = _portable(_remote_task)
+_remote_call_portable = _portable(_remote_call)
 
 
 class RayExecutor:
@@ -200,8 +220,10 @@ class RayExecutor:
                 kw.update(num_cpus=self.workers, num_gpus=0 if not gpus_per_task else None)
             ray.init(address=address, runtime_env={"env_vars": env}, **kw)
             self._started = True
-        self._fn = ray.remote(num_cpus=1, num_gpus=gpus_per_task, max_retries=0)(_remote_task)
-        self._call = ray.remote(num_cpus=1, num_gpus=gpus_per_task, max_retries=0)(_remote_call)
+        self._fn = ray.remote(num_cpus=1, num_gpus=gpus_per_task,
+                              max_retries=0)(_remote_task_portable)
+        self._call = ray.remote(num_cpus=1, num_gpus=gpus_per_task,
+                                max_retries=0)(_remote_call_portable)
 
     def _gather(self, submit, n, names):
         """Submit ``submit(i)`` for i < n, retry each failed one once, return in order."""
@@ -215,8 +237,9 @@ class RayExecutor:
                 out[i] = ray.get(done[0])
             except Exception as exc:   # noqa: BLE001 - a task error or a dead worker
                 cause = getattr(exc, "cause", None) or exc
-                errors = errors + [f"{type(cause).__name__}: {str(cause).splitlines()[0][:200]}"
-                                   if str(cause) else type(cause).__name__]
+                text = str(cause).splitlines()[0][:300] if str(cause) else ""
+                errors = errors + [text if isinstance(cause, RemoteError)
+                                   else f"{type(cause).__name__}: {text}"]
                 if attempt < ATTEMPTS:
                     pending[submit(i, attempt + 1)] = (i, attempt + 1, errors)
                 else:
