@@ -82,7 +82,7 @@ def quick_crosschecks(shared):
 def pytest_addoption(parser):
     parser.addoption("--run-distributed", action="store_true", default=False,
                      help="run the tests marked distributed (the lab under accelerate launch "
-                          "and on Ray: about two minutes of two cores)")
+                          "and on Ray: minutes of two cores, beyond the suite's budget)")
 
 
 def pytest_collection_modifyitems(config, items):

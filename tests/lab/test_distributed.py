@@ -10,9 +10,9 @@ serial, single-process reference, made once per session):
 * on Ray every run is the same seeded single-threaded ``GRPOTrainer.train()`` in another
   process: the multipliers are identical, bit for bit, and so are the written TRL logs.
 
-Opt-in (``--run-distributed``; marker ``distributed``): on 2 shared cores the pair takes about
-two minutes (Ray's start, two more processes importing torch and TRL, the bracket's 162
-optimizer steps twice), beyond the suite's budget.  Same xdist group as the quick run, so CI
+Opt-in (``--run-distributed``; marker ``distributed``): beyond the suite's budget (the
+bracket's 162 optimizer steps twice more, Ray's start, two more processes importing torch and
+TRL: 135 s + 246 s + 40 s at load average 20 on the 2-core machine, about a quarter idle).  Same xdist group as the quick run, so CI
 runs each once, on the worker that holds the quick run.
 """
 
