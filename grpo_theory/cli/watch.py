@@ -22,7 +22,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--metric", default=None, help="reward metric (default per format)")
     add_model_options(parser, ("variant",), fields=("group_size",),
                       defaults={"group_size": GROUP_SIZE_DEFAULT})
-    parser.add_argument("--interval", type=float, default=10.0, help="seconds between polls")
+    parser.add_argument("--interval", type=number, default=10.0, help="seconds between polls")
     parser.add_argument("--max-polls", type=number, default=None,
                         help="stop after this many polls (default: follow until interrupted)")
     parser.add_argument("--wait", action="store_true",
