@@ -80,8 +80,21 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
             text = fh.read()
     except OSError as exc:
         raise ConfigFormatError(p, None, f"cannot be read ({exc.strerror})") from None
+    from grpo_theory.runs.logs.verl import printed_config, strip_ansi
+
+    text = strip_ansi(text)
     data, syntax, added, lines_of, own_script = None, None, set(), {}, False
-    if text.lstrip().startswith("{"):
+    printed, at = (None, None) if p.endswith((".json", ".yaml", ".yml")) else \
+        printed_config(text.split("\n"))
+    if printed is not None:
+        # verl's own printed config (a console log's start-up dict): the values the engine
+        # ran with, every key its own (none is a typo), defaults resolved
+        data, syntax = printed, "printed"
+        added = set(flatten(printed, sep="."))
+        if warnings is not None:
+            warnings.append(f"read verl's printed config (line {at}): the values the engine "
+                            "ran with, its defaults included")
+    elif text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
