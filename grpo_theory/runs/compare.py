@@ -60,6 +60,7 @@ from grpo_theory.results import Result
 from grpo_theory.runs.curves import finite_sorted, fit_curve
 from grpo_theory.runs.logs import TrainingLog, read_log
 from grpo_theory.runs.logs.base import flatten
+from grpo_theory.runs.logs.base import step_number as _step
 from grpo_theory.theory import oscillator
 from grpo_theory.theory.derived import get
 from grpo_theory.theory.drift import update_variance
@@ -144,7 +145,7 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
     t = steps - steps[0]
     span = float(t[-1])
     dt = float(np.median(np.diff(t)))
-    base = dict(source=source, value=value, n_points=int(t.size), first_step=float(steps[0]),
+    base = dict(source=source, value=value, n_points=int(t.size), first_step=_step(steps[0]),
                 last_step=float(steps[-1]))
     fit = fit_curve(steps, values, "exponential")     # the one curve fitter
     if not fit.success:
