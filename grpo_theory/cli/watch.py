@@ -18,7 +18,8 @@ def add_arguments(parser) -> None:
     from grpo_theory.runs.logs import FORMATS
 
     parser.add_argument("log", metavar="LOG", help="the log being written")
-    parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS)
+    parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
+                        help="log format (default: detect from the content at each read)")
     parser.add_argument("--metric", default=None, help="reward metric (default per format)")
     add_model_options(parser, ("variant",), fields=("group_size",),
                       defaults={"group_size": GROUP_SIZE_DEFAULT})
