@@ -166,29 +166,23 @@ _KIND_NAME = {"trl": "TRL GRPOConfig", "verl": "verl", "cs336": "CS336"}
 
 
 def _nested_trl_keys(flat: dict) -> list:
-    """What happens to GRPOConfig keys written under a section (``smoke:``, ``curriculum:``):
-    GRPOConfig is flat, and the mapping reads a key from a section only where the file sets
-    it nowhere above (the top level first, then the first section, :func:`_get`).  One line
-    for the keys read that way, one for those shadowed (not read); ``[]`` for a flat file."""
+    """GRPOConfig keys written under a section (``smoke:``, ``curriculum:``) that are not read:
+    the mapping reads a key by its last part, from the top level first, then from the first
+    section that sets it (:func:`_get`); the others were silently dropped.  One line naming
+    them with the key read instead, or ``[]``."""
     voc = _vocabulary()["trl"]
     by_leaf: dict = {}
     for key, value in flat.items():
         leaf = key.rsplit(".", 1)[-1]
         if value is not None and leaf in voc and (key == leaf or "." in key):
             by_leaf.setdefault(leaf, []).append(key)
-    read, unread = [], []
+    unread = []
     for leaf, keys in by_leaf.items():
         keys = sorted(keys, key=lambda k: "." in k)             # the top-level key first
-        if "." in keys[0]:
-            read.append(keys[0])
         unread += [f"{k} (read: {keys[0]})" for k in keys[1:]]
-    out = []
-    if read:
-        out.append("read from nested sections, GRPOConfig itself being flat (the run's values "
-                   "only if its script reads them there): " + ", ".join(read))
     if unread:
-        out.append("not read (the same GRPOConfig key set above them): " + ", ".join(unread))
-    return out
+        return ["not read (the same GRPOConfig key set above them): " + ", ".join(unread)]
+    return []
 
 
 def _with_config_file(path, flags: dict, lines_of: dict, warnings):
