@@ -82,7 +82,7 @@ _DICT_LINE = re.compile(r"(?:^|[\r\n])[ \t]*\{'")
 
 #: what only a verl console log holds: its launch module, ray's worker prefixes around its
 #: trainer, its printed config
-_VERL_SIGN = re.compile(r"verl\.trainer\.main_|^\((?:TaskRunner|main_task) pid=\d+|"
+_VERL_SIGN = re.compile(r"-m verl\.trainer\.main_|^\((?:TaskRunner|main_task) pid=\d+|"
                         r"^(?:\(\w+ pid=\d+[^)]*\) ?)?\{'actor_rollout_ref': ", re.M)
 
 
