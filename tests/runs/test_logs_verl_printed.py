@@ -103,3 +103,18 @@ def test_a_verl_log_without_step_lines_is_not_read_as_csv(tmp_path, capsys):
     assert main(["diagnose", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "step:N" in err and "column" not in err
+
+
+def test_lines_printed_into_the_dict_by_the_same_process_are_skipped():
+    """Public verl CI logs show warnings of the same process (vllm's "Failed to read commit
+    hash", a traceback line indented by two spaces) and of other processes between the
+    lines of the printed dict; they are not part of it."""
+    lines = _lines()
+    at = next(i for i, ln in enumerate(lines) if "'critic': {" in ln) + 2
+    noise = ["(TaskRunner pid=247607) /usr/lib/python3/vllm/connections.py:8: RuntimeWarning: "
+             "Failed to read commit hash:",
+             "(TaskRunner pid=247607) No module named 'vllm._version'",
+             "(TaskRunner pid=247607)   from vllm.version import __version__ as VLLM_VERSION",
+             "(pid=1611494)   from vllm.version import __version__ as VLLM_VERSION"]
+    cfg, _ = printed_config(lines[:at] + noise + lines[at:])
+    assert cfg is not None and cfg == printed_config(lines)[0]

@@ -38,6 +38,10 @@ _PRINTED_OPEN = re.compile(r"^\s*\{'(?:actor_rollout_ref|algorithm|critic|data|"
                            r"reward_model|trainer|custom_reward_function)'\s*:")
 
 
+#: a continuation line of a pprint-ed dict: indented, then a key, a value or a closing bracket
+_CONTINUES = re.compile(r"^\s+(?:['\"\[\]{}()\d.+-]|None\b|True\b|False\b|inf\b|nan\b)")
+
+
 def strip_ansi(text: str) -> str:
     """``text`` without terminal colour codes (a coloured console log reads as a plain one,
     and no message quotes an escape sequence)."""
@@ -94,6 +98,8 @@ def printed_config(lines, *, max_lines: int = 20000):
                 continue                       # another process's line, interleaved
             if m2:
                 nxt = nxt[m2.end():]
+            if not _CONTINUES.match(nxt):
+                continue                       # a warning the same process printed meanwhile
             parts.append(nxt)
             depth, quote = _closes(nxt, depth, quote)
         if depth != 0:
