@@ -87,3 +87,17 @@ def test_the_notes_name_real_options():
         dests = {a.dest for a in sub.choices[command]._actions}
         for dest, needs, _ in rows:
             assert {dest, needs} <= dests, (command, dest, needs)
+
+
+@pytest.mark.parametrize("argv, tail", [
+    (["fit", "--example", "--train-fraction", "0"], "train_fraction must be a real number in "
+                                                    "(0, 1), got 0"),
+    (["watch", "LOG", "--interval", "-1", "--max-polls", "1"], "got -1"),
+])
+def test_errors_echo_numbers_as_typed(argv, tail, tmp_path, capsys):
+    """`--train-fraction 0` was echoed as "got 0.0" (argparse's float())."""
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"step": 1, "reward": 0.5}\n')
+    argv = [str(log) if a == "LOG" else a for a in argv]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().endswith(tail)
