@@ -235,10 +235,13 @@ def math_to_plain(math: str) -> str:
     """One math span as Unicode text: ``\\frac{1}{\\beta}`` -> ``1/β``, ``\\mu^{k}`` -> ``μᵏ``."""
     math = re.sub(r"\\begin\{[pbv]?matrix\}", "[", math)
     math = re.sub(r"\\end\{[pbv]?matrix\}", "]", math)
+    math = re.sub(r"\\begin\{cases\}", r"\\{ ", math)     # a braced list of branches
+    math = re.sub(r"\\end\{cases\}", r" \\}", math)
     math = math.replace("\\\\", "; ").replace("&", ",")
     text = _unfold(math)
     text = re.sub(r"\s*([=<>≤≥≈≠→⇔∈∼∝≲≳×±])\s*", r" \1 ", text)  # spaces round relations
     text = re.sub(r"([(\[])\s+", r"\1", re.sub(r"\s+([)\]])", r"\1", text))
+    text = re.sub(r"\s+([,;])", r"\1", text)
     return re.sub(r" {2,}", " ", text).strip()
 
 

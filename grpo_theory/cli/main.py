@@ -87,8 +87,11 @@ def main(argv=None) -> int:
     if mod is None:              # no command: the help, as a usage error (exit 2)
         parser.print_help(sys.stderr)
         return 2
+    from grpo_theory.cli._notes import print_notes
+
     try:
         code = _emit(args, mod.call(args))
+        print_notes(mod.NAME, args)  # options that did nothing as given say so (stderr)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
         return code
     except ParameterError as exc:

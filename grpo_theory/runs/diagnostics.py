@@ -58,6 +58,7 @@ import numpy as np
 from grpo_theory.results import Result
 from grpo_theory.runs.config_map import log_config_kind, map_config
 from grpo_theory.runs.fitting import summarize_curve
+from grpo_theory.runs.logs.base import step_number as _step
 from grpo_theory.validate import ParameterError, check_int
 
 __all__ = [
@@ -93,10 +94,14 @@ def _num(x):
     return x if math.isfinite(x) else None
 
 
+#: what a detector's score measures, where "score" alone would not say (the terminal line)
+SCORE_TEXT = {"reward_hacking": "training z - held-out z = {:.3g}"}
+
+
 def _result(flag, score, evidence, *, missing=None, first_step=None, knob=None, **extra):
     """One detector's answer; ``flag`` is ``None`` when the check cannot run (``missing`` says why)."""
     out = {"flag": None if flag is None else bool(flag), "score": _num(score),
-           "missing": missing, "evidence": evidence, "first_step": _num(first_step),
+           "missing": missing, "evidence": evidence, "first_step": _step(first_step),
            "knob": knob}
     for k, v in extra.items():
         if isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, bool):
@@ -983,7 +988,8 @@ class Diagnosis(Result):
             lines.append(f"  reward curve (as fit reads it): {self.curve['summary']}")
         for name, d in self.diagnostics.items():
             mark = "n/a " if d["flag"] is None else ("FLAG" if d["flag"] else "ok  ")
-            score = "" if d["score"] is None else f" (score {d['score']:.3g})"
+            score = "" if d["score"] is None else \
+                f" ({SCORE_TEXT.get(name, 'score {:.3g}').format(d['score'])})"
             lines.append(f"  [{mark}] {name}{score}: {d['evidence']}")
             if d["flag"]:
                 when = "" if d["first_step"] is None else f"first fired at step {d['first_step']:g}; "

@@ -19,6 +19,7 @@ from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability
                                      r2_text, relaxation_time_profile)
 from grpo_theory.runs.forecast import forecast
 from grpo_theory.validate import ParameterError, check_choice
+from grpo_theory.runs.logs.base import step_number as _step
 
 __all__ = ["CurveSummary", "FitReport", "fit_log", "plot_fit", "summarize_curve", "REWARD_KINDS",
            "CORE_FAMILIES"]
@@ -326,7 +327,7 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
                       reward_range=(0.0, 1.0) if binary or in_unit else None)
     ok = not reasons
     return FitReport(source=str(log.source), format=log.format, run=log.run, metric=name,
-                     n=int(steps.size), first_step=float(steps[0]), last_step=float(steps[-1]),
+                     n=int(steps.size), first_step=_step(steps[0]), last_step=_step(steps[-1]),
                      models={m: fr.to_dict() for m, fr in res["models"].items()},
                      best=res["best"] if ok else None, best_bic=res["best_bic"] if ok else None,
                      applicable={"fit": ok, "reasons": reasons, "noise_ceiling": ceiling,

@@ -161,7 +161,9 @@ class CollapseRisk(Result):
             lines.append("  one change at a time (probability after it):")
             for k in self.knobs:
                 lines.append(f"    {k['knob']:<28s} {k['probability']:.3g}")
-            lines.append(f"  most effective: {self.best_knob}")
+            lines.append(f"  most effective: {self.best_knob}" if self.best_knob else
+                         f"  most effective: none (no single change lowers the risk below "
+                         f"{self.probability:.3g})")
         if self.reason:
             lines.append(f"  note: {self.reason}")
         return "\n".join(lines)
@@ -295,4 +297,13 @@ def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001)
                              "mean_first_passage_steps": r[1]})
         rows.sort(key=lambda r: r["probability"])
     return CollapseRisk(T, prob, tau, depth, basin[0], fp.p, basin, tuple(rows),
-                        rows[0]["knob"] if rows else None)
+                        _best_knob(rows, prob))
+
+
+def _best_knob(rows, prob):
+    """The change that lowers the risk most, or ``None`` where none lowers it (every change
+    leaves it at 1, say); changes tied for the lowest probability are named together."""
+    if not rows or not rows[0]["probability"] < prob:
+        return None
+    low = rows[0]["probability"]
+    return " = ".join(r["knob"] for r in rows if r["probability"] == low)

@@ -55,9 +55,29 @@ def test_invariance_accepts_replicates():
     """The null is true for replicates (same G, different seeds): the block chi^2 must not reject."""
     logs = [_run(seed, steps=600, group_size=8, normalization="mean", learning_rate=0.25)
             for seed in (1, 2, 3)]
-    a = compare(logs, by="group_size", values=[8, 8, 8], normalization="mean").analysis
-    assert a.p_value > 0.01 and a.invariant
+    res = compare(logs, by="group_size", values=[8, 8, 8], normalization="mean")
+    a = res.analysis
+    assert a.p_value > 0.01
     assert "exponent" in a.declined                      # one group size: no exponent
+    # ... nor a verdict on G-invariance (issue 29: replicates at one G were "consistent with
+    # G-invariance"): the chi2 is kept as what it is, a replicate check
+    assert a.invariant is None and "2 or more group sizes" in a.declined["invariance"]
+    assert "G-invariance" not in str(res).split("declined")[0]
+    assert "consistent with each other (replicates)" in str(res)
+
+
+def test_one_run_given_twice_is_refused(tmp_path, capsys):
+    """The same log twice (or a copy of it) was compared with itself: chi2 = 0, p = 1,
+    "consistent with G-invariance" (issue 29).  It is one run, not a family."""
+    from grpo_theory.data import example_log
+
+    log = str(example_log())
+    copy = tmp_path / "copy.log"
+    copy.write_bytes(open(log, "rb").read())
+    for pair in ([log, log], [log, str(copy)]):
+        assert main(["compare", *pair, "--by", "group_size", "--values", "4,8"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "LOG must be a run other than" in err
 
 
 def test_invariance_rejects_a_plateau_that_moves_with_g():

@@ -399,3 +399,24 @@ def test_instability_knob_names_the_runs_own_refresh_window():
                                                 "num_iterations": 1})
     assert "momentum" in D._instability_knob(on_policy)
     assert "steps_per_generation" in D._instability_knob(TrainingLog(metrics={}))
+
+
+def test_steps_are_integers_in_json_and_scores_say_what_they_measure():
+    """Issue 29: JSON said "first_step": 7.0, and an unflagged reward-hacking check printed
+    "[ok] reward_hacking (score 30)" -- a bare 30 reads as an alarm."""
+    lost = D.policy_concentration(_entropy_log(np.geomspace(1.0, 0.06, 60)))
+    assert type(lost["first_step"]) is int
+    assert f'"first_step": {lost["first_step"]},' in json.dumps(lost)
+    # training and held-out reward both rise (held-out by half as much): not hacking, but the
+    # training gain is many of its standard deviations above the held-out one
+    rng = np.random.default_rng(3)
+    steps = np.arange(300.0)
+    train = np.linspace(0.1, 0.9, 300) + 0.01 * rng.standard_normal(300)
+    ev_steps = steps[::10]
+    held = np.linspace(0.1, 0.5, 30) + 0.01 * rng.standard_normal(30)
+    log = TrainingLog(metrics={"reward": (steps, train), "eval_reward": (ev_steps, held)})
+    diag = D.diagnose(log, group_size=8)
+    rh = diag.diagnostics["reward_hacking"]
+    assert rh["flag"] is False and rh["score"] > 10
+    line = next(ln for ln in str(diag).splitlines() if "reward_hacking" in ln)
+    assert line.startswith(f"  [ok  ] reward_hacking (training z - held-out z = {rh['score']:.3g})")

@@ -74,3 +74,16 @@ def test_wait_picks_up_a_log_that_appears(tmp_path):
                        state=state))
     assert state == {"polls": 2, "reads": 1}
     assert [w.detector for w in fired] == ["dynamical_instability", "collapse"]
+
+
+def test_a_binary_file_is_refused_as_diagnose_refuses_it(tmp_path, capsys):
+    """watch waited on a binary file and ended "did not appear" (exit 1) where diagnose says
+    "format not recognized" (exit 2); issue 29.  A binary file never becomes a text log."""
+    path = tmp_path / "model.bin"
+    path.write_bytes(bytes(range(256)) * 16)
+    assert main(["diagnose", str(path)]) == 2
+    said = capsys.readouterr().err.strip()
+    assert main(["watch", str(path), "--max-polls", "3", "--interval", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "format not recognized" in err
+    assert err.split(": error: ")[1] == said.split(": error: ")[1]
