@@ -283,7 +283,7 @@ def fit_r2(paths) -> dict:
     per_model, ceilings = {}, []
     for p in paths:
         rep = fit_log(read_log(p))
-        ceilings.append(float(rep.applicable["noise_ceiling"]))
+        ceilings.append(float(rep.applicable["signal_share"]))
         for name, m in rep.models.items():
             if m.get("r2") is not None:
                 per_model.setdefault(name, []).append(float(m["r2"]))
