@@ -53,7 +53,7 @@ def test_interval_is_calibrated_on_synthetic_curves():
     cases = [(0, 0.2), (0, 0.5), (3, 0.2), (3, 0.5), (1, 0.5), (0, 0.2)] * 4
     for shape, frac in cases:
         t, _, y = _synthetic(rng, shape, int(rng.integers(40, 160)))
-        p = forecast(t, y, frac, FAST)
+        p = forecast(t, y, frac, FAST, calibration=1.0)     # the band from the prefix alone
         assert p.applicable, p.reasons
         ok = (p.y_holdout >= p.lower) & (p.y_holdout <= p.upper)
         assert p.interval_coverage == pytest.approx(ok.mean())
@@ -137,7 +137,7 @@ def test_falls_back_to_the_level_on_noise_and_falling_prefixes():
     # white noise, and a slow fall: the relaxation families do not apply; instead of declining
     # the forecast carries the level forward, says why, and keeps the baselines
     t = np.arange(100.0)
-    for kind, why in (("noise", "noise ceiling"), ("falling", "flat or decreasing")):
+    for kind, why in (("noise", "flat reward"), ("falling", "decreasing reward")):
         for seed in range(5):
             rng = np.random.default_rng(seed)
             y = (0.5 + 0.1 * rng.standard_normal(100) if kind == "noise"
@@ -286,3 +286,46 @@ def test_band_holds_the_spread_of_the_families_the_prefix_cannot_tell_apart(monk
     np.testing.assert_allclose(alone.prediction, fc.prediction)
     half, half0 = (fc.upper - fc.lower) / 2, (alone.upper - alone.lower) / 2
     np.testing.assert_allclose(half ** 2 - half0 ** 2, F.Z90 ** 2 * d2, rtol=1e-9, atol=1e-15)
+
+
+def test_the_conformal_scale_multiplies_the_band_and_nothing_else():
+    """Issue 32 section 2: the split-conformal scale widens (or narrows) the band's half-width
+    before it is cut to the range; the curve, the choice and the baselines stay."""
+    from grpo_theory.runs.forecast import CONFORMAL_SCALE
+
+    rng = np.random.default_rng(3)
+    t, _, y = _synthetic(rng, 0, 40)
+    a = forecast(t, y, 0.5, ["exponential"], calibration=1.0)
+    c = forecast(t, y, 0.5, ["exponential"])
+    assert CONFORMAL_SCALE != 1.0
+    assert np.allclose(c.half, CONFORMAL_SCALE * a.half) and np.allclose(a.prediction, c.prediction)
+    assert a.best == c.best and a.baselines == c.baselines and c.calibration == CONFORMAL_SCALE
+    lo, hi = a.reward_range or (-np.inf, np.inf)
+    assert np.allclose(c.lower, np.maximum(c.prediction - c.half, lo))
+    assert np.allclose(c.upper, np.minimum(c.prediction + c.half, hi))
+    assert c.to_dict()["interval"]["calibration"] == CONFORMAL_SCALE
+    with pytest.raises(ParameterError, match="calibration"):
+        forecast(t, y, 0.5, FAST, calibration=0.0)
+
+
+def test_conformal_scale_quantile_with_runs_as_units():
+    """The weighted quantile against hand computations: runs count equally whatever their
+    length, and the level carries split conformal's ceil((m + 1) 0.9) / m correction."""
+    from grpo_theory.runs.forecast import conformal_scale
+
+    assert conformal_scale([]) is None and conformal_scale([{"scores": []}]) is None
+    # 19 runs of one point each, scores 1..19: level ceil(20 * 0.9) / 19 = 18 / 19 -> the 18th
+    runs = [{"scores": [float(k)]} for k in range(1, 20)]
+    assert conformal_scale(runs) == 18.0
+    # one long run of small scores cannot pull the scale down: 9 short runs at 10, one run of
+    # 1000 points at 0.1 -> with runs equal, the 90 % (corrected: 100 %) point is 10
+    runs = [{"scores": [10.0]} for _ in range(9)] + [{"scores": [0.1] * 1000}]
+    assert conformal_scale(runs) == 10.0
+    # exchangeable draws: the scaled band covers about 90 % of new runs' points
+    rng = np.random.default_rng(4)
+    cal = [{"scores": list(np.abs(rng.standard_normal(int(rng.integers(5, 50)))))}
+           for _ in range(200)]
+    q = conformal_scale(cal)
+    assert abs(q - 1.645) < 0.15
+    new = np.abs(rng.standard_normal(20000))
+    assert 0.88 <= np.mean(new <= q) <= 0.93
