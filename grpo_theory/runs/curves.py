@@ -574,7 +574,7 @@ BINARY_FAMILIES = ("mean_field_std", "mean_field_mean", "mixture_std", "mixture_
 
 
 def r2_text(x) -> str:
-    """The one format of an R^2 and of the noise ceiling in every message (0.045, never 0.04
+    """The one format of an R^2 and of the signal share in every message (0.045, never 0.04
     in one line and 0.045 in the next)."""
     return format(float(x), ".3f")
 
