@@ -174,6 +174,9 @@ def noise_floor(y) -> float:
 
 
 FRACTIONS = (0.2, 0.5)
+#: lab settings that start at their configuration's fixed point, stable by the exact theory: a
+#: flat reward by construction, where an answer of ``fit`` is a false answer
+FLAT_SETTINGS = ("stable_refresh", "stable_momentum", "warm_hold")
 LAB_REPO = "the lab (grpo_theory.lab)"
 
 
@@ -192,17 +195,19 @@ def conformal_quantile(records, level=0.9):
 
 
 def conformal_loro(records_by_f):
-    """Leave-one-repository-out coverage of the split-conformal band: for every repository, the
-    scale is the quantile (:func:`conformal_quantile`) of the scores of every *other*
-    repository's runs at both prefixes, and that repository's runs are covered where their
-    score is at most it.  ``{"scale_all", "by_fraction": {f: {"pooled", "per_run_mean",
+    """Leave-one-repository-out coverage of the split-conformal band: for every repository and
+    prefix fraction, the scale is the quantile (:func:`conformal_quantile`) of the scores of
+    every *other* repository's runs at that fraction, and that repository's runs are covered
+    where their score is at most it.  ``{"scale_all", "by_fraction": {f: {"pooled", "per_run_mean",
     "by_repo": {repo: (coverage, points, runs, scale)}}}}``; ``records_by_f`` maps a fraction
     to records ``{"run", "repo", "scores", "bench"}``."""
     allrec = [r for recs in records_by_f.values() for r in recs]
     repos = sorted({r["repo"] for r in allrec})
-    scale = {rp: conformal_quantile([r for r in allrec if r["repo"] != rp]) for rp in repos}
-    out = {"scale_all": conformal_quantile(allrec), "scale_loro": scale, "by_fraction": {}}
+    out = {"scale_all": {f: conformal_quantile(recs) for f, recs in records_by_f.items()},
+           "by_fraction": {}}
     for f, recs in records_by_f.items():
+        # the scale of this prefix fraction from the other repositories' runs at this fraction
+        scale = {rp: conformal_quantile([r for r in recs if r["repo"] != rp]) for rp in repos}
         by_bench = defaultdict(lambda: {"in": 0, "n": 0, "runs": []})
         by_repo = defaultdict(lambda: [0, 0, 0])
         for r in recs:
@@ -228,9 +233,10 @@ def conformal_loro(records_by_f):
 
 
 def _print_conformal(c):
-    print(f"forecast band, split-conformal over repositories: scale from every repository "
-          f"{c['scale_all']:.3f} (forecast.CONFORMAL_SCALE); coverage of the 90 % band "
-          "leave-one-repository-out (each run's scale from the other repositories' runs only):")
+    print("forecast band, split-conformal over repositories: scale from every repository "
+          + ", ".join(f"{float(f):.0%} {q:.3f}" for f, q in c["scale_all"].items())
+          + " (forecast.CONFORMAL_SCALE); coverage of the 90 % band leave-one-repository-out "
+          "(each run's scale from the other repositories' runs only):")
     for f, d in c["by_fraction"].items():
         print(f"  from the first {float(f):.0%}: " + "; ".join(
             f"{b} pooled {v['pooled']:.3f}, mean over its {v['runs']} runs {v['per_run_mean']:.3f}"
@@ -258,6 +264,7 @@ def score(runs, bench=BENCH):
     counts = {f: {"made": 0, "declined": 0, "too_short": 0, "reasons": defaultdict(int)}
               for f in FRACTIONS}
     per_run = {}
+    fit_count = {"runs": 0, "answered": 0, "trend_4sd": 0, "flat_runs": 0, "flat_answered": 0}
     conformal = {f: [] for f in FRACTIONS}
     labels_seen = list(LABEL_DETECTOR)
     for meta in progress(runs, total=len(runs), desc="scorecard"):
@@ -303,6 +310,14 @@ def score(runs, bench=BENCH):
             rep = fit_log(log, key, reward=reward)
         except ParameterError:
             rep = None
+        if rep is not None:
+            fit_count["runs"] += 1
+            fit_count["answered"] += bool(rep.applicable["fit"])
+            g = rep.gain or {}
+            fit_count["trend_4sd"] += bool(g.get("gain_sd") and g["gain"] > 4 * g["gain_sd"])
+            if info.get("setting") in FLAT_SETTINGS:
+                fit_count["flat_runs"] += 1
+                fit_count["flat_answered"] += bool(rep.applicable["fit"])
         if rep is not None and rep.applicable["fit"]:
             for m, d in rep.models.items():
                 if d["r2"] is not None:
@@ -363,6 +378,7 @@ def score(runs, bench=BENCH):
                           for lab in labels_seen},
             "detector_flags": {k: dict(v) for k, v in flags.items()},
             "fit_r2_median": {m: med(v) for m, v in r2.items()},
+            "fit_answers": fit_count,
             "forecast": {str(f): {"made": counts[f]["made"], "declined": counts[f]["declined"],
                                   "too_short": counts[f]["too_short"],
                                   "answer_rate": (counts[f]["made"] / (counts[f]["made"]
@@ -655,6 +671,10 @@ def _print(res, title, n_runs, bench):
     print("flags per detector over the runs read (true / false / null):")
     for name, c in res["detector_flags"].items():
         print(f"  {name:<26} {c['true']:>3} / {c['false']:>3} / {c['null']:>3}")
+    fa = res["fit_answers"]
+    print(f"fit answers {fa['answered']} of {fa['runs']} GRPO runs (a rise significant at 4 sd: "
+          f"{fa['trend_4sd']}); on the flat runs (started at a stable fixed point: "
+          f"{', '.join(FLAT_SETTINGS)}) {fa['flat_answered']} of {fa['flat_runs']}")
     print("fit: median R^2 where the model applies (runs)")
     for m, (v, n) in res["fit_r2_median"].items():
         print(f"  {m:<16} {v:.3f} ({n})")

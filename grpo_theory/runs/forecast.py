@@ -83,6 +83,7 @@ __all__ = [
     "CONFORMAL_SCALE",
     "ForecastResult",
     "conformal_scale",
+    "conformal_scale_at",
     "LevelFit",
     "entropy_law",
     "fit_entropy_law",
@@ -98,14 +99,21 @@ __all__ = [
 Z90 = 1.6448536269514722
 #: Split-conformal scale of the 90 % band, over repositories (Vovk et al., *Algorithmic Learning in
 #: a Random World*, 2005; Lei et al., *JASA* 113, 2018): the band's half-width from the prefix
-#: (below) is multiplied by the 90 % quantile, with the finite-sample correction
-#: ``ceil((m + 1) 0.9) / m``, of the scores ``|y - forecast| / half-width`` of every held-out
-#: point of the labelled runs (``benchmarks/real_runs`` and ``benchmarks/lab_runs``; each run
-#: weighted equally, so that no long log sets the scale), from both prefixes (20 %, 50 %).  The
-#: scorecard reports its coverage leave-one-repository-out: every run's band scaled by the
-#: quantile of the *other* repositories' scores (``benchmarks/scorecard.py``).  Refit with
-#: ``python benchmarks/scorecard.py --conformal``.
-CONFORMAL_SCALE = 1.0
+#: (below) is multiplied by the 90 % quantile, with the finite-sample correction, of the scores
+#: ``|y - forecast| / half-width`` of the held-out points of the labelled runs
+#: (``benchmarks/real_runs`` and ``benchmarks/lab_runs``; :func:`conformal_scale`), one scale per
+#: prefix fraction ``(fraction, scale)`` (linear in between, the nearest outside).  The scorecard
+#: reports its coverage leave-one-repository-out: every run's band scaled by the quantile of the
+#: *other* repositories' scores (``benchmarks/scorecard.py``).
+CONFORMAL_SCALE = ((0.2, 1.0), (0.5, 1.0))
+
+
+def conformal_scale_at(train_fraction: float) -> float:
+    """The split-conformal scale (:data:`CONFORMAL_SCALE`) at a prefix fraction."""
+    fs, qs = zip(*CONFORMAL_SCALE)
+    return float(np.interp(train_fraction, fs, qs))
+
+
 #: Rolling origins, as fractions of the training prefix.
 ORIGINS = (0.5, 0.65, 0.8)
 #: Names of the baselines, in the order they are reported.
@@ -551,10 +559,11 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     :class:`ParameterError` when the fraction leaves fewer than :data:`MIN_LEVEL_POINTS`
     training points or no held-out point; with fewer than :data:`MIN_TRAIN_POINTS` the forecast is
     the level with a Student-t band (:func:`_short_prefix`).  ``calibration``: the factor on the
-    band's half-width (default :data:`CONFORMAL_SCALE`; 1 gives the band from the prefix alone).
+    band's half-width (default :func:`conformal_scale_at` the fraction; 1 gives the band from
+    the prefix alone).
     """
     f = check_real("train_fraction", train_fraction, low=0, high=1, low_open=True, high_open=True)
-    calibration = CONFORMAL_SCALE if calibration is None else check_real(
+    calibration = conformal_scale_at(f) if calibration is None else check_real(
         "calibration", calibration, low=0, low_open=True)
     t, y = finite_sorted(t, y)
     n_train = int(math.ceil(f * t.size))

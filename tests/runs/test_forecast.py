@@ -291,19 +291,24 @@ def test_band_holds_the_spread_of_the_families_the_prefix_cannot_tell_apart(monk
 def test_the_conformal_scale_multiplies_the_band_and_nothing_else():
     """Issue 32 section 2: the split-conformal scale widens (or narrows) the band's half-width
     before it is cut to the range; the curve, the choice and the baselines stay."""
-    from grpo_theory.runs.forecast import CONFORMAL_SCALE
+    from grpo_theory.runs.forecast import CONFORMAL_SCALE, conformal_scale_at
 
+    (f0, q0), (f1, q1) = CONFORMAL_SCALE
+    assert conformal_scale_at(f0) == q0 and conformal_scale_at(f1) == q1
+    assert conformal_scale_at(0.01) == q0 and conformal_scale_at(0.99) == q1
+    assert conformal_scale_at((f0 + f1) / 2) == pytest.approx((q0 + q1) / 2)
+    q = conformal_scale_at(0.5)
     rng = np.random.default_rng(3)
     t, _, y = _synthetic(rng, 0, 40)
     a = forecast(t, y, 0.5, ["exponential"], calibration=1.0)
     c = forecast(t, y, 0.5, ["exponential"])
-    assert CONFORMAL_SCALE != 1.0
-    assert np.allclose(c.half, CONFORMAL_SCALE * a.half) and np.allclose(a.prediction, c.prediction)
-    assert a.best == c.best and a.baselines == c.baselines and c.calibration == CONFORMAL_SCALE
+    assert q != 1.0
+    assert np.allclose(c.half, q * a.half) and np.allclose(a.prediction, c.prediction)
+    assert a.best == c.best and a.baselines == c.baselines and c.calibration == q
     lo, hi = a.reward_range or (-np.inf, np.inf)
     assert np.allclose(c.lower, np.maximum(c.prediction - c.half, lo))
     assert np.allclose(c.upper, np.minimum(c.prediction + c.half, hi))
-    assert c.to_dict()["interval"]["calibration"] == CONFORMAL_SCALE
+    assert c.to_dict()["interval"]["calibration"] == q
     with pytest.raises(ParameterError, match="calibration"):
         forecast(t, y, 0.5, FAST, calibration=0.0)
 
