@@ -211,7 +211,8 @@ SETTINGS = (
         "reward falls from about 0.9 to 0.44-0.5 and stays",
         RunSpec(beta=0.5, steps=150, **_STD),
         _labels(collapse=True, instability=True, stable=False, divergence="unknown",
-                entropy_explosion="unknown", oscillation="unknown", entropy_collapse="unknown"),
+                entropy_explosion="unknown", oscillation="unknown", entropy_collapse="unknown",
+                advantage_degeneracy="unknown"),
         reference_z=_z(0.5), start_z="plateau", bandit_lr=20.0, p_ref=0.5),
 )
 

@@ -865,6 +865,7 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     sm, peak, rise, drop = _rise_and_fall(rs, rv, noise)
     # rise then fall: the reward climbed (> 4 noise sd) and gave back at least half of it
     collapse = rise > 4 * noise and drop > 0.5 * rise and drop > 4 * noise
+    rise_fall = collapse
     first = {}
     if collapse:
         first["collapse"] = _first_crossing(rs[peak:], -sm[peak:], -(sm[peak] - 0.5 * rise))
@@ -956,8 +957,15 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     diverging = bool(div["flag"])
     if diverging:
         first["divergence"] = div["first_step"]
-    flag = oscillating or growing or collapse or diverging or bool(flipping)
-    first_step = min(first.values()) if first and all(v is not None for v in first.values()) else None
+    # a fall from the level the run started at (to the floor, or from a high start) is a
+    # collapse of the reward, reported by `collapse`; alone it is no sign of an instability: a
+    # stable map relaxes from any starting point to its fixed point, which can lie far below it
+    # (a warm start anchored to a weaker reference).  The instability counts a fall from a level
+    # the run climbed to (rise then fall), or one the other tests explain.
+    flag = oscillating or growing or rise_fall or diverging or bool(flipping)
+    inst_first = {k: v for k, v in first.items() if k not in ("floor", "from_high") or rise_fall}
+    first_step = (min(inst_first.values()) if inst_first and all(v is not None for v in inst_first.values())
+                  else None)
     parts = [f"rise {rise:.3g} to the smoothed peak at step {rs[peak]:g}, then a fall of {drop:.3g} "
              f"(noise sd {noise:.3g}; collapse = rise and fall > 4 sd, fall > half the rise)"]
     parts.append(f"floor test: start {start:.3g} (median of the first 3 points) -> end {end:.3g} "
@@ -999,6 +1007,8 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
                    fluctuation_growth=growth, rise=rise, drop_from_peak=drop,
                    oscillating=oscillating, growing=growing, collapsed=bool(collapse),
                    collapsed_from_high=from_high,
+                   collapse_first_step=(min(first.values()) if first and all(
+                       v is not None for v in first.values()) else None),
                    fell_after_divergence=bool(after_div and after_div["flag"]),
                    diverging=diverging, alternating=bool(flipping),
                    alternation={n_: a for n_, a in alt.items()}, spikes=spikes,
@@ -1036,7 +1046,7 @@ def collapse(log, reward_metric=None, *, instability=None):
           "no reward collapse" + (" (diverging, but the reward has not fallen yet)"
                                   if di.get("diverging") else ""))
     return _result(flag, di.get("score"), ev + "; " + di.get("collapse_evidence", di["evidence"]),
-                   first_step=di.get("first_step") if flag else None,
+                   first_step=di.get("collapse_first_step", di.get("first_step")) if flag else None,
                    knob=di.get("knob"), collapsed=bool(di.get("collapsed")), early=early,
                    announced=announced)
 
