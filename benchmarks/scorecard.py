@@ -187,14 +187,14 @@ def _repo(info, bench):
     return src.get("repo") or (LAB_REPO if Path(bench).name == "lab_runs" else str(bench))
 
 
-def conformal_quantile(records, level=0.9):
+def conformal_quantile(records, level=0.9, weight="points"):
     """:func:`grpo_theory.runs.forecast.conformal_scale` (one definition, tested there)."""
     from grpo_theory.runs.forecast import conformal_scale
 
-    return conformal_scale(records, level)
+    return conformal_scale(records, level, weight=weight)
 
 
-def conformal_loro(records_by_f):
+def conformal_loro(records_by_f, weight="points"):
     """Leave-one-repository-out coverage of the split-conformal band: for every repository and
     prefix fraction, the scale is the quantile (:func:`conformal_quantile`) of the scores of
     every *other* repository's runs at that fraction, and that repository's runs are covered
@@ -203,11 +203,13 @@ def conformal_loro(records_by_f):
     to records ``{"run", "repo", "scores", "bench"}``."""
     allrec = [r for recs in records_by_f.values() for r in recs]
     repos = sorted({r["repo"] for r in allrec})
-    out = {"scale_all": {f: conformal_quantile(recs) for f, recs in records_by_f.items()},
+    out = {"scale_all": {f: conformal_quantile(recs, weight=weight)
+                         for f, recs in records_by_f.items()}, "weight": weight,
            "by_fraction": {}}
     for f, recs in records_by_f.items():
         # the scale of this prefix fraction from the other repositories' runs at this fraction
-        scale = {rp: conformal_quantile([r for r in recs if r["repo"] != rp]) for rp in repos}
+        scale = {rp: conformal_quantile([r for r in recs if r["repo"] != rp], weight=weight)
+                 for rp in repos}
         by_bench = defaultdict(lambda: {"in": 0, "n": 0, "runs": []})
         by_repo = defaultdict(lambda: [0, 0, 0])
         for r in recs:
@@ -216,10 +218,11 @@ def conformal_loro(records_by_f):
             if q is None or not sc_.size:
                 continue
             inside = int(np.sum(sc_ <= q))
-            b = by_bench[r["bench"]]
-            b["in"] += inside
-            b["n"] += sc_.size
-            b["runs"].append(inside / sc_.size)
+            for key in (r["bench"], "all"):
+                b = by_bench[key]
+                b["in"] += inside
+                b["n"] += sc_.size
+                b["runs"].append(inside / sc_.size)
             by_repo[r["repo"]][0] += inside
             by_repo[r["repo"]][1] += sc_.size
             by_repo[r["repo"]][2] += 1
@@ -733,6 +736,7 @@ def main(argv=None) -> int:
     recs = {f: [dict(r, bench=b) for b in out for r in out[b]["conformal_scores"][f]]
             for f in out["public"]["conformal_scores"]}
     out["conformal"] = conformal_loro(recs)
+    out["conformal_runs_as_units"] = conformal_loro(recs, weight="runs")
     if args.json:
         for b in ("public", "lab"):
             if b in out:
@@ -745,6 +749,8 @@ def main(argv=None) -> int:
         _print(out["lab"], "lab runs (separate table: the cause of each is known)", len(lab_runs), lab)
     print()
     _print_conformal(out["conformal"])
+    print("(the same with runs as the units, each run weighted equally:)")
+    _print_conformal(out["conformal_runs_as_units"])
     if "lab" in out:
         print()
         _print_theory_gain(out["lab"].get("theory_gain"))

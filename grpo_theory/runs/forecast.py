@@ -101,7 +101,8 @@ Z90 = 1.6448536269514722
 #: a Random World*, 2005; Lei et al., *JASA* 113, 2018): the band's half-width from the prefix
 #: (below) is multiplied by the 90 % quantile, with the finite-sample correction, of the scores
 #: ``|y - forecast| / half-width`` of the held-out points of the labelled runs
-#: (``benchmarks/real_runs`` and ``benchmarks/lab_runs``; :func:`conformal_scale`), one scale per
+#: (``benchmarks/real_runs`` and ``benchmarks/lab_runs``; :func:`conformal_scale`, every point a
+#: unit), one scale per
 #: prefix fraction ``(fraction, scale)`` (linear in between, the nearest outside).  The scorecard
 #: reports its coverage leave-one-repository-out: every run's band scaled by the quantile of the
 #: *other* repositories' scores (``benchmarks/scorecard.py``).
@@ -485,24 +486,25 @@ class ForecastResult:
                        for m in self.holdout_rmse}})
 
 
-def conformal_scale(records, level=0.9):
+def conformal_scale(records, level=0.9, *, weight="points"):
     r"""The split-conformal scale of a band: the quantile of the scores ``|y - forecast| /
-    half-width`` of ``records`` (dicts with ``"scores"``, one per run), each run weighted equally
-    (its points share one unit of weight, so a long log does not set the scale), at level
-    :math:`\min(1, \lceil (m + 1)\,\text{level} \rceil / m)` for :math:`m` runs -- the
-    finite-sample correction of split conformal prediction with the runs as the exchangeable
-    units.  ``None`` without scores.  A band scaled by it covers a new run's points with
-    probability >= ``level`` where runs are exchangeable with the calibration runs (not
-    guaranteed for a kind of run none of them resembles: the scorecard measures it
-    leave-one-repository-out)."""
+    half-width`` of ``records`` (dicts with ``"scores"``, one per run) at level
+    :math:`\min(1, \lceil (m + 1)\,\text{level} \rceil / m)`, the finite-sample correction of
+    split conformal prediction for :math:`m` units.  ``weight="points"``: every held-out point
+    is a unit (the band is then calibrated for the coverage pooled over points, the scorecard's
+    figure); ``"runs"``: every run is one unit, its points sharing its weight (calibrated for
+    the mean of the runs' coverages, a long log no heavier than a short one).  ``None`` without
+    scores.  Points of one run are not independent, so the finite-sample guarantee is nominal;
+    the scorecard measures the coverage out of sample, leave-one-repository-out."""
+    check_choice("weight", weight, ("points", "runs"))
     vals, wts = [], []
     runs = [r for r in records if len(r["scores"])]
     for r in runs:
         vals += list(r["scores"])
-        wts += [1.0 / len(r["scores"])] * len(r["scores"])
+        wts += [1.0 / len(r["scores"]) if weight == "runs" else 1.0] * len(r["scores"])
     if not vals:
         return None
-    m = len(runs)
+    m = len(runs) if weight == "runs" else len(vals)
     lev = min(1.0, math.ceil((m + 1) * level) / m)
     order = np.argsort(vals, kind="stable")
     v, w = np.asarray(vals, dtype=float)[order], np.cumsum(np.asarray(wts)[order])

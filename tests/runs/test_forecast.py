@@ -314,18 +314,23 @@ def test_the_conformal_scale_multiplies_the_band_and_nothing_else():
 
 
 def test_conformal_scale_quantile_with_runs_as_units():
-    """The weighted quantile against hand computations: runs count equally whatever their
-    length, and the level carries split conformal's ceil((m + 1) 0.9) / m correction."""
+    """The quantile against hand computations, with points or runs as the units, and the level
+    carrying split conformal's ceil((m + 1) 0.9) / m correction."""
     from grpo_theory.runs.forecast import conformal_scale
 
     assert conformal_scale([]) is None and conformal_scale([{"scores": []}]) is None
-    # 19 runs of one point each, scores 1..19: level ceil(20 * 0.9) / 19 = 18 / 19 -> the 18th
+    # 19 points, scores 1..19: level ceil(20 * 0.9) / 19 = 18 / 19 -> the 18th, however the
+    # points are split into runs
     runs = [{"scores": [float(k)]} for k in range(1, 20)]
-    assert conformal_scale(runs) == 18.0
-    # one long run of small scores cannot pull the scale down: 9 short runs at 10, one run of
-    # 1000 points at 0.1 -> with runs equal, the 90 % (corrected: 100 %) point is 10
+    assert conformal_scale(runs) == 18.0 == conformal_scale(runs, weight="runs")
+    assert conformal_scale([{"scores": [float(k) for k in range(1, 20)]}]) == 18.0
+    # with runs as the units one long run of small scores cannot pull the scale down: 9 short
+    # runs at 10, one run of 1000 points at 0.1 -> the 90 % (corrected: 100 %) run point is 10;
+    # with points as the units the long run is 1000 of 1009 points -> 0.1
     runs = [{"scores": [10.0]} for _ in range(9)] + [{"scores": [0.1] * 1000}]
-    assert conformal_scale(runs) == 10.0
+    assert conformal_scale(runs, weight="runs") == 10.0 and conformal_scale(runs) == 0.1
+    with pytest.raises(ParameterError, match="weight"):
+        conformal_scale(runs, weight="repos")
     # exchangeable draws: the scaled band covers about 90 % of new runs' points
     rng = np.random.default_rng(4)
     cal = [{"scores": list(np.abs(rng.standard_normal(int(rng.integers(5, 50)))))}
