@@ -278,7 +278,7 @@ def rate_family(root, *, bandit_lrs=(0.1, 0.2, 0.4, 0.8), seeds=(0, 1), steps=15
 
 def fit_r2(paths) -> dict:
     """R^2 of the closed-form fits on each run's TRL reward curve: the single exponential (the
-    paper's law) and every family ``fit_log`` knows, with the noise ceiling of each curve."""
+    paper's law) and every family ``fit_log`` knows, with the signal share of each curve."""
 
     per_model, ceilings = {}, []
     for p in paths:
