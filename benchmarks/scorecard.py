@@ -21,9 +21,18 @@ for every run, its ``run.json`` (format, reward key, labels).  Prints
   curve) as a ratio to the best baseline, and the fraction of the gap from the best baseline
   to that floor that the forecast closes;
 - the same for the lab's labelled runs (``benchmarks/lab_runs``, or ``--lab DIR``) as a
-  separate table.
+  separate table;
+- how many runs ``fit`` answers (the model applies: a rise significant at 4 sd), and how many of
+  the flat lab runs (:data:`FLAT_SETTINGS`, started at a stable fixed point) it answers: false
+  answers;
+- the forecast's 90 % band with the split-conformal scale over repositories, its coverage
+  leave-one-repository-out (:func:`conformal_loro`: each run's scale from the other
+  repositories' runs; runs grouped by ``source.repo``, the lab one repository), pooled, per
+  run and per repository, with points and with runs as the units; the scale from every
+  repository is what ``forecast.CONFORMAL_SCALE`` ships;
+- the theory's forecast where ηK and p* are facts of a lab run (:func:`theory_gain`).
 
-Run: ``PYTHONPATH=. python benchmarks/scorecard.py [--json] [--lab DIR]``.  Thresholds are the
+Run: ``PYTHONPATH=. python benchmarks/scorecard.py [--json] [--lab DIR] [--skip-config]``.  Thresholds are the
 detectors' own (from mechanisms); nothing here is tuned to these runs.
 """
 
