@@ -29,7 +29,10 @@ The 90 % band
     weights would: :math:`\pm 1.645\sqrt{\max(1, \kappa)^2 s(h)^2 + d(h)^2}` with
     :math:`d(h)^2` the mean squared distance of their curves from the forecast, cut to the
     reward's range.  Where the simplest family extrapolates a plateau the others do not, the
-    band says so.  Nothing is tuned on the benchmark.
+    band says so.  Last, the half-width is multiplied by a split-conformal scale over
+    repositories (:data:`CONFORMAL_SCALE`, learned from the labelled runs' held-out points, its
+    coverage measured leave-one-repository-out by the scorecard); nothing else is tuned on the
+    benchmark.
 
 Binary rewards
     With a reward in [0, 1] every prediction, band, end level and plateau is cut to [0, 1];
