@@ -247,7 +247,7 @@ def test_a_prefix_of_two_to_four_points_gets_the_level_with_a_student_t_band():
     rng = np.random.default_rng(7)
     t = np.arange(20.0)
     y = 0.5 + 0.05 * rng.standard_normal(20)
-    fc = forecast(t, y, 0.2)
+    fc = forecast(t, y, 0.2, calibration=1.0)            # the band from the prefix alone
     assert fc.applicable and fc.best == "constant" and fc.n_train == 4
     s = np.std(y[:4], ddof=1)
     assert fc.upper[0] - fc.prediction[0] == pytest.approx(2.3533634 * s * math.sqrt(1.25))
@@ -271,7 +271,7 @@ def test_band_holds_the_spread_of_the_families_the_prefix_cannot_tell_apart(monk
     t = np.arange(100.0)
     mu = 5.9 - 0.7 * (0.5 * np.exp(-t / 5) + 0.5 * np.exp(-t / 60))
     y = mu + 0.02 * np.random.default_rng(5).standard_normal(t.size)
-    fc = forecast(t, y, 0.3, FAST)
+    fc = forecast(t, y, 0.3, FAST, calibration=1.0)      # the band from the prefix alone
     assert fc.reward_range is None and fc.best == "exponential"
     assert sorted(fc.band_families) == ["exponential", "oscillator"]
     assert fc.to_dict()["interval"]["families"] == fc.band_families
@@ -281,7 +281,7 @@ def test_band_holds_the_spread_of_the_families_the_prefix_cannot_tell_apart(monk
     assert np.max(d2) > 0
     real_select = F._select
     monkeypatch.setattr(F, "_select", lambda ro: (lambda b, m, tied: (b, m, [b]))(*real_select(ro)))
-    alone = forecast(t, y, 0.3, FAST)
+    alone = forecast(t, y, 0.3, FAST, calibration=1.0)
     assert alone.band_families == ["exponential"]
     np.testing.assert_allclose(alone.prediction, fc.prediction)
     half, half0 = (fc.upper - fc.lower) / 2, (alone.upper - alone.lower) / 2
