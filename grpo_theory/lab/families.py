@@ -332,12 +332,12 @@ def rate_family(root, *, bandit_lrs=(0.1, 0.2, 0.4, 0.8), seeds=(0, 1), steps=15
 
 def fit_r2(paths) -> dict:
     """R^2 of the closed-form fits on each run's TRL reward curve: the single exponential (the
-    paper's law) and every family ``fit_log`` knows, with the noise ceiling of each curve."""
+    paper's law) and every family ``fit_log`` knows, with the signal share of each curve."""
 
     per_model, ceilings = {}, []
     for p in paths:
         rep = fit_log(read_log(p))
-        ceilings.append(float(rep.applicable["noise_ceiling"]))
+        ceilings.append(float(rep.applicable["signal_share"]))
         for name, m in rep.models.items():
             if m.get("r2") is not None:
                 per_model.setdefault(name, []).append(float(m["r2"]))

@@ -173,7 +173,7 @@ class LabResult(Result):
             r = self.fit_r2
             L.append("")
             L.append(f"single-exponential fit R^2 on the family runs' TRL reward: median "
-                     f"{r['median']:.3f} (min {r['min']:.3f}, {r['runs']} runs; noise ceiling "
+                     f"{r['median']:.3f} (min {r['min']:.3f}, {r['runs']} runs; signal share "
                      f"median {r.get('noise_ceiling_median', float('nan')):.3f})")
             for name, m in sorted(r.get("by_model", {}).items()):
                 if name != "exponential":

@@ -541,3 +541,28 @@ def test_bad_model_or_ray_address_one_line_exit_2(tmp_path, capsys):
         assert code == 2 and captured.out == "", args
         lines = captured.err.strip().splitlines()
         assert len(lines) == 1 and word in lines[-1], (args, captured.err)
+
+
+def test_the_high_start_collapse_settings_rest_on_the_theory():
+    """Issue 32: the labels of the lab's high-start runs follow from the configuration, not from
+    the log: warm_anchor starts at 90 % success with a fixed point below half of it (p* 0.290:
+    its reward must fall there), warm_hold starts at its own fixed point (0.898: nothing to
+    fall to), and plateau_overshoot starts at that plateau with eta K far past the one-step
+    threshold 2 (exactly unstable)."""
+    import math
+
+    from grpo_theory.lab import _theory as th
+    from grpo_theory.lab.failures import SETTINGS
+
+    by = {s.name: s for s in SETTINGS}
+    start = lambda s: 1 / (1 + math.exp(-s.start_z))                         # noqa: E731
+    fp = {n: th.fixed_point_of(th.lab_model(by[n].spec, p_ref=by[n].p_ref, prompts=16)).p
+          for n in ("warm_anchor", "warm_hold", "plateau_overshoot")}
+    a, h = by["warm_anchor"], by["warm_hold"]
+    assert a.labels["collapse"] is True and h.labels["collapse"] is False
+    assert abs(start(a) - 0.9) < 1e-9 and fp["warm_anchor"] < 0.5 * start(a)
+    assert abs(fp["warm_hold"] - start(h)) < 0.01
+    o = by["plateau_overshoot"]
+    assert o.labels["collapse"] is True and o.start_z == "plateau" and fp["plateau_overshoot"] > 0.85
+    K = th.fixed_point_of(th.lab_model(o.spec, p_ref=o.p_ref, prompts=16)).stiffness
+    assert o.bandit_lr * K > 2 * 3                 # eta K in the bandit's units, 3x past 2
