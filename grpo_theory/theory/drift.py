@@ -31,7 +31,6 @@ import mpmath
 import numpy as np
 import sympy as sp
 from scipy.special import expit
-from scipy.stats import binom
 
 from grpo_theory.model import KL_KINDS, NORMALIZATIONS, SURROGATES, GRPOModel
 from grpo_theory.theory import symbols as S
@@ -1009,6 +1008,8 @@ def update_variance(model: GRPOModel, p):
     kap = geometric_factor(model.actions, model.correct)
     fn = _noise_fn(model.normalization, kl)
     p = np.atleast_1d(np.asarray(p, dtype=float))
+    from scipy.stats import binom   # here, not at the top: scipy.stats takes a second to import
+
     n = np.arange(G + 1, dtype=float)[:, None]
     pmf = binom.pmf(n, G, p[None, :])
     with np.errstate(invalid="ignore", divide="ignore"):
