@@ -6,6 +6,7 @@ import os
 import tempfile
 import time
 
+from grpo_theory.outputs import atomic_output
 from grpo_theory.progress import progress
 from grpo_theory.validate import ParameterError, check_choice, check_int, check_output_dir
 
@@ -58,86 +59,88 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bo
     require_lab()
 
     t0 = time.perf_counter()
-    vers = versions()
-    tmp = None
+    kw = dict(quick=quick, experiment=experiment, seed=seed, group_size=group_size,
+              refresh_intervals=refresh_intervals, threads=threads, t0=t0)
     if out is None:
-        tmp = tempfile.TemporaryDirectory(prefix="grpo_lab_runs_")
-        root = tmp.name
-    else:
-        root = str(out)
-        os.makedirs(root, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="grpo_lab_runs_") as root:
+            return _run_in(root, **kw)
+    # the runs' logs are written in a temporary sibling of out and moved into place at the
+    # end: a failed or interrupted lab leaves nothing half-written
+    with atomic_output(out, directory=True) as root:
+        return _run_in(str(root), **kw)
+
+
+def _run_in(root, *, quick, experiment, seed, group_size, refresh_intervals, threads, t0):
+    """The lab's experiments, their runs' logs written under ``root``."""
+    vers = versions()
     notes = []
-    try:
-        plat = Plateau(PlateauSpec(group_size=group_size, seed=seed), threads=threads)
-        want = (lambda name: True) if (quick or experiment == "all") else (
-            lambda name: name == experiment)
-        stiff = {"ntk": plat.K_ntk, "response": None, "response_se": None,
-                 "ntk_top_over_n": plat.mode.ntk_over_n,
-                 "uniform_overlap": plat.mode.uniform_overlap,
-                 "spectrum_over_n": [float(x) for x in plat.mode.spectrum[:4] / plat.spec.prompts],
-                 "stiffness_bandit": plat.fp.stiffness, "kappa": 2.0}
-        if want("stiffness") or want("refresh"):
-            K, se, _ = linear_response(plat, pairs=2 if quick else 6, steps=15 if quick else 20,
-                                       seed=seed + 100)
-            stiff.update(response=K, response_se=se)
-        sweeps = []
-        unsafe = None
-        if quick:
-            ks = refresh_intervals or [4, 5]
-            sweeps.append(refresh_sweep(plat, ks, knob="steps_per_generation", momentum=0.5,
-                                        target=4, pairs=3, windows=3, seed=seed,
-                                        name="steps_per_generation, SGD heavy ball mu = 0.5"))
-        elif want("refresh"):
-            sweeps += _full_sweeps(plat, seed, refresh_intervals, progress=_progress("sweeps"))
-            unsafe = _unsafe_sweep(seed, threads)
-        transition = None
-        if not quick and want("transition"):
-            transition = momentum_transition(plat, seed=seed + 500)
-        gf = sf = rf = r2 = None
-        fam_paths = []
-        if quick:
-            gf = group_family(os.path.join(root, "group_size"), values=(4, 16), seeds=(seed,),
-                              steps=60, start_p=0.4, variant={"bandit_lr": 0.4})
-        elif want("group-size"):
-            gf = group_family(os.path.join(root, "group_size"), seeds=(0, 1, 2),
-                              progress=_progress("group-size family"))
-        if gf is not None:
-            fam_paths += [m["record"].trainer_state_path for m in gf.pop("_members")]
-            gf.pop("_comparisons")
-        if not quick and want("model-size"):
-            sf = size_family(os.path.join(root, "model_size"), progress=_progress("size family"))
-            fam_paths += sf.pop("_paths")
-        if not quick and want("learning-rate"):
-            rf = rate_family(os.path.join(root, "learning_rate"),
-                             progress=_progress("learning-rate family"))
-            fam_paths += rf.pop("_paths")
-        if fam_paths:
-            r2 = fit_r2(fam_paths)
-        fp = plat.fp
-        plateau = {"variant": f"TRL scale_rewards='{plat.spec.scale_rewards}', k3 KL beta = "
-                              f"{plat.spec.beta:g} in the loss, clipped ratio (theory: std, k3, "
-                              "ratio)",
-                   "p_ref": plat.spec.p_ref, "beta": plat.spec.beta, "p_star": fp.p, "z_star": fp.z,
-                   "stiffness_bandit": fp.stiffness, "fresh_fraction": fp.fresh_fraction,
-                   "stiffness_fresh": fp.stiffness_fresh, "stiffness_stale": fp.stiffness_stale,
-                   "width": plat.spec.width, "layers": plat.spec.layers,
-                   "warm_start_mse": plat.lab.pretrain_loss}
-        notes.append("stiffness: K_top = K_bandit/kappa * lambda_max(NTK)/N, kappa = 2; linear "
-                     "response from +-kicks along the top mode with common random numbers (same "
-                     "TRL seed for both signs)")
-        params = plat.parameter_count()
-        plat.close()
-        return LabResult(
-            engine=f"trl {vers['trl']} GRPOTrainer (transformers {vers['transformers']}, "
-                   f"torch {vers['torch']}, CPU)",
-            quick=bool(quick), model_parameters=params, prompts=plat.spec.prompts,
-            group_size=plat.spec.group_size, plateau=plateau, stiffness=stiff,
-            sweeps=tuple(sweeps), transition=transition, group_family=gf, size_family=sf,
-            rate_family=rf, fit_r2=r2, unsafe=unsafe, seconds=time.perf_counter() - t0,
-            notes=tuple(notes))
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
+    plat = Plateau(PlateauSpec(group_size=group_size, seed=seed), threads=threads)
+    want = (lambda name: True) if (quick or experiment == "all") else (
+        lambda name: name == experiment)
+    stiff = {"ntk": plat.K_ntk, "response": None, "response_se": None,
+             "ntk_top_over_n": plat.mode.ntk_over_n,
+             "uniform_overlap": plat.mode.uniform_overlap,
+             "spectrum_over_n": [float(x) for x in plat.mode.spectrum[:4] / plat.spec.prompts],
+             "stiffness_bandit": plat.fp.stiffness, "kappa": 2.0}
+    if want("stiffness") or want("refresh"):
+        K, se, _ = linear_response(plat, pairs=2 if quick else 6, steps=15 if quick else 20,
+                                   seed=seed + 100)
+        stiff.update(response=K, response_se=se)
+    sweeps = []
+    unsafe = None
+    if quick:
+        ks = refresh_intervals or [4, 5]
+        sweeps.append(refresh_sweep(plat, ks, knob="steps_per_generation", momentum=0.5,
+                                    target=4, pairs=3, windows=3, seed=seed,
+                                    name="steps_per_generation, SGD heavy ball mu = 0.5"))
+    elif want("refresh"):
+        sweeps += _full_sweeps(plat, seed, refresh_intervals, progress=_progress("sweeps"))
+        unsafe = _unsafe_sweep(seed, threads)
+    transition = None
+    if not quick and want("transition"):
+        transition = momentum_transition(plat, seed=seed + 500)
+    gf = sf = rf = r2 = None
+    fam_paths = []
+    if quick:
+        gf = group_family(os.path.join(root, "group_size"), values=(4, 16), seeds=(seed,),
+                          steps=60, start_p=0.4, variant={"bandit_lr": 0.4})
+    elif want("group-size"):
+        gf = group_family(os.path.join(root, "group_size"), seeds=(0, 1, 2),
+                          progress=_progress("group-size family"))
+    if gf is not None:
+        fam_paths += [m["record"].trainer_state_path for m in gf.pop("_members")]
+        gf.pop("_comparisons")
+    if not quick and want("model-size"):
+        sf = size_family(os.path.join(root, "model_size"), progress=_progress("size family"))
+        fam_paths += sf.pop("_paths")
+    if not quick and want("learning-rate"):
+        rf = rate_family(os.path.join(root, "learning_rate"),
+                         progress=_progress("learning-rate family"))
+        fam_paths += rf.pop("_paths")
+    if fam_paths:
+        r2 = fit_r2(fam_paths)
+    fp = plat.fp
+    plateau = {"variant": f"TRL scale_rewards='{plat.spec.scale_rewards}', k3 KL beta = "
+                          f"{plat.spec.beta:g} in the loss, clipped ratio (theory: std, k3, "
+                          "ratio)",
+               "p_ref": plat.spec.p_ref, "beta": plat.spec.beta, "p_star": fp.p, "z_star": fp.z,
+               "stiffness_bandit": fp.stiffness, "fresh_fraction": fp.fresh_fraction,
+               "stiffness_fresh": fp.stiffness_fresh, "stiffness_stale": fp.stiffness_stale,
+               "width": plat.spec.width, "layers": plat.spec.layers,
+               "warm_start_mse": plat.lab.pretrain_loss}
+    notes.append("stiffness: K_top = K_bandit/kappa * lambda_max(NTK)/N, kappa = 2; linear "
+                 "response from +-kicks along the top mode with common random numbers (same "
+                 "TRL seed for both signs)")
+    params = plat.parameter_count()
+    plat.close()
+    return LabResult(
+        engine=f"trl {vers['trl']} GRPOTrainer (transformers {vers['transformers']}, "
+               f"torch {vers['torch']}, CPU)",
+        quick=bool(quick), model_parameters=params, prompts=plat.spec.prompts,
+        group_size=plat.spec.group_size, plateau=plateau, stiffness=stiff,
+        sweeps=tuple(sweeps), transition=transition, group_family=gf, size_family=sf,
+        rate_family=rf, fit_r2=r2, unsafe=unsafe, seconds=time.perf_counter() - t0,
+        notes=tuple(notes))
 
 
 #: the plateau where the published rule is unsafe on the engine: std advantages, k3 KL with
