@@ -105,3 +105,24 @@ def test_report_command_is_one_call_of_build_report(monkeypatch, tmp_path, capsy
     assert main(["report", "--out", str(tmp_path), "--full", "--no-crosscheck"]) == 0
     assert seen == {"out": str(tmp_path), "full": True, "crosscheck": False}
     assert "report written to" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", COMMAND_MODULES)
+def test_ctrl_c_in_any_command_is_one_line_and_exit_130(name, monkeypatch, capsys):
+    """Issue 29 item 5: Ctrl-C printed a KeyboardInterrupt traceback (except in `watch`)."""
+    import importlib
+
+    mod = importlib.import_module(f"grpo_theory.cli.{name}")
+
+    def interrupted(args):
+        print("partial output", flush=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mod, "call", interrupted)
+    argv = {"report": ["--out", "x"], "compare": ["a", "b", "--by", "group_size"],
+            "trajectory": ["--mass", "1", "--damping", "1", "--spring", "1", "--x0", "1",
+                           "--times", "1"], "fit": ["log"], "diagnose": ["log"],
+            "watch": ["log"], "check_config": ["config"]}.get(name, [])
+    assert main([mod.NAME, *argv]) == 130
+    out, err = capsys.readouterr()
+    assert err == f"grpo-theory {mod.NAME}: interrupted\n", err
