@@ -64,6 +64,16 @@ LAG_MODELS = ("refresh", "delay")
 REUSE_MODES = ("fresh", "batch")
 
 
+#: The sizes the theory's exact computations take (issue 29 item 5: larger ones ran for minutes
+#: or overflowed): the finite-G binomial sums cost O(G); the refresh window's monodromy is a
+#: product of k maps; the delay recurrence is a companion matrix of order d + 1 (its
+#: eigenvalues cost O(d^3)); counts enter the formulas as doubles, exact up to 2^53.
+MAX_GROUP_SIZE = 10**6
+MAX_REFRESH_INTERVAL = 10**4
+MAX_DELAY = 1000
+MAX_COUNT = 2**53
+
+
 def _field(default, group: str, help: str, metavar: str | None = None):
     return field(default=default, metadata={"group": group, "help": help, "metavar": metavar})
 
@@ -143,9 +153,11 @@ class GRPOModel:
         check_choice("surrogate", self.surrogate, SURROGATES)
         set_("clip_low", check_real("clip_low", self.clip_low, low=0, high=1, high_open=True))
         set_("clip_high", check_real("clip_high", self.clip_high, low=0))
-        set_("actions", check_int("actions", self.actions, low=2))
+        set_("actions", check_int("actions", self.actions, low=2, high=MAX_COUNT,
+                                      allowed="an integer in [2, 2^53]"))
         set_("correct", check_int("correct", self.correct, low=1, high=self.actions - 1))
-        set_("prompts", check_int("prompts", self.prompts, low=1))
+        set_("prompts", check_int("prompts", self.prompts, low=1, high=MAX_COUNT,
+                                      allowed="an integer in [1, 2^53]"))
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         set_("learning_rate", check_real("learning_rate", self.learning_rate, low=0,
                                          low_open=True))
@@ -156,11 +168,12 @@ class GRPOModel:
                                       high_open=True))
         set_("adam_eps", check_real("adam_eps", self.adam_eps, low=0, low_open=True))
         check_choice("lag_model", self.lag_model, LAG_MODELS)
-        set_("refresh_interval", check_int("refresh_interval", self.refresh_interval, low=1))
+        set_("refresh_interval", check_int("refresh_interval", self.refresh_interval, low=1,
+                                           high=MAX_REFRESH_INTERVAL))
         if self.lag_model == "delay":
             if self.delay is None:
                 raise ParameterError("delay", None, "an integer >= 0 with lag_model 'delay'")
-            set_("delay", check_int("delay", self.delay, low=0))
+            set_("delay", check_int("delay", self.delay, low=0, high=MAX_DELAY))
         elif self.delay is not None:
             raise ParameterError("delay", self.delay, "given only with lag_model 'delay'")
         if check_choice("reuse", self.reuse, REUSE_MODES) == "batch" and self.lag_model != "refresh":
@@ -260,7 +273,9 @@ def _check_group_size(group_size):
     if isinstance(group_size, Real) and not isinstance(group_size, bool) \
             and math.isinf(group_size) and group_size > 0:
         return None
-    return check_int("group_size", group_size, low=2, allowed="an integer >= 2 or 'inf'")
+    return check_int("group_size", group_size, low=2, high=MAX_GROUP_SIZE,
+                     allowed=f"an integer in [2, {MAX_GROUP_SIZE}] or 'inf' (the finite-G sums "
+                             "cost O(G); a larger group is the large-G limit 'inf')")
 
 
 def _check_names(changes: dict) -> None:

@@ -53,7 +53,7 @@ from grpo_theory.model import GRPOModel
 from grpo_theory.progress import progress as _progress
 from grpo_theory.simulation import kernels as _k
 from grpo_theory.simulation.result import SimulationResult
-from grpo_theory.validate import (ParameterError, check_choice, check_finite_array, check_int,
+from grpo_theory.validate import (ParameterError, check_memory, check_choice, check_finite_array, check_int,
                                   check_probability, check_real)
 
 __all__ = ["simulate", "logits_for_success", "EnsembleSettings", "MAX_DIVERGENCE_BOUND"]
@@ -143,6 +143,39 @@ def _settings(model, steps, runs, seed, p0, theta0, rewards, theta_ref, difficul
                             _as_tuple(theta_ref), spread, bound, record, progress)
 
 
+#: bytes per run, prompt and action of the per-step work arrays (measured: 64 for the two-action
+#: kernel, 98 for the generic one, R = 1000, B = 1000-2000; rounded up)
+_WORK_BYTES = 128
+
+
+def memory_needed(model, steps: int, runs: int, n_record: int) -> tuple[int, int]:
+    """Bytes a simulation needs: ``(recorded, working)``.  Recorded: a float64 ``(steps + 1,
+    runs)`` array per recorded observable, plus one of that size for the ensemble statistics
+    (measured peak 1.15x the recorded arrays with all seven); working: the per-step arrays
+    over runs x prompts x actions, the delay ring, the stored batches of a reuse window and
+    the count tables over 0..G.  Python integers: no overflow for absurd sizes."""
+    R, B, K = int(runs), int(model.prompts), int(model.actions)
+    recorded = 8 * R * (int(steps) + 1) * (n_record + 1)
+    per_state = R * B * K
+    working = (_WORK_BYTES * per_state + 8 * R * K * ((model.delay or 0) + 1)
+               + 8 * per_state * model.window_batches + 64 * (model.group_size + 1))
+    return recorded, working
+
+
+def _check_memory(model, st) -> None:
+    """Refuse a simulation that does not fit in memory before anything is allocated."""
+    recorded, working = memory_needed(model, st.steps, st.runs, len(st.record))
+    if recorded >= working:
+        name, value = ("steps", st.steps) if st.steps + 1 > st.runs else ("runs", st.runs)
+        check_memory(name, value, recorded + working,
+                     f"{len(st.record)} recorded observable(s) x 8 bytes x runs x (steps + 1) "
+                     f"with steps = {st.steps}, runs = {st.runs}, plus the ensemble statistics")
+    else:
+        check_memory("prompts", model.prompts, recorded + working,
+                     f"about {_WORK_BYTES} bytes per run x prompt x action for the per-step "
+                     f"arrays, with runs = {st.runs}, actions = {model.actions}")
+
+
 def _prompt_offsets(model, settings, mask, rng: np.random.Generator) -> np.ndarray:
     offsets = np.zeros((model.prompts, model.actions))
     if settings.difficulty_spread > 0:
@@ -222,6 +255,7 @@ def simulate(model: GRPOModel, *, steps: int, runs: int = 256, seed: int = 0, p0
         raise ParameterError("group_size", "inf", "a finite integer >= 2 to simulate")
     st = _settings(model, steps, runs, seed, p0, theta0, rewards, theta_ref, difficulty_spread,
                    divergence_bound, record, progress)
+    _check_memory(model, st)
     offsets_seq, sample_seq = np.random.SeedSequence(st.seed).spawn(2)
     rewards = st.reward_vector(model)
     mask = rewards == rewards.max()

@@ -45,7 +45,7 @@ from grpo_theory.theory.derived import Derived, derivation, prove_zero
 from grpo_theory.theory.drift import drift, update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.theory.noise import noise_at_fixed_point, stationary_variance
-from grpo_theory.validate import ParameterError, check_int, check_real
+from grpo_theory.validate import ParameterError, check_int, check_memory, check_real
 
 __all__ = ["CollapseRisk", "collapse_risk", "first_passage"]
 
@@ -250,6 +250,10 @@ def _infinite_group(model, T, degenerate_level) -> CollapseRisk:
                                "point")
 
 
+#: the (G + 1) x grid float arrays alive at once in the risk's drift (measured 5.2; rounded up)
+_SUM_ARRAYS = 8
+
+
 def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001) -> CollapseRisk:
     r"""Probability that ``model`` collapses to a degenerate policy within ``steps`` steps.
 
@@ -271,6 +275,12 @@ def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001)
                                       "model has no Adam step)")
     if model.group_size is None:
         return _infinite_group(model, T, degenerate_level)
+    # the drift's binomial sums are (G + 1) x grid arrays (2G + 1 with the "group size x2"
+    # knob); measured peak 5-6 of them at G = 1000: refused before the work when they do not fit
+    rows_g = 2 * model.group_size + 1 if knobs else model.group_size + 1
+    check_memory("group_size", model.group_size, _SUM_ARRAYS * 8 * rows_g * grid,
+                 f"{_SUM_ARRAYS} float arrays of (G + 1) x {grid} for the drift's binomial sums"
+                 + (", at 2G for the group-size knob" if knobs else ""))
     out = _risk(model, T, degenerate_level, grid)
     if isinstance(out, str):
         return CollapseRisk(T, reason=out)
