@@ -21,6 +21,7 @@ in logits.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mpmath
@@ -867,10 +868,24 @@ def trajectory_report(times, mass, damping, spring, x0, v0=0.0) -> TrajectoryRes
     m, g, k = _check_traj_args(mass, damping, spring)
     x0 = check_real("x0", x0)
     v0 = check_real("v0", v0)
-    x = trajectory(np.array(ts), m, g, k, x0, v0)
-    return TrajectoryResult(inputs={"mass": m, "damping": g, "spring": k, "x0": x0, "v0": v0},
-                            times=tuple(ts), x=tuple(float(v) for v in np.atleast_1d(x)),
-                            regime=regime(m, g, k), damping_ratio=float(damping_ratio(m, g, k)))
+    inputs = {"mass": m, "damping": g, "spring": k, "x0": x0, "v0": v0}
+    try:    # an input whose closed form overflows double precision is refused, not printed as nan
+        with np.errstate(all="ignore"):
+            x = np.atleast_1d(trajectory(np.array(ts), m, g, k, x0, v0))
+            kind, zeta = regime(m, g, k), float(damping_ratio(m, g, k))
+        finite = bool(np.all(np.isfinite(x))) and not math.isnan(zeta)
+    except OverflowError:
+        finite = False
+    if not finite:
+        # the input farthest from 1 in orders of magnitude, or the time when none is extreme
+        size = {n: abs(math.log10(abs(v))) if v else 0.0 for n, v in inputs.items()}
+        name = max(size, key=size.get)
+        name, value = (name, inputs[name]) if size[name] >= 6 else ("times", max(ts))
+        given = ", ".join(f"{n} = {v:g}" for n, v in inputs.items())
+        raise ParameterError(name, value, "a value at which the closed form is finite in "
+                             f"double precision ({given}: x(t) overflows by t = {max(ts):g})")
+    return TrajectoryResult(inputs=inputs, times=tuple(ts), x=tuple(float(v) for v in x),
+                            regime=kind, damping_ratio=zeta)
 
 
 def velocity(t, mass, damping, spring, x0, v0=0.0, *, h=None):
