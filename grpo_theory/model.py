@@ -154,11 +154,9 @@ class GRPOModel:
         check_choice("surrogate", self.surrogate, SURROGATES)
         set_("clip_low", check_real("clip_low", self.clip_low, low=0, high=1, high_open=True))
         set_("clip_high", check_real("clip_high", self.clip_high, low=0))
-        set_("actions", check_int("actions", self.actions, low=2, high=MAX_COUNT,
-                                      allowed="an integer in [2, 2^53]"))
+        set_("actions", _sized_int("actions", self.actions, 2, MAX_COUNT, "2^53"))
         set_("correct", check_int("correct", self.correct, low=1, high=self.actions - 1))
-        set_("prompts", check_int("prompts", self.prompts, low=1, high=MAX_COUNT,
-                                      allowed="an integer in [1, 2^53]"))
+        set_("prompts", _sized_int("prompts", self.prompts, 1, MAX_COUNT, "2^53"))
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         set_("learning_rate", check_real("learning_rate", self.learning_rate, low=0,
                                          low_open=True))
@@ -169,12 +167,12 @@ class GRPOModel:
                                       high_open=True))
         set_("adam_eps", check_real("adam_eps", self.adam_eps, low=0, low_open=True))
         check_choice("lag_model", self.lag_model, LAG_MODELS)
-        set_("refresh_interval", check_int("refresh_interval", self.refresh_interval, low=1,
-                                           high=MAX_REFRESH_INTERVAL))
+        set_("refresh_interval", _sized_int("refresh_interval", self.refresh_interval, 1,
+                                            MAX_REFRESH_INTERVAL))
         if self.lag_model == "delay":
             if self.delay is None:
                 raise ParameterError("delay", None, "an integer >= 0 with lag_model 'delay'")
-            set_("delay", check_int("delay", self.delay, low=0, high=MAX_DELAY))
+            set_("delay", _sized_int("delay", self.delay, 0, MAX_DELAY))
         elif self.delay is not None:
             raise ParameterError("delay", self.delay, "given only with lag_model 'delay'")
         if check_choice("reuse", self.reuse, REUSE_MODES) == "batch" and self.lag_model != "refresh":
@@ -274,9 +272,19 @@ def _check_group_size(group_size):
     if isinstance(group_size, Real) and not isinstance(group_size, bool) \
             and math.isinf(group_size) and group_size > 0:
         return None
-    return check_int("group_size", group_size, low=2, high=MAX_GROUP_SIZE,
-                     allowed=f"an integer in [2, {MAX_GROUP_SIZE}] or 'inf' (the finite-G sums "
-                             "cost O(G); a larger group is the large-G limit 'inf')")
+    return _sized_int("group_size", group_size, 2, MAX_GROUP_SIZE, low_text="an integer >= 2 or "
+                      "'inf'", high_text=f"an integer in [2, {MAX_GROUP_SIZE}] or 'inf' (the "
+                      "finite-G sums cost O(G); a larger group is the large-G limit 'inf')")
+
+
+def _sized_int(name, value, low, high, high_shown=None, *, low_text=None, high_text=None):
+    """An integer >= ``low`` (refused with the usual text) that is at most ``high`` (refused
+    with the bound)."""
+    v = check_int(name, value, low=low, allowed=low_text)
+    if v > high:
+        raise ParameterError(name, value, high_text
+                             or f"an integer in [{low}, {high_shown or high}]")
+    return v
 
 
 def _check_names(changes: dict) -> None:

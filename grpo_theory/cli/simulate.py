@@ -6,7 +6,8 @@ import argparse
 
 from grpo_theory.cli._common import number
 from grpo_theory.cli.model_options import add_model_options, model_from_options
-from grpo_theory.simulation.engine import MAX_DIVERGENCE_BOUND, simulate
+from grpo_theory.simulation.engine import (MAX_DIVERGENCE_BOUND, PER_STEP_BYTES,
+                                          PER_STEP_BYTES_JSON, check_simulation_memory, simulate)
 from grpo_theory.simulation.result import EnsembleSummary
 from grpo_theory.validate import ParameterError, check_int, check_output_file
 
@@ -40,6 +41,9 @@ def call(args) -> EnsembleSummary:
     steps = check_int("steps", args.steps, low=1)
     if args.out:   # before any work: never overwrite an earlier output silently
         check_output_file("--out", args.out, force=args.force)
+    if isinstance(args.runs, int) and args.runs >= 1:   # the JSON text too (about 2 KiB a step)
+        check_simulation_memory(model, steps, args.runs,
+                                per_step=PER_STEP_BYTES_JSON if args.json else PER_STEP_BYTES)
     result = simulate(model, steps=steps, runs=args.runs, seed=args.seed, p0=args.p0,
                       difficulty_spread=args.difficulty_spread,
                       divergence_bound=args.divergence_bound)

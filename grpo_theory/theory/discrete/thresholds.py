@@ -251,17 +251,18 @@ def linear_stability(learning_rate, momentum, refresh_interval, stiffness, *, la
     :math:`\lceil(1-\mu)/(\eta K)\rceil - 1` (all stiffness stale, lag = k).
 
     Where double precision cannot answer, a ``ParameterError`` naming ``learning_rate`` says
-    so: :math:`\eta K < 2^{-52}` (1 - ηK rounds to 1), or a window map that overflows (ηK far
-    beyond every threshold, e.g. ``learning_rate=1e308``, which raised LinAlgError).
+    so: ηK below the smallest normal double (its thresholds ~ 1/(ηK) overflow), or a window
+    map that overflows (ηK far beyond every threshold, e.g. ``learning_rate=1e308``, which
+    raised LinAlgError).
     """
     Kv, phi = _stiffness(stiffness, fresh_fraction)
     eta = float(learning_rate)
     a = eta * Kv
     where = f"K = {Kv:.6g}, eta*K = {a:.3g}" + (f", fresh fraction {phi:.3g}" if phi else "")
     if not a >= ETA_K_MIN:
-        raise ParameterError("learning_rate", learning_rate, "large enough that eta*K >= 2^-52 "
-                             "(below, 1 - eta*K rounds to 1 in double precision and the map "
-                             f"cannot be told from the identity); here {where}")
+        raise ParameterError("learning_rate", learning_rate, "large enough that eta*K >= "
+                             f"{ETA_K_MIN:.3g}, the smallest normal double (below, the "
+                             f"thresholds ~ 1/(eta*K) overflow); here {where}")
     overflow = ParameterError("learning_rate", learning_rate, "small enough that the exact map "
                               f"stays finite in double precision over the window; here {where}, "
                               "far beyond every stability threshold (the map is unstable)")
@@ -280,8 +281,8 @@ def linear_stability(learning_rate, momentum, refresh_interval, stiffness, *, la
     return res
 
 
-#: the smallest eta*K double precision resolves: 1 - eta*K == 1 below it
-ETA_K_MIN = 2.0**-52
+#: the smallest eta*K whose thresholds (~ 1/(eta K) steps) stay finite: the smallest normal double
+ETA_K_MIN = float(np.finfo(float).tiny)
 
 
 def _linear_stability(learning_rate, momentum, refresh_interval, stiffness, *, lag_model="refresh",
