@@ -6,6 +6,7 @@ import os
 import tempfile
 import time
 
+from grpo_theory.model import MAX_REFRESH_INTERVAL
 from grpo_theory.outputs import atomic_output
 from grpo_theory.progress import progress
 from grpo_theory.validate import ParameterError, check_choice, check_int, check_output_dir
@@ -53,7 +54,8 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bo
     seed = check_int("seed", seed, low=0)
     group_size = check_int("group_size", group_size, low=2)
     if refresh_intervals is not None:
-        refresh_intervals = [check_int("refresh_interval", k, low=1) for k in refresh_intervals]
+        refresh_intervals = [check_int("refresh_interval", k, low=1, high=MAX_REFRESH_INTERVAL)
+                             for k in refresh_intervals]   # the model's bound, before any work
     if out is not None:
         out = check_output_dir("--out", out, writes=OUT_DIRS, force=force)
     require_lab()

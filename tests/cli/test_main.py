@@ -187,6 +187,9 @@ def test_sizes_are_checked_before_work(capsys, monkeypatch):
         assert out == "" and len(err.strip().splitlines()) == 1, err
         assert err.startswith(f"grpo-theory simulate: error: {name} must be small enough to fit "
                               "in memory: this needs about ") and "over the limit of 8 GiB" in err
+    # the lab's refresh intervals: the model's bound, before TRL is even imported
+    assert main(["lab", "--quick", "--refresh-intervals", "4", "1e9"]) == 2
+    assert "refresh_interval must be an integer in [1, 10000]" in capsys.readouterr().err
     # the same steps without the JSON text (about 1.3 GB) fit: the work starts
     with pytest.raises(AssertionError, match="size was checked"):
         main(["simulate", "--steps", "1e7", "--runs", "1"])
