@@ -64,6 +64,17 @@ LAG_MODELS = ("refresh", "delay")
 REUSE_MODES = ("fresh", "batch")
 
 
+#: The sizes the theory's exact computations take (issue 29 item 5: larger ones ran for minutes
+#: or overflowed): the finite-G binomial sums cost O(G); the refresh window's monodromy is a
+#: product of k maps; the delay recurrence is a companion matrix of order d + 1 whose exact
+#: threshold costs about O(d^3) (measured: d = 30 under 1 s, d = 100 10-30 s, d = 300 minutes);
+#: counts enter the formulas as doubles, exact up to 2^53.
+MAX_GROUP_SIZE = 10**6
+MAX_REFRESH_INTERVAL = 10**4
+MAX_DELAY = 100
+MAX_COUNT = 2**53
+
+
 def _field(default, group: str, help: str, metavar: str | None = None):
     return field(default=default, metadata={"group": group, "help": help, "metavar": metavar})
 
@@ -143,9 +154,9 @@ class GRPOModel:
         check_choice("surrogate", self.surrogate, SURROGATES)
         set_("clip_low", check_real("clip_low", self.clip_low, low=0, high=1, high_open=True))
         set_("clip_high", check_real("clip_high", self.clip_high, low=0))
-        set_("actions", check_int("actions", self.actions, low=2))
+        set_("actions", _sized_int("actions", self.actions, 2, MAX_COUNT, "2^53"))
         set_("correct", check_int("correct", self.correct, low=1, high=self.actions - 1))
-        set_("prompts", check_int("prompts", self.prompts, low=1))
+        set_("prompts", _sized_int("prompts", self.prompts, 1, MAX_COUNT, "2^53"))
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         set_("learning_rate", check_real("learning_rate", self.learning_rate, low=0,
                                          low_open=True))
@@ -156,11 +167,12 @@ class GRPOModel:
                                       high_open=True))
         set_("adam_eps", check_real("adam_eps", self.adam_eps, low=0, low_open=True))
         check_choice("lag_model", self.lag_model, LAG_MODELS)
-        set_("refresh_interval", check_int("refresh_interval", self.refresh_interval, low=1))
+        set_("refresh_interval", _sized_int("refresh_interval", self.refresh_interval, 1,
+                                            MAX_REFRESH_INTERVAL))
         if self.lag_model == "delay":
             if self.delay is None:
                 raise ParameterError("delay", None, "an integer >= 0 with lag_model 'delay'")
-            set_("delay", check_int("delay", self.delay, low=0))
+            set_("delay", _sized_int("delay", self.delay, 0, MAX_DELAY))
         elif self.delay is not None:
             raise ParameterError("delay", self.delay, "given only with lag_model 'delay'")
         if check_choice("reuse", self.reuse, REUSE_MODES) == "batch" and self.lag_model != "refresh":
@@ -260,7 +272,19 @@ def _check_group_size(group_size):
     if isinstance(group_size, Real) and not isinstance(group_size, bool) \
             and math.isinf(group_size) and group_size > 0:
         return None
-    return check_int("group_size", group_size, low=2, allowed="an integer >= 2 or 'inf'")
+    return _sized_int("group_size", group_size, 2, MAX_GROUP_SIZE, low_text="an integer >= 2 or "
+                      "'inf'", high_text=f"an integer in [2, {MAX_GROUP_SIZE}] or 'inf' (the "
+                      "finite-G sums cost O(G); a larger group is the large-G limit 'inf')")
+
+
+def _sized_int(name, value, low, high, high_shown=None, *, low_text=None, high_text=None):
+    """An integer >= ``low`` (refused with the usual text) that is at most ``high`` (refused
+    with the bound)."""
+    v = check_int(name, value, low=low, allowed=low_text)
+    if v > high:
+        raise ParameterError(name, value, high_text
+                             or f"an integer in [{low}, {high_shown or high}]")
+    return v
 
 
 def _check_names(changes: dict) -> None:

@@ -8,6 +8,7 @@ The CLI turns :class:`ParameterError` into exit code 2 and a one-line message.
 from __future__ import annotations
 
 import math
+import os
 import re
 import tempfile
 from numbers import Integral, Real
@@ -197,3 +198,50 @@ def check_output_file(name: str, path, *, formats=None, force: bool = False):
     if out.exists() and not force:
         raise ParameterError(name, shown, "a new file (it exists; give --force to overwrite it)")
     return out
+
+
+#: the share of the memory available now that one computation may plan to use
+MEMORY_SHARE = 0.8
+#: the limit when the available memory cannot be read (no /proc/meminfo, no sysconf)
+MEMORY_FALLBACK = 2 << 30
+
+
+def memory_limit() -> tuple[int, str]:
+    """The bytes a computation may allocate, and where the figure comes from: 80 % of the
+    memory available now (``MemAvailable`` of /proc/meminfo, else ``os.sysconf``'s available
+    physical pages), or 2 GiB where neither can be read."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return MEMORY_FALLBACK, "the fallback when the available memory cannot be read"
+    return int(MEMORY_SHARE * avail), f"{MEMORY_SHARE:.0%} of the {_bytes_text(avail)} available"
+
+
+def _bytes_text(n) -> str:
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 or unit == "EiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{n:.0f} B"
+        n /= 1024
+    return f"{n:.3g} EiB"   # pragma: no cover
+
+
+def check_memory(name: str, value, needed, detail: str) -> None:
+    """Refuse (``ParameterError`` naming ``name``) a computation estimated to need ``needed``
+    bytes (a Python number: no overflow) above :func:`memory_limit`, before anything is
+    allocated; ``detail`` says how the estimate is made."""
+    limit, source = memory_limit()
+    if needed > limit:
+        raise ParameterError(name, value, f"small enough to fit in memory: this needs about "
+                             f"{_bytes_text(needed)} ({detail}), over the limit of "
+                             f"{_bytes_text(limit)} ({source})")

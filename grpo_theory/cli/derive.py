@@ -21,12 +21,25 @@ def add_arguments(p):
 
 
 def call(args):
+    import dataclasses
+
+    from grpo_theory.outputs import atomic_output, relocate
     from grpo_theory.render.chain import derive_chain
     from grpo_theory.theory.chapters import chapter
     from grpo_theory.validate import check_output_dir
 
     if args.only is not None:
         chapter(args.only)
-    out = (check_output_dir("--out", args.out, writes=("equations.tex", "equations.pdf"),
-                            force=args.force) if args.out else None)
-    return derive_chain(args.only, out_dir=out, compile_pdf=not args.no_pdf)
+    if not args.out:
+        return derive_chain(args.only, compile_pdf=not args.no_pdf)
+    out = check_output_dir("--out", args.out, writes=("equations.tex", "equations.pdf"),
+                           force=args.force)
+    # written in a temporary sibling and moved into place at the end: nothing half-written
+    with atomic_output(out, directory=True, stale=("equations.*",)) as tmp:
+        result = derive_chain(args.only, out_dir=tmp, compile_pdf=not args.no_pdf)
+    return dataclasses.replace(result, **{f: relocate(getattr(result, f), tmp, out)
+                                          for f in PATH_FIELDS if hasattr(result, f)})
+
+
+#: the fields of the chain's result that name a written file
+PATH_FIELDS = ("equations_tex", "pdflatex_log")

@@ -7,7 +7,10 @@ returning a typed :class:`~grpo_theory.results.Result`.  The core prints
 ``result.exit_code``.  Bad input exits with code 2 and one line naming the
 parameter, its value and what is allowed; nothing is written and no traceback is
 shown; no command at all prints the help and exits with code 2.  A closed pipe
-(``grpo-theory derive --json | head -1``) ends quietly.  The commands that take a model
+(``grpo-theory derive --json | head -1``) ends quietly.  Ctrl-C ends any command with one line
+and exit code 130 (the shell's 128 + SIGINT), no traceback; the writers build their output in
+a temporary sibling (:func:`grpo_theory.outputs.atomic_output`), so nothing half-written is
+left (``watch`` catches it itself: Ctrl-C is how it is stopped).  The commands that take a model
 get its options from :func:`grpo_theory.cli.model_options.add_model_options`.  A command
 module imports its library inside ``call`` (the laziness is the point: ``--help`` and a bad
 option answer without loading sympy and the derivation chain).
@@ -16,6 +19,7 @@ option answer without loading sympy and the derivation chain).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -85,6 +89,24 @@ def _emit(args, result) -> int:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C: one line and the shell's code for SIGINT; the writers removed their
+        # temporary output on the way out (grpo_theory.outputs)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        command = next((a for a in (sys.argv[1:] if argv is None else argv)
+                        if a in _COMMAND_NAMES), None)
+        print(f"grpo-theory{' ' + command if command else ''}: interrupted", file=sys.stderr)
+        return 130
+
+
+#: the sub-commands' names, for the interrupt message
+_COMMAND_NAMES = frozenset(m.replace("_", "-") for m in COMMAND_MODULES)
+
+
+def _main(argv=None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     command = next((w for w in words if not w.startswith("-")), None)
     parser = build_parser(only=command)

@@ -23,14 +23,26 @@ def add_arguments(parser) -> None:
 
 
 def call(args):
-    """Build the report; a ``ReportResult`` (exit code 1 when a check failed)."""
+    """Build the report; a ``ReportResult`` (exit code 1 when a check failed).
+
+    The report is built in a temporary sibling of DIR and moved into place at the end
+    (:func:`grpo_theory.outputs.atomic_output`): a failed or interrupted build leaves nothing."""
+    from grpo_theory.outputs import atomic_output, relocate
     from grpo_theory.report.build import build_report
     from grpo_theory.validate import check_output_dir
 
     # before any work: a directory holding an earlier report is not overwritten silently
-    check_output_dir("--out", args.out, writes=REPORT_FILES, force=args.force)
-    return build_report(args.out, full=args.full, crosscheck=not args.no_crosscheck)
+    out = check_output_dir("--out", args.out, writes=REPORT_FILES, force=args.force)
+    with atomic_output(out, directory=True, stale=STALE) as tmp:
+        result = build_report(tmp, full=args.full, crosscheck=not args.no_crosscheck)
+    result.files = {name: relocate(p, tmp, out) for name, p in result.files.items()}
+    result.out_dir = out
+    return result
 
 
 #: files whose presence marks an earlier report in the output directory
 REPORT_FILES = ("report.md", "report.json", "equations.tex")
+
+#: the files of an earlier report that a new one replaces even where it has no namesake
+#: (pdflatex's PDF and log, the optional deep-network figure)
+STALE = ("equations.*", "deepnet.*")

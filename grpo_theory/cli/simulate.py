@@ -44,12 +44,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def call(args) -> "EnsembleSummary":  # noqa: F821 - imported here, not at the top
+    from grpo_theory.simulation.engine import (PER_STEP_BYTES, PER_STEP_BYTES_JSON,
+                                              check_simulation_memory)
     from grpo_theory.simulation.result import EnsembleSummary
 
     model = model_from_options(args)
     steps = check_int("steps", args.steps, low=1)
     if args.out:   # before any work: never overwrite an earlier output silently
         check_output_file("--out", args.out, force=args.force)
+    if isinstance(args.runs, int) and args.runs >= 1:   # the JSON text too (about 2 KiB a step)
+        check_simulation_memory(model, steps, args.runs,
+                                per_step=PER_STEP_BYTES_JSON if args.json else PER_STEP_BYTES)
     result = simulate(model, steps=steps, runs=args.runs, seed=args.seed, p0=args.p0,
                       difficulty_spread=args.difficulty_spread,
                       divergence_bound=args.divergence_bound)

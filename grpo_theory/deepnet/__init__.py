@@ -17,6 +17,7 @@ from __future__ import annotations
 from grpo_theory.deepnet._torch import require_torch
 from grpo_theory.deepnet.experiments import run_deepnet as _run
 from grpo_theory.deepnet.results import DeepnetResult, KRow, TransitionRow
+from grpo_theory.outputs import atomic_output
 from grpo_theory.validate import check_output_dir
 
 __all__ = ["run_deepnet", "DeepnetResult", "KRow", "TransitionRow"]
@@ -33,8 +34,8 @@ def run_deepnet(*, out=None, force=False, **kwargs) -> DeepnetResult:
     require_torch()
     d = None if out is None else check_output_dir("--out", out, writes=OUT_FILES, force=force)
     res = _run(**kwargs)
-    if d is not None:
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "result.json").write_text(res.to_json() + "\n")
-        (d / "result.txt").write_text(str(res) + "\n")
+    if d is not None:   # written beside d and moved into place (grpo_theory.outputs)
+        with atomic_output(d, directory=True) as tmp:
+            (tmp / "result.json").write_text(res.to_json() + "\n")
+            (tmp / "result.txt").write_text(str(res) + "\n")
     return res

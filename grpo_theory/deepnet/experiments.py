@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 
+from grpo_theory.model import MAX_REFRESH_INTERVAL
 from grpo_theory.theory.derived import get
 from grpo_theory.theory.discrete import (critical_momentum, linear_stability,
                                          max_stable_refresh_interval, published_k_max,
@@ -327,7 +328,8 @@ def _run(*, quick, variant, momentum, learning_rate, refresh_intervals, optimize
         else:
             ks = list(range(1, k_pred + 5))
     else:
-        ks = sorted({check_int("refresh_interval", k, low=1) for k in refresh_intervals})
+        ks = sorted({check_int("refresh_interval", k, low=1, high=MAX_REFRESH_INTERVAL)
+                     for k in refresh_intervals})     # the model's bound: trained k x windows steps
     if adam:
         opt = OptimizerConfig(optimizer, learning_rate, 0.0, betas=(mu, 0.999))
     else:

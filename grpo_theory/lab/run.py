@@ -6,6 +6,8 @@ import os
 import tempfile
 import time
 
+from grpo_theory.model import MAX_REFRESH_INTERVAL
+from grpo_theory.outputs import atomic_output
 from grpo_theory.progress import progress
 from grpo_theory.validate import ParameterError, check_choice, check_int, check_output_dir
 
@@ -64,7 +66,8 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bo
     seed = check_int("seed", seed, low=0)
     group_size = check_int("group_size", group_size, low=2)
     if refresh_intervals is not None:
-        refresh_intervals = [check_int("refresh_interval", k, low=1) for k in refresh_intervals]
+        refresh_intervals = [check_int("refresh_interval", k, low=1, high=MAX_REFRESH_INTERVAL)
+                             for k in refresh_intervals]   # the model's bound, before any work
     kernel = check_choice("kernel", kernel, ROUTES)
     device = check_choice("device", device, ("cpu", "cuda"))
     ray_workers = check_int("ray_workers", ray_workers, low=1)
@@ -80,20 +83,31 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bo
     require_lab()
 
     t0 = time.perf_counter()
+    kw = dict(quick=quick, experiment=experiment, seed=seed, group_size=group_size,
+              refresh_intervals=refresh_intervals, threads=threads, t0=t0, model=model,
+              kernel=kernel, ray=ray, ray_workers=ray_workers, device=device,
+              write_runs=out is not None)
+    if out is None or process_rank()[0] != 0:
+        # no output asked for, or a process of a multi-process run other than the first
+        # (only the first writes)
+        with tempfile.TemporaryDirectory(prefix="grpo_lab_runs_") as root:
+            return _run_in(root, **kw)
+    # the runs' logs are written in a temporary sibling of out and moved into place at the
+    # end: a failed or interrupted lab leaves nothing half-written
+    with atomic_output(out, directory=True) as root:
+        return _run_in(str(root), **kw)
+
+
+def _run_in(root, *, quick, experiment, seed, group_size, refresh_intervals, threads, t0, model,
+            kernel, ray, ray_workers, device, write_runs):
+    """The lab's experiments, their runs' logs written under ``root``."""
     vers = versions()
-    tmp = None
-    if out is None:
-        tmp = tempfile.TemporaryDirectory(prefix="grpo_lab_runs_")
-        root = tmp.name
-    else:
-        root = str(out)
-        os.makedirs(root, exist_ok=True)
     notes = []
     executor = make_executor(ray, ray_workers, device=device)
     try:
         plat = Plateau(PlateauSpec(group_size=group_size, seed=seed), threads=threads,
                        source=model, kernel=kernel, executor=executor,
-                       out=None if out is None else root, device=device)
+                       out=root if write_runs else None, device=device)
         only_refresh = quick and experiment == "refresh"
         want = (lambda name: True) if (quick or experiment == "all") else (
             lambda name: name == experiment)
@@ -179,8 +193,6 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bo
             processes=processes, failed_tasks=tuple(failed))
     finally:
         executor.close()
-        if tmp is not None:
-            tmp.cleanup()
 
 
 #: the plateau where the published rule is unsafe on the engine: std advantages, k3 KL with

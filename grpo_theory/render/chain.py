@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_theory.progress import progress
-from grpo_theory.render.latex import write_equations
+from grpo_theory.render.latex import PdflatexError, write_equations
 from grpo_theory.results import Result
 from grpo_theory.theory.chapters import CHAPTERS, chapter
 from grpo_theory.theory.derived import Derived, all_names, get
@@ -38,11 +38,14 @@ def _is_ok(rec: dict) -> bool:
 @dataclass(frozen=True)
 class ChainResult(Result):
     """The derived records of the chapters ``chapters`` (in chapter order), and the path of
-    ``equations.tex`` when one was written.  ``exit_code`` is 1 when a check failed."""
+    ``equations.tex`` when one was written.  ``exit_code`` is 1 when a check failed or pdflatex
+    failed (``pdflatex_error``: its first error line; ``pdflatex_log``: its log, kept)."""
 
     chapters: tuple
     records: tuple
     equations_tex: Path | None = None
+    pdflatex_error: str | None = None
+    pdflatex_log: Path | None = None
 
     @property
     def all_verified(self) -> bool:
@@ -50,12 +53,19 @@ class ChainResult(Result):
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.all_verified else 1
+        return 0 if self.all_verified and self.pdflatex_error is None else 1
+
+    def pdflatex_failure(self) -> str | None:
+        """One line naming the log when pdflatex failed, else None."""
+        if self.pdflatex_error is None:
+            return None
+        return f"pdflatex failed on equations.tex: {self.pdflatex_error} (see {self.pdflatex_log})"
 
     def to_dict(self) -> dict:
         return {"chapters": list(self.chapters), "results": list(self.records),
                 "all_verified": self.all_verified,
-                "equations_tex": str(self.equations_tex) if self.equations_tex else None}
+                "equations_tex": str(self.equations_tex) if self.equations_tex else None,
+                "pdflatex_failure": self.pdflatex_failure()}
 
     def __str__(self) -> str:
         lines = []
@@ -80,6 +90,8 @@ class ChainResult(Result):
         lines += ["", f"{len(self.records)} results, {n_checks} checks, "
                   + ("all verified" if self.all_verified else "SOME CHECKS FAILED")
                   + (f"; LaTeX written to {self.equations_tex}" if self.equations_tex else "")]
+        if self.pdflatex_error is not None:
+            lines.append(self.pdflatex_failure())
         return "\n".join(lines)
 
 
@@ -93,7 +105,10 @@ def derive_chain(only: str | None = None, *, out_dir=None, compile_pdf: bool = T
         start = time.perf_counter()
         d = get(name)
         records.append(record_summary(d, time.perf_counter() - start))
-    tex = None
+    tex = error = log = None
     if out_dir is not None:
-        tex = write_equations(out_dir, compile_pdf=compile_pdf, names=names)
-    return ChainResult(tuple(keys), tuple(records), tex)
+        try:
+            tex = write_equations(out_dir, compile_pdf=compile_pdf, names=names)
+        except PdflatexError as exc:    # equations.tex and the log are delivered; exit 1
+            tex, error, log = exc.tex, exc.error, exc.log
+    return ChainResult(tuple(keys), tuple(records), tex, error, log)

@@ -721,6 +721,15 @@ def write_result_files(out_dir, names=None) -> Path:
 _OVERFULL = re.compile(r"Overfull \\hbox \(([\d.]+)pt too wide\) (?:in paragraph|detected) at lines? (\d+)")
 
 
+class PdflatexError(RuntimeError):
+    """pdflatex failed on ``tex``: ``error`` is its first error line (``! ...``), ``log`` the
+    path of its log, which is kept; ``str()`` is one line naming both."""
+
+    def __init__(self, tex, log, error: str):
+        self.tex, self.log, self.error = Path(tex), Path(log), error
+        super().__init__(f"pdflatex failed on {self.tex.name}: {error} (see {self.log})")
+
+
 def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sections=(),
                     chapter_extras=None, warnings=None, paper=None) -> Path:
     """Write ``equations.tex`` (and ``equations.pdf`` when pdflatex exists) and
@@ -737,11 +746,19 @@ def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sect
     write_result_files(out, names)
     if compile_pdf and shutil.which("pdflatex") and not _reuse_pdf(out, doc, warnings):
         for _ in range(2):  # second pass resolves references
-            proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name],
-                                  cwd=out, capture_output=True, text=True, timeout=300)
-            if proc.returncode != 0:  # keep equations.log for the user to inspect
-                tail = "\n".join(proc.stdout.splitlines()[-20:])
-                raise RuntimeError(f"pdflatex failed on {tex} (see {out / 'equations.log'}):\n{tail}")
+            try:
+                proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
+                                       tex.name], cwd=out, capture_output=True, text=True,
+                                      timeout=300)
+                error = None if proc.returncode == 0 else next(
+                    (ln.strip() for ln in proc.stdout.splitlines() if ln.startswith("!")),
+                    f"exit code {proc.returncode}")
+            except subprocess.TimeoutExpired:
+                error = "no result in 300 s"
+            if error is not None:  # keep equations.log for the user to inspect; no partial PDF
+                for ext in (".aux", ".out", ".toc", ".pdf"):
+                    (out / f"equations{ext}").unlink(missing_ok=True)
+                raise PdflatexError(tex, out / "equations.log", error)
         log = (out / "equations.log").read_text(errors="replace")
         if warnings is not None:
             for width, line in _OVERFULL.findall(log):

@@ -77,6 +77,10 @@ class ReportResult(Result):
                 out.append(f"cross-check {c['name']} failed: predicted {number_text(c.get('predicted'))}, "
                            f"measured {number_text(c.get('measured'))}, |error| {number_text(abs(c['error']) if c.get('error') is not None else None)}"
                            f" > tolerance {number_text(tol)}")
+        pdf = self.numbers.get("pdflatex")
+        if pdf:
+            out.append(f"pdflatex failed on equations.tex: {pdf['error']} (see "
+                       f"{Path(self.out_dir) / pdf['log']})")
         at = self.numbers.get("atlas") or {}
         if at and not at.get("passed", True):
             out.append("atlas: an independent fold or cusp check failed (see report.json)")
@@ -133,15 +137,23 @@ def _derivation_status():
 
 
 def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_extras=None,
-                     paper=None) -> dict:
-    """equations.tex (+ .pdf with pdflatex) and references.bib, from :mod:`grpo_theory.render.latex`."""
+                     paper=None, errors=None) -> dict:
+    """equations.tex (+ .pdf with pdflatex) and references.bib, from :mod:`grpo_theory.render.latex`.
+    A pdflatex failure is recorded in ``errors["pdflatex"]`` (its first error line and the log's
+    name; the log is kept) and the rest of the report is still written."""
     failed = [n for n, d in status.items() if isinstance(d, Exception)]
     if failed:
         notes.append("derivations that failed and are left out of equations.tex: " + ", ".join(failed))
-    latex.write_equations(out_dir, names=[n for n in status if n not in failed],
-                          extra_sections=extra_sections, chapter_extras=chapter_extras,
-                          warnings=notes, paper=paper)
     files = {"equations.tex": out_dir / "equations.tex", "references.bib": out_dir / "references.bib"}
+    try:
+        latex.write_equations(out_dir, names=[n for n in status if n not in failed],
+                              extra_sections=extra_sections, chapter_extras=chapter_extras,
+                              warnings=notes, paper=paper)
+    except latex.PdflatexError as exc:
+        if errors is None:
+            raise
+        errors["pdflatex"] = {"error": exc.error, "log": exc.log.name}
+        files[exc.log.name] = exc.log
     if (out_dir / "equations.pdf").exists():
         files["equations.pdf"] = out_dir / "equations.pdf"
     return files
@@ -330,7 +342,7 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     if collapse_text(nums):
         extras["collapse"] = "\n\n".join(x for x in (extras.get("collapse"), collapse_text(nums)) if x)
     rr.files.update(_write_equations(out, status, notes, extra_sections=extra,
-                                     chapter_extras=extras, paper=paper))
+                                     chapter_extras=extras, paper=paper, errors=nums))
     done("equations")
     for paths in figs.values():
         for p in paths:

@@ -662,6 +662,8 @@ def _plot(res: Comparison, series, path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from grpo_theory.outputs import atomic_output
+
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     cmap = plt.get_cmap("viridis")
     vals = np.log([f.value for f in res.runs])
@@ -717,5 +719,6 @@ def _plot(res: Comparison, series, path) -> None:
             ax2.set_ylabel("tau (steps)")
     ax2.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_output(path) as tmp:    # written beside path, moved into place at the end
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)

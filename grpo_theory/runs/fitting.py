@@ -351,6 +351,8 @@ def plot_fit(report: FitReport, path, *, title: str = "") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from grpo_theory.outputs import atomic_output
+
     steps, values = report.steps, report.values
     fig, ax = plt.subplots(figsize=(8, 4.8))
     ax.plot(steps, values, ".", ms=2, color="0.5", label="log")
@@ -376,5 +378,6 @@ def plot_fit(report: FitReport, path, *, title: str = "") -> None:
         ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_output(path) as tmp:    # written beside path, moved into place at the end
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)

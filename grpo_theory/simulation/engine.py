@@ -53,7 +53,7 @@ from grpo_theory.model import GRPOModel
 from grpo_theory.progress import progress as _progress
 from grpo_theory.simulation import kernels as _k
 from grpo_theory.simulation.result import SimulationResult
-from grpo_theory.validate import (ParameterError, check_choice, check_finite_array, check_int,
+from grpo_theory.validate import (ParameterError, check_memory, check_choice, check_finite_array, check_int,
                                   check_probability, check_real)
 
 __all__ = ["simulate", "logits_for_success", "EnsembleSettings", "MAX_DIVERGENCE_BOUND"]
@@ -143,6 +143,56 @@ def _settings(model, steps, runs, seed, p0, theta0, rewards, theta_ref, difficul
                             _as_tuple(theta_ref), spread, bound, record, progress)
 
 
+#: bytes per run, prompt and action of the per-step work arrays (measured: 64 for the two-action
+#: kernel, 98 for the generic one, R = 1000, B = 1000-2000; rounded up)
+_WORK_BYTES = 128
+
+
+#: bytes per step of the per-step statistics (lists of Python floats): measured 19.8 MiB at
+#: R = 1, T = 2e5 with all seven observables (12.2 MiB of it the recorded arrays); with the JSON
+#: text of ``simulate --json`` 394 MiB, about 2 KiB per step
+PER_STEP_BYTES = 64
+PER_STEP_BYTES_JSON = 2560
+
+
+def memory_needed(model, steps: int, runs: int, n_record: int,
+                  per_step: int = PER_STEP_BYTES) -> tuple[int, int]:
+    """Bytes a simulation needs: ``(recorded, working)``.  Recorded: a float64 ``(steps + 1,
+    runs)`` array per recorded observable, plus one of that size for the ensemble statistics
+    (measured peak 1.15x the recorded arrays with all seven, R = 2000-4000, T = 500) and
+    ``per_step`` bytes per step for their per-step lists; working: the per-step arrays over
+    runs x prompts x actions, the delay ring, the stored batches of a reuse window and the
+    count tables over 0..G.  Python integers: no overflow for absurd sizes."""
+    R, B, K = int(runs), int(model.prompts), int(model.actions)
+    recorded = (8 * R * (n_record + 1) + per_step) * (int(steps) + 1)
+    per_state = R * B * K
+    working = (_WORK_BYTES * per_state + 8 * R * K * ((model.delay or 0) + 1)
+               + 8 * per_state * model.window_batches + 64 * (model.group_size + 1))
+    return recorded, working
+
+
+def check_simulation_memory(model, steps: int, runs: int, n_record: int = len(_k.OBSERVABLES),
+                            per_step: int = PER_STEP_BYTES) -> None:
+    """Refuse a simulation that does not fit in memory (:func:`memory_needed` against
+    :func:`grpo_theory.validate.memory_limit`) before anything is allocated: a
+    ``ParameterError`` naming steps or runs (or prompts, when the per-step arrays dominate)."""
+    recorded, working = memory_needed(model, steps, runs, n_record, per_step)
+    if recorded >= working:
+        name, value = ("steps", steps) if steps + 1 > runs else ("runs", runs)
+        check_memory(name, value, recorded + working,
+                     f"{n_record} recorded observable(s) x 8 bytes x runs x (steps + 1) "
+                     f"with steps = {steps}, runs = {runs}, plus the ensemble statistics and "
+                     f"{per_step} bytes a step of per-step output")
+    else:
+        check_memory("prompts", model.prompts, recorded + working,
+                     f"about {_WORK_BYTES} bytes per run x prompt x action for the per-step "
+                     f"arrays, with runs = {runs}, actions = {model.actions}")
+
+
+def _check_memory(model, st) -> None:
+    check_simulation_memory(model, st.steps, st.runs, len(st.record))
+
+
 def _prompt_offsets(model, settings, mask, rng: np.random.Generator) -> np.ndarray:
     offsets = np.zeros((model.prompts, model.actions))
     if settings.difficulty_spread > 0:
@@ -222,6 +272,7 @@ def simulate(model: GRPOModel, *, steps: int, runs: int = 256, seed: int = 0, p0
         raise ParameterError("group_size", "inf", "a finite integer >= 2 to simulate")
     st = _settings(model, steps, runs, seed, p0, theta0, rewards, theta_ref, difficulty_spread,
                    divergence_bound, record, progress)
+    _check_memory(model, st)
     offsets_seq, sample_seq = np.random.SeedSequence(st.seed).spawn(2)
     rewards = st.reward_vector(model)
     mask = rewards == rewards.max()

@@ -230,10 +230,13 @@ class SimulationResult:
 
     def to_csv(self, path) -> None:
         """Write per-step ``n_active`` and ensemble mean, variance and standard error
-        (over the live runs) as CSV; undefined entries are written as ``nan``."""
+        (over the live runs) as CSV; undefined entries are written as ``nan``.  Atomic: the
+        file is written beside ``path`` and moved into place (:mod:`grpo_theory.outputs`)."""
+        from grpo_theory.outputs import atomic_output
+
         table = self.per_step()
         cols = list(table)
-        with open(path, "w", newline="") as fh:
+        with atomic_output(path) as tmp, open(tmp, "w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(cols)
             for row in zip(*(table[c] for c in cols)):

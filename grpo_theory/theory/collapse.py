@@ -45,7 +45,7 @@ from grpo_theory.theory.derived import Derived, derivation, prove_zero
 from grpo_theory.theory.drift import drift, update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.theory.noise import noise_at_fixed_point, stationary_variance
-from grpo_theory.validate import ParameterError, check_int, check_real
+from grpo_theory.validate import ParameterError, check_int, check_memory, check_real
 
 __all__ = ["CollapseRisk", "collapse_risk", "first_passage"]
 
@@ -185,19 +185,28 @@ def _risk(model, steps, degenerate_level, grid):
         return f"the fixed point p* = {fp.p:.6g} is itself degenerate at level {delta:g}"
     a, b = math.log(delta / (1 - delta)), math.log((1 - delta) / delta)
     z = np.linspace(a, b, grid)
-    F = drift(model, z)
-    s2 = np.asarray(update_variance(model, expit(z)), float)
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflowing noise is said below
+        F = drift(model, z)
+        s2 = np.asarray(update_variance(model, expit(z)), float)
+        s2_star = noise_at_fixed_point(model, fp)
     eta_eff = model.learning_rate / (1 - model.momentum)
     # lag, reuse and momentum: the exact L2 stationary variance relative to on-policy SGD
     # at eta_eff rescales the diffusion (1 on-policy without momentum)
-    s2_star = noise_at_fixed_point(model, fp)
     if model.kl == "k1_reward":
         return ("KL in the reward: every advantage vanishes at z*, so the noise vanishes there "
                 "and the diffusion model (D > 0 on the basin) does not apply")
-    var_model = stationary_variance(model.learning_rate, model.momentum, fp.stiffness, s2_star,
-                                    refresh_interval=model.refresh_interval,
-                                    fresh_fraction=fp.fresh_fraction, reuse=model.reuse,
-                                    window_batches=model.window_batches)
+    if not (math.isfinite(s2_star) and np.all(np.isfinite(s2)) and np.all(np.isfinite(F))):
+        return ("the drift or the update noise on the basin overflows double precision "
+                f"(sigma^2 = {s2_star:.3g} at the fixed point): the diffusion model has no "
+                "finite answer here")
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            var_model = stationary_variance(model.learning_rate, model.momentum, fp.stiffness,
+                                            s2_star, refresh_interval=model.refresh_interval,
+                                            fresh_fraction=fp.fresh_fraction, reuse=model.reuse,
+                                            window_batches=model.window_batches)
+    except (np.linalg.LinAlgError, OverflowError):   # eta K far beyond every threshold
+        var_model = math.inf
     if not math.isfinite(var_model):
         return "the window map is unstable (L2): the run leaves the plateau deterministically"
     var_sgd = stationary_variance(eta_eff, 0.0, fp.stiffness, s2_star)
@@ -252,6 +261,10 @@ def _infinite_group(model, T, degenerate_level) -> CollapseRisk:
                                "point")
 
 
+#: the (G + 1) x grid float arrays alive at once in the risk's drift (measured 5.2; rounded up)
+_SUM_ARRAYS = 8
+
+
 def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001) -> CollapseRisk:
     r"""Probability that ``model`` collapses to a degenerate policy within ``steps`` steps.
 
@@ -264,8 +277,9 @@ def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001)
         raise ParameterError("model", type(model).__name__, "a GRPOModel")
     T = check_int("steps", steps, low=1)
     if degenerate_level is not None:
-        check_real("degenerate_level", degenerate_level, low=0, low_open=True, high=0.5,
-                   high_open=True)
+        check_real("degenerate_level", degenerate_level, low=2.0**-52, high=0.5, high_open=True,
+                   allowed="a real number in [2^-52, 0.5) (below 2^-52, 1 - delta rounds to 1 in "
+                           "double precision)")
     if model.lag_model != "refresh":
         return CollapseRisk(T, reason="defined for lag_model 'refresh'")
     if model.optimizer != "sgd":
@@ -273,6 +287,12 @@ def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001)
                                       "model has no Adam step)")
     if model.group_size is None:
         return _infinite_group(model, T, degenerate_level)
+    # the drift's binomial sums are (G + 1) x grid arrays (2G + 1 with the "group size x2"
+    # knob); measured peak 5-6 of them at G = 1000: refused before the work when they do not fit
+    rows_g = 2 * model.group_size + 1 if knobs else model.group_size + 1
+    check_memory("group_size", model.group_size, _SUM_ARRAYS * 8 * rows_g * grid,
+                 f"{_SUM_ARRAYS} float arrays of (G + 1) x {grid} for the drift's binomial sums"
+                 + (", at 2G for the group-size knob" if knobs else ""))
     out = _risk(model, T, degenerate_level, grid)
     if isinstance(out, str):
         return CollapseRisk(T, reason=out)

@@ -21,6 +21,7 @@ in logits.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mpmath
@@ -867,17 +868,31 @@ def trajectory_report(times, mass, damping, spring, x0, v0=0.0) -> TrajectoryRes
     m, g, k = _check_traj_args(mass, damping, spring)
     x0 = check_real("x0", x0)
     v0 = check_real("v0", v0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        x = np.atleast_1d(trajectory(np.array(ts), m, g, k, x0, v0))
-    bad = [t for t, v in zip(ts, x) if not np.isfinite(v)]
-    if bad:
-        t_max = _last_finite(bad[0], m, g, k, x0, v0)
-        raise ParameterError("times", _shown(bad[0]), f"at most {t_max:.6g} (this "
-                             f"{regime(m, g, k)} oscillator's x(t) grows past the largest "
-                             "double, 1.8e308, after that)")
-    return TrajectoryResult(inputs={"mass": m, "damping": g, "spring": k, "x0": x0, "v0": v0},
-                            times=tuple(ts), x=tuple(float(v) for v in np.atleast_1d(x)),
-                            regime=regime(m, g, k), damping_ratio=float(damping_ratio(m, g, k)))
+    inputs = {"mass": m, "damping": g, "spring": k, "x0": x0, "v0": v0}
+    x = None
+    try:    # an input whose closed form overflows double precision is refused, not printed as nan
+        with np.errstate(all="ignore"):
+            x = np.atleast_1d(trajectory(np.array(ts), m, g, k, x0, v0))
+            kind, zeta = regime(m, g, k), float(damping_ratio(m, g, k))
+        finite = bool(np.all(np.isfinite(x))) and not math.isnan(zeta)
+    except OverflowError:
+        finite = False
+    if not finite:
+        # the input farthest from 1 in orders of magnitude, or the time when none is extreme
+        size = {n: abs(math.log10(abs(v))) if v else 0.0 for n, v in inputs.items()}
+        name = max(size, key=size.get)
+        if size[name] < 6 and x is not None and not math.isnan(zeta):
+            bad = [t for t, v in zip(ts, x) if not np.isfinite(v)]
+            t_max = _last_finite(bad[0], m, g, k, x0, v0)
+            raise ParameterError("times", _shown(bad[0]), f"at most {t_max:.6g} (this "
+                                 f"{kind} oscillator's x(t) grows past the largest "
+                                 "double, 1.8e308, after that)")
+        name, value = (name, inputs[name]) if size[name] >= 6 else ("times", max(ts))
+        given = ", ".join(f"{n} = {v:g}" for n, v in inputs.items())
+        raise ParameterError(name, value, "a value at which the closed form is finite in "
+                             f"double precision ({given}: x(t) overflows by t = {max(ts):g})")
+    return TrajectoryResult(inputs=inputs, times=tuple(ts), x=tuple(float(v) for v in x),
+                            regime=kind, damping_ratio=zeta)
 
 
 def _shown(t: float):

@@ -141,20 +141,23 @@ def window_phase_variances(learning_rate, momentum, stiffness, noise_variance, r
     k, m, eta, s2 = int(refresh_interval), int(window_batches), float(learning_rate), float(noise_variance)
     A = step_matrix(eta, momentum, stiffness, fresh_fraction)
     E = np.array([[1.0, 0], [0, 1], [1, 0]])
-    b = eta * np.array([1.0, 1.0, 0.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        b = eta * np.array([1.0, 1.0, 0.0])
     lin = [E]
     cov = [np.zeros((3, 3))]
     loads = np.zeros((m, 3))       # per kick i: sum over its steps j' < j of A^(j-1-j') b
-    for j in range(k):
-        lin.append(A @ lin[-1])
-        if reuse == "batch":
-            loads = loads @ A.T
-            loads[j % m] += b
-            cov.append(s2 * loads.T @ loads)
-        else:
-            cov.append(A @ cov[-1] @ A.T + s2 * np.outer(b, b))
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflowing window: unstable, below
+        for j in range(k):
+            lin.append(A @ lin[-1])
+            if reuse == "batch":
+                loads = loads @ A.T
+                loads[j % m] += b
+                cov.append(s2 * loads.T @ loads)
+            else:
+                cov.append(A @ cov[-1] @ A.T + s2 * np.outer(b, b))
     M = lin[k][:2]
-    if np.max(np.abs(np.linalg.eigvals(M))) >= 1:
+    # a window map past 1e308 (e.g. learning_rate=1e308; LinAlgError before) grows: unstable
+    if not np.all(np.isfinite(M)) or np.max(np.abs(np.linalg.eigvals(M))) >= 1:
         return np.full(k, np.inf)
     sigma0 = scipy.linalg.solve_discrete_lyapunov(M, cov[k][:2, :2])
     return np.array([(lin[j] @ sigma0 @ lin[j].T + cov[j])[0, 0] for j in range(k)])

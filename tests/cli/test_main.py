@@ -103,5 +103,93 @@ def test_report_command_is_one_call_of_build_report(monkeypatch, tmp_path, capsy
 
     monkeypatch.setattr(B, "build_report", fake)
     assert main(["report", "--out", str(tmp_path), "--full", "--no-crosscheck"]) == 0
-    assert seen == {"out": str(tmp_path), "full": True, "crosscheck": False}
-    assert "report written to" in capsys.readouterr().out
+    # built in a temporary sibling of DIR, moved into place at the end (issue 29 item 4)
+    out = seen.pop("out")
+    assert out.parent == tmp_path.parent and out.name.startswith(f".{tmp_path.name}.")
+    assert seen == {"full": True, "crosscheck": False} and not out.exists()
+    assert f"report written to {tmp_path} " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", COMMAND_MODULES)
+def test_ctrl_c_in_any_command_is_one_line_and_exit_130(name, monkeypatch, capsys):
+    """Issue 29 item 5: Ctrl-C printed a KeyboardInterrupt traceback (except in `watch`)."""
+    import importlib
+
+    mod = importlib.import_module(f"grpo_theory.cli.{name}")
+
+    def interrupted(args):
+        print("partial output", flush=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mod, "call", interrupted)
+    argv = {"report": ["--out", "x"], "compare": ["a", "b", "--by", "group_size"],
+            "trajectory": ["--mass", "1", "--damping", "1", "--spring", "1", "--x0", "1",
+                           "--times", "1"], "fit": ["log"], "diagnose": ["log"],
+            "watch": ["log"], "check_config": ["config"]}.get(name, [])
+    assert main([mod.NAME, *argv]) == 130
+    out, err = capsys.readouterr()
+    assert err == f"grpo-theory {mod.NAME}: interrupted\n", err
+
+
+TRAJ = ["trajectory", "--spring", "1", "--x0", "1", "--v0", "0"]
+
+
+@pytest.mark.parametrize("argv,code,named", [
+    (["stability", "--learning-rate", "1e308"], 2, "learning_rate must be"),   # LinAlgError
+    (["stability", "--learning-rate", "1e-308"], 2, "learning_rate must be"),  # OverflowError
+    (["stability", "--kl-coef", "1e308"], 2, "learning_rate must be"),         # LinAlgError
+    (["stability", "--stiffness", "1e200"], 2, "learning_rate must be"),       # printed inf
+    (["stability", "--stiffness", "1", "--fresh-fraction", "1e18"], 2, "learning_rate must be"),
+    (["stability", "--optimizer", "adam", "--learning-rate", "1e308"], 2, "learning_rate must be"),
+    (["stability", "--group-size", "1e18"], 2, "group_size must be an integer in [2, 1000000]"),
+    (["stability", "--refresh-interval", "1e18"], 2, "refresh_interval must be an integer in"),
+    (["stability", "--lag-model", "delay", "--delay", "1e4"], 2, "delay must be an integer in"),
+    (["fixed-points", "--group-size", "1e9"], 2, "group_size must be"),        # ran for minutes
+    (["collapse-risk", "--prompts", "1e308"], 2, "prompts must be an integer in [1, 2^53]"),
+    (["collapse-risk", "--degenerate-level", "1e-308"], 2, "degenerate_level must be"),
+    (["collapse-risk", "--kl-coef", "1e308"], 1, "collapse risk: n/a (the drift or the update"),
+    (["collapse-risk", "--group-size", "1e6"], 2, "group_size must be small enough to fit in "
+                                                  "memory"),
+    (TRAJ + ["--mass", "1e308", "--damping", "1", "--times", "10"], 2, "mass must be"),   # nan
+    (TRAJ + ["--mass", "1", "--damping", "1e308", "--times", "10"], 2, "damping must be"),
+    (TRAJ + ["--mass", "1", "--damping", "-1", "--times", "1e6"], 2, "times must be"),  # -inf
+])
+def test_huge_and_tiny_values_are_one_line_or_a_finite_answer(argv, code, named, capsys):
+    """Issue 29 item 5: numeric overflow was a traceback (LinAlgError, OverflowError), a
+    timeout, or nan/inf in the output; now one line naming the parameter, or the model's
+    reason for declining, with no RuntimeWarning."""
+    assert main(argv) == code
+    out, err = capsys.readouterr()
+    text = err if code == 2 else out
+    assert named in text and "Traceback" not in err and "Warning" not in err, (out, err)
+    if code == 2:
+        assert out == "" and len(err.strip().splitlines()) == 1
+    else:
+        assert err == ""
+
+
+def test_sizes_are_checked_before_work(capsys, monkeypatch):
+    """Issue 29 item 6: `simulate --steps 1e9 --runs 1e9` was killed for memory after 30 s."""
+    import grpo_theory.simulation.kernels as kernels
+    import grpo_theory.validate as validate
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the simulation started before its size was checked")
+
+    monkeypatch.setattr(kernels, "run", no_work)
+    monkeypatch.setattr(validate, "memory_limit", lambda: (8 << 30, "a test's 8 GiB"))
+    for argv, name in [(["--steps", "1e9", "--runs", "1e9"], "steps"),
+                       (["--steps", "10", "--runs", "1e12"], "runs"),
+                       (["--prompts", "1e9"], "prompts"),
+                       (["--steps", "1e7", "--runs", "1", "--json"], "steps")]:
+        assert main(["simulate", *argv]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1, err
+        assert err.startswith(f"grpo-theory simulate: error: {name} must be small enough to fit "
+                              "in memory: this needs about ") and "over the limit of 8 GiB" in err
+    # the lab's refresh intervals: the model's bound, before TRL is even imported
+    assert main(["lab", "--quick", "--refresh-intervals", "4", "1e9"]) == 2
+    assert "refresh_interval must be an integer in [1, 10000]" in capsys.readouterr().err
+    # the same steps without the JSON text (about 1.3 GB) fit: the work starts
+    with pytest.raises(AssertionError, match="size was checked"):
+        main(["simulate", "--steps", "1e7", "--runs", "1"])

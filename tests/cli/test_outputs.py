@@ -158,3 +158,221 @@ def test_deepnet_refuses_an_earlier_result_before_any_work(tmp_path, capsys, mon
     assert "existing file" in capsys.readouterr().err
     with pytest.raises(AssertionError, match="work started"):   # forced: the work starts
         main(["deepnet", "--quick", "--out", str(tmp_path), "--force"])
+
+
+# ----------------------------------------------------------------------------------------
+# issue 29 items 4 and 5: outputs are atomic; Ctrl-C and pdflatex failures are one line
+# ----------------------------------------------------------------------------------------
+
+FAKE_PDFLATEX = """#!/bin/sh
+echo 'This is a fake pdflatex' > equations.log
+echo '! Missing $ inserted.' >> equations.log
+echo 'aux' > equations.aux
+echo '! Missing $ inserted.'
+exit 1
+"""
+
+
+@pytest.fixture
+def failing_pdflatex(tmp_path_factory, monkeypatch):
+    """A pdflatex on PATH that fails as the real one does on bad LaTeX (and leaves its log)."""
+    import os
+
+    bindir = tmp_path_factory.mktemp("bin")
+    exe = bindir / "pdflatex"
+    exe.write_text(FAKE_PDFLATEX)
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+
+
+def _interrupted(capsys, command):
+    out, err = capsys.readouterr()
+    assert err == f"grpo-theory {command}: interrupted\n", err
+    assert "Traceback" not in out
+
+
+def _fake_report(interrupt=False, pdflatex=False):
+    """A report builder that writes a few files (and is interrupted half-way, or runs the real
+    equations writer on one cached derivation): no full report is built in these tests."""
+    from pathlib import Path
+
+    import grpo_theory.report.build as build
+    from grpo_theory.theory.derived import all_names, get
+
+    def fake(out_dir, **kwargs):
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "phase_diagram_k.png").write_text("figure")
+        if interrupt:
+            raise KeyboardInterrupt
+        files, nums = {}, {}
+        if pdflatex:
+            name = next(n for n in all_names() if n.startswith("oscillator."))
+            files = build._write_equations(out, {name: get(name)}, [], errors=nums)
+        (out / "report.md").write_text("new report")
+        files["report.md"] = out / "report.md"
+        return build.ReportResult(out_dir=out, files=files, numbers=nums)
+
+    return fake
+
+
+def test_an_interrupted_report_leaves_nothing_and_the_rerun_needs_no_force(tmp_path, capsys,
+                                                                           monkeypatch):
+    import grpo_theory.report.build as build
+
+    out = tmp_path / "rep"
+    monkeypatch.setattr(build, "build_report", _fake_report(interrupt=True))
+    assert main(["report", "--out", str(out)]) == 130
+    _interrupted(capsys, "report")
+    assert list(tmp_path.iterdir()) == []          # no half-written report/, no temporary
+    monkeypatch.setattr(build, "build_report", _fake_report())
+    assert main(["report", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["phase_diagram_k.png", "report.md"]
+    assert f"open {out / 'report.md'}" in capsys.readouterr().out   # the final path, not the temporary
+
+
+def test_force_replaces_an_earlier_report_whole_and_keeps_the_users_files(tmp_path, capsys,
+                                                                          monkeypatch):
+    import grpo_theory.report.build as build
+
+    out = tmp_path / "rep"
+    out.mkdir()
+    for name, text in [("report.md", "earlier"), ("equations.pdf", "earlier pdf"),
+                       ("notes.txt", "mine")]:
+        (out / name).write_text(text)
+    monkeypatch.setattr(build, "build_report", _fake_report(interrupt=True))
+    assert main(["report", "--out", str(out), "--force"]) == 130
+    assert (out / "report.md").read_text() == "earlier"          # interrupted: untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+    monkeypatch.setattr(build, "build_report", _fake_report())
+    assert main(["report", "--out", str(out), "--force"]) == 0
+    assert (out / "report.md").read_text() == "new report"
+    # the earlier PDF would now describe another equations.tex: gone; the user's file stays
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "phase_diagram_k.png",
+                                                     "report.md"]
+
+
+def test_a_pdflatex_failure_is_one_line_naming_the_log_and_the_report_is_delivered(
+        tmp_path, capsys, monkeypatch, failing_pdflatex):
+    """Issue 29 item 5: a RuntimeError traceback with 20 lines of pdflatex's output, and a
+    half-written report/ (no report.md) that a rerun refused without --force."""
+    import grpo_theory.report.build as build
+
+    out = tmp_path / "rep"
+    monkeypatch.setattr(build, "build_report", _fake_report(pdflatex=True))
+    assert main(["report", "--out", str(out)]) == 1
+    stdout, err = capsys.readouterr()
+    assert err == ""
+    failed = [ln for ln in stdout.splitlines() if "FAILED" in ln]
+    assert failed == [f"  FAILED: pdflatex failed on equations.tex: ! Missing $ inserted. "
+                      f"(see {out / 'equations.log'})"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "equations.log", "equations.tex", "phase_diagram_k.png", "references.bib", "report.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+
+
+def test_derive_pdflatex_failure_delivers_the_tex_and_names_the_log(tmp_path, capsys,
+                                                                    failing_pdflatex):
+    out = tmp_path / "eq"
+    assert main(["derive", "--only", "oscillator", "--out", str(out)]) == 1
+    stdout, err = capsys.readouterr()
+    assert err == "" and stdout.splitlines()[-1] == (
+        f"pdflatex failed on equations.tex: ! Missing $ inserted. (see {out / 'equations.log'})")
+    assert sorted(p.name for p in out.iterdir()) == ["equations.log", "equations.tex",
+                                                     "references.bib"]
+    assert main(["derive", "--only", "oscillator", "--out", str(out), "--json"]) == 2  # earlier
+    capsys.readouterr()
+
+
+def test_an_interrupted_derive_leaves_nothing(tmp_path, capsys, monkeypatch):
+    import grpo_theory.render.chain as chain
+
+    def half_written(out_dir, **kwargs):
+        (out_dir / "equations.tex").write_text("\\documentclass")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(chain, "write_equations", half_written)
+    assert main(["derive", "--only", "oscillator", "--no-pdf", "--out",
+                 str(tmp_path / "a" / "eq")]) == 130
+    _interrupted(capsys, "derive")
+    assert list(tmp_path.iterdir()) == []           # not even the parent it created
+
+
+def test_an_interrupted_simulate_leaves_no_csv(tmp_path, capsys, monkeypatch):
+    from grpo_theory.simulation.result import SimulationResult
+
+    real = SimulationResult.per_step
+
+    def rows_then_ctrl_c(self):
+        table = real(self)
+
+        def steps():
+            yield from table["step"][:2]
+            raise KeyboardInterrupt
+        return {**table, "step": steps()}
+
+    monkeypatch.setattr(SimulationResult, "per_step", rows_then_ctrl_c)
+    out = tmp_path / "sim.csv"
+    argv = ["simulate", "--steps", "3", "--runs", "4", "--out", str(out)]
+    assert main(argv) == 130
+    _interrupted(capsys, "simulate")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(SimulationResult, "per_step", real)
+    assert main(argv) == 0 and out.read_text().startswith("step,")
+
+
+@pytest.mark.parametrize("command", ["fit", "compare"])
+def test_an_interrupted_figure_leaves_no_file(tmp_path, capsys, monkeypatch, command):
+    from matplotlib.figure import Figure
+
+    def half_a_png(self, fname, **kwargs):
+        with open(fname, "wb") as fh:
+            fh.write(b"\x89PNG half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Figure, "savefig", half_a_png)
+    fig = tmp_path / "fig.png"
+    if command == "fit":
+        argv = ["fit", LOG, "--models", "exponential", "--plot", str(fig)]
+    else:   # two runs of a family (the example log and its first 80 % of lines)
+        lines = open(LOG).read().splitlines(keepends=True)
+        short = tmp_path / "short.log"
+        short.write_text("".join(lines[: len(lines) * 4 // 5]))
+        argv = ["compare", LOG, str(short), "--by", "learning_rate", "--values", "1e-6,2e-6",
+                "--plot", str(fig)]
+    assert main(argv) == 130
+    _interrupted(capsys, command)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if command == "fit" else ["short.log"])
+
+
+def test_an_interrupted_lab_leaves_nothing(tmp_path, capsys, monkeypatch):
+    import grpo_theory.lab.run as lab_run
+
+    def half_a_family(root, **kwargs):
+        import os
+
+        os.makedirs(os.path.join(root, "group_size", "lab_family_G4_s0"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lab_run, "require_lab", lambda: None)   # no TRL needed
+    monkeypatch.setattr(lab_run, "_run_in", half_a_family)
+    assert main(["lab", "--quick", "--out", str(tmp_path / "lab")]) == 130
+    _interrupted(capsys, "lab")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupted_deepnet_result_leaves_nothing(tmp_path, capsys, monkeypatch):
+    import grpo_theory.deepnet as deepnet
+
+    class Half:
+        def to_json(self):
+            return "{}"
+
+        def __str__(self):          # result.json is written, result.txt is not
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(deepnet, "require_torch", lambda: None)
+    monkeypatch.setattr(deepnet, "_run", lambda **kw: Half())
+    assert main(["deepnet", "--quick", "--out", str(tmp_path / "dn")]) == 130
+    _interrupted(capsys, "deepnet")
+    assert list(tmp_path.iterdir()) == []

@@ -249,7 +249,45 @@ def linear_stability(learning_rate, momentum, refresh_interval, stiffness, *, la
     with the lag of :func:`continuous_lag` and the same split;
     ``max_stable_refresh_interval_continuous`` is the published
     :math:`\lceil(1-\mu)/(\eta K)\rceil - 1` (all stiffness stale, lag = k).
+
+    Where double precision cannot answer, a ``ParameterError`` naming ``learning_rate`` says
+    so: ηK below the smallest normal double (its thresholds ~ 1/(ηK) overflow), or a window
+    map that overflows (ηK far beyond every threshold, e.g. ``learning_rate=1e308``, which
+    raised LinAlgError).
     """
+    Kv, phi = _stiffness(stiffness, fresh_fraction)
+    eta = float(learning_rate)
+    a = eta * Kv
+    where = f"K = {Kv:.6g}, eta*K = {a:.3g}" + (f", fresh fraction {phi:.3g}" if phi else "")
+    if not a >= ETA_K_MIN:
+        raise ParameterError("learning_rate", learning_rate, "large enough that eta*K >= "
+                             f"{ETA_K_MIN:.3g}, the smallest normal double (below, the "
+                             f"thresholds ~ 1/(eta*K) overflow); here {where}")
+    overflow = ParameterError("learning_rate", learning_rate, "small enough that the exact map "
+                              f"stays finite in double precision over the window; here {where}, "
+                              "far beyond every stability threshold (the map is unstable)")
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            res = _linear_stability(eta, momentum, refresh_interval, Kv, lag_model=lag_model,
+                                    delay=delay, fresh_fraction=phi)
+    except (np.linalg.LinAlgError, OverflowError):
+        raise overflow from None
+    except ValueError as exc:           # a root bracket lost to overflow (scipy's brentq)
+        if "different signs" not in str(exc):
+            raise
+        raise overflow from None
+    if not (math.isfinite(res.spectral_radius) and all(map(np.isfinite, res.eigenvalues))):
+        raise overflow
+    return res
+
+
+#: the smallest eta*K whose thresholds (~ 1/(eta K) steps) stay finite: the smallest normal double
+ETA_K_MIN = float(np.finfo(float).tiny)
+
+
+def _linear_stability(learning_rate, momentum, refresh_interval, stiffness, *, lag_model="refresh",
+                      delay=None, fresh_fraction=0.0) -> StabilityResult:
+    """:func:`linear_stability` without the double-precision guard."""
     Kv, phi = _stiffness(stiffness, fresh_fraction)
     eta, mu = float(learning_rate), float(momentum)
     k = int(refresh_interval) if lag_model == "refresh" else 1
