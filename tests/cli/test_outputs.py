@@ -267,7 +267,8 @@ def test_a_pdflatex_failure_is_one_line_naming_the_log_and_the_report_is_deliver
     assert failed == [f"  FAILED: pdflatex failed on equations.tex: ! Missing $ inserted. "
                       f"(see {out / 'equations.log'})"]
     assert sorted(p.name for p in out.iterdir()) == [
-        "equations.log", "equations.tex", "phase_diagram_k.png", "references.bib", "report.md"]
+        "equations.log", "equations.tex", "phase_diagram_k.png", "references.bib", "report.md",
+        "results"]                       # one .tex per result (write_equations), delivered too
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
 
 
@@ -279,7 +280,7 @@ def test_derive_pdflatex_failure_delivers_the_tex_and_names_the_log(tmp_path, ca
     assert err == "" and stdout.splitlines()[-1] == (
         f"pdflatex failed on equations.tex: ! Missing $ inserted. (see {out / 'equations.log'})")
     assert sorted(p.name for p in out.iterdir()) == ["equations.log", "equations.tex",
-                                                     "references.bib"]
+                                                     "references.bib", "results"]
     assert main(["derive", "--only", "oscillator", "--out", str(out), "--json"]) == 2  # earlier
     capsys.readouterr()
 
