@@ -60,7 +60,8 @@ class ConfigFormatError(ParameterError):
         self.name, self.value, self.allowed = "config file", self.path, problem
 
 
-def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
+def read_config(path, *, warnings: list | None = None,
+                unknown: list | None = None) -> tuple[dict, str]:
     """Read a config into a flat dict with dotted keys; returns ``(config, kind)``.
 
     ``kind`` is ``"verl"``, ``"cs336"`` or ``"trl"`` (decided by the keys).  Every key of a
@@ -68,7 +69,12 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
     near miss of a known key (``learnig_rate``) raises naming the key meant, a file with no
     GRPO key at all (a PEFT ``adapter_config.json``, an SFT config) is refused, and the keys
     the model does not read because the trainer does not know them either are listed in one
-    line appended to ``warnings``.
+    line appended to ``warnings``.  A YAML whose top level has no GRPO key (a Kubernetes
+    ConfigMap) is read from the launch command in one of its string values.  In a launch
+    script, shell variables resolve from the script's ``X=...`` assignments and
+    ``${X:=default}`` defaults; a key whose value names a variable the script does not set is
+    left out (the trainer's default is read in its place) and named with the reason in
+    ``unknown`` (in ``warnings`` where ``unknown`` is not given), never an error.
     """
     from grpo_theory.runs.logs.base import flatten
 
@@ -109,6 +115,11 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
             raise ConfigFormatError(p, mark.line + 1 if mark else None,
                                     f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
         syntax = "yaml"
+        if isinstance(data, dict) and not _has_grpo_key(data):
+            embedded = _embedded_launch(p, text, data, warnings)
+            if embedded is not None:
+                data, added, lines_of, own_script = embedded
+                syntax = "overrides"
     if data is None:
         data, added, lines_of, own_script = _launch_overrides(p, text, warnings)
         syntax = "overrides"
@@ -120,15 +131,7 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
         raise ConfigFormatError(p, None, "this is a TRL trainer_state.json (a log), not a "
                                          "GRPOConfig: give the run's config file")
     flat = flatten(data, sep=".")
-    if any(k.startswith(("actor_rollout_ref.", "algorithm.", "data.", "trainer.")) for k in flat):
-        kind = "verl"
-    elif any(k.split(".")[-1] in ("epochs_per_rollout_batch", "n_grpo_steps",
-                                  "old_log_probs_train_size", "use_std_normalization")
-             or (k.split(".")[-1] == "loss_type" and v in CS336_LOSS_TYPES)
-             for k, v in flat.items()):
-        kind = "cs336"
-    else:
-        kind = "trl"
+    kind = _config_kind(flat)
 
     def line(key):
         if key in lines_of:
@@ -159,7 +162,87 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
             warnings.append(f"not read ({len(found['foreign'])} key(s) that are not "
                             f"{_KIND_NAME[kind]} keys; another tool's?): "
                             + ", ".join(found["foreign"]))
+    if syntax == "overrides":
+        flat = _drop_unresolved(flat, kind, unknown if unknown is not None else warnings)
     return flat, kind
+
+
+def _config_kind(flat: dict) -> str:
+    """``verl``, ``cs336`` or ``trl``, decided by the keys of a flat config."""
+    if any(k.startswith(("actor_rollout_ref.", "algorithm.", "data.", "trainer.")) for k in flat):
+        return "verl"
+    if any(k.split(".")[-1] in ("epochs_per_rollout_batch", "n_grpo_steps",
+                                "old_log_probs_train_size", "use_std_normalization")
+           or (k.split(".")[-1] == "loss_type" and v in CS336_LOSS_TYPES)
+           for k, v in flat.items()):
+        return "cs336"
+    return "trl"
+
+
+def _has_grpo_key(data: dict) -> bool:
+    from grpo_theory.runs.logs.base import flatten
+
+    flat = flatten(data, sep=".")
+    return check_keys(flat, _config_kind(flat))["grpo"]
+
+
+def _embedded_launch(path, text: str, data: dict, warnings):
+    """A launch command written in a string value of a YAML with no GRPO key of its own (a
+    Kubernetes ConfigMap whose ``run_grpo.sh: |`` block holds the verl launch): the first
+    string value whose ``key=value`` overrides (or ``--flags``) configure GRPO, read as a launch
+    script is; lines are those of the YAML file.  ``None`` where no value holds one."""
+    import re
+
+    def strings(node, where):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                yield from strings(v, where + [str(k)])
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                yield from strings(v, where + [str(i)])
+        elif isinstance(node, str) and "=" in node:
+            yield where, node
+
+    for where, value in strings(data, []):
+        try:
+            cfg, added, lines_of, own = _launch_overrides(path, value, None)
+        except ConfigFormatError:
+            continue
+        kind = _config_kind(cfg)
+        if not check_keys(cfg, kind)["grpo"] or (
+                kind == "verl" and not any(_get(cfg, k)[0] for k in VERL_GRPO_KEYS)):
+            continue
+        pat = re.compile(rf"^\s*['\"]?{re.escape(where[-1])}['\"]?\s*:")
+        at = next((i for i, ln in enumerate(text.split("\n"), start=1) if pat.search(ln)), None)
+        if at is not None:                   # a block scalar: its first line follows the key's
+            lines_of = {k: at + n for k, n in lines_of.items()}
+        if warnings is not None:
+            warnings.append("the file's top level has no GRPO key: read the launch command in "
+                            f"its string value {'.'.join(where)}"
+                            + (f" (line {at})" if at is not None else ""))
+        return cfg, added, lines_of, own
+    return None
+
+
+def _drop_unresolved(flat: dict, kind: str, sink) -> dict:
+    """Keys of a launch whose value still names a shell variable (set by the environment at
+    launch, not in the script) are unknown: left out, so the trainer's default is read in their
+    place, and each named with the reason in ``sink``."""
+    from grpo_theory.runs.logs.verl import UNRESOLVED
+
+    out = {}
+    for k, v in flat.items():
+        m = UNRESOLVED.search(v) if isinstance(v, str) else None
+        if m is None:
+            out[k] = v
+        elif sink is not None:
+            what = ("a command substitution" if m.group(0).startswith("$(") else
+                    f"the shell variable {m.group(0)}, which the script does not set (the "
+                    "environment sets it at launch)")
+            sink.append(f"{k} = {v}: its value is {what}: the key is read as not set (the "
+                        f"{_KIND_NAME[kind]} default where the model reads it); write its value "
+                        "in the script to check the run as launched")
+    return out
 
 
 _KIND_NAME = {"trl": "TRL GRPOConfig", "verl": "verl", "cs336": "CS336"}
@@ -427,7 +510,8 @@ def _cli_flags(lines):
     import re
     import shlex
 
-    from grpo_theory.runs.logs.verl import _SHELL, _convert, _strip_quotes
+    from grpo_theory.runs.logs.verl import (_SHELL, _convert, _strip_quotes, expand_shell,
+                                            shell_defaults)
 
     shell, out, where = {}, {}, {}
     logical, start, physical, own_script = "", 0, [], False
@@ -445,9 +529,10 @@ def _cli_flags(lines):
             toks = shlex.split(command)
         except ValueError:
             toks = command.split()
+        shell_defaults(command, shell)                        # : "${VAR:=default}"
         m = _SHELL.match(command)
         if m and " " not in command.split("=", 1)[0] and len(toks) <= 2:
-            shell[m.group(1)] = _strip_quotes(m.group(2))     # VAR=value, export VAR=value
+            shell[m.group(1)] = expand_shell(_strip_quotes(m.group(2)), shell)  # (export) VAR=v
             continue
         while toks and _SHELL.match(toks[0]):                 # VAR=value before a command
             toks = toks[1:]
@@ -476,8 +561,7 @@ def _cli_flags(lines):
                     and toks[j] not in _SHELL_STOP and not toks[j].startswith((">", "2>")):
                 vals.append(toks[j])
                 j += 1
-            vals = [re.sub(r"\$\{?(\w+)\}?", lambda mm: shell.get(mm.group(1), mm.group(0)), v)
-                    for v in vals]
+            vals = [expand_shell(v, shell) for v in vals]
             flag = "--" + key
             key = key.replace("-", "_")
             if launcher_flag and key not in _TRL_LAUNCH_KEYS:
