@@ -545,6 +545,8 @@ class ConfigCheck(Result):
         for name, p in self.parameters.items():
             tag = " [default]" if p.get("assumed") else ""
             L.append(f"  {name:<17} = {f(p['value'])}   ({p['source']}){tag}")
+            if p.get("warning"):
+                L.append(f"  {'':<17}   warning: {p['warning']}")
         v = self.variant
         L.append(f"variant: {v['normalization']} normalization, KL {v['kl']} (beta "
                  f"{f(v['kl_coef'])}), {v['surrogate']} surrogate, G = {v['group_size']}")

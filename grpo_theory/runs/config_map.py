@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 
 from grpo_theory.validate import ParameterError, check_int, check_real
 
@@ -394,9 +395,7 @@ def check_keys(cfg: dict, kind: str, *, added=()) -> dict:
         signal = sorted(leaves & (voc["trl_grpo"] | {"reward_funcs"}))
         if not signal:
             out["grpo"] = False
-            out["why_not_grpo"] = ("no GRPO key (none of GRPOConfig's own keys such as "
-                                   "num_generations, beta, num_iterations, epsilon, loss_type, "
-                                   "scale_rewards, max_completion_length)")
+            out["why_not_grpo"] = _no_grpo_key(cfg)
         opt_k, opt = _get(cfg, "optim")
         if opt_k and not any(w in str(opt).lower() for w in ("adam", "sgd")):
             out["warnings"].append(f"{opt_k} = {opt!r}: the model reads the optimizer as "
@@ -430,13 +429,36 @@ def check_keys(cfg: dict, kind: str, *, added=()) -> dict:
                                "the group's)")
     elif not any(_get(cfg, k)[0] for k in VERL_GRPO_KEYS) or (ek is None and nk is None):
         out["grpo"] = False
-        out["why_not_grpo"] = ("no GRPO key: neither actor_rollout_ref.rollout.n (verl default "
-                               "1) nor algorithm.adv_estimator (verl default gae: PPO with a "
-                               "critic) is set")
+        out["why_not_grpo"] = _no_grpo_key(cfg)
     elif ek and str(est) != "grpo":
         out["warnings"].append(f"{ek} = {est}: read as GRPO's group-normalized advantage (the "
                                "model's); this estimator's own baseline is not modelled")
     return out
+
+
+def _no_grpo_key(cfg: dict) -> str:
+    """Why a file is refused for having no GRPO key: the trainers whose keys were looked for
+    (all three the model reads, whatever the file's keys look like), that none is set, and what
+    the file's own keys that end like a verl GRPO key are."""
+    why = ("no GRPO key of a trainer check-config reads: looked for verl's "
+           "(actor_rollout_ref.rollout.n, algorithm.adv_estimator, actor_rollout_ref.actor."
+           "ppo_epochs, ...), TRL GRPOConfig's (num_generations, beta, num_iterations, epsilon, "
+           "loss_type, scale_rewards, ...) and the CS336 trainer's (epochs_per_rollout_batch, "
+           "n_grpo_steps, use_std_normalization, ...), and found none")
+    voc = _vocabulary()["verl"]
+    if any(k in voc and k.startswith(("actor_rollout_ref.", "critic.", "algorithm."))
+           for k in cfg):
+        # a real verl launch without them runs verl's defaults
+        why += ("; a verl launch without them runs verl's defaults rollout.n = 1 and "
+                "adv_estimator = gae: PPO with a critic")
+    alike = [f"{k} (verl reads {g})" for k in cfg if "." in k
+             for g in VERL_GRPO_KEYS if g != k and g.endswith("." + k)]
+    if alike:
+        why += ("; " + ", ".join(alike) + ": a layout of the file's own (another trainer's, or "
+                "a launcher's that passes values on), which the model cannot read")
+    else:
+        why += ": another trainer's or tool's file, whose keys the model cannot read"
+    return why + " (give its values to `grpo-theory stability` or `simulate` as options)"
 
 
 def _launch_overrides(path, text: str, warnings):
@@ -873,7 +895,9 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                 mp.put("kl_coef", 0.0, mp["kl_coef"]["source"], note="no mean KL force (k1)")
         elif in_reward:
             _lookup(mp, cfg, "kl_coef", ("algorithm.kl_ctrl.kl_coef",), 0.001,
-                    "verl default kl_ctrl.kl_coef = 0.001", lambda k, v: _real(k, v, **nonneg))
+                    "verl default kl_ctrl.kl_coef = 0.001", lambda k, v: _real(k, v, **nonneg),
+                    note="verl's in-reward KL coefficient (the initial one where kl_ctrl.type "
+                         "= adaptive)")
             mp.put("kl", "k1_reward", f"{kr} = True (k1 penalty in the reward)")
         else:
             mp.put("kl_coef", 0.0, "neither use_kl_loss nor use_kl_in_reward", assumed=ku is None)
@@ -945,7 +969,72 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                    f"{k} x refresh interval (optimizer steps)")
     else:
         raise ParameterError("kind", kind, "one of trl, verl, cs336")
+    kl_warnings = _kl_warnings(cfg, kind, mp)
+    if kl_warnings:
+        mp["kl"]["warning"] = "; ".join(kl_warnings)
     return mp
+
+
+#: names a KL coefficient goes by in trainers and scripts of one's own (``kl_coef``,
+#: ``kl_coeff``, ``kl_beta``, ``init_kl_coef``, ``kl_loss_coef``, ``kl_weight``, ``beta_kl``...)
+_KL_LIKE = re.compile(r"^(?:init_|initial_|ref_)?kl_?(?:coef|coeff|coefficient|beta|weight|"
+                      r"penalty_coef|penalty_weight|loss_coef|loss_coeff|loss_weight)$|^beta_?kl$",
+                      re.IGNORECASE)
+
+
+def _kl_warnings(cfg: dict, kind: str, mp) -> list:
+    """KL coefficients the config sets that the mapping does not read, each named with what it
+    does: verl's in-reward coefficient without its switch, verl's loss coefficient without its
+    switch, and KL-like keys the trainer does not have (``training.kl_coef`` in a TRL file,
+    whose KL coefficient is ``beta``)."""
+    read = None if mp["kl_coef"]["assumed"] else mp["kl_coef"]["source"]
+    voc = _vocabulary()
+    out = []
+    for k, v in cfg.items():
+        leaf = k.rsplit(".", 1)[-1]
+        if k == read or not _KL_LIKE.match(leaf) or isinstance(v, bool):
+            continue
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            continue                                 # not a coefficient
+        if kind == "verl" and (k.endswith("kl_ctrl.kl_coef") and not k.startswith("critic.")):
+            ku, use_kl = _get(cfg, "actor_rollout_ref.actor.use_kl_loss", "actor.use_kl_loss")
+            kr, _ = _get(cfg, "algorithm.use_kl_in_reward")
+            if kr is not None:
+                continue                             # the switch is set: nothing silent
+            if ku is not None and _bool(ku, use_kl):
+                out.append(f"{k} = {v} (verl's in-reward KL coefficient) has no effect: with "
+                           f"{ku} = True the KL is in the loss, with kl_loss_coef")
+            else:
+                # verl >= 0.3 (algorithm.use_kl_in_reward, default False); before it (and in
+                # forks of that time such as TinyZero's) ray_trainer applied the in-reward
+                # penalty whenever use_kl_loss was false
+                out.append(f"{k} = {v} is verl's in-reward KL coefficient: no effect without "
+                           "algorithm.use_kl_in_reward=True (verl >= 0.3, default False), so "
+                           "read as no KL; verl before 0.3 (and forks of it such as TinyZero's) "
+                           "put this k1 penalty in the reward whenever use_kl_loss was false: "
+                           "for such a version add algorithm.use_kl_in_reward=True to check the "
+                           f"run as it ran (in-reward KL, coefficient {v})")
+        elif kind == "verl" and k.endswith("actor.kl_loss_coef"):
+            ku, _ = _get(cfg, "actor_rollout_ref.actor.use_kl_loss", "actor.use_kl_loss")
+            if ku is None:
+                out.append(f"{k} = {v} has no effect without actor_rollout_ref.actor."
+                           "use_kl_loss=True (verl default False): read as no KL in the loss")
+        elif kind == "verl" and k not in voc["verl"]:
+            out.append(f"{k} = {v} looks like a KL coefficient but is not a verl key: not read "
+                       "(verl's are actor_rollout_ref.actor.kl_loss_coef with use_kl_loss=True "
+                       "and algorithm.kl_ctrl.kl_coef with use_kl_in_reward=True)")
+        elif kind == "trl" and leaf not in voc["trl"]:
+            out.append(f"{k} = {v} looks like a KL coefficient but is not a GRPOConfig key: "
+                       f"not read, the variant is built with beta = {mp.value('kl_coef'):g}"
+                       + (" [default]" if mp["kl_coef"]["assumed"] else f" ({read})")
+                       + " (TRL's KL coefficient is beta; if the script passes it on as beta, "
+                         "set beta)")
+        elif kind == "cs336":
+            out.append(f"{k} = {v} looks like a KL coefficient: not read (the CS336 trainer "
+                       "has no KL term)")
+    return out
 
 
 def _clip(mp, cfg, low_keys, high_keys, default, default_source):
