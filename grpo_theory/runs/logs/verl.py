@@ -181,7 +181,8 @@ def parse_overrides(lines, *, shell_vars: dict | None = None, added: set | None 
             continue
         shell_defaults(stripped, shell)
         m = _SHELL.match(stripped)
-        if m and "." not in m.group(1) and " " not in stripped.split("=", 1)[0]:
+        if m and "." not in m.group(1) and " " not in re.sub(
+                r"^export\s+", "", stripped.split("=", 1)[0]):             # (export) VAR=value
             shell[m.group(1)] = expand_shell(_strip_quotes(m.group(2)), shell)
         for tok in stripped.split():
             if "`" in tok:                      # `key=value` quoted in prose
