@@ -365,6 +365,10 @@ def test_shell_variables_resolve_and_an_unset_one_makes_its_key_unknown(tmp_path
                   "  actor_rollout_ref.actor.ppo_epochs=${EPOCHS:-2} \\\n"
                   "  actor_rollout_ref.actor.ppo_mini_batch_size=${MB} \\\n"
                   "  data.train_batch_size=${VERL_TRAIN_BATCH_SIZE}\n")
+    rc, out, err = _cli(capsys, sh)
+    assert rc == 0 and err == ""
+    assert any(ln.startswith("  unknown: data.train_batch_size = ${VERL_TRAIN_BATCH_SIZE}")
+               for ln in out.splitlines()), out
     unknown = []
     cfg, kind = read_config(sh, unknown=unknown)
     mp = map_config(cfg, kind)
@@ -376,10 +380,6 @@ def test_shell_variables_resolve_and_an_unset_one_makes_its_key_unknown(tmp_path
     assert mp["refresh_interval"]["assumed"] and mp["refresh_interval"]["value"] == 2 * 1024 // 32
     assert len(unknown) == 1 and "data.train_batch_size" in unknown[0] \
         and "VERL_TRAIN_BATCH_SIZE" in unknown[0], unknown
-    rc, out, err = _cli(capsys, sh)
-    assert rc == 0 and err == ""
-    assert any(ln.startswith("  unknown: data.train_batch_size = ${VERL_TRAIN_BATCH_SIZE}")
-               for ln in out.splitlines()), out
     # TRL flags resolve the same way
     sh.write_text('G=${G:-4}\naccelerate launch train.py --num_generations ${G} '
                   '--learning_rate ${LR:-3e-6}\n')
