@@ -449,8 +449,8 @@ def _no_grpo_key(cfg: dict) -> str:
     if any(k in voc and k.startswith(("actor_rollout_ref.", "critic.", "algorithm."))
            for k in cfg):
         # a real verl launch without them runs verl's defaults
-        why += ("; a verl launch without them runs verl's defaults rollout.n = 1 and "
-                "adv_estimator = gae: PPO with a critic")
+        return why + ("; a verl launch without them runs verl's defaults rollout.n = 1 and "
+                      "adv_estimator = gae: PPO with a critic, not GRPO")
     alike = [f"{k} (verl reads {g})" for k in cfg if "." in k
              for g in VERL_GRPO_KEYS if g != k and g.endswith("." + k)]
     if alike:
