@@ -165,7 +165,36 @@ def read_config(path, *, warnings: list | None = None,
                             + ", ".join(found["foreign"]))
     if syntax == "overrides":
         flat = _drop_unresolved(flat, kind, unknown if unknown is not None else warnings)
+        if warnings is not None:
+            warnings.extend(_defaulted_variables(text))
     return flat, kind
+
+
+def _defaulted_variables(text: str) -> list:
+    """One line naming the shell variables a launch's keys read at the script's own defaults
+    (``: "${VERL_LR:=5e-6}"``, ``${G:-4}``) and that no assignment in the script sets: the
+    environment may set them otherwise at launch.  ``[]`` where there are none."""
+    import re
+
+    from grpo_theory.runs.logs.verl import _SHELL, _SHELL_REF, shell_defaults
+
+    assigned, defaults = set(), {}
+    for ln in text.split("\n"):
+        m = _SHELL.match(ln.strip())
+        if m and not re.search(r"\$\{" + m.group(1) + r":?[-=]", m.group(2)):
+            assigned.add(m.group(1))                    # (not X=${X:-d}: a default again)
+        shell_defaults(ln, defaults)
+        for ref in _SHELL_REF.finditer(ln):             # ${X:-d}: a default for this use
+            if ref.group(1) and ref.group(2) is not None:
+                defaults.setdefault(ref.group(1), ref.group(2))
+    used = set()
+    for m in re.finditer(r"(?:[A-Za-z_][\w.]*\.[\w.]+=|--[\w-]+[ =])\S*", text):
+        used |= {r.group(1) or r.group(3) for r in _SHELL_REF.finditer(m.group(0))}
+    names = sorted(n for n in used & set(defaults) if n not in assigned)
+    if not names:
+        return []
+    return ["read with the script's own defaults of shell variables the environment may set "
+            "otherwise at launch: " + ", ".join(f"{n}={defaults[n]}" for n in names)]
 
 
 def _config_kind(flat: dict) -> str:

@@ -369,10 +369,15 @@ def test_shell_variables_resolve_and_an_unset_one_makes_its_key_unknown(tmp_path
     assert rc == 0 and err == ""
     assert any(ln.startswith("  unknown: data.train_batch_size = ${VERL_TRAIN_BATCH_SIZE}")
                for ln in out.splitlines()), out
-    unknown = []
-    cfg, kind = read_config(sh, unknown=unknown)
+    unknown, warnings = [], []
+    cfg, kind = read_config(sh, unknown=unknown, warnings=warnings)
     mp = map_config(cfg, kind)
     assert mp["group_size"]["value"] == 8 and mp["learning_rate"]["value"] == 2e-6
+    # the values read at the script's own defaults are named (the environment may set them)
+    said = [w for w in warnings if "defaults of shell variables" in w]
+    assert len(said) == 1 and all(f"{v}," in said[0] + "," for v in
+                                  ("EPOCHS=2", "MB=32", "VERL_ROLLOUT_N=8")), said
+    assert "LR=" not in said[0]
     assert cfg["actor_rollout_ref.actor.ppo_epochs"] == 2
     assert cfg["actor_rollout_ref.actor.ppo_mini_batch_size"] == 32
     # the unset variable: the key is unknown, read as not set (verl's default 1024), named
