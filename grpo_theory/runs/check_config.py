@@ -545,6 +545,8 @@ class ConfigCheck(Result):
         for name, p in self.parameters.items():
             tag = " [default]" if p.get("assumed") else ""
             L.append(f"  {name:<17} = {f(p['value'])}   ({p['source']}){tag}")
+            if p.get("warning"):
+                L.append(f"  {'':<17}   warning: {p['warning']}")
         v = self.variant
         L.append(f"variant: {v['normalization']} normalization, KL {v['kl']} (beta "
                  f"{f(v['kl_coef'])}), {v['surrogate']} surrogate, G = {v['group_size']}")
@@ -632,6 +634,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
     ``path`` is a config file, or a mapping of TRL trainer arguments (e.g.
     ``GRPOConfig.to_dict()``, as the TRL callback passes them)."""
     warnings = []                      # the file's own (keys not read, ...) come first
+    unknown = []                       # the file's own (keys whose value is not in it) first
     if isinstance(path, Mapping):
         cfg, kind, path = dict(path), "trl", "<trainer arguments>"
     else:
@@ -639,7 +642,7 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
             raise ParameterError("--from-log", os.fspath(from_log), "the log of a different run "
                                  "than CONFIG (fitting a run's own curve predicts it stable by "
                                  "construction)")
-        cfg, kind = read_config(path, warnings=warnings)
+        cfg, kind = read_config(path, warnings=warnings, unknown=unknown)
     mp = map_config(cfg, kind)
     if stiffness is not None and from_log is not None:
         raise ParameterError("--stiffness/--from-log", "both", "only one of them")
@@ -648,7 +651,6 @@ def check_config(path, *, stiffness=None, from_log=None, from_log_lr=None, metri
     if steps is None:
         steps = mp.value("steps") if "steps" in mp else 1000
     steps = check_int("steps", steps, low=1)
-    unknown = []
     assumptions = [
         "optimizer torch SGD: heavy ball with mu = the momentum of optim_args; eta K is the "
         "per-step product, K per unit configured learning rate" if torch_sgd(cfg, kind) else

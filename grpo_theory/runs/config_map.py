@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 
 from grpo_theory.validate import ParameterError, check_int, check_real
 
@@ -60,7 +61,8 @@ class ConfigFormatError(ParameterError):
         self.name, self.value, self.allowed = "config file", self.path, problem
 
 
-def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
+def read_config(path, *, warnings: list | None = None,
+                unknown: list | None = None) -> tuple[dict, str]:
     """Read a config into a flat dict with dotted keys; returns ``(config, kind)``.
 
     ``kind`` is ``"verl"``, ``"cs336"`` or ``"trl"`` (decided by the keys).  Every key of a
@@ -68,7 +70,12 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
     near miss of a known key (``learnig_rate``) raises naming the key meant, a file with no
     GRPO key at all (a PEFT ``adapter_config.json``, an SFT config) is refused, and the keys
     the model does not read because the trainer does not know them either are listed in one
-    line appended to ``warnings``.
+    line appended to ``warnings``.  A YAML whose top level has no GRPO key (a Kubernetes
+    ConfigMap) is read from the launch command in one of its string values.  In a launch
+    script, shell variables resolve from the script's ``X=...`` assignments and
+    ``${X:=default}`` defaults; a key whose value names a variable the script does not set is
+    left out (the trainer's default is read in its place) and named with the reason in
+    ``unknown`` (in ``warnings`` where ``unknown`` is not given), never an error.
     """
     from grpo_theory.runs.logs.base import flatten
 
@@ -109,6 +116,11 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
             raise ConfigFormatError(p, mark.line + 1 if mark else None,
                                     f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
         syntax = "yaml"
+        if isinstance(data, dict) and not _has_grpo_key(data):
+            embedded = _embedded_launch(p, text, data, warnings)
+            if embedded is not None:
+                data, added, lines_of, own_script = embedded
+                syntax = "overrides"
     if data is None:
         data, added, lines_of, own_script = _launch_overrides(p, text, warnings)
         syntax = "overrides"
@@ -120,15 +132,7 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
         raise ConfigFormatError(p, None, "this is a TRL trainer_state.json (a log), not a "
                                          "GRPOConfig: give the run's config file")
     flat = flatten(data, sep=".")
-    if any(k.startswith(("actor_rollout_ref.", "algorithm.", "data.", "trainer.")) for k in flat):
-        kind = "verl"
-    elif any(k.split(".")[-1] in ("epochs_per_rollout_batch", "n_grpo_steps",
-                                  "old_log_probs_train_size", "use_std_normalization")
-             or (k.split(".")[-1] == "loss_type" and v in CS336_LOSS_TYPES)
-             for k, v in flat.items()):
-        kind = "cs336"
-    else:
-        kind = "trl"
+    kind = _config_kind(flat)
 
     def line(key):
         if key in lines_of:
@@ -159,7 +163,116 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
             warnings.append(f"not read ({len(found['foreign'])} key(s) that are not "
                             f"{_KIND_NAME[kind]} keys; another tool's?): "
                             + ", ".join(found["foreign"]))
+    if syntax == "overrides":
+        flat = _drop_unresolved(flat, kind, unknown if unknown is not None else warnings)
+        if warnings is not None:
+            warnings.extend(_defaulted_variables(text))
     return flat, kind
+
+
+def _defaulted_variables(text: str) -> list:
+    """One line naming the shell variables a launch's keys read at the script's own defaults
+    (``: "${VERL_LR:=5e-6}"``, ``${G:-4}``) and that no assignment in the script sets: the
+    environment may set them otherwise at launch.  ``[]`` where there are none."""
+    import re
+
+    from grpo_theory.runs.logs.verl import _SHELL, _SHELL_REF, shell_defaults
+
+    assigned, defaults = set(), {}
+    for ln in text.split("\n"):
+        m = _SHELL.match(ln.strip())
+        if m and not re.search(r"\$\{" + m.group(1) + r":?[-=]", m.group(2)):
+            assigned.add(m.group(1))                    # (not X=${X:-d}: a default again)
+        shell_defaults(ln, defaults)
+        for ref in _SHELL_REF.finditer(ln):             # ${X:-d}: a default for this use
+            if ref.group(1) and ref.group(2) is not None:
+                defaults.setdefault(ref.group(1), ref.group(2))
+    used = set()
+    for m in re.finditer(r"(?:[A-Za-z_][\w.]*\.[\w.]+=|--[\w-]+[ =])\S*", text):
+        used |= {r.group(1) or r.group(3) for r in _SHELL_REF.finditer(m.group(0))}
+    names = sorted(n for n in used & set(defaults) if n not in assigned)
+    if not names:
+        return []
+    return ["read with the script's own defaults of shell variables the environment may set "
+            "otherwise at launch: " + ", ".join(f"{n}={defaults[n]}" for n in names)]
+
+
+def _config_kind(flat: dict) -> str:
+    """``verl``, ``cs336`` or ``trl``, decided by the keys of a flat config."""
+    if any(k.startswith(("actor_rollout_ref.", "algorithm.", "data.", "trainer.")) for k in flat):
+        return "verl"
+    if any(k.split(".")[-1] in ("epochs_per_rollout_batch", "n_grpo_steps",
+                                "old_log_probs_train_size", "use_std_normalization")
+           or (k.split(".")[-1] == "loss_type" and v in CS336_LOSS_TYPES)
+           for k, v in flat.items()):
+        return "cs336"
+    return "trl"
+
+
+def _has_grpo_key(data: dict) -> bool:
+    from grpo_theory.runs.logs.base import flatten
+
+    flat = flatten(data, sep=".")
+    return check_keys(flat, _config_kind(flat))["grpo"]
+
+
+def _embedded_launch(path, text: str, data: dict, warnings):
+    """A launch command written in a string value of a YAML with no GRPO key of its own (a
+    Kubernetes ConfigMap whose ``run_grpo.sh: |`` block holds the verl launch): the first
+    string value whose ``key=value`` overrides (or ``--flags``) configure GRPO, read as a launch
+    script is; lines are those of the YAML file.  ``None`` where no value holds one."""
+    import re
+
+    def strings(node, where):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                yield from strings(v, where + [str(k)])
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                yield from strings(v, where + [str(i)])
+        elif isinstance(node, str) and "=" in node:
+            yield where, node
+
+    for where, value in strings(data, []):
+        try:
+            cfg, added, lines_of, own = _launch_overrides(path, value, None)
+        except ConfigFormatError:
+            continue
+        kind = _config_kind(cfg)
+        if not check_keys(cfg, kind)["grpo"] or (
+                kind == "verl" and not any(_get(cfg, k)[0] for k in VERL_GRPO_KEYS)):
+            continue
+        pat = re.compile(rf"^\s*['\"]?{re.escape(where[-1])}['\"]?\s*:")
+        at = next((i for i, ln in enumerate(text.split("\n"), start=1) if pat.search(ln)), None)
+        if at is not None:                   # a block scalar: its first line follows the key's
+            lines_of = {k: at + n for k, n in lines_of.items()}
+        if warnings is not None:
+            warnings.append("the file's top level has no GRPO key: read the launch command in "
+                            f"its string value {'.'.join(where)}"
+                            + (f" (line {at})" if at is not None else ""))
+        return cfg, added, lines_of, own
+    return None
+
+
+def _drop_unresolved(flat: dict, kind: str, sink) -> dict:
+    """Keys of a launch whose value still names a shell variable (set by the environment at
+    launch, not in the script) are unknown: left out, so the trainer's default is read in their
+    place, and each named with the reason in ``sink``."""
+    from grpo_theory.runs.logs.verl import UNRESOLVED
+
+    out = {}
+    for k, v in flat.items():
+        m = UNRESOLVED.search(v) if isinstance(v, str) else None
+        if m is None:
+            out[k] = v
+        elif sink is not None:
+            what = ("a command substitution" if m.group(0).startswith("$(") else
+                    f"the shell variable {m.group(0)}, which the script does not set (the "
+                    "environment sets it at launch)")
+            sink.append(f"{k} = {v}: its value is {what}: the key is read as not set (the "
+                        f"{_KIND_NAME[kind]} default where the model reads it); write its value "
+                        "in the script to check the run as launched")
+    return out
 
 
 _KIND_NAME = {"trl": "TRL GRPOConfig", "verl": "verl", "cs336": "CS336"}
@@ -311,9 +424,7 @@ def check_keys(cfg: dict, kind: str, *, added=()) -> dict:
         signal = sorted(leaves & (voc["trl_grpo"] | {"reward_funcs"}))
         if not signal:
             out["grpo"] = False
-            out["why_not_grpo"] = ("no GRPO key (none of GRPOConfig's own keys such as "
-                                   "num_generations, beta, num_iterations, epsilon, loss_type, "
-                                   "scale_rewards, max_completion_length)")
+            out["why_not_grpo"] = _no_grpo_key(cfg)
         opt_k, opt = _get(cfg, "optim")
         if opt_k and not any(w in str(opt).lower() for w in ("adam", "sgd")):
             out["warnings"].append(f"{opt_k} = {opt!r}: the model reads the optimizer as "
@@ -347,13 +458,36 @@ def check_keys(cfg: dict, kind: str, *, added=()) -> dict:
                                "the group's)")
     elif not any(_get(cfg, k)[0] for k in VERL_GRPO_KEYS) or (ek is None and nk is None):
         out["grpo"] = False
-        out["why_not_grpo"] = ("no GRPO key: neither actor_rollout_ref.rollout.n (verl default "
-                               "1) nor algorithm.adv_estimator (verl default gae: PPO with a "
-                               "critic) is set")
+        out["why_not_grpo"] = _no_grpo_key(cfg)
     elif ek and str(est) != "grpo":
         out["warnings"].append(f"{ek} = {est}: read as GRPO's group-normalized advantage (the "
                                "model's); this estimator's own baseline is not modelled")
     return out
+
+
+def _no_grpo_key(cfg: dict) -> str:
+    """Why a file is refused for having no GRPO key: the trainers whose keys were looked for
+    (all three the model reads, whatever the file's keys look like), that none is set, and what
+    the file's own keys that end like a verl GRPO key are."""
+    why = ("no GRPO key of a trainer check-config reads: looked for verl's "
+           "(actor_rollout_ref.rollout.n, algorithm.adv_estimator, actor_rollout_ref.actor."
+           "ppo_epochs, ...), TRL GRPOConfig's (num_generations, beta, num_iterations, epsilon, "
+           "loss_type, scale_rewards, ...) and the CS336 trainer's (epochs_per_rollout_batch, "
+           "n_grpo_steps, use_std_normalization, ...), and found none")
+    voc = _vocabulary()["verl"]
+    if any(k in voc and k.startswith(("actor_rollout_ref.", "critic.", "algorithm."))
+           for k in cfg):
+        # a real verl launch without them runs verl's defaults
+        return why + ("; a verl launch without them runs verl's defaults rollout.n = 1 and "
+                      "adv_estimator = gae: PPO with a critic, not GRPO")
+    alike = [f"{k} (verl reads {g})" for k in cfg if "." in k
+             for g in VERL_GRPO_KEYS if g != k and g.endswith("." + k)]
+    if alike:
+        why += ("; " + ", ".join(alike) + ": a layout of the file's own (another trainer's, or "
+                "a launcher's that passes values on), which the model cannot read")
+    else:
+        why += ": another trainer's or tool's file, whose keys the model cannot read"
+    return why + " (give its values to `grpo-theory stability` or `simulate` as options)"
 
 
 def _launch_overrides(path, text: str, warnings):
@@ -427,7 +561,8 @@ def _cli_flags(lines):
     import re
     import shlex
 
-    from grpo_theory.runs.logs.verl import _SHELL, _convert, _strip_quotes
+    from grpo_theory.runs.logs.verl import (_SHELL, _convert, _strip_quotes, expand_shell,
+                                            shell_defaults)
 
     shell, out, where = {}, {}, {}
     logical, start, physical, own_script = "", 0, [], False
@@ -445,9 +580,10 @@ def _cli_flags(lines):
             toks = shlex.split(command)
         except ValueError:
             toks = command.split()
+        shell_defaults(command, shell)                        # : "${VAR:=default}"
         m = _SHELL.match(command)
         if m and " " not in command.split("=", 1)[0] and len(toks) <= 2:
-            shell[m.group(1)] = _strip_quotes(m.group(2))     # VAR=value, export VAR=value
+            shell[m.group(1)] = expand_shell(_strip_quotes(m.group(2)), shell)  # (export) VAR=v
             continue
         while toks and _SHELL.match(toks[0]):                 # VAR=value before a command
             toks = toks[1:]
@@ -476,8 +612,7 @@ def _cli_flags(lines):
                     and toks[j] not in _SHELL_STOP and not toks[j].startswith((">", "2>")):
                 vals.append(toks[j])
                 j += 1
-            vals = [re.sub(r"\$\{?(\w+)\}?", lambda mm: shell.get(mm.group(1), mm.group(0)), v)
-                    for v in vals]
+            vals = [expand_shell(v, shell) for v in vals]
             flag = "--" + key
             key = key.replace("-", "_")
             if launcher_flag and key not in _TRL_LAUNCH_KEYS:
@@ -789,7 +924,9 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                 mp.put("kl_coef", 0.0, mp["kl_coef"]["source"], note="no mean KL force (k1)")
         elif in_reward:
             _lookup(mp, cfg, "kl_coef", ("algorithm.kl_ctrl.kl_coef",), 0.001,
-                    "verl default kl_ctrl.kl_coef = 0.001", lambda k, v: _real(k, v, **nonneg))
+                    "verl default kl_ctrl.kl_coef = 0.001", lambda k, v: _real(k, v, **nonneg),
+                    note="verl's in-reward KL coefficient (the initial one where kl_ctrl.type "
+                         "= adaptive)")
             mp.put("kl", "k1_reward", f"{kr} = True (k1 penalty in the reward)")
         else:
             mp.put("kl_coef", 0.0, "neither use_kl_loss nor use_kl_in_reward", assumed=ku is None)
@@ -861,7 +998,72 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                    f"{k} x refresh interval (optimizer steps)")
     else:
         raise ParameterError("kind", kind, "one of trl, verl, cs336")
+    kl_warnings = _kl_warnings(cfg, kind, mp)
+    if kl_warnings:
+        mp["kl"]["warning"] = "; ".join(kl_warnings)
     return mp
+
+
+#: names a KL coefficient goes by in trainers and scripts of one's own (``kl_coef``,
+#: ``kl_coeff``, ``kl_beta``, ``init_kl_coef``, ``kl_loss_coef``, ``kl_weight``, ``beta_kl``...)
+_KL_LIKE = re.compile(r"^(?:init_|initial_|ref_)?kl_?(?:coef|coeff|coefficient|beta|weight|"
+                      r"penalty_coef|penalty_weight|loss_coef|loss_coeff|loss_weight)$|^beta_?kl$",
+                      re.IGNORECASE)
+
+
+def _kl_warnings(cfg: dict, kind: str, mp) -> list:
+    """KL coefficients the config sets that the mapping does not read, each named with what it
+    does: verl's in-reward coefficient without its switch, verl's loss coefficient without its
+    switch, and KL-like keys the trainer does not have (``training.kl_coef`` in a TRL file,
+    whose KL coefficient is ``beta``)."""
+    read = None if mp["kl_coef"]["assumed"] else mp["kl_coef"]["source"]
+    voc = _vocabulary()
+    out = []
+    for k, v in cfg.items():
+        leaf = k.rsplit(".", 1)[-1]
+        if k == read or not _KL_LIKE.match(leaf) or isinstance(v, bool):
+            continue
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            continue                                 # not a coefficient
+        if kind == "verl" and (k.endswith("kl_ctrl.kl_coef") and not k.startswith("critic.")):
+            ku, use_kl = _get(cfg, "actor_rollout_ref.actor.use_kl_loss", "actor.use_kl_loss")
+            kr, _ = _get(cfg, "algorithm.use_kl_in_reward")
+            if kr is not None:
+                continue                             # the switch is set: nothing silent
+            if ku is not None and _bool(ku, use_kl):
+                out.append(f"{k} = {v} (verl's in-reward KL coefficient) has no effect: with "
+                           f"{ku} = True the KL is in the loss, with kl_loss_coef")
+            else:
+                # verl >= 0.3 (algorithm.use_kl_in_reward, default False); before it (and in
+                # forks of that time such as TinyZero's) ray_trainer applied the in-reward
+                # penalty whenever use_kl_loss was false
+                out.append(f"{k} = {v} is verl's in-reward KL coefficient: no effect without "
+                           "algorithm.use_kl_in_reward=True (verl >= 0.3, default False), so "
+                           "read as no KL; verl before 0.3 (and forks of it such as TinyZero's) "
+                           "put this k1 penalty in the reward whenever use_kl_loss was false: "
+                           "for such a version add algorithm.use_kl_in_reward=True to check the "
+                           f"run as it ran (in-reward KL, coefficient {v})")
+        elif kind == "verl" and k.endswith("actor.kl_loss_coef"):
+            ku, _ = _get(cfg, "actor_rollout_ref.actor.use_kl_loss", "actor.use_kl_loss")
+            if ku is None:
+                out.append(f"{k} = {v} has no effect without actor_rollout_ref.actor."
+                           "use_kl_loss=True (verl default False): read as no KL in the loss")
+        elif kind == "verl" and k not in voc["verl"]:
+            out.append(f"{k} = {v} looks like a KL coefficient but is not a verl key: not read "
+                       "(verl's are actor_rollout_ref.actor.kl_loss_coef with use_kl_loss=True "
+                       "and algorithm.kl_ctrl.kl_coef with use_kl_in_reward=True)")
+        elif kind == "trl" and leaf not in voc["trl"]:
+            out.append(f"{k} = {v} looks like a KL coefficient but is not a GRPOConfig key: "
+                       f"not read, the variant is built with beta = {mp.value('kl_coef'):g}"
+                       + (" [default]" if mp["kl_coef"]["assumed"] else f" ({read})")
+                       + " (TRL's KL coefficient is beta; if the script passes it on as beta, "
+                         "set beta)")
+        elif kind == "cs336":
+            out.append(f"{k} = {v} looks like a KL coefficient: not read (the CS336 trainer "
+                       "has no KL term)")
+    return out
 
 
 def _clip(mp, cfg, low_keys, high_keys, default, default_source):

@@ -571,3 +571,64 @@ def test_keys_under_nested_sections_are_read_or_listed_as_unread(tmp_path):
     for key in ("smoke.learning_rate", "smoke.my_flag", "curriculum.num_iterations",
                 "curriculum.stages"):
         assert key in named
+
+
+# --- issue 29 item 7, newcomer pass: KL coefficients that are not read are called out -------
+
+# modelled on scripts/train_1.5b_grpo.slurm of Limpidjunewind/tinyzero-experiments (a launch of
+# TinyZero's verl fork): `algorithm.kl_ctrl.kl_coef=0.001` without use_kl_in_reward was read as
+# "kl none" with no word about the key
+_TINYZERO = ("export N_GPUS=1\npython3 -m verl.trainer.main_ppo \\\n"
+             "data.train_batch_size=64 \\\nactor_rollout_ref.actor.optim.lr=1e-6 \\\n"
+             "actor_rollout_ref.actor.ppo_mini_batch_size=16 \\\n"
+             "actor_rollout_ref.rollout.n=8 \\\nalgorithm.adv_estimator=grpo \\\n"
+             "algorithm.kl_ctrl.kl_coef=0.001 \\\ntrainer.n_gpus_per_node=$N_GPUS{extra}\n")
+
+
+def test_verl_kl_ctrl_coef_without_its_switch_is_named_next_to_the_kl_line(tmp_path):
+    res = check_config(_write(tmp_path, "grpo.slurm", _TINYZERO.format(extra="")))
+    kl = res.parameters["kl"]
+    assert kl["value"] == "none" and res.parameters["kl_coef"]["value"] == 0.0
+    assert "algorithm.kl_ctrl.kl_coef = 0.001" in kl["warning"]
+    assert "no effect without algorithm.use_kl_in_reward=True" in kl["warning"]
+    assert "TinyZero" in kl["warning"]            # the older verl that applied it: said
+    lines = str(res).splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("kl "))
+    assert "warning: algorithm.kl_ctrl.kl_coef = 0.001" in lines[at + 1]
+    # in-reward KL on: the key is the coefficient read, nothing to warn about
+    on = map_config(*read_config(_write(tmp_path, "on.slurm", _TINYZERO.format(
+        extra=" \\\nalgorithm.use_kl_in_reward=True"))))
+    assert on["kl"]["value"] == "k1_reward" and "warning" not in on["kl"]
+    assert on["kl_coef"]["value"] == 0.001
+    assert on["kl_coef"]["source"] == "algorithm.kl_ctrl.kl_coef"
+    assert "in-reward KL coefficient" in on["kl_coef"]["note"]
+    # KL in the loss: the in-reward coefficient has no effect, said so
+    loss = map_config(*read_config(_write(tmp_path, "loss.slurm", _TINYZERO.format(
+        extra=" \\\nactor_rollout_ref.actor.use_kl_loss=True"))))
+    assert loss["kl"]["value"] == "k3" and "has no effect" in loss["kl"]["warning"]
+    # kl_loss_coef without use_kl_loss: named too
+    coef = map_config(*read_config(_write(tmp_path, "coef.slurm", _TINYZERO.format(
+        extra=" \\\nactor_rollout_ref.actor.kl_loss_coef=0.05").replace(
+        "algorithm.kl_ctrl.kl_coef=0.001 \\\n", ""))))
+    assert "actor_rollout_ref.actor.kl_loss_coef = 0.05 has no effect" in coef["kl"]["warning"]
+
+
+# modelled on configs/rho_sweep.yaml of Sunshine535/nips-grpo-dynamics: `training.kl_coef: 0.05`
+# sat in a 37-key "not read" list while the variant was built with beta = 0 [default]
+@pytest.mark.parametrize("key", ["kl_coef", "kl_coeff", "kl_beta", "init_kl_coef"])
+def test_a_kl_coefficient_under_another_name_is_called_out(tmp_path, key):
+    y = _write(tmp_path, "sweep.yaml", "sweep:\n  seeds: [42, 43]\ntraining:\n"
+               f"  num_generations: 2\n  learning_rate: 1.0e-4\n  {key}: 0.05\n"
+               "  clip_range: 0.2\n")
+    mp = map_config(*read_config(y))
+    kl = mp["kl"]
+    assert kl["value"] == "none" and mp["kl_coef"]["value"] == 0.0
+    assert f"training.{key} = 0.05" in kl["warning"] and "beta = 0 [default]" in kl["warning"]
+    if key == "kl_coef":                    # printed under the kl line (one check is enough)
+        lines = str(check_config(y)).splitlines()
+        at = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("kl "))
+        assert f"warning: training.{key} = 0.05" in lines[at + 1]
+    # beta set, no other KL-like key: no warning
+    ok = map_config(*read_config(_write(tmp_path, "ok.yaml", "training:\n  num_generations: 2\n"
+                                        "  beta: 0.05\n  kl_penalty: low_var_kl\n")))
+    assert ok["kl"]["value"] == "k3" and "warning" not in ok["kl"]

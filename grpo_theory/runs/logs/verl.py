@@ -130,13 +130,43 @@ def _strip_quotes(s: str) -> str:
     return s
 
 
+#: bash's ``${X:=d}`` / ``${X=d}``: assigns ``d`` to ``X`` where it is unset (``: "${X:=d}"``)
+_SHELL_DEFAULT = re.compile(r"\$\{([A-Za-z_]\w*):?=([^}]*)\}")
+#: a shell variable reference: ``${X}``, ``${X:-d}`` / ``${X-d}``, ``${X:=d}``, ``$X``
+_SHELL_REF = re.compile(r"\$\{([A-Za-z_]\w*)(?::?[-=]([^}]*))?\}|\$([A-Za-z_]\w*)")
+#: what is left of a reference that did not resolve (or a command substitution ``$(...)``)
+UNRESOLVED = re.compile(r"\$(?:\{[A-Za-z_]\w*[^}]*\}?|[A-Za-z_]\w*|\()")
+
+
+def shell_defaults(line: str, shell: dict) -> None:
+    """The ``${X:=d}`` of ``line`` assign ``d`` to ``X`` in ``shell`` where ``X`` is not set yet
+    (bash's rule; ``: "${VERL_LR:=5e-6}"`` is how a script gives its variables defaults)."""
+    for m in _SHELL_DEFAULT.finditer(line):
+        if m.group(1) not in shell:
+            shell[m.group(1)] = expand_shell(_strip_quotes(m.group(2)), shell)
+
+
+def expand_shell(val: str, shell: dict) -> str:
+    """``val`` with its ``$X``, ``${X}``, ``${X:-d}`` and ``${X:=d}`` replaced from ``shell``
+    (the default ``d`` where ``X`` is not set); a variable set nowhere is left as written
+    (:data:`UNRESOLVED` finds it)."""
+    def sub(m):
+        name = m.group(1) or m.group(3)
+        if name in shell:
+            return shell[name]
+        return m.group(2) if m.group(2) is not None else m.group(0)
+
+    return _SHELL_REF.sub(sub, val) if "$" in val else val
+
+
 def parse_overrides(lines, *, shell_vars: dict | None = None, added: set | None = None,
                     where: dict | None = None) -> dict:
     """Hydra-style ``key=value`` overrides (and ``\\``-continued shell lines) -> dict.
 
-    Numbers become floats/ints, ``True``/``False`` booleans, ``$VAR``/``${VAR}``
-    are replaced from ``shell_vars`` (and from ``VAR=value`` lines seen earlier; a
-    dict passed as ``shell_vars`` is updated with them).  Keys keep their dots
+    Numbers become floats/ints, ``True``/``False`` booleans, ``$VAR``/``${VAR}``/
+    ``${VAR:-default}`` are replaced from ``shell_vars`` (and from ``VAR=value`` lines and
+    ``${VAR:=default}`` defaults seen earlier; a dict passed as ``shell_vars`` is updated with
+    them); a variable set nowhere is left as written.  Keys keep their dots
     (``actor_rollout_ref.rollout.n``).  An override quoted in prose (`` `key=value` ``,
     ``key=value,``) is read too.  ``added`` collects the keys written ``+key=`` or
     ``++key=`` (Hydra's way of adding a key the schema does not have); ``where``
@@ -149,9 +179,11 @@ def parse_overrides(lines, *, shell_vars: dict | None = None, added: set | None 
         stripped = line.strip().rstrip("\\").strip()
         if not stripped:
             continue
+        shell_defaults(stripped, shell)
         m = _SHELL.match(stripped)
-        if m and "." not in m.group(1) and " " not in stripped.split("=", 1)[0]:
-            shell[m.group(1)] = _strip_quotes(m.group(2))
+        if m and "." not in m.group(1) and " " not in re.sub(
+                r"^export\s+", "", stripped.split("=", 1)[0]):             # (export) VAR=value
+            shell[m.group(1)] = expand_shell(_strip_quotes(m.group(2)), shell)
         for tok in stripped.split():
             if "`" in tok:                      # `key=value` quoted in prose
                 tok = tok.strip("`").split("`")[0]
@@ -161,7 +193,7 @@ def parse_overrides(lines, *, shell_vars: dict | None = None, added: set | None 
             if not am or "." not in am.group(1):
                 continue
             key, val = am.group(1), _strip_quotes(am.group(2))
-            val = re.sub(r"\$\{?(\w+)\}?", lambda mm: shell.get(mm.group(1), mm.group(0)), val)
+            val = expand_shell(val, shell)
             out[key] = _convert(val)
             if added is not None and tok.startswith("+"):
                 added.add(key)
