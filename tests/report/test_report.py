@@ -207,6 +207,13 @@ def test_the_one_over_g_law_is_stated_with_its_region(report_dir):
     assert regimes == {"holds", "model"}
     for r in nums["fluctuation_law"]:                 # theory and simulation in each regime
         assert r["var_z_sim"] > 0 and r["var_z_theory"] > 0
+        # the exact stationarity condition, evaluated with the exact drift and noise over the
+        # simulated samples, adds up to the simulated variance (the linear theory alone does not)
+        both = r["var_z_noise_part"] + r["var_z_curvature_part"]
+        assert abs(both - r["var_z_sim"]) < 3 * r["var_z_sim_se"], r
+    left = [r for r in nums["fluctuation_law"] if r["regime"] == "holds"]
+    assert left[0]["var_z_curvature_part"] > 2 * left[0]["var_z_sim_se"]   # the curvature is the excess
+    assert "The cause is the curvature of the drift" in tex
 
 
 def test_report_md_has_no_code_words(report_dir):
