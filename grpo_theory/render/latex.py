@@ -258,6 +258,59 @@ DUPLICATES = {"oscillator.critical_learning_rate": "oscillator.critical_momentum
               "adam.critical_step": "discrete.refresh_critical_damping"}
 
 
+def _ref(name) -> str:
+    return f"\\eqref{{{tex_label(get(name).label)}}}"
+
+
+def _adam_derivation() -> str:
+    """The derivation of Adam's self-consistent step (``adam.self_consistent_step``) as
+    displayed equalities, each side computed here from the records it uses and proven equal
+    by sympy before it is printed."""
+    from grpo_theory.theory import symbols as S
+    from grpo_theory.theory.derived import prove_zero
+    mu, a, K, s2 = S.mu, S.a, S.K, S.sigma2
+    rec = get("adam.self_consistent_step")
+    a_sig = sp.Symbol(r"a_{\sigma}", positive=True)
+    force = a * (1 + mu) / ((1 - mu) * (2 * (1 + mu) - a))
+    if not prove_zero(sp.together(K**2 * get("noise.ar2_variance").expr.subs(S.eta, a / K) / s2
+                                  - force)):
+        raise AssertionError("the displayed force fluctuation of Adam's derivation is wrong")
+    total = 1 + force
+    combined = 2 * ((1 - mu**2) + mu * a) / ((1 - mu) * (2 * (1 + mu) - a))
+    for lhs, rhs in ((total, combined), (combined, (rec.expr / a) ** 2)):
+        if not prove_zero(sp.together(lhs - rhs)):
+            raise AssertionError("the displayed derivation of Adam's self-consistent step is wrong")
+    vx = r"\operatorname{Var} x"
+    return "\n".join([
+        "\\paragraph{Derivation.} By " + _ref("adam.momentum_form") + " with the bias correction "
+        "complete, Adam is a heavy ball with momentum $\\mu$ and step "
+        "$a = \\eta_{\\theta} K = \\eta (1 - \\mu) K/\\sqrt{\\hat{v}}$; with "
+        "$a_{\\sigma} = \\eta (1 - \\mu) \\kappa K/\\sigma$ this reads",
+        "\\begin{equation*}\n\\frac{\\kappa^{2} \\hat{v}}{\\sigma^{2}} = "
+        + latex(a_sig**2 / a**2) + ".\n\\end{equation*}",
+        "At stationarity the squared gradient averages the noise and the restoring force's "
+        f"fluctuation, $\\kappa^{{2}} \\hat{{v}} = \\sigma^{{2}} + K^{{2}} {vx}$, and "
+        + _ref("noise.ar2_variance") + " gives the variance of the heavy ball at the step $a$:",
+        "\\begin{equation*}\n\\frac{K^{2} " + vx + "}{\\sigma^{2}} = " + latex(force)
+        + ".\n\\end{equation*}",
+        "The two together:",
+        "\\begin{equation*}\n" + latex(a_sig**2 / a**2) + " = 1 + " + latex(force) + " = "
+        + latex(combined) + ",\n\\end{equation*}",
+        "which is " + _ref("adam.self_consistent_step") + ". Its right-hand side increases "
+        "with $a$ from $1$ at $a = 0$ to infinity at $a = 2 (1 + \\mu)$, so every learning "
+        "rate has one self-consistent step and it lies below the flip threshold of "
+        + _ref("discrete.delay_threshold_d0") + ": a learning rate that a first-order reading "
+        "($a = a_{\\sigma}$) would put past the threshold is held below it by the growth of "
+        "$\\hat{v}$. The critical damping of the step, $a = (1 - \\sqrt{\\mu})^{2}$ "
+        "(" + _ref("discrete.refresh_critical_damping") + " at $k = 1$), is reached where "
+        "$a_{\\sigma}$ takes the value of " + _ref("adam.self_consistent_step") + " there.",
+    ])
+
+
+#: derivations displayed after a result (record name -> function returning LaTeX)
+DERIVATIONS = {"adam.self_consistent_step": _adam_derivation}
+
+
 def _duplicates(names) -> dict:
     """The entries of :data:`DUPLICATES` whose record and host are both among ``names``."""
     names = set(names)
@@ -669,6 +722,8 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None, *, ti
                 tag = numbers[name] if name in DEFINITIONS else ""
                 parts.append(equation_block(get(name), str(tag),
                                             [get(r) for r, h in dups.items() if h == name]))
+                if name in DERIVATIONS:
+                    parts.append(DERIVATIONS[name]())
                 continue
             group = [n for n in by_prefix[ch.key] if n.startswith(prefix)]
             done.update(group)

@@ -172,6 +172,10 @@ NOTATION = {
     "c_flip": (S.c_flip, "normal-form coefficient of the window map at a flip point"),
     "g_bar": (S.g_bar, "Adam's first moment: the running mean of the gradient"),
     "eta_theta": (S.eta_theta, "Adam's effective per-parameter learning rate"),
+    # the symbol of grpo_theory.theory.adam.A_SIGMA (equal by name and assumptions)
+    "a_sigma": (sp.Symbol(r"a_{\sigma}", positive=True),
+                "Adam's step stiffness with the gradient noise alone in its second moment, "
+                "$\\eta (1 - \\mu) \\kappa K/\\sigma$"),
 }
 
 #: Keys of the index symbols: a subscript made of these (and digits) indexes a symbol
