@@ -441,9 +441,12 @@ def log_fit_data() -> dict:
             "forecast": res.forecast_result, "summary": summary}
 
 
-#: the refresh intervals of the report's deep-network sweep: from on-policy past the published
-#: rule's k_max (5) to beyond the exact one (10), where the multiplier crosses 1
-DEEPNET_KS = (1, 2, 3, 4, 5, 6, 8, 10, 11, 12)
+#: the refresh intervals of the report's deep-network sweep: every k from on-policy past the
+#: published rule's k_max (5) to beyond the exact one (10), where the multiplier crosses 1
+DEEPNET_KS = tuple(range(1, 13))
+#: the sweep's design, said in the figure's caption: kicked pairs (each run twice, kicked by
+#: +δ and by −δ along the top mode with common random numbers), windows per run, random seed
+DEEPNET_DESIGN = {"pairs": 16, "windows": 8, "seed": 0}
 
 DEEPNET_INSTALL = ("pip install 'grpo-theory[deepnet]' (on a CPU-only machine first "
                    "pip install torch==2.13.0)")
@@ -458,7 +461,7 @@ def deepnet_data(*, full=False) -> dict | None:
         return None
 
     res = run_deepnet(quick=True, refresh_intervals=tuple(range(1, 15)) if full else DEEPNET_KS,
-                      transition=full)
+                      transition=full, **DEEPNET_DESIGN)
     rows = res.per_k
     return {"k": np.array([r.k for r in rows]), "multiplier": np.array([r.multiplier for r in rows]),
             "se": np.array([r.se for r in rows]), "predicted": np.array([r.predicted for r in rows]),
