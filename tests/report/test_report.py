@@ -464,3 +464,16 @@ def test_every_caption_states_its_error_bars(report_dir):
         assert re.search(r"\$\\pm 2\$ standard (errors|deviations)|90 % (forecast )?interval|[Tt]heory only",
                          cap), stem
         assert "pm 1$ standard" not in cap, stem
+
+
+def test_report_md_numbers_the_references_as_the_pdf(report_dir):
+    """report.md's reference [n] is the PDF's [n]: its list starts with the PDF's bibliography
+    in the PDF's order."""
+    from grpo_theory.theory.bibliography import format_reference
+    tex = (report_dir / "equations.tex").read_text()
+    md = (report_dir / "report.md").read_text()
+    keys = re.findall(r"\\bibitem\{([^}]*)\}", tex)
+    assert len(keys) > 5
+    refs = md.split("## References", 1)[1]
+    for i, k in enumerate(keys):
+        assert f"{i + 1}. {format_reference(k, 'md')}" in refs, (i + 1, k)
