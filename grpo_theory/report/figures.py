@@ -517,7 +517,7 @@ def deepnet(out_dir, stem, data) -> list[Path]:
     from the measured stiffness, with the exact and the published k_max; below, measured minus
     predicted with ±2 SE, the report's one error-bar convention (smaller than the markers above)."""
     with style() as plt:
-        fig, (ax, ax2) = plt.subplots(2, 1, figsize=(4.8, 3.2), sharex=True,
+        fig, (ax, ax2) = plt.subplots(2, 1, figsize=(4.8, 2.6), sharex=True,
                                       gridspec_kw={"height_ratios": [2.2, 1]})
         k = np.asarray(data["k"])
         ax.axhline(1.0, color="0.6", lw=0.7)
