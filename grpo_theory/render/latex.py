@@ -695,7 +695,8 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None, *, ti
              f"\\author{{{escape_tex(package_authors())}}}", "\\date{}",
              "\\begin{document}",
              "\\maketitle",
-             abstract if abstract is not None else _abstract(len(names))]
+             abstract if abstract is not None else _abstract(
+                 sum(isinstance(v, int) for v in set(equation_numbers(names).values())))]
     for sec_title, body in front_sections:
         parts += [f"\\section{{{to_tex(sec_title)}}}", body]
     by_prefix = {}
