@@ -166,7 +166,9 @@ def _self_consistent_step() -> Derived:
         worst = max(worst, abs(float(expr.subs({a: a_v, mu: mu_v})) / a_sig - 1))
     out.check("cross-check: the self-consistent step found by bisection of the second-moment "
               "condition satisfies the relation (3 settings, relative error below $10^{-9}$)",
-              "numeric", worst < 1e-9, f"largest relative error {worst:.1e}")
+              "numeric", worst < 1e-9,
+              "largest relative error " + (f"below $10^{{{math.ceil(math.log10(worst))}}}$"
+                                           if worst > 0 else "zero"))
     return out
 
 
