@@ -57,7 +57,7 @@ def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(
     rel = (var_meas - pred) / pred
     rel_first = (var_meas - red.first_order_variance_z) / red.first_order_variance_z
     notes = [(rf"$\sigma^{{2}} = {s2:.4g}$, $K = {fp.stiffness:.4g}$; $\eta = {learning_rate}$, "
-              rf"$(\beta_{{1}}, \beta_{{2}}) = ({betas[0]}, {betas[1]})$"),
+              rf"first-moment decay $\mu = {betas[0]}$, $\beta_{{2}} = {betas[1]}$"),
              (rf"self-consistent second moment $v = {red.second_moment:.4g}$ (first order "
               rf"$\sigma^{{2}}/4 = {s2 / 4:.4g}$), $\eta_{{\mathrm{{eff}}}} = "
               f"{red.effective_learning_rate:.4g}$ (first order "
@@ -70,7 +70,7 @@ def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(
               "from measuring there)")]
     tol = RELATIVE_TOLERANCE * pred
     hl = headline("stationary variance of the logit $z$ under Adam", "logits²",
-                  f"Adam $\\eta = {learning_rate:g}$, $(\\beta_{{1}}, \\beta_{{2}}) = ({betas[0]:g}, {betas[1]:g})$, "
+                  f"Adam $\\eta = {learning_rate:g}$, $\\mu = {betas[0]:g}$, $\\beta_{{2}} = {betas[1]:g}$, "
                   f"from $p^*$, {R} runs", pred, var_meas, [pred - tol, pred + tol],
                   "reduction ± 10 %")
     reason = band_reason(hl, "variance", f" (4 SE = {g2(N_SIGMA * var_se)} is smaller; "
@@ -113,7 +113,7 @@ def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9
     a_meas = float((1 + betas[0]) * (1 - num.sum() / den.sum()))
     se = float(((1 + betas[0]) * (1 - num / den)).std(ddof=1) / math.sqrt(R))
     notes = [(rf"predicted critical Adam learning rate $\eta_{{c}} = {eta_c:.4g}$ ($a_{{c}} = "
-              rf"(1 - \sqrt{{\beta_{{1}}}})^{{2}} = {a_c:.4g}$); measured step there "
+              rf"(1 - \sqrt{{\mu}})^{{2}} = {a_c:.4g}$); measured step there "
               f"{a_meas:.4g} ± {se:.2g} ({100 * (a_meas - a_c) / a_c:+.1f} %)")]
     rho_pred = 1 - a_c / (1 + betas[0])
     rho_meas = 1 - a_meas / (1 + betas[0])

@@ -155,9 +155,14 @@ def _terms(expr) -> list[tuple[str, str]]:
     return out
 
 
-def _equation(lhs: str, shown, label: str) -> str:
+def _equation(lhs: str, shown, label: str, tag: str = "") -> str:
     """``lhs = shown`` as a numbered display: one line when it fits, else a ``multline`` broken
-    before top-level terms (a product of a factor and a long sum is broken inside the sum)."""
+    before top-level terms (a product of a factor and a long sum is broken inside the sum).
+    ``tag`` (a definition's "D3") replaces the result number; ``label="*"`` an unnumbered display."""
+    if label == "*":
+        return _equation(lhs, shown, "").replace("\\label{}", "\\notag", 1)
+    if tag:
+        label = label + "}\\tag{" + tag
     body = latex(shown)
     if display_width(lhs + " = " + body) <= _LINE:
         return f"\\begin{{equation}}\\label{{{label}}}\n{lhs} = {body}\n\\end{{equation}}"
@@ -238,14 +243,109 @@ def _where(d: Derived) -> str:
     return text
 
 
-def equation_block(d: Derived) -> str:
+#: records that define a quantity rather than derive a result: displayed with a tag D1, D2, ...
+#: of their own, not numbered among the results
+DEFINITIONS = ("drift.advantage_sum_std", "drift.advantage_sum_mean", "drift.binomial_log_weight",
+               "drift.degenerate_probability", "discrete.refresh_step_matrix",
+               "oscillator.damping_ratio")
+
+#: records that restate another result (the same condition solved for another variable, or a
+#: special case equal to it): printed under that result as an equivalent form, without a
+#: number of their own (a reference to one gives the number of its host)
+DUPLICATES = {"oscillator.critical_learning_rate": "oscillator.critical_momentum",
+              "oscillator.critical_stiffness": "oscillator.critical_momentum",
+              "noise.ar2_stability_bound": "discrete.delay_threshold_d0",
+              "adam.critical_step": "discrete.refresh_critical_damping"}
+
+
+def _ref(name) -> str:
+    return f"\\eqref{{{tex_label(get(name).label)}}}"
+
+
+def _adam_derivation() -> str:
+    """The derivation of Adam's self-consistent step (``adam.self_consistent_step``) as
+    displayed equalities, each side computed here from the records it uses and proven equal
+    by sympy before it is printed."""
+    from grpo_theory.theory import symbols as S
+    from grpo_theory.theory.derived import prove_zero
+    mu, a, K, s2 = S.mu, S.a, S.K, S.sigma2
+    rec = get("adam.self_consistent_step")
+    a_sig = sp.Symbol(r"a_{\sigma}", positive=True)
+    force = a * (1 + mu) / ((1 - mu) * (2 * (1 + mu) - a))
+    if not prove_zero(sp.together(K**2 * get("noise.ar2_variance").expr.subs(S.eta, a / K) / s2
+                                  - force)):
+        raise AssertionError("the displayed force fluctuation of Adam's derivation is wrong")
+    total = 1 + force
+    combined = 2 * ((1 - mu**2) + mu * a) / ((1 - mu) * (2 * (1 + mu) - a))
+    for lhs, rhs in ((total, combined), (combined, (rec.expr / a) ** 2)):
+        if not prove_zero(sp.together(lhs - rhs)):
+            raise AssertionError("the displayed derivation of Adam's self-consistent step is wrong")
+    vx = r"\operatorname{Var} x"
+    return "\n".join([
+        "\\paragraph{Derivation.} By " + _ref("adam.momentum_form") + " with the bias correction "
+        "complete, Adam is a heavy ball with momentum $\\mu$ and step "
+        "$a = \\eta_{\\theta} K = \\eta (1 - \\mu) K/\\sqrt{\\hat{v}}$; with "
+        "$a_{\\sigma} = \\eta (1 - \\mu) \\kappa K/\\sigma$ this reads",
+        "\\begin{equation*}\n\\frac{\\kappa^{2} \\hat{v}}{\\sigma^{2}} = "
+        + latex(a_sig**2 / a**2) + ".\n\\end{equation*}",
+        "At stationarity the squared gradient averages the noise and the restoring force's "
+        f"fluctuation, $\\kappa^{{2}} \\hat{{v}} = \\sigma^{{2}} + K^{{2}} {vx}$, and "
+        + _ref("noise.ar2_variance") + " gives the variance of the heavy ball at the step $a$:",
+        "\\begin{equation*}\n\\frac{K^{2} " + vx + "}{\\sigma^{2}} = " + latex(force)
+        + ".\n\\end{equation*}",
+        "The two together:",
+        "\\begin{equation*}\n" + latex(a_sig**2 / a**2) + " = 1 + " + latex(force) + " = "
+        + latex(combined) + ",\n\\end{equation*}",
+        "which is " + _ref("adam.self_consistent_step") + ". Its right-hand side increases "
+        "with $a$ from $1$ at $a = 0$ to infinity at $a = 2 (1 + \\mu)$, so every learning "
+        "rate has one self-consistent step and it lies below the flip threshold of "
+        + _ref("discrete.delay_threshold_d0") + ": a learning rate that a first-order reading "
+        "($a = a_{\\sigma}$) would put past the threshold is held below it by the growth of "
+        "$\\hat{v}$. The critical damping of the step, $a = (1 - \\sqrt{\\mu})^{2}$ "
+        "(" + _ref("discrete.refresh_critical_damping") + " at $k = 1$), is reached where "
+        "$a_{\\sigma}$ takes the value of " + _ref("adam.self_consistent_step") + " there.",
+    ])
+
+
+#: derivations displayed after a result (record name -> function returning LaTeX)
+DERIVATIONS = {"adam.self_consistent_step": _adam_derivation}
+
+
+def _duplicates(names) -> dict:
+    """The entries of :data:`DUPLICATES` whose record and host are both among ``names``."""
+    names = set(names)
+    return {d: h for d, h in DUPLICATES.items() if d in names and h in names}
+
+
+def _restatement(d: Derived) -> str:
+    """A record that restates its host, under the host: its description, its form unnumbered
+    (its label refers to the host's number) and its checks."""
+    shown = d.expr if d.display is None else d.display
+    lines = [f"\\emph{{Equivalently ({prose_tex(d.title or d.name).lower()}).}} "
+             f"{prose_tex(d.description)}{_cites(d.references)}",
+             _equation(d.lhs, shown, "*")]
+    where = _where(d)
+    if where:
+        lines.append("\\noindent " + where + ("" if where.endswith("}") else "\\par"))
+    proof = _shown_proof(d)
+    checks = [v for v in d.verifications if v is not proof]
+    if checks:
+        lines += ["\\emph{Verified:}", "\\begin{itemize}\\setlength\\itemsep{0pt}",
+                  *(_verification_line(v) for v in checks), "\\end{itemize}"]
+    return "\n".join(lines)
+
+
+def equation_block(d: Derived, tag: str = "", restates=()) -> str:
     """One result: its title, description, labelled equation (the project's printer on the
     displayed form of ``d``), named sub-expressions, assumptions and how each claim about it
-    was verified."""
+    was verified.  ``tag``: a definition's own tag (D1, ...); ``restates``: the records that
+    restate this one (:data:`DUPLICATES`), printed after it as equivalent forms."""
     title = d.title or d.name
-    lines = [f"\\paragraph{{{prose_tex(title)}.}} {prose_tex(d.description)}{_cites(d.references)}"]
+    head = "Definition: " if tag else ""
+    lines = [f"\\paragraph{{{head}{prose_tex(title)}.}} {prose_tex(d.description)}{_cites(d.references)}"]
     shown = d.expr if d.display is None else d.display
-    lines.append(_equation(d.lhs, shown, tex_label(d.label)))
+    lines.append(_equation(d.lhs, shown, tex_label(d.label), tag)
+                 + "".join(f"\\label{{{tex_label(r.label)}}}" for r in restates))
     where = _where(d)
     if where:
         lines.append("\\noindent " + where + ("" if where.endswith("}") else "\\par"))
@@ -267,6 +367,7 @@ def equation_block(d: Derived) -> str:
         lines.append("\\emph{Quoted from the literature, not derived here.}")
     elif proof is None:
         lines.append("\\emph{Not verified: no check is recorded for this result.}")
+    lines.extend(_restatement(r) for r in restates)
     return "\n".join(lines)
 
 
@@ -370,15 +471,23 @@ def _ranges(names, order) -> str:
     """Equation references of ``names`` with runs of consecutive equations as ranges:
     (1), (4), (14)--(25).  ``order``: every record of the document in order (one numbered
     equation each)."""
-    pos = sorted(order.index(n) for n in names)
+    dups = _duplicates(order)
+    names = {dups.get(n, n) for n in names}           # a restatement is cited by its host
+    defs = [n for n in order if n in names and n in DEFINITIONS]
+    order = [n for n in order if n not in DEFINITIONS and n not in dups]
+    pos = sorted(order.index(n) for n in names if n in order)
+    head = ", ".join(f"\\eqref{{{tex_label(get(n).label)}}}" for n in defs)
+    if not pos:
+        return head
     runs, start = [], pos[0]
     for a, b in zip(pos, pos[1:] + [None]):
         if b != a + 1:
             runs.append((start, a))
             start = b
     ref = lambda i: f"\\eqref{{{tex_label(get(order[i]).label)}}}"  # noqa: E731
-    return ", ".join(ref(a) if a == b else (f"{ref(a)}, {ref(b)}" if b == a + 1 else f"{ref(a)}--{ref(b)}")
-                     for a, b in runs)
+    return ", ".join(([head] if head else [])
+                     + [ref(a) if a == b else (f"{ref(a)}, {ref(b)}" if b == a + 1 else f"{ref(a)}--{ref(b)}")
+                        for a, b in runs])
 
 
 def _literature_sentence(names, order=None) -> str:
@@ -539,8 +648,22 @@ def document_order(names=None) -> list[str]:
 
 
 def equation_numbers(names=None) -> dict:
-    """Record name -> its equation number in ``equations.pdf``."""
-    return {n: i + 1 for i, n in enumerate(document_order(names))}
+    """Record name -> its equation number in ``equations.pdf``: the results numbered in
+    document order; a definition by its tag ("D1", ...); a restatement by its host's number."""
+    order = document_order(names)
+    dups = _duplicates(order)
+    out, n, nd = {}, 0, 0
+    for name in order:
+        if name in dups:
+            continue
+        if name in DEFINITIONS:
+            nd += 1
+            out[name] = f"D{nd}"
+        else:
+            n += 1
+            out[name] = n
+    out.update({d: out[h] for d, h in dups.items()})
+    return out
 
 
 def package_authors() -> str:
@@ -572,13 +695,15 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None, *, ti
              f"\\author{{{escape_tex(package_authors())}}}", "\\date{}",
              "\\begin{document}",
              "\\maketitle",
-             abstract if abstract is not None else _abstract(len(names))]
+             abstract if abstract is not None else _abstract(
+                 sum(isinstance(v, int) for v in set(equation_numbers(names).values())))]
     for sec_title, body in front_sections:
         parts += [f"\\section{{{to_tex(sec_title)}}}", body]
     by_prefix = {}
     for name in names:
         by_prefix.setdefault(name.split(".")[0], []).append(name)
     names = document_order(names)          # one numbered equation each, in this order
+    dups, numbers = _duplicates(names), equation_numbers(names)
     for ch in _document_chapters():
         if ch.key not in by_prefix:
             continue
@@ -589,13 +714,17 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None, *, ti
         parts.append(_literature_sentence(by_prefix[ch.key], names))
         if ch.key in chapter_extras:
             parts.append(chapter_extras[ch.key])
-        done = set()
+        done = set(dups)
         for name in by_prefix[ch.key]:
             if name in done:
                 continue
             prefix = next((p for p in VARIANT_TABLES if name.startswith(p)), None)
             if prefix is None:
-                parts.append(equation_block(get(name)))
+                tag = numbers[name] if name in DEFINITIONS else ""
+                parts.append(equation_block(get(name), str(tag),
+                                            [get(r) for r, h in dups.items() if h == name]))
+                if name in DERIVATIONS:
+                    parts.append(DERIVATIONS[name]())
                 continue
             group = [n for n in by_prefix[ch.key] if n.startswith(prefix)]
             done.update(group)

@@ -172,6 +172,12 @@ NOTATION = {
     "c_flip": (S.c_flip, "normal-form coefficient of the window map at a flip point"),
     "g_bar": (S.g_bar, "Adam's first moment: the running mean of the gradient"),
     "eta_theta": (S.eta_theta, "Adam's effective per-parameter learning rate"),
+    "beta_2": (sp.Symbol("beta_2", positive=True), "Adam's second-moment decay rate (its first-moment "
+               "decay rate is the momentum $\\mu$)"),
+    # the symbol of grpo_theory.theory.adam.A_SIGMA (equal by name and assumptions)
+    "a_sigma": (sp.Symbol(r"a_{\sigma}", positive=True),
+                "Adam's step stiffness with the gradient noise alone in its second moment, "
+                "$\\eta (1 - \\mu) \\kappa K/\\sigma$"),
 }
 
 #: Keys of the index symbols: a subscript made of these (and digits) indexes a symbol
@@ -195,9 +201,23 @@ def notation(key: str) -> str:
     return math_to_plain(latex_of(key))
 
 
+#: names the documents write as words or with an index (an operator, a statistic, an upright
+#: abbreviation): listed in the table after the symbols, ``(LaTeX, meaning)``; the reader of
+#: symbols reads the words among them as no symbol and the others as a symbol of the table
+NAMED = (
+    (r"\operatorname{Var}", "variance over the sampling noise (stationary unless a time is given)"),
+    (r"\operatorname{E}", "expectation over the sampling noise"),
+    (r"R^{2}", "coefficient of determination of a fitted curve"),
+    (r"\mathrm{OS}", "overshoot of the underdamped oscillation, $-x(t_{1})/x_{0}$, with "
+                     "$t_{1}$ the time of its first extremum"),
+    (r"\mathrm{KL}_{\mathrm{sat}}", "KL a clipped window can travel on its batch before it stalls"),
+)
+
+
 def notation_rows() -> list[tuple[str, str]]:
-    """``(symbol LaTeX, meaning prose)`` for every entry, in the table's order."""
-    return [(latex_of(k), meaning) for k, (_, meaning) in NOTATION.items()]
+    """``(symbol LaTeX, meaning prose)`` for every entry, in the table's order (the symbols,
+    then the :data:`NAMED` words)."""
+    return [(latex_of(k), meaning) for k, (_, meaning) in NOTATION.items()] + list(NAMED)
 
 
 def notation_table() -> str:

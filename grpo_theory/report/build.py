@@ -34,7 +34,7 @@ from grpo_theory.report.captions import (atlas_figures, captions, chapter_figure
 from grpo_theory.report.lab import lab_data, lab_section, lab_summary
 from grpo_theory.report.paper import (TITLE, abstract, back_sections, collapse_text,
                                       crosscheck_section, front_sections)
-from grpo_theory.report.data import (DEEPNET_INSTALL, MROUEH_KL_COEF, atlas_data, bifurcation_data,
+from grpo_theory.report.data import (DEEPNET_DESIGN, DEEPNET_INSTALL, MROUEH_KL_COEF, atlas_data, bifurcation_data,
                                      deepnet_data, fluctuation_data, key_numbers, log_fit_data,
                                      phase_diagram_data, trajectories_data)
 from grpo_theory.report.markdown import number_text, report_markdown
@@ -245,7 +245,7 @@ def _fig_deepnet(out_dir, full, notes):
     if d is None:
         notes.append("deep-network section skipped: PyTorch is not installed (" + DEEPNET_INSTALL + ").")
         return [], None
-    return figures.deepnet(out_dir, "deepnet", d), d["result"].to_dict()
+    return figures.deepnet(out_dir, "deepnet", d), {**d["result"].to_dict(), "design": DEEPNET_DESIGN}
 
 
 # ----------------------------------------------------------------------------------

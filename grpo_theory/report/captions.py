@@ -154,11 +154,37 @@ def _fluctuation_agreement(rows) -> str:
                 f"In the {name} panel " + (f"every simulated point lies {side} the exact theory, "
                                            if side else "the simulation deviates from the exact theory, ")
                 + f"by up to {abs(dev[i]):.1f} standard errors (${100 * rel[i]:+.0f}\\,\\%$ at "
-                f"$G = {rr[i]['group_size']}$): more than the sampling error. The exact theory is the "
-                "variance of the linearized map and neglects the terms of higher order in the "
-                "deviation (the curvature of the drift over the spread of $z$), the likely source of "
-                "the excess; they are not computed here")
+                f"$G = {rr[i]['group_size']}$): more than the sampling error. " + _variance_cause(rr))
     return ". ".join(out) + "." if out else ""
+
+
+def _variance_cause(rr) -> str:
+    """The measured cause of a panel's excess over the linear theory: the exact stationarity
+    condition of the update split into the linear theory with the noise averaged over the
+    spread and the drift's curvature over the spread
+    (:func:`grpo_theory.report.data._variance_parts`), at the two smallest group sizes and the
+    largest; said only where the two parts add up to the simulation within 2 standard errors."""
+    rr = [r for r in rr if r.get("var_z_curvature_part") is not None]
+    if not rr or any(abs(r["var_z_noise_part"] + r["var_z_curvature_part"] - r["var_z_sim"])
+                     > 2 * r["var_z_sim_se"] for r in rr):
+        return ("The exact theory is the variance of the linearized map and neglects the terms "
+                "of higher order in the deviation")
+    pick = rr[:2] + rr[-1:] if len(rr) > 2 else rr
+    pct = lambda r, k: f"${100 * (r[k] / r['var_z_theory'] - (k == 'var_z_noise_part')):+.1f}\\,\\%$"
+    return (
+        "The cause is the curvature of the drift. For $\\mu = 0$, $k = 1$ the update "
+        "$z' = z + \\eta (F(z) + \\xi)$ is stationary exactly when "
+        "$K (2 - \\eta K) \\operatorname{E} x^{2} = \\eta \\operatorname{E}\\sigma^{2}(z) "
+        "+ 2 (1 - \\eta K) \\operatorname{E}[x (F + K x)] + \\eta \\operatorname{E}(F + K x)^{2}$, "
+        "with $x = z - z^{*}$ and $F + K x$ the drift's nonlinear part; the first term is the "
+        "linear theory with the noise averaged over the spread, the others the "
+        "curvature. Evaluated over the simulated samples, relative to the linear theory: "
+        + "; ".join(f"at $G = {r['group_size']}$ the noise's change over the spread "
+                    f"{pct(r, 'var_z_noise_part')}, the curvature {pct(r, 'var_z_curvature_part')}, "
+                    f"measured ${100 * (r['var_z_sim'] / r['var_z_theory'] - 1):+.1f}\\,\\%$"
+                    for r in pick)
+        + ". The correction is of relative order $\\operatorname{Var} z$, so of order "
+        "$\\eta / G$: it vanishes as $\\eta \\to 0$ and shrinks with $G$, as the figure shows")
 
 
 def captions(nums: dict, model: dict) -> dict:
@@ -282,7 +308,16 @@ def captions(nums: dict, model: dict) -> dict:
             f"{_n(dn['learning_rate'], 3)[1:-1]}$ and $\\mu = {_n(dn['momentum'], 3)[1:-1]}$ "
             f"($\\eta K = {_n(dn['eta_K'], 3)[1:-1]}$), against the exact L2 prediction from its "
             "measured stiffness $K$, over refresh intervals $k$ from 1 to past the predicted "
-            "boundary; past the point where the window's multiplier changes sign (the deviation "
+            "boundary. Task: each prompt is a two-answer question whose answer the verifier "
+            "checks exactly, and the network is warm-started at the plateau "
+            f"$p^{{*}} = {_n(dn['p_star'], 2)[1:-1]}$. "
+            + (f"At each $k$: {dn['design']['pairs']} pairs of runs (the two runs of a pair kicked by the same small "
+               "displacement in opposite directions along the top mode, with common random numbers), "
+               f"{dn['design']['windows']} refresh windows per run, random seed "
+               f"{dn['design']['seed']}; the multiplier is fitted to the top-mode coordinate at the "
+               "window starts and its standard error is the jackknife over pairs. "
+               if dn.get("design") else "")
+            + "Past the point where the window's multiplier changes sign (the deviation "
             "then alternates from window to window) its modulus is drawn. Below: the measured minus "
             "the predicted modulus with $\\pm 2$ standard "
             "errors (above, the error bars are smaller than the markers). The vertical lines mark "

@@ -427,7 +427,14 @@ def atlas_folds(out_dir, stem, data) -> list[Path]:
             pr = np.array([r["p_ref"] for r in fl.rows])
             lo_b = np.array([r["folds"][0]["kl_coef"] for r in fl.rows])
             up_b = np.array([r["folds"][1]["kl_coef"] for r in fl.rows])
-            ax.fill_betweenx(pr, np.minimum(lo_b, up_b), np.maximum(lo_b, up_b),
+            # shaded up to where the continuation's shading starts (no blank band between the
+            # largest directly found p_ref and the continuation's smallest)
+            top = pr.max()
+            pr_f = np.append(pr, grid[0]) if grid[0] > top else pr
+            lo_f = np.append(lo_b, min(xa[0], xb[0])) if grid[0] > top else lo_b
+            up_f = np.append(up_b, max(xa[0], xb[0])) if grid[0] > top else up_b
+            order = np.argsort(pr_f)
+            ax.fill_betweenx(pr_f[order], np.minimum(lo_f, up_f)[order], np.maximum(lo_f, up_f)[order],
                              color=REGIME_COLORS["oscillatory"], alpha=0.6, lw=0)
             for j, b in enumerate((lo_b, up_b)):
                 ax.plot(b, pr, "o:", ms=2.5, lw=0.8, mfc="white", color="k",
@@ -510,7 +517,7 @@ def deepnet(out_dir, stem, data) -> list[Path]:
     from the measured stiffness, with the exact and the published k_max; below, measured minus
     predicted with ±2 SE, the report's one error-bar convention (smaller than the markers above)."""
     with style() as plt:
-        fig, (ax, ax2) = plt.subplots(2, 1, figsize=(4.8, 3.2), sharex=True,
+        fig, (ax, ax2) = plt.subplots(2, 1, figsize=(4.8, 2.6), sharex=True,
                                       gridspec_kw={"height_ratios": [2.2, 1]})
         k = np.asarray(data["k"])
         ax.axhline(1.0, color="0.6", lw=0.7)

@@ -252,8 +252,17 @@ def lab_section(s: dict) -> tuple[str, str]:
     refresh = (
         "\\paragraph{Refresh thresholds in the trainer's settings.} Each sweep sets the learning "
         f"rate so that {_m('a')} lies between the exact thresholds of two neighbouring {_m('k')}, "
-        "kicks the plateau along the top mode and measures the multiplier of the deviation over the "
-        "first refresh window; a multiplier above $1$ is an instability. Exact is the largest stable "
+        "kicks the plateau along the top mode and measures the per-window multiplier from the "
+        "first windows: without momentum, the deviation at the end of the first window over the "
+        "kick. With momentum the state at a window start is the pair $(x, v)$, and by the "
+        "Cayley--Hamilton theorem for the window's $2 \\times 2$ monodromy $M$ the deviations at "
+        "successive window starts obey $x_{j+2} = \\operatorname{tr}(M) x_{j+1} - \\det(M) x_{j}$ "
+        "exactly: the second-order autoregression fitted to the first four window starts (three "
+        "transitions) estimates $\\operatorname{tr} M$ and $\\det M$, and its spectral radius is "
+        "that of $M$, whose crossing of $1$ is the exact threshold (the ratio over one window, "
+        "$M_{11}$ for a start at rest, is not a stability measure under momentum). The first windows "
+        "are used because in later ones the runs' noise-driven spread damps the mean response. "
+        "A multiplier above $1$ is an instability. Exact is the largest stable "
         f"{_m('k')} of the exact (L2) window map at the measured stiffness, published the largest "
         f"{_m('k')} the first-order rule $\\eta K k < 1 - \\mu$ allows, observed the largest stable "
         f"{_m('k')} on the engine:\n\n" + table
@@ -375,7 +384,7 @@ def lab_markdown(s: dict, cite, nt) -> list[str]:
                  f"({100 * (st['response'] / st['kernel'] - 1):+.1f} %, "
                  f"{abs(st['response'] - st['kernel']) / st['se']:.1f} SE).\n")
     L.append("**Refresh thresholds** (largest stable k: exact L2 window map, published first-order "
-             "rule ηKk < 1 − μ, observed on the engine from the first window's multiplier):\n")
+             "rule ηKk < 1 − μ, observed on the engine from the first windows' multiplier: without momentum the first window's ratio, with momentum the spectral radius of the second-order autoregression fitted to the first four window starts, which the 2 × 2 monodromy makes exact):\n")
     L.append("| setting | ηK | exact k_max | published | observed |\n|---|---|---|---|---|")
     plain = lambda t: re.sub(r"\$([^$]*)\$", lambda m: m.group(1), t).replace(  # noqa: E731
         "\\epsilon_{\\mathrm{clip}}", "ε").replace("\\mu", "μ")

@@ -151,8 +151,8 @@ def _img(name, number, caption):
 class _Cite:
     """Numbered citations in order of first use; :meth:`list` writes the reference list."""
 
-    def __init__(self):
-        self.keys = []
+    def __init__(self, keys=()):
+        self.keys = [k for k in keys if k in REFERENCES]   # numbered as given (the PDF's order)
 
     def __call__(self, *keys) -> str:
         nums = []
@@ -210,7 +210,10 @@ def report_markdown(model: dict, nums, cc, notes, full, rr) -> str:
     the real run, the atlas, the deep network, the cross-checks and what is verified (``model``
     is the model's ``to_dict()``, ``nums`` the numbers of ``report.json``, ``cc`` the
     cross-check report or ``None``, ``rr`` the :class:`~.build.ReportResult`)."""
-    cite = _Cite()
+    # the reference numbers of equations.pdf (its bibliography in the order of its \bibitem)
+    tex = rr.out_dir / "equations.tex"
+    cite = _Cite(re.findall(r"\\bibitem\{([^}]*)\}", tex.read_text(encoding="utf-8"))
+                 if tex.exists() else ())
     eq = nums.get("equation_numbers") or {}
 
     def ref(name):

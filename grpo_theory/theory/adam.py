@@ -45,7 +45,8 @@ from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.theory.noise import noise_at_fixed_point, stationary_variance
 from grpo_theory.validate import ParameterError, check_real
 
-__all__ = ["AdamReduction", "adam_reduction", "heavy_ball_reduction", "critical_learning_rate"]
+__all__ = ["AdamReduction", "adam_reduction", "heavy_ball_reduction", "critical_learning_rate",
+           "A_SIGMA"]
 
 
 @derivation("adam.momentum_form")
@@ -102,6 +103,72 @@ def _critical_step() -> Derived:
     out.check(r"the discriminant's derivative in $a$ is $-4 \sqrt{\mu} < 0$ there: a complex pair "
               r"(oscillatory) just above $a_{c}$", "sympy",
               prove_zero(sp.diff(disc, a).subs(a, expr) + 4 * sp.sqrt(mu)))
+    return out
+
+
+#: the step stiffness that Adam would take if its second moment held the gradient noise alone,
+#: :math:`a_{\sigma} = \eta (1 - \mu) \kappa K / \sigma` (the first-order reading)
+A_SIGMA = sp.Symbol(r"a_{\sigma}", positive=True)
+
+
+@derivation("adam.self_consistent_step")
+def _self_consistent_step() -> Derived:
+    mu, a, eta, K, kap, s2 = S.mu, S.a, S.eta, S.K, S.kappa, S.sigma2
+    ar2 = get("noise.ar2_variance")
+    # the self-consistent step a = eta_theta K against the noise-only step a_sigma
+    expr = a * sp.sqrt(2 * ((1 - mu**2) + mu * a) / ((1 - mu) * (2 * (1 + mu) - a)))
+    out = Derived("adam.self_consistent_step", expr, (a, mu), r"a_{\sigma}",
+                  r"Self-consistent heavy-ball reduction of Adam on-policy: at stationarity the "
+                  r"second moment is $\hat{v} = (\sigma^{2} + K^{2} \operatorname{Var} x)/\kappa^{2}$, "
+                  r"the gradient noise plus the restoring force's own fluctuation, and "
+                  r"$\operatorname{Var} x$ is the stationary variance of the heavy ball at the step "
+                  r"$\eta_{\theta}$ that $\hat{v}$ sets. The step $a = \eta_{\theta} K$ that solves "
+                  r"this is given implicitly by the step $a_{\sigma} = \eta (1 - \mu) \kappa K/\sigma$ "
+                  r"that the noise alone would set: $a_{\sigma}$ increases from $a_{\sigma} \approx a$ "
+                  r"at small steps to infinity as $a$ approaches the flip threshold $2 (1 + \mu)$, "
+                  r"so that the self-consistent step stays below it at every learning rate.",
+                  units="dimensionless",
+                  assumptions=r"refresh interval $1$; $\hat{v}$ at its stationary value "
+                  r"(its fluctuation neglected); bias correction complete ($t \to \infty$); "
+                  r"Adam's $\epsilon \ll \sqrt{\hat{v}}$", level="L2",
+                  references=("kingma2015adam",), title="Adam's self-consistent step")
+    expr = out.expr
+    # the derivation: eta_theta from adam.momentum_form at t -> infinity, Var x from
+    # noise.ar2_variance at that step, and the self-consistency of the second moment
+    t = sp.Symbol("t", positive=True)
+    m_form = get("adam.momentum_form")
+    vhat = S.v_hat
+    eta_theta_inf = sp.limit(m_form.expr.subs(mu, sp.Rational(1, 2)), t, sp.oo)
+    out.check(r"$\eta_{\theta} \to \eta (1 - \mu)/\sqrt{\hat{v}}$ as $t \to \infty$ "
+              r"(Adam as a heavy-ball step)", "sympy",
+              prove_zero(eta_theta_inf - eta * sp.Rational(1, 2) / sp.sqrt(vhat)),
+              cases=r"$\mu = 1/2$")
+    sqrt_v = eta * (1 - mu) * K / a                  # a = eta_theta K with eta_theta = eta(1-mu)/sqrt(v)
+    sigma2 = (eta * (1 - mu) * kap * K / expr) ** 2  # a_sigma = eta (1 - mu) kappa K / sigma
+    var_x = ar2.expr.subs({S.eta: a / K, S.sigma2: sigma2})
+    residual = sqrt_v**2 - (sigma2 + K**2 * var_x) / kap**2
+    out.check(r"with $\sqrt{\hat{v}} = \eta (1 - \mu) K/a$, $\sigma = \eta (1 - \mu) \kappa K/a_{\sigma}$ "
+              r"and the stationary variance $\operatorname{Var} x$ of the on-policy process at $\eta_{\theta} = a/K$, "
+              r"the condition $\kappa^{2} \hat{v} = \sigma^{2} + K^{2} \operatorname{Var} x$ holds exactly "
+              r"at the $a_{\sigma}$ shown", "sympy", prove_zero(sp.together(residual)))
+    out.check(r"$a_{\sigma}/a \to 1$ as $a \to 0$: a small step is the noise-only step", "sympy",
+              prove_zero(sp.cancel(expr / a).subs(a, 0) - 1))
+    out.check(r"$a_{\sigma} \to \infty$ as $a \to 2 (1 + \mu)$ from below: no learning rate "
+              r"takes the step past the flip threshold", "sympy",
+              sp.limit(expr.subs(mu, sp.Rational(1, 2)), a, 3, dir="-") == sp.oo,
+              cases=r"$\mu = 1/2$")
+    # independent: the bisection of heavy_ball_reduction (no closed form used) at a few points
+    worst = 0.0
+    for eta_v, mu_v, K_v, s2_v in ((0.5, 0.5, 0.13, 0.02), (3.0, 0.9, 0.4, 0.01), (0.05, 0.0, 1.0, 0.3)):
+        r = heavy_ball_reduction(eta_v, K_v, s2_v, beta1=mu_v, beta2=0.999, eps=0.0)
+        a_v = r.effective_learning_rate * K_v
+        a_sig = eta_v * (1 - mu_v) * 2.0 * K_v / math.sqrt(s2_v)
+        worst = max(worst, abs(float(expr.subs({a: a_v, mu: mu_v})) / a_sig - 1))
+    out.check("cross-check: the self-consistent step found by bisection of the second-moment "
+              "condition satisfies the relation (3 settings, relative error below $10^{-9}$)",
+              "numeric", worst < 1e-9,
+              "largest relative error " + (f"below $10^{{{math.ceil(math.log10(worst))}}}$"
+                                           if worst > 0 else "zero"))
     return out
 
 

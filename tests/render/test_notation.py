@@ -6,15 +6,21 @@ from __future__ import annotations
 import pytest
 
 from grpo_theory.prose import split_math
-from grpo_theory.render.notation import (NOTATION, notation_rows, symbols_in, table_symbols,
-                                         unknown_symbols)
+from grpo_theory.render.notation import (NAMED, NOTATION, notation_rows, symbols_in,
+                                         table_symbols, unknown_symbols)
 from grpo_theory.theory.chapters import CHAPTERS
 from grpo_theory.theory.derived import all_names, get
 
 
 def test_each_entry_is_one_symbol_and_no_symbol_has_two_entries():
     found = table_symbols()                  # raises on a duplicate or a multi-symbol entry
-    assert len(found) == len(NOTATION) and len(notation_rows()) == len(NOTATION)
+    assert len(found) == len(NOTATION) and len(notation_rows()) == len(NOTATION) + len(NAMED)
+    # the words and statistics the records write are listed too (each used by some record)
+    words = {tex for tex, _ in NAMED}
+    assert {r"\operatorname{Var}", r"\mathrm{OS}", r"\mathrm{KL}_{\mathrm{sat}}", "R^{2}"} <= words
+    written = " ".join(get(n).lhs + " " + get(n).latex() for n in all_names())
+    for tex in words - {"R^{2}", r"\operatorname{E}"}:     # R² and E: the report's fits and figures
+        assert tex in written, tex
 
 
 @pytest.mark.parametrize("tex, symbols", [

@@ -207,6 +207,13 @@ def test_the_one_over_g_law_is_stated_with_its_region(report_dir):
     assert regimes == {"holds", "model"}
     for r in nums["fluctuation_law"]:                 # theory and simulation in each regime
         assert r["var_z_sim"] > 0 and r["var_z_theory"] > 0
+        # the exact stationarity condition, evaluated with the exact drift and noise over the
+        # simulated samples, adds up to the simulated variance (the linear theory alone does not)
+        both = r["var_z_noise_part"] + r["var_z_curvature_part"]
+        assert abs(both - r["var_z_sim"]) < 3 * r["var_z_sim_se"], r
+    left = [r for r in nums["fluctuation_law"] if r["regime"] == "holds"]
+    assert left[0]["var_z_curvature_part"] > 2 * left[0]["var_z_sim_se"]   # the curvature is the excess
+    assert "The cause is the curvature of the drift" in tex
 
 
 def test_report_md_has_no_code_words(report_dir):
@@ -457,3 +464,16 @@ def test_every_caption_states_its_error_bars(report_dir):
         assert re.search(r"\$\\pm 2\$ standard (errors|deviations)|90 % (forecast )?interval|[Tt]heory only",
                          cap), stem
         assert "pm 1$ standard" not in cap, stem
+
+
+def test_report_md_numbers_the_references_as_the_pdf(report_dir):
+    """report.md's reference [n] is the PDF's [n]: its list starts with the PDF's bibliography
+    in the PDF's order."""
+    from grpo_theory.theory.bibliography import format_reference
+    tex = (report_dir / "equations.tex").read_text()
+    md = (report_dir / "report.md").read_text()
+    keys = re.findall(r"\\bibitem\{([^}]*)\}", tex)
+    assert len(keys) > 5
+    refs = md.split("## References", 1)[1]
+    for i, k in enumerate(keys):
+        assert f"{i + 1}. {format_reference(k, 'md')}" in refs, (i + 1, k)
