@@ -24,14 +24,15 @@ import os
 import pickle
 import shutil
 import sys
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 
 from grpo_theory.theory.derived import _cache_base
 
 __all__ = ["code_key", "reuse", "reuse_dir"]
 
-_PACKAGE = Path(__file__).resolve().parents[1]
+#: the package's own directory (every file in it is hashed)
+_PACKAGE = Path(str(resources.files("grpo_theory"))).resolve()
 _VERSIONED = ("numpy", "scipy", "sympy", "mpmath", "matplotlib", "torch")
 
 
