@@ -816,6 +816,9 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     summary = fit if fit is not None else summarize_curve(rs, rv, metric=rname)
     if not summary.applicable:
         regime = "no regime is named, the fit does not apply: " + "; ".join(summary.reasons)
+    elif summary.oscillator is None and summary.misses_range("oscillator"):
+        regime = (f"no regime is named: the L3 fit's plateau {summary.fits['oscillator'].plateau:.4g} "
+                  "lies outside the reward's range [0, 1]")
     elif summary.oscillator is None:
         regime = "no L3 fit"
     else:
