@@ -20,7 +20,7 @@ from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability
 from grpo_theory.runs.forecast import forecast
 from grpo_theory.validate import ParameterError, check_choice
 
-__all__ = ["CurveSummary", "FitReport", "fit_log", "plot_fit", "summarize_curve", "REWARD_KINDS",
+__all__ = ["CurveSummary", "FitReport", "curve_reasons", "fit_log", "plot_fit", "summarize_curve", "REWARD_KINDS",
            "CORE_FAMILIES"]
 
 #: the relaxation families every command fits and reads the same way (regime, time scale)
@@ -126,6 +126,25 @@ class CurveSummary:
         return head + (f"; L3 fit: zeta = {z:.3g} ({self.regime})" if z is not None else "")
 
 
+def curve_reasons(steps, values, fits) -> list:
+    """Why the reduced-order model does not apply to one reward curve (empty when it does), the
+    one rule of ``fit``, ``diagnose``, ``check-config --from-log`` and ``compare``:
+    :func:`~grpo_theory.runs.curves.applicability` plus the core families' best R^2 (of those in
+    ``fits``, else of any family fitted) against half the noise ceiling."""
+    steps, values = finite_sorted(steps, values)
+    reasons = applicability(steps, values)
+    ceiling = noise_ceiling(values)
+    core = [fits[m].r2 for m in CORE_FAMILIES if m in fits and math.isfinite(fits[m].r2)]
+    if not core:
+        core = [fr.r2 for fr in fits.values() if math.isfinite(fr.r2)]
+    best_r2 = max(core, default=0.0)
+    if not reasons and best_r2 < 0.5 * ceiling:
+        reasons.append(f"best R^2 {r2_text(best_r2)} is below half the noise ceiling "
+                       f"{r2_text(ceiling)}: "
+                       "the families miss the curve's shape")
+    return reasons
+
+
 def summarize_curve(steps, values, *, metric="reward", models=None, binary=None) -> CurveSummary:
     """Fit ``models`` (default the core families) to one reward curve and read it once (see
     :class:`CurveSummary`).  Applicability: :func:`~grpo_theory.runs.curves.applicability` plus
@@ -139,16 +158,8 @@ def summarize_curve(steps, values, *, metric="reward", models=None, binary=None)
             fits[m] = fit_curve(steps, values, m)
         except ParameterError:
             continue
-    reasons = applicability(steps, values)
+    reasons = curve_reasons(steps, values, fits)
     ceiling = noise_ceiling(values)
-    core = [fits[m].r2 for m in CORE_FAMILIES if m in fits and math.isfinite(fits[m].r2)]
-    if not core:
-        core = [fr.r2 for fr in fits.values() if math.isfinite(fr.r2)]
-    best_r2 = max(core, default=0.0)
-    if not reasons and best_r2 < 0.5 * ceiling:
-        reasons.append(f"best R^2 {r2_text(best_r2)} is below half the noise ceiling "
-                       f"{r2_text(ceiling)}: "
-                       "the families miss the curve's shape")
     return CurveSummary(metric=metric, steps=steps, values=values,
                         binary=is_binary_range(values) if binary is None else bool(binary),
                         fits=fits, reasons=reasons, noise_ceiling=ceiling,
