@@ -206,8 +206,8 @@ def advantage_degeneracy(log, reward_metric=None, group_size=None, *, threshold=
     zs, zv = log.series(zname)
     ok = np.isfinite(zv)
     zs, zv = zs[ok], zv[ok]
-    if zs.size < 3:
-        return _na(f"fewer than 3 logged values of {zname}", zname)
+    if zs.size < 10:        # the minimum of the other trend detectors (policy_concentration)
+        return _na(f"fewer than 10 logged values of {zname} ({zs.size})", zname)
     knob = ("group size G (num_generations / rollout.n): raise it, or filter prompts that are "
             "always solved or never solved (dynamic sampling)")
     qsm = _smooth(zv, _window(zv.size))
