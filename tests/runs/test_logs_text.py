@@ -202,6 +202,10 @@ def test_a_console_log_before_its_first_record_is_named_not_misread_as_csv(tmp_p
     # once the first record is printed, it is read
     p.write_text(p.read_text() + "{'loss': '0', 'reward': '0.125', 'kl': '0', 'epoch': '0.01'}\n")
     assert read_log(p).format == "trl-console"
+    v = tmp_path / "verl.log"              # a verl run's logging lines before its first step line
+    v.write_text("2026-04-19 08:31:23,419 [INFO] verl.trainer.main_ppo: start, 8 GPUs\n")
+    with pytest.raises(ParameterError, match="verl console output with no training record yet"):
+        read_log(v)
 
 
 def test_an_unrecognized_text_names_what_it_found(tmp_path, capsys):

@@ -129,7 +129,8 @@ def detect_format(path, text: str | None = None) -> str:
     if _LOGGING_LINE.match(first_line) and not seen:
         # Python logging lines ("2026-04-19 08:31:23,419 [INFO] ...": a comma in the time stamp),
         # as a TRL run prints before its first Trainer.log dict: not a CSV header
-        raise LogFormatError(path, None, "TRL console output with no training record yet: "
+        engine = "verl" if re.search(r"\bverl\.", head) else "TRL"
+        raise LogFormatError(path, None, f"{engine} console output with no training record yet: "
                                          "Python logging lines, but no printed Trainer.log dict "
                                          "({'loss': ..., 'epoch': ...}) and no verl 'step:N' line "
                                          "(a run that has not logged its first step; `watch` "
