@@ -21,9 +21,18 @@ for every run, its ``run.json`` (format, reward key, labels).  Prints
   curve) as a ratio to the best baseline, and the fraction of the gap from the best baseline
   to that floor that the forecast closes;
 - the same for the lab's labelled runs (``benchmarks/lab_runs``, or ``--lab DIR``) as a
-  separate table.
+  separate table;
+- how many runs ``fit`` answers (the model applies: a rise significant at 4 sd), and how many of
+  the flat lab runs (:data:`FLAT_SETTINGS`, started at a stable fixed point) it answers: false
+  answers;
+- the forecast's 90 % band with the split-conformal scale over repositories, its coverage
+  leave-one-repository-out (:func:`conformal_loro`: each run's scale from the other
+  repositories' runs; runs grouped by ``source.repo``, the lab one repository), pooled, per
+  run and per repository, with points and with runs as the units; the scale from every
+  repository is what ``forecast.CONFORMAL_SCALE`` ships;
+- the theory's forecast where ηK and p* are facts of a lab run (:func:`theory_gain`).
 
-Run: ``PYTHONPATH=. python benchmarks/scorecard.py [--json] [--lab DIR]``.  Thresholds are the
+Run: ``PYTHONPATH=. python benchmarks/scorecard.py [--json] [--lab DIR] [--skip-config]``.  Thresholds are the
 detectors' own (from mechanisms); nothing here is tuned to these runs.
 """
 
@@ -174,6 +183,78 @@ def noise_floor(y) -> float:
 
 
 FRACTIONS = (0.2, 0.5)
+#: lab settings that start at their configuration's fixed point, stable by the exact theory: a
+#: flat reward by construction, where an answer of ``fit`` is a false answer
+FLAT_SETTINGS = ("stable_refresh", "stable_momentum", "warm_hold")
+LAB_REPO = "the lab (grpo_theory.lab)"
+
+
+def _repo(info, bench):
+    """The source repository of a run (``run.json`` -> ``source.repo``); the lab's runs are one
+    repository."""
+    src = info.get("source") or {}
+    return src.get("repo") or (LAB_REPO if Path(bench).name == "lab_runs" else str(bench))
+
+
+def conformal_quantile(records, level=0.9, weight="points"):
+    """:func:`grpo_theory.runs.forecast.conformal_scale` (one definition, tested there)."""
+    from grpo_theory.runs.forecast import conformal_scale
+
+    return conformal_scale(records, level, weight=weight)
+
+
+def conformal_loro(records_by_f, weight="points"):
+    """Leave-one-repository-out coverage of the split-conformal band: for every repository and
+    prefix fraction, the scale is the quantile (:func:`conformal_quantile`) of the scores of
+    every *other* repository's runs at that fraction, and that repository's runs are covered
+    where their score is at most it.  ``{"scale_all", "by_fraction": {f: {"pooled", "per_run_mean",
+    "by_repo": {repo: (coverage, points, runs, scale)}}}}``; ``records_by_f`` maps a fraction
+    to records ``{"run", "repo", "scores", "bench"}``."""
+    allrec = [r for recs in records_by_f.values() for r in recs]
+    repos = sorted({r["repo"] for r in allrec})
+    out = {"scale_all": {f: conformal_quantile(recs, weight=weight)
+                         for f, recs in records_by_f.items()}, "weight": weight,
+           "by_fraction": {}}
+    for f, recs in records_by_f.items():
+        # the scale of this prefix fraction from the other repositories' runs at this fraction
+        scale = {rp: conformal_quantile([r for r in recs if r["repo"] != rp], weight=weight)
+                 for rp in repos}
+        by_bench = defaultdict(lambda: {"in": 0, "n": 0, "runs": []})
+        by_repo = defaultdict(lambda: [0, 0, 0])
+        for r in recs:
+            q = scale[r["repo"]]
+            sc_ = np.asarray(r["scores"])
+            if q is None or not sc_.size:
+                continue
+            inside = int(np.sum(sc_ <= q))
+            for key in (r["bench"], "all"):
+                b = by_bench[key]
+                b["in"] += inside
+                b["n"] += sc_.size
+                b["runs"].append(inside / sc_.size)
+            by_repo[r["repo"]][0] += inside
+            by_repo[r["repo"]][1] += sc_.size
+            by_repo[r["repo"]][2] += 1
+        out["by_fraction"][f] = {
+            "by_bench": {k: {"pooled": v["in"] / v["n"] if v["n"] else None,
+                             "per_run_mean": float(np.mean(v["runs"])) if v["runs"] else None,
+                             "runs": len(v["runs"])} for k, v in by_bench.items()},
+            "by_repo": {rp: (v[0] / v[1] if v[1] else None, v[1], v[2], scale[rp])
+                        for rp, v in sorted(by_repo.items())}}
+    return out
+
+
+def _print_conformal(c):
+    print("forecast band, split-conformal over repositories: scale from every repository "
+          + ", ".join(f"{float(f):.0%} {q:.3f}" for f, q in c["scale_all"].items())
+          + " (forecast.CONFORMAL_SCALE); coverage of the 90 % band leave-one-repository-out "
+          "(each run's scale from the other repositories' runs only):")
+    for f, d in c["by_fraction"].items():
+        print(f"  from the first {float(f):.0%}: " + "; ".join(
+            f"{b} pooled {v['pooled']:.3f}, mean over its {v['runs']} runs {v['per_run_mean']:.3f}"
+            for b, v in sorted(d["by_bench"].items())))
+        for rp, (cov, n, runs, q) in d["by_repo"].items():
+            print(f"    {rp:<48} {cov:.3f} ({n} points, {runs} runs; scale {q:.3f})")
 
 
 def score(runs, bench=BENCH):
@@ -195,6 +276,8 @@ def score(runs, bench=BENCH):
     counts = {f: {"made": 0, "declined": 0, "too_short": 0, "reasons": defaultdict(int)}
               for f in FRACTIONS}
     per_run = {}
+    fit_count = {"runs": 0, "answered": 0, "trend_4sd": 0, "flat_runs": 0, "flat_answered": 0}
+    conformal = {f: [] for f in FRACTIONS}
     labels_seen = list(LABEL_DETECTOR)
     for meta in progress(runs, total=len(runs), desc="scorecard"):
         run_dir = bench / Path(meta["run_json"]).parent
@@ -239,6 +322,14 @@ def score(runs, bench=BENCH):
             rep = fit_log(log, key, reward=reward)
         except ParameterError:
             rep = None
+        if rep is not None:
+            fit_count["runs"] += 1
+            fit_count["answered"] += bool(rep.applicable["fit"])
+            g = rep.gain or {}
+            fit_count["trend_4sd"] += bool(g.get("gain_sd") and g["gain"] > 4 * g["gain_sd"])
+            if info.get("setting") in FLAT_SETTINGS:
+                fit_count["flat_runs"] += 1
+                fit_count["flat_answered"] += bool(rep.applicable["fit"])
         if rep is not None and rep.applicable["fit"]:
             for m, d in rep.models.items():
                 if d["r2"] is not None:
@@ -247,8 +338,10 @@ def score(runs, bench=BENCH):
         models = None if reward != "dense" else ["exponential", "oscillator"]
         for f in FRACTIONS:
             try:
+                # the band from the prefix alone (calibration 1): the split-conformal scale is
+                # applied leave-one-repository-out below (conformal_loro)
                 fc = forecast(steps, values, f, models, reward_range=rrange,
-                              entropy=log.series(ent) if ent else None)
+                              entropy=log.series(ent) if ent else None, calibration=1.0)
             except ParameterError:
                 counts[f]["too_short"] += 1
                 continue
@@ -261,6 +354,11 @@ def score(runs, bench=BENCH):
                 continue
             counts[f]["made"] += 1
             yh = fc.y_holdout
+            with np.errstate(divide="ignore", invalid="ignore"):
+                sc_ = np.where(fc.half > 0, np.abs(yh - fc.prediction) / fc.half,
+                               np.where(np.abs(yh - fc.prediction) > 0, np.inf, 0.0))
+            conformal[f].append({"run": meta["id"], "repo": _repo(info, bench),
+                                 "scores": [float(x) for x in sc_]})
             ours = float(np.sqrt(np.mean((fc.prediction - yh) ** 2)))
             for b, v in base.items():
                 ratios[f][b].append(ours / v)
@@ -292,6 +390,7 @@ def score(runs, bench=BENCH):
                           for lab in labels_seen},
             "detector_flags": {k: dict(v) for k, v in flags.items()},
             "fit_r2_median": {m: med(v) for m, v in r2.items()},
+            "fit_answers": fit_count,
             "forecast": {str(f): {"made": counts[f]["made"], "declined": counts[f]["declined"],
                                   "too_short": counts[f]["too_short"],
                                   "answer_rate": (counts[f]["made"] / (counts[f]["made"]
@@ -309,7 +408,71 @@ def score(runs, bench=BENCH):
                                   "interval90_coverage_per_run_mean":
                                       float(np.mean(cover[f][2])) if cover[f][2] else None}
                          for f in FRACTIONS},
+            "conformal_scores": {str(f): conformal[f] for f in FRACTIONS},
             "unread": per_run}
+
+
+def theory_gain(bench, fraction=None):
+    r"""Where the theory knows what the baselines cannot: the lab's runs whose stiffness and
+    fixed point are facts of their construction (``facts.eta_K``, ``facts.fixed_point.p``;
+    on-policy, one optimizer step per logged point).  From the first ``fraction`` of the log the
+    theory's forecast is the relaxation :math:`p^* + (m - p^*)\,e^{-r (t - t_m)}` with
+    :math:`r = \eta K/(1 - \mu)` (heavy ball, overdamped) and only :math:`m`, the mean of the
+    prefix's last points at their mean step :math:`t_m` (the last-value baseline's window),
+    read from the prefix.  Runs counted: those that still relax after the prefix (its last level
+    more than 2 of its standard errors from :math:`p^*`) in a configuration the exact theory
+    calls stable (the relaxation is its prediction only there).  Returns rows ``{"id", "theory",
+    "last_value", "exponential"}`` of held-out RMSEs."""
+    from grpo_theory.runs.forecast import _baselines, last_value
+    from grpo_theory.runs.logs import read_log
+
+    fraction = PREFIX_FRACTION if fraction is None else fraction
+    rows = []
+    for rj in sorted(Path(bench).glob("*/run.json")):
+        info = json.loads(rj.read_text())
+        facts, hp = info.get("facts") or {}, info.get("hyperparameters") or {}
+        fp = (facts.get("fixed_point") or {}).get("p")
+        if not facts.get("eta_K") or fp is None or not (facts.get("exact") or {}).get("stable") \
+                or (hp.get("refresh_interval") or 1) != 1 \
+                or (hp.get("num_iterations") or 1) != 1 or (hp.get("steps_per_generation") or 1) != 1:
+            continue
+        rate = facts["eta_K"] / (1.0 - float(hp.get("momentum") or 0.0))
+        s, v = read_log(rj.parent / "trainer_state.json").series(info["reward"]["key"])
+        ok = np.isfinite(v)
+        s, v = s[ok], v[ok]
+        n = int(math.ceil(fraction * s.size))
+        if n < 5 or s.size - n < 5:
+            continue
+        tt, yt, th, yh = s[:n], v[:n], s[n:], v[n:]
+        k = max(1, min(5, n // 10))
+        m, tm = last_value(yt), float(np.mean(tt[-k:]))
+        sd = float(np.std(np.diff(yt)) / math.sqrt(2)) if n >= 3 else 0.0
+        if abs(m - fp) <= 2 * sd / math.sqrt(k):
+            continue                  # at its plateau (within 2 standard errors): no relaxation left
+        pred = np.clip(fp + (m - fp) * np.exp(-rate * (th - tm)), 0.0, 1.0)
+        base = _baselines(tt, yt, th, yh, (0.0, 1.0), None, None)
+        rows.append({"id": rj.parent.name, "theory": float(np.sqrt(np.mean((pred - yh) ** 2))),
+                     "last_value": base["last_value"]["holdout_rmse"],
+                     "exponential": (base.get("exponential") or {}).get("holdout_rmse")})
+    return rows
+
+
+def _print_theory_gain(rows):
+    if not rows:
+        return
+    print(f"the theory's forecast where the stiffness and fixed point are known (lab runs still "
+          f"relaxing after their first {PREFIX_FRACTION:.0%}: {len(rows)}): held-out RMSE ratio, "
+          "theory / baseline")
+    for b in ("last_value", "exponential"):
+        r = [x["theory"] / x[b] for x in rows if x.get(b)]
+        print(f"  vs {b:<12} median {np.median(r):.2f} ({sum(q < 1 for q in r)} of {len(r)} "
+              "runs better)")
+    better = [x["theory"] / min(x["last_value"], x["exponential"] or np.inf) for x in rows
+              if min(x["last_value"], x["exponential"] or np.inf) > 0]
+    print(f"  vs the better of the two (per run): median {np.median(better):.2f}")
+    for x in rows:
+        print(f"    {x['id']:<32} theory {x['theory']:.4f}  last value {x['last_value']:.4f}  "
+              f"exponential {x['exponential'] if x['exponential'] is None else round(x['exponential'], 4)}")
 
 
 def _p_ref_for(config_path, p_star):
@@ -520,6 +683,10 @@ def _print(res, title, n_runs, bench):
     print("flags per detector over the runs read (true / false / null):")
     for name, c in res["detector_flags"].items():
         print(f"  {name:<26} {c['true']:>3} / {c['false']:>3} / {c['null']:>3}")
+    fa = res["fit_answers"]
+    print(f"fit answers {fa['answered']} of {fa['runs']} GRPO runs (a rise significant at 4 sd: "
+          f"{fa['trend_4sd']}); on the flat runs (started at a stable fixed point: "
+          f"{', '.join(FLAT_SETTINGS)}) {fa['flat_answered']} of {fa['flat_runs']}")
     print("fit: median R^2 where the model applies (runs)")
     for m, (v, n) in res["fit_r2_median"].items():
         print(f"  {m:<16} {v:.3f} ({n})")
@@ -528,7 +695,7 @@ def _print(res, title, n_runs, bench):
                          d["answer_rate"])
         print(f"forecast from the first {float(f):.0%}: {d['made']} made, {d['declined']} declined "
               f"(answer rate over all runs {'n/a' if ar is None else f'{ar:.0%}'}), {d['too_short']} "
-              f"with a prefix of < 2 points; 90 % interval coverage "
+              f"with a prefix of < 2 points; 90 % band from the prefix alone (no conformal scale) covers "
               f"{'n/a' if cov is None else f'{cov:.3f}'} pooled, "
               f"{'n/a' if covr is None else f'{covr:.3f}'} mean over runs")
         for r, n in d["declined_reasons"].items():
@@ -557,10 +724,13 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--lab", default=str(ROOT / "benchmarks" / "lab_runs"),
                     help="directory of the lab's labelled runs (scored as a separate table)")
+    ap.add_argument("--skip-config", action="store_true",
+                    help="leave out the check-config rows (the slow part)")
     args = ap.parse_args(argv)
     manifest = json.loads((BENCH / "manifest.json").read_text())
     out = {"public": score(manifest["runs"])}
-    out["public"]["check_config"] = score_configs(manifest["runs"], BENCH)
+    if not args.skip_config:
+        out["public"]["check_config"] = score_configs(manifest["runs"], BENCH)
     lab = Path(args.lab)
     lab_runs = sorted(p for p in lab.glob("*/run.json")) if lab.is_dir() else []
     if lab_runs:
@@ -568,15 +738,31 @@ def main(argv=None) -> int:
                   "kind": json.loads(p.read_text()).get("labels", {}).get("kind", "grpo")}
                  for p in lab_runs]
         out["lab"] = score(metas, bench=lab)
-        out["lab"]["check_config"] = score_configs(metas, lab, lab=True)
-        out["lab"]["check_config_prefix"] = score_configs_from_prefix(metas, lab)
+        if not args.skip_config:
+            out["lab"]["check_config"] = score_configs(metas, lab, lab=True)
+            out["lab"]["check_config_prefix"] = score_configs_from_prefix(metas, lab)
+        out["lab"]["theory_gain"] = theory_gain(lab)
+    recs = {f: [dict(r, bench=b) for b in out for r in out[b]["conformal_scores"][f]]
+            for f in out["public"]["conformal_scores"]}
+    out["conformal"] = conformal_loro(recs)
+    out["conformal_runs_as_units"] = conformal_loro(recs, weight="runs")
     if args.json:
+        for b in ("public", "lab"):
+            if b in out:
+                out[b].pop("conformal_scores", None)
         print(json.dumps(out, indent=2))
         return 0
     _print(out["public"], "public benchmark", len(manifest["runs"]), BENCH)
     if "lab" in out:
         print()
         _print(out["lab"], "lab runs (separate table: the cause of each is known)", len(lab_runs), lab)
+    print()
+    _print_conformal(out["conformal"])
+    print("(the same with runs as the units, each run weighted equally:)")
+    _print_conformal(out["conformal_runs_as_units"])
+    if "lab" in out:
+        print()
+        _print_theory_gain(out["lab"].get("theory_gain"))
     return 0
 
 

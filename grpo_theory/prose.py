@@ -19,6 +19,7 @@ every record, and :func:`to_plain` to leave no LaTeX behind.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["split_math", "escape_tex", "tex_label", "literal", "to_tex", "to_markdown", "to_plain", "to_plain_or_as_is", "math_to_plain",
@@ -155,9 +156,16 @@ _TEXTLIKE = ("mathrm", "operatorname", "text", "textrm", "mathit", "mathsf", "te
              "boldsymbol", "mathbf", "bm")
 
 
-def _script(body: str, sup: bool) -> str:
+@functools.lru_cache(maxsize=4096)
+def _unicode(latex_piece: str) -> str:
+    """``unicodeit.replace`` of one small piece (a macro, a script), remembered: it scans its
+    whole table on every call (milliseconds each), and the pieces repeat."""
     import unicodeit
 
+    return unicodeit.replace(latex_piece)
+
+
+def _script(body: str, sup: bool) -> str:
     plain = _unfold(body).strip()
     if plain in ("*", "′", "'"):
         return plain
@@ -165,7 +173,7 @@ def _script(body: str, sup: bool) -> str:
         return "ᵀ"
     if not sup and len(plain) > 1 and plain.isalpha():
         return "_" + plain          # a word as a label reads better than small letters (z_ref, k_max)
-    chars = [unicodeit.replace(("^{" if sup else "_{") + ch + "}") for ch in plain]
+    chars = [_unicode(("^{" if sup else "_{") + ch + "}") for ch in plain]
     if plain and all(len(c) == 1 and (c != ch or ch == " ") for c, ch in zip(chars, plain)):
         return "".join(chars)
     mark = "^" if sup else "_"
@@ -174,8 +182,6 @@ def _script(body: str, sup: bool) -> str:
 
 def _unfold(s: str) -> str:
     """Unfold the structural macros of a math span into plain text (recursively)."""
-    import unicodeit
-
     out, i = [], 0
     while i < len(s):
         c = s[i]
@@ -203,7 +209,7 @@ def _unfold(s: str) -> str:
                           r"\ddot", r"\overline", r"\vec"):
                 arg, j = latex_argument(s, j)
                 inner = _unfold(arg).strip()
-                conv = unicodeit.replace(f"{name}{{{inner}}}")
+                conv = _unicode(f"{name}{{{inner}}}")
                 if len(inner) > 1 and name in (r"\overline", r"\bar"):
                     out.append(f"⟨{inner}⟩")  # an average over a long expression
                 else:
@@ -216,7 +222,7 @@ def _unfold(s: str) -> str:
             elif name in _DROP:
                 out.append(_DROP[name])
             else:
-                conv = unicodeit.replace(name)
+                conv = _unicode(name)
                 out.append(conv + (" " if j < len(s) and s[j] == " " else ""))
             i = j
         elif c in "^_":
@@ -235,10 +241,13 @@ def math_to_plain(math: str) -> str:
     """One math span as Unicode text: ``\\frac{1}{\\beta}`` -> ``1/β``, ``\\mu^{k}`` -> ``μᵏ``."""
     math = re.sub(r"\\begin\{[pbv]?matrix\}", "[", math)
     math = re.sub(r"\\end\{[pbv]?matrix\}", "]", math)
+    math = re.sub(r"\\begin\{cases\}", r"\\{ ", math)     # a braced list of branches
+    math = re.sub(r"\\end\{cases\}", r" \\}", math)
     math = math.replace("\\\\", "; ").replace("&", ",")
     text = _unfold(math)
     text = re.sub(r"\s*([=<>≤≥≈≠→⇔∈∼∝≲≳×±])\s*", r" \1 ", text)  # spaces round relations
     text = re.sub(r"([(\[])\s+", r"\1", re.sub(r"\s+([)\]])", r"\1", text))
+    text = re.sub(r"\s+([,;])", r"\1", text)
     return re.sub(r" {2,}", " ", text).strip()
 
 

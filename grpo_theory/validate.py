@@ -8,6 +8,7 @@ The CLI turns :class:`ParameterError` into exit code 2 and a one-line message.
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from numbers import Integral, Real
 from pathlib import Path
@@ -39,7 +40,12 @@ class ParameterError(ValueError):
         self.name = name
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{name} must be {allowed}, got {value!r}")
+        shown = _ANSI.sub("", value) if isinstance(value, str) else value
+        super().__init__(_ANSI.sub("", f"{name} must be {allowed}, got {shown!r}"))
+
+
+#: terminal colour codes: no message carries one (a coloured log quoted in an error)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
 
 class MissingExtra(ParameterError):

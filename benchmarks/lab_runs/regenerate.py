@@ -122,6 +122,10 @@ def main(argv=None):
                     help="rerun the parts of the full lab whose results already exist")
     ap.add_argument("--parts", nargs="*", default=None,
                     help="parts of the full lab to run (default all: " + ", ".join(PARTS) + ")")
+    ap.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                    help="run the runs as Ray tasks (a local instance, or the cluster at "
+                         "ADDRESS; needs the lab-ray extra)")
+    ap.add_argument("--ray-workers", type=int, default=2)
     ap.add_argument("--relabel", action="store_true",
                     help="only rewrite labels/cause of the existing failure runs from the settings")
     args = ap.parse_args(argv)
@@ -138,13 +142,21 @@ def main(argv=None):
     t0 = time.perf_counter()
     if args.only in (None, "failures"):
         settings = [s for s in SETTINGS if args.settings is None or s.name in args.settings]
-        recs = failure_runs(str(OUT), settings=settings, seeds=tuple(args.seeds),
-                            progress=lambda it: progress(it, desc="failure runs"))
+        from grpo_theory.lab.parallel import make_executor
+
+        ex = make_executor(args.ray, args.ray_workers)
+        try:
+            recs = failure_runs(str(OUT), settings=settings, seeds=tuple(args.seeds),
+                                progress=lambda it: progress(it, desc="failure runs"),
+                                executor=ex)
+        finally:
+            ex.close()
         for r in recs:
             print(f"{r['id']:32s} {r['mode']:22s} steps {r['observed']['steps']:4d} "
                   f"diverged {r['observed']['diverged_step']}")
     if args.only in (None, "experiments"):
-        run_experiments(force=args.force, parts=args.parts)
+        run_experiments(force=args.force, parts=args.parts, ray=args.ray,
+                        ray_workers=args.ray_workers)
     n = write_manifest()
     write_readme()
     print(f"{n} runs in the manifest; {time.perf_counter() - t0:.0f} s")
@@ -154,7 +166,7 @@ def main(argv=None):
 PARTS = ("refresh", "transition", "group-size", "model-size", "learning-rate")
 
 
-def run_experiments(force=False, parts=None):
+def run_experiments(force=False, parts=None, ray=None, ray_workers=2):
     """The full lab, part by part (stiffness and sweeps incl. the unsafe rule, the damping
     transition, the three families); each part's result as ``grpo_theory/data/lab/lab_<part>.{json,txt}``
     (a finished part is kept unless ``force``), the family members as labelled runs."""
@@ -175,7 +187,7 @@ def run_experiments(force=False, parts=None):
             continue
         t = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="grpo_lab_full_") as tmp:
-            res = run_lab(experiment=part, out=tmp)
+            res = run_lab(experiment=part, out=tmp, ray=ray, ray_workers=ray_workers)
             d = res.to_dict()
             recs = family_runs(tmp, str(OUT), d, versions=versions())
         target.write_text(json.dumps(d, indent=1) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from grpo_theory.cli._common import number
 from grpo_theory.cli.model_options import add_model_options, model_from_options
 
 NAME = "compare"
@@ -21,7 +22,7 @@ def add_arguments(parser) -> None:
                              "logs' configs)")
     parser.add_argument("--metric", default=None, help="reward metric (default: the logs' reward)")
     add_model_options(parser, ("variant",), fields=("normalization",))
-    parser.add_argument("--fresh-fraction", type=float, default=None, metavar="PHI",
+    parser.add_argument("--fresh-fraction", type=number, default=None, metavar="PHI",
                         help="K_f/K of the runs, for the refresh-interval prediction (default: "
                              "the range over [0, 1])")
     parser.add_argument("--plot", default=None, metavar="FILE",

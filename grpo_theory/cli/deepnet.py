@@ -37,7 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="refresh intervals k to test (default: around the exact k_max)")
     add_model_options(parser, ("optimizer", "lag"), fields=EXPERIMENT_FIELDS,
                       defaults={"learning_rate": "eta K between the exact thresholds of "
-                                                 "k = 10 and 11", "momentum": "0"})
+                                                 "k = 10 and 11", "momentum": "0"},
+                      texts={"optimizer": "sgd (heavy ball with --momentum; 0 is plain SGD) | "
+                                          "adam (with --adam-beta1; beta2 = 0.999 and eps = 1e-8 "
+                                          "fixed; --momentum is not used)"})
     a("--flip-probability", type=number, default=None,
       help="noisy verifier: reward flip probability (Adam default 0.1, else 0)")
     a("--seed", type=number, default=0, help="seed of the sampling noise")

@@ -11,7 +11,9 @@ GROUP_SIZE_DEFAULT = ("from the log's config: TRL num_generations (in the config
 
 NAME = "diagnose"
 HELP = ("Diagnose a training log: advantage degeneracy, policy concentration, "
-        "entropy explosion, reward hacking, dynamical instability; n/a where a check cannot run.")
+        "entropy explosion, reward hacking, divergence (a run-away growth of the entropy, "
+        "KL, gradient norm or response length), dynamical instability, collapse (the reward "
+        "falling back below where it started); n/a where a check cannot run.")
 
 
 def add_arguments(parser) -> None:

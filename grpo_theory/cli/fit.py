@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from grpo_theory.cli._common import number
 from grpo_theory.validate import ParameterError
 
 NAME = "fit"
@@ -63,7 +64,7 @@ def add_arguments(parser) -> None:
     from grpo_theory.runs.fitting import MODEL_NAMES
 
     add_log_arguments(parser)
-    parser.add_argument("--train-fraction", type=float, default=None, metavar="F",
+    parser.add_argument("--train-fraction", type=number, default=None, metavar="F",
                         help="fit on the first fraction F of the steps and forecast the rest")
     parser.add_argument("--models", default=None,
                         help="comma-separated subset of " + ", ".join(MODEL_NAMES))

@@ -58,7 +58,10 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every sub-command; ``only``: the one sub-command whose options are
+    added (the others keep their name and help: what the top-level ``--help`` shows), so a
+    command does not import the libraries that other commands' options read."""
     parser = _Parser(prog="grpo-theory", formatter_class=_Formatter,
                      description="Symbolic-numeric theory workbench for GRPO training dynamics.")
     parser.add_argument("--version", action="version", version=f"grpo-theory {__version__}")
@@ -67,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"grpo_theory.cli.{modname}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP,
                            formatter_class=_Formatter)
-        mod.add_arguments(p)
+        if only is None or mod.NAME == only:
+            mod.add_arguments(p)
         p.set_defaults(_module=mod)
     return parser
 
@@ -81,14 +85,19 @@ def _emit(args, result) -> int:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    command = next((w for w in words if not w.startswith("-")), None)
+    parser = build_parser(only=command)
     args = parser.parse_args(argv)
     mod = getattr(args, "_module", None)
     if mod is None:              # no command: the help, as a usage error (exit 2)
         parser.print_help(sys.stderr)
         return 2
+    from grpo_theory.cli._notes import print_notes
+
     try:
         code = _emit(args, mod.call(args))
+        print_notes(mod.NAME, args)  # options that did nothing as given say so (stderr)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
         return code
     except ParameterError as exc:   # bad input: 2; a missing optional extra (MissingExtra): 1

@@ -6,8 +6,6 @@ import argparse
 
 from grpo_theory.cli._common import number
 from grpo_theory.cli.model_options import add_model_options, model_from_options
-from grpo_theory.simulation.engine import MAX_DIVERGENCE_BOUND, simulate
-from grpo_theory.simulation.result import EnsembleSummary
 from grpo_theory.validate import ParameterError, check_int, check_output_file
 
 NAME = "simulate"
@@ -15,7 +13,17 @@ HELP = ("Simulate an ensemble of GRPO runs of a model on the softmax bandit and 
         "per-step ensemble mean and variance of the reward.")
 
 
+def simulate(*args, **kwargs):
+    """:func:`grpo_theory.simulation.simulate`, imported at the call (the other commands do not
+    load the simulator and scipy for this command's options)."""
+    from grpo_theory.simulation.engine import simulate as run
+
+    return run(*args, **kwargs)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from grpo_theory.simulation.engine import MAX_DIVERGENCE_BOUND
+
     add_model_options(parser)
     s = parser.add_argument_group("simulation")
     a = s.add_argument
@@ -35,7 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="overwrite an existing --out file (refused otherwise)")
 
 
-def call(args) -> EnsembleSummary:
+def call(args) -> "EnsembleSummary":  # noqa: F821 - imported here, not at the top
+    from grpo_theory.simulation.result import EnsembleSummary
+
     model = model_from_options(args)
     steps = check_int("steps", args.steps, low=1)
     if args.out:   # before any work: never overwrite an earlier output silently

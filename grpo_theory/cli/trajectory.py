@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from grpo_theory.cli._common import number
 from grpo_theory.validate import ParameterError, check_real
 
 NAME = "trajectory"
@@ -11,11 +12,7 @@ HELP = ("Closed-form deviation x(t) of m x'' + γ x' + κ_s x = 0 at given times
         "in every regime including exact critical damping.")
 
 
-def _num(text):
-    try:
-        return float(text)
-    except ValueError:
-        return text
+_num = number          # "0" stays 0 in an error message (float() echoed it as 0.0)
 
 
 def _times(text):

@@ -18,14 +18,15 @@ def add_arguments(parser) -> None:
     from grpo_theory.runs.logs import FORMATS
 
     parser.add_argument("log", metavar="LOG", help="the log being written")
-    parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS)
+    parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
+                        help="log format (default: detect from the content at each read)")
     parser.add_argument("--metric", default=None, help="reward metric (default per format)")
     parser.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
                         help="rename a column/metric (repeatable), as for diagnose, e.g. "
                              "--rename acc=reward")
     add_model_options(parser, ("variant",), fields=("group_size",),
                       defaults={"group_size": GROUP_SIZE_DEFAULT})
-    parser.add_argument("--interval", type=float, default=10.0, help="seconds between polls")
+    parser.add_argument("--interval", type=number, default=10.0, help="seconds between polls")
     parser.add_argument("--max-polls", type=number, default=None,
                         help="stop after this many polls (default: follow until interrupted)")
     parser.add_argument("--wait", action="store_true",

@@ -101,54 +101,72 @@ def _hyper(spec, cfg) -> dict:
             "max_steps": spec.steps}
 
 
-def failure_runs(root, *, settings=None, seeds=(0, 1, 2), progress=None, keep_going=True):
+def failure_runs(root, *, settings=None, seeds=(0, 1, 2), progress=None, keep_going=True,
+                 executor=None):
     """Run every failure setting with every seed and write the run directories under
-    ``root``; returns the list of records (one per run)."""
+    ``root``; returns the list of records (one per run).  ``executor``: where the runs go
+    (:mod:`grpo_theory.lab.parallel`; default this process); a run that fails twice is
+    reported by a ``RuntimeError`` naming it, after every other run was written."""
+    from .parallel import SerialExecutor, TaskFailure
+
     settings = SETTINGS if settings is None else settings
     vers = versions()
-    records = []
-    jobs = [(s, seed) for s in settings for seed in seeds]
-    it = progress(jobs) if progress else jobs
-    for setting, seed in it:
-        lab = Lab(setting.task, replace(setting.model, seed=seed))
-        try:
-            lab_, ref, start, spec, facts = prepare(setting, seed, lab=lab)
-            tmp = tempfile.mkdtemp(dir=lab.workdir)
-            rec = lab.train(spec, state=start, reference=(ref, "reference"), out_dir=tmp,
-                            eval_every=5)
-            rid = f"lab_{setting.name}_s{seed}"
-            record = {
-                "id": rid, "setting": setting.name, "seed": seed, "mode": setting.mode,
-                "cause": setting.cause, "framework": f"TRL {vers['trl']} GRPOTrainer (CPU)",
-                "task": (f"single-token arithmetic '(a + b) mod {setting.task.modulus}', "
-                         f"{setting.task.prompts} prompts"
-                         + (f", training verifier also accepts '{setting.task.shortcut}'"
-                            if setting.task.shortcut else "")),
-                "model": (f"GPT-2 (random init, width {lab.model_spec.width}, "
-                          f"{lab.model_spec.layers} layers), answer-restricted head, "
-                          "supervised warm start"),
-                "model_parameters": lab.parameter_count(),
-                "model_params_billion": lab.parameter_count() / 1e9,
-                "hyperparameters": _hyper(spec, None),
-                "reward": {"key": "reward", "binary": True, "range": [0, 1],
-                           "note": "TRL's batch mean of the training verifier's 0/1 reward; "
-                                   "lab/expected_reward is its exact expectation after the "
-                                   "step, eval_reward the true verifier's exact expected reward "
-                                   "(every 5 steps)"},
-                "labels": {**setting.labels, "kind": "grpo"},
-                "evidence": {k: f"by construction: {setting.cause}"
-                             for k, v in setting.labels.items() if v is True},
-                "facts": facts, "family": None, "split": "dev", "versions": vers,
-                "generator": "python benchmarks/lab_runs/regenerate.py",
-            }
-            records.append(write_run(rec, os.path.join(root, rid), record=record))
-        except Exception:
-            if not keep_going:
-                raise
-            raise
-        finally:
-            lab.close()
-    return records
+    jobs = [(str(root), s, seed, vers) for s in settings for seed in seeds]
+    names = [f"lab_{s.name}_s{seed}" for _, s, seed, _ in jobs]
+    ex = executor or SerialExecutor()
+    if isinstance(ex, SerialExecutor):   # one by one, with the progress bar
+        out = [ex.map(failure_run, [job], [name])[0]
+               for job, name in (progress(list(zip(jobs, names))) if progress
+                                 else zip(jobs, names))]
+    else:
+        out = ex.map(failure_run, jobs, names)
+    failed = [r for r in out if isinstance(r, TaskFailure)]
+    if failed and not keep_going:
+        raise RuntimeError("; ".join(str(f) for f in failed))
+    if failed:
+        raise RuntimeError(f"{len(failed)} failure run(s) failed twice (the others are "
+                           "written): " + "; ".join(str(f) for f in failed))
+    return out
+
+
+def failure_run(job) -> dict:
+    """One labelled failure run, ``job = (root, setting, seed, versions)``: trains it and
+    writes its directory; returns its record (a module-level function: a Ray task)."""
+    root, setting, seed, vers = job
+    lab = Lab(setting.task, replace(setting.model, seed=seed))
+    try:
+        lab_, ref, start, spec, facts = prepare(setting, seed, lab=lab)
+        tmp = tempfile.mkdtemp(dir=lab.workdir)
+        rec = lab.train(spec, state=start, reference=(ref, "reference"), out_dir=tmp,
+                        eval_every=5)
+        rid = f"lab_{setting.name}_s{seed}"
+        record = {
+            "id": rid, "setting": setting.name, "seed": seed, "mode": setting.mode,
+            "cause": setting.cause, "framework": f"TRL {vers['trl']} GRPOTrainer (CPU)",
+            "task": (f"single-token arithmetic '(a + b) mod {setting.task.modulus}', "
+                     f"{setting.task.prompts} prompts"
+                     + (f", training verifier also accepts '{setting.task.shortcut}'"
+                        if setting.task.shortcut else "")),
+            "model": (f"GPT-2 (random init, width {lab.model_spec.width}, "
+                      f"{lab.model_spec.layers} layers), answer-restricted head, "
+                      "supervised warm start"),
+            "model_parameters": lab.parameter_count(),
+            "model_params_billion": lab.parameter_count() / 1e9,
+            "hyperparameters": _hyper(spec, None),
+            "reward": {"key": "reward", "binary": True, "range": [0, 1],
+                       "note": "TRL's batch mean of the training verifier's 0/1 reward; "
+                               "lab/expected_reward is its exact expectation after the "
+                               "step, eval_reward the true verifier's exact expected reward "
+                               "(every 5 steps)"},
+            "labels": {**setting.labels, "kind": "grpo"},
+            "evidence": {k: f"by construction: {setting.cause}"
+                         for k, v in setting.labels.items() if v is True},
+            "facts": facts, "family": None, "split": "dev", "versions": vers,
+            "generator": "python benchmarks/lab_runs/regenerate.py",
+        }
+        return write_run(rec, os.path.join(root, rid), record=record)
+    finally:
+        lab.close()
 
 
 def relabel(root) -> int:

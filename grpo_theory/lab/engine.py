@@ -35,8 +35,9 @@ import numpy as np
 from grpo_theory.validate import ParameterError, check_choice, check_int, check_real
 
 from ._deps import require_lab
-from .model import ModelSpec, answer_log_probs, build_model, place, pretrain
-from .task import VOCAB, Task, TaskSpec, build_tokenizer
+from .model import (ModelSpec, answer_log_probs, build_model, describe, load_pretrained, place,
+                    pretrain, restrict_head)
+from .task import VOCAB, Task, TaskSpec, answer_token_ids, build_tokenizer, load_tokenizer
 
 __all__ = ["RunSpec", "Lab", "RunRecord", "OPTIMIZERS"]
 
@@ -101,14 +102,19 @@ class RunSpec:
     def replace(self, **changes) -> "RunSpec":
         return replace(self, **changes)
 
-    def grpo_config_kwargs(self, prompts: int) -> dict:
-        """Keyword arguments of ``trl.GRPOConfig`` for ``prompts`` prompts per optimizer step."""
+    def grpo_config_kwargs(self, prompts: int, processes: int = 1) -> dict:
+        """Keyword arguments of ``trl.GRPOConfig`` for ``prompts`` prompts per optimizer step
+        (the global batch, prompts x G, split evenly over ``processes`` data-parallel ones)."""
+        batch = prompts * self.group_size
+        if batch % processes:
+            raise ParameterError("num_processes", processes, f"a divisor of the global batch "
+                                 f"prompts x G = {prompts} x {self.group_size} = {batch}")
         kw = dict(
             num_generations=self.group_size, learning_rate=self.learning_rate,
             beta=self.beta, scale_rewards=self.scale_rewards, loss_type=self.loss_type,
             epsilon=self.epsilon, steps_per_generation=self.steps_per_generation,
             num_iterations=self.num_iterations, max_steps=self.steps, seed=self.seed,
-            per_device_train_batch_size=prompts * self.group_size,
+            per_device_train_batch_size=batch // processes,
             gradient_accumulation_steps=1, max_completion_length=1, temperature=1.0,
             lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, max_grad_norm=0.0,
             use_bias_correction_kl=self.bias_corrected_kl,
@@ -116,6 +122,8 @@ class RunSpec:
             adam_epsilon=self.adam_epsilon)
         if self.epsilon_high is not None:
             kw["epsilon_high"] = self.epsilon_high
+        if processes > 1:   # every parameter gets a gradient: skip DDP's search for unused ones
+            kw["ddp_find_unused_parameters"] = False
         if self.optimizer == "sgd":
             kw.update(optim="sgd", optim_args=f"momentum={self.momentum:g}")
         else:
@@ -174,7 +182,7 @@ def _observer_class():
             t0 = time.perf_counter()
             lab = self.lab
             with torch.no_grad():
-                lp = answer_log_probs(model, lab.input_ids).double()
+                lp = answer_log_probs(model, lab.input_ids).double().cpu()
             ok = bool(torch.isfinite(lp).all())
             p = lp.exp().numpy()
             idx = np.arange(p.shape[0])
@@ -237,21 +245,50 @@ def _observer_class():
     return Observer
 
 
+def _rank_seed(seed, rank):
+    """A callback that gives every process but the first its own sampling stream when training
+    starts.  The Trainer seeds every process with the same ``seed``; the lab's prompts repeat
+    (every rank holds the same prompts), so identical streams would draw identical completions
+    on every rank: half the global batch would be a copy of the other half."""
+    from transformers import TrainerCallback
+
+    class RankSeed(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):
+            if rank:
+                import torch
+
+                torch.manual_seed(int(seed) + 1_000_003 * int(rank))
+
+    return RankSeed()
+
+
 class Lab:
     """Task, tokenizer, model spec and scratch directory shared by an experiment's runs."""
 
     def __init__(self, task: TaskSpec | None = None, model: ModelSpec | None = None, *,
-                 workdir=None, threads: int = 1):
+                 workdir=None, threads: int = 1, source=None, device: str = "cpu"):
         mods = require_lab()
         self.torch = mods["torch"]
         self.task = Task(task or TaskSpec())
         self.model_spec = model or ModelSpec()
-        self.tokenizer = build_tokenizer()
+        self.source = None if source is None else str(source)
+        self.device = check_choice("device", device, ("cpu", "cuda"))
+        if self.device == "cuda":   # this process's GPU under accelerate launch (its LOCAL_RANK)
+            self.device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
+        self._template = None
+        if self.source is None:
+            self.tokenizer = build_tokenizer()
+            self.answer_ids = [VOCAB.index(a) for a in self.task.answer_tokens]
+        else:
+            self.tokenizer = load_tokenizer(self.source)
+            self.answer_ids = answer_token_ids(self.tokenizer, self.task.answer_tokens,
+                                               self.source)
         enc = self.tokenizer(self.task.prompts)["input_ids"]
-        if len({len(e) for e in enc}) != 1:   # pragma: no cover - all prompts are 4 tokens
-            raise ParameterError("task", self.task.spec, "prompts of equal token length")
+        if len({len(e) for e in enc}) != 1:
+            raise ParameterError("model", self.source or "built-in",
+                                 "a tokenizer that gives every prompt 'a + b =' the same "
+                                 f"number of tokens (got {sorted({len(e) for e in enc})})")
         self.input_ids = self.torch.tensor(enc)
-        self.answer_ids = [VOCAB.index(a) for a in self.task.answer_tokens]
         self.labels = np.array(self.task.labels())
         self._tmp = None
         if workdir is None:
@@ -265,11 +302,40 @@ class Lab:
         self.pretrain_loss = None
         gc.freeze()   # the frameworks' objects: out of every later collection (accelerate runs one per train)
         self._observer_cls = _observer_class()
+        #: where the experiments' independent runs go (:mod:`grpo_theory.lab.parallel`);
+        #: None: this process
+        self.executor = None
 
     # -- models ----------------------------------------------------------------------
     def new_model(self):
-        return build_model(self.model_spec, self.answer_ids, len(VOCAB),
-                           pad_id=self.tokenizer.pad_token_id, eos_id=self.tokenizer.eos_token_id)
+        """A fresh policy on the lab's device: the built-in GPT-2 (seeded), or a copy of the
+        model loaded once from ``source`` (``from_pretrained``), head restricted to the answers."""
+        if self.source is None:
+            m = build_model(self.model_spec, self.answer_ids, len(VOCAB),
+                            pad_id=self.tokenizer.pad_token_id, eos_id=self.tokenizer.eos_token_id)
+        else:
+            import copy
+
+            if self._template is None:
+                self._template = load_pretrained(self.source, self.answer_ids)
+            m = copy.deepcopy(self._template)
+        return m.to(self.device)
+
+    def config(self) -> dict:
+        """What rebuilds this lab in another process (a Ray worker): :meth:`from_config`."""
+        return {"task": self.task.spec, "model": self.model_spec, "threads": self.threads,
+                "source": self.source, "device": "cpu" if self.device == "cpu" else "cuda"}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Lab":
+        return cls(config["task"], config["model"], threads=config["threads"],
+                   source=config["source"], device=config["device"])
+
+    def describe(self) -> str:
+        """The policy in one line (the built-in GPT-2 or the loaded model)."""
+        m = self.new_model()
+        where = "built-in" if self.source is None else f"from_pretrained({self.source!r})"
+        return f"{describe(m)}, {where}"
 
     @property
     def prompts(self) -> int:
@@ -289,13 +355,13 @@ class Lab:
             old = torch.get_num_threads()
             torch.set_num_threads(self.threads)
             try:
-                with torch.random.fork_rng():
+                with torch.random.fork_rng(devices=[]):
                     torch.manual_seed(self.model_spec.seed)
                     self.pretrain_loss = pretrain(model, self.input_ids, self.labels,
                                                   target=np.asarray(target, float))
             finally:
                 torch.set_num_threads(old)
-            self._pretrained = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            self._pretrained = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
             self._pretrained_target = target
         return self._pretrained
 
@@ -306,10 +372,10 @@ class Lab:
         model.load_state_dict(self.pretrained_state(warm_start))
         t = np.broadcast_to(np.asarray(targets, float), (self.prompts,))
         place(model, self.input_ids, self.labels, t)
-        return {k: v.detach().clone() for k, v in model.state_dict().items()}
+        return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
     def initial_state(self):
-        return {k: v.detach().clone() for k, v in self.new_model().state_dict().items()}
+        return {k: v.detach().cpu().clone() for k, v in self.new_model().state_dict().items()}
 
     def reference_dir(self, state, key) -> str:
         """Save a reference model once (TRL loads it from disk) and return its directory."""
@@ -355,7 +421,7 @@ class Lab:
             if kick is not None:
                 with torch.no_grad():
                     for p, d in zip([p for p in model.parameters() if p.requires_grad], kick):
-                        p.add_(d.to(p.dtype))
+                        p.add_(d.to(device=p.device, dtype=p.dtype))
             model.config._name_or_path = ref_dir
             model.train()
             N = self.prompts
@@ -363,19 +429,25 @@ class Lab:
             reps = gens * spec.steps_per_generation
             ds = Dataset.from_dict({"prompt": self.task.prompts * reps,
                                     "answer": self.task.answers * reps})
+            rank, processes = process_rank()
+            if rank != 0 and out_dir is not None:   # one writer per run directory: the other
+                out_dir = tempfile.mkdtemp(dir=self.workdir, prefix="rank_")   # ranks' copies
             out = out_dir or tempfile.mkdtemp(dir=self.workdir, prefix="run_")
             funcs = [self.task.verifier()]
-            kw = spec.grpo_config_kwargs(N)
+            kw = spec.grpo_config_kwargs(N, processes)
             if self.task.spec.shortcut is not None:
                 funcs.append(self.task.true_verifier())
                 kw["reward_weights"] = [1.0, 0.0]
             with warnings.catch_warnings():   # transformers renames gradient_checkpointing
                 warnings.simplefilter("ignore", FutureWarning)
-                args = GRPOConfig(output_dir=out, use_cpu=True, bf16=False, fp16=False,
+                args = GRPOConfig(output_dir=out, use_cpu=self.device == "cpu", bf16=False,
+                                  fp16=False,
                                   gradient_checkpointing=False, logging_steps=1,
                                   save_strategy="no", report_to="none", disable_tqdm=True,
                                   shuffle_dataset=False, dataloader_num_workers=0, **kw)
             observer = self._observer_cls(self, eval_every=eval_every, adam_state=adam_state)
+            if processes > 1:
+                extra_callbacks = [_rank_seed(spec.seed, rank)] + list(extra_callbacks)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args,
@@ -384,6 +456,10 @@ class Lab:
                                       + list(extra_callbacks))
                 for cb in (PrinterCallback, ProgressCallback):   # the lab prints its own results
                     trainer.remove_callback(cb)
+                ref_model = getattr(trainer, "ref_model", None)
+                if self.source is not None and ref_model is not None:
+                    # TRL loaded the reference with from_pretrained: the same answer restriction
+                    restrict_head(getattr(ref_model, "module", ref_model), self.answer_ids)
                 t0 = time.perf_counter()
                 reason = ""
                 try:
@@ -400,7 +476,7 @@ class Lab:
                 p_correct=np.array(observer.p), log_odds=np.array(observer.z),
                 diverged_step=observer.diverged_step, diverged_reason=reason, seconds=seconds,
                 observer_seconds=observer.seconds, steps_done=int(trainer.state.global_step),
-                extra={"final_state": {k: v.detach().clone()
+                extra={"final_state": {k: v.detach().cpu().clone()
                                        for k, v in trainer.model.state_dict().items()}})
             if out_dir is not None:
                 os.makedirs(out_dir, exist_ok=True)
@@ -432,8 +508,17 @@ CONFIG_FIELDS = (
 def grpo_config_record(args) -> dict:
     d = args.to_dict()
     out = {k: d.get(k) for k in CONFIG_FIELDS if k in d}
-    out["num_processes"] = 1
+    processes = process_rank()[1]
+    out["num_processes"] = processes
+    if processes > 1:   # the global batch (what the theory's prompts x G is)
+        out["global_train_batch_size"] = d["per_device_train_batch_size"] * processes
     return out
+
+
+def process_rank() -> tuple:
+    """(rank, world size) of this process under ``accelerate launch`` / ``torchrun`` (their
+    ``RANK`` and ``WORLD_SIZE``), (0, 1) otherwise."""
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
 
 
 def spec_dict(spec: RunSpec) -> dict:

@@ -22,6 +22,8 @@ Protocol (every measurement is a real ``GRPOTrainer.train()``):
 from __future__ import annotations
 
 import math
+import os
+import re
 import time
 from dataclasses import dataclass
 
@@ -35,7 +37,7 @@ from grpo_theory.validate import ParameterError, check_int, check_real
 from . import _theory as th
 from .engine import Lab, RunSpec
 from .model import ModelSpec
-from .stiffness import response_series, top_mode
+from .stiffness import response_from, response_series, response_tasks, top_mode
 from .task import TaskSpec
 
 __all__ = ["PlateauSpec", "Plateau", "linear_response", "refresh_sweep", "momentum_transition",
@@ -68,11 +70,15 @@ class PlateauSpec:
 class Plateau:
     """Lab + reference + policy at the fixed point + top mode (see the module docstring)."""
 
-    def __init__(self, spec: PlateauSpec = PlateauSpec(), *, threads=1):
+    def __init__(self, spec: PlateauSpec = PlateauSpec(), *, threads=1, source=None,
+                 kernel="auto", executor=None, out=None, device="cpu"):
         self.spec = spec
         self.lab = Lab(TaskSpec(modulus=2, prompts=spec.prompts),
                        ModelSpec(width=spec.width, layers=spec.layers, seed=spec.seed),
-                       threads=threads)
+                       threads=threads, source=source, device=device)
+        self.lab.executor = executor
+        #: where the response runs write their TRL logs (None: nowhere)
+        self.out = out
         self.base = RunSpec(group_size=spec.group_size, beta=spec.beta,
                             scale_rewards=spec.scale_rewards)
         model = th.lab_model(self.base, p_ref=spec.p_ref, prompts=spec.prompts)
@@ -80,10 +86,12 @@ class Plateau:
         self.z_ref = math.log(spec.p_ref / (1 - spec.p_ref))
         self.reference = (self.lab.placed_state(self.z_ref), "reference")
         self.state = self.lab.placed_state(self.fp.z)
-        self.mode = top_mode(self.lab, self.state)
+        self.mode = top_mode(self.lab, self.state, kernel)
         self.scale = self.mode.ntk_over_n / th.KAPPA
         self.K_ntk = self.fp.stiffness * self.scale
         self.amplitude = spec.kick * math.sqrt(spec.prompts)   # about `kick` per prompt
+        #: runs that failed twice (:class:`~grpo_theory.lab.parallel.TaskFailure`), reported
+        self.failures = []
 
     @property
     def phi(self) -> float:
@@ -93,11 +101,35 @@ class Plateau:
         return th.lab_model(spec, p_ref=self.spec.p_ref, prompts=self.spec.prompts,
                             ntk_scale=self.scale)
 
-    def response(self, spec, *, pairs, seed, every=1, amplitude=None, adam_state=None, mode=None):
+    def response(self, spec, *, pairs, seed, every=1, amplitude=None, adam_state=None, mode=None,
+                 name="response"):
+        out = None if self.out is None else os.path.join(self.out, *name.split("/"))
         return response_series(self.lab, spec, state=self.state, reference=self.reference,
                                mode=self.mode if mode is None else mode, z_star=self.fp.z,
                                amplitude=self.amplitude if amplitude is None else amplitude,
-                               pairs=pairs, seed=seed, every=every, adam_state=adam_state)
+                               pairs=pairs, seed=seed, every=every, adam_state=adam_state,
+                               name=name, out_dir=out)
+
+    def responses(self, batch):
+        """Several responses' runs in one batch for the executor (all k of a sweep at once):
+        ``batch`` = [(spec, pairs, seed, every, name)]; returns [(series, records)]."""
+        from .parallel import SerialExecutor
+
+        tasks, spans = [], []
+        for spec, pairs, seed, every, name in batch:
+            out = None if self.out is None else os.path.join(self.out, *name.split("/"))
+            t = response_tasks(spec, amplitude=self.amplitude, pairs=pairs, seed=seed, name=name,
+                               out_dir=out)
+            spans.append((len(tasks), len(tasks) + len(t)))
+            tasks += t
+        ex = self.lab.executor or SerialExecutor()
+        recs = ex.run(self.lab, tasks, state=self.state, reference=self.reference,
+                      direction=self.mode.direction)
+        out = []
+        for (a, b), (spec, _, _, every, _) in zip(spans, batch):
+            out.append((response_from(recs[a:b], spec, mode=self.mode, z_star=self.fp.z,
+                                      every=every), recs[a:b]))
+        return out
 
     def parameter_count(self) -> int:
         return self.lab.parameter_count()
@@ -110,11 +142,19 @@ def linear_response(plat: Plateau, *, eta_K=0.1, steps=20, pairs=4, seed=100):
     """K from the AR(1) decay of the kicked top mode (k = 1, SGD): ``(K, se, seconds)``."""
     eta = eta_K / plat.K_ntk
     t0 = time.perf_counter()
-    r, _ = plat.response(plat.base.replace(learning_rate=eta, steps=steps), pairs=pairs,
-                         seed=seed)
+    r, recs = plat.response(plat.base.replace(learning_rate=eta, steps=steps), pairs=pairs,
+                            seed=seed, name="stiffness/linear_response")
+    plat.failures += failures_of(recs)
     r = _linear_part(r, plat.amplitude)
     c, se = ar1(r)
     return (1 - c) / eta, se / eta, time.perf_counter() - t0
+
+
+def failures_of(records) -> list:
+    """The :class:`~grpo_theory.lab.parallel.TaskFailure` among ``records``."""
+    from .parallel import TaskFailure
+
+    return [r for r in records if isinstance(r, TaskFailure)]
 
 
 def _linear_part(r, amplitude, growth=20.0):
@@ -264,11 +304,22 @@ def refresh_sweep(plat: Plateau, ks, *, knob="steps_per_generation", momentum=0.
     k_exact = th.exact_k_max(theory)
     k_pub = th.published_k_max(theory)
     rows = []
-    for i, k in enumerate(sorted({check_int("refresh_interval", k, low=1) for k in ks})):
-        spec = base.replace(steps=windows * k, **{knob: k})
-        r, recs = plat.response(spec, pairs=pairs, seed=seed + 1000 * i, every=k,
-                                adam_state=None if adam is None else adam.state,
-                                mode=None if adam is None else adam.mode)
+    kset = sorted({check_int("refresh_interval", k, low=1) for k in ks})
+    sweep_name = name or f"{knob} {optimizer} mu={mu:g}"
+    slug = "refresh/" + re.sub(r"[^A-Za-z0-9.=_-]+", "_", sweep_name).strip("_")
+    specs = [base.replace(steps=windows * k, **{knob: k}) for k in kset]
+    if adam is None:   # every k's runs in one batch (the executor runs them in parallel)
+        batch = plat.responses([(spec, pairs, seed + 1000 * i, k, f"{slug}/k{k}")
+                                for i, (k, spec) in enumerate(zip(kset, specs))])
+    failed = []
+    for i, k in enumerate(kset):
+        spec = specs[i]
+        if adam is None:
+            r, recs = batch[i]
+        else:
+            r, recs = plat.response(spec, pairs=pairs, seed=seed + 1000 * i, every=k,
+                                    adam_state=adam.state, mode=adam.mode, name=f"{slug}/k{k}")
+        failed += failures_of(recs)
         r = _linear_part(r, plat.amplitude)
         early = r[:2] if order == 1 else r[:4]
         est = _estimate(early, order)
@@ -281,7 +332,8 @@ def refresh_sweep(plat: Plateau, ks, *, knob="steps_per_generation", momentum=0.
             b = th.bandit_response(model_k, windows=windows)
             b_first = float(abs(b[1] / b[0])) if order == 1 else _bandit_radius(b[:4])
             b_all = _bandit_radius(b, order)
-        clip = [e.get("clip_ratio/region_mean") for rec in recs for e in rec.log_history
+        clip = [e.get("clip_ratio/region_mean") for rec in recs
+                for e in getattr(rec, "log_history", ())
                 if e.get("clip_ratio/region_mean") is not None]
         m, se = est if math.isfinite(est[0]) else est_all   # too few pairs for the early fit
         so, sp = bool(m < 1), bool(pred < 1)
@@ -298,8 +350,12 @@ def refresh_sweep(plat: Plateau, ks, *, knob="steps_per_generation", momentum=0.
                      f"at the end of a run is {g.mean():.3f} of its plateau value (range "
                      f"{g.min():.3f}-{g.max():.3f}): v grows with the response and lowers the "
                      "effective step")
+    if failed:
+        notes.append(f"{len(failed)} run(s) failed twice and were left out (their pairs): "
+                     + "; ".join(str(f) for f in failed))
+        plat.failures += failed
     k_obs, why = observed_k_max(rows)
-    return Sweep(name=name or f"{knob} {optimizer} mu={mu:g}", knob=knob, optimizer=optimizer,
+    return Sweep(name=sweep_name, knob=knob, optimizer=optimizer,
                  momentum=float(mu), eta_K=float(eta_K), learning_rate=float(eta),
                  epsilon=float(epsilon), fresh_fraction=phi,
                  k_max_predicted=None if math.isinf(k_exact) else int(k_exact),
@@ -339,7 +395,9 @@ def momentum_transition(plat: Plateau, *, eta_K=0.05, offsets=(-0.1, -0.05, -0.0
     for i, d in enumerate(offsets):
         mu = float(mu_c + d)
         spec = plat.base.replace(learning_rate=eta, momentum=mu, steps=steps)
-        r, _ = plat.response(spec, pairs=pairs, seed=seed + 10 * i)
+        r, recs = plat.response(spec, pairs=pairs, seed=seed + 10 * i,
+                                name=f"transition/mu{mu:.4f}")
+        plat.failures += failures_of(recs)
         r = _linear_part(r, plat.amplitude)
         est = ar_multiplier(r, 2)
         osh, osh_se = overshoot(r)

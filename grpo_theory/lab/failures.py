@@ -183,6 +183,37 @@ SETTINGS = (
         _labels(instability=True, stable=False, divergence=True, collapse="unknown",
                 oscillation="unknown", entropy_collapse="unknown"),
         reference_z=_z(0.1), start_z="plateau", bandit_lr=3.0, p_ref=0.1),
+    # issue 32: collapses that start high (warm-started models, SFT checkpoints, resumed runs)
+    FailureSetting(
+        "warm_anchor", "collapse",
+        "a warm-started model anchored to a weak reference: supervised warm start to 90 % "
+        "success (the start), k3 KL with beta 2 to a reference at p = 0.1, on-policy SGD at "
+        "bandit learning rate 0.2 (stable, eta K about 0.12): the fixed point of this "
+        "configuration is p* = 0.290, below half of the start, so the training reward falls "
+        "from about 0.9 to about 0.3 within a few tens of steps and stays (a KL to the base "
+        "model, with the policy resumed from a stronger checkpoint)",
+        RunSpec(beta=2.0, steps=150, **_STD), _labels(collapse=True, stable=True),
+        reference_z=_z(0.1), start_z=_z(0.9), bandit_lr=0.2, p_ref=0.1),
+    FailureSetting(
+        "warm_hold", "healthy",
+        "control for warm_anchor: the same warm start (90 % success) with k3 beta 0.5 to a "
+        "reference at p = 0.5, whose fixed point p* = 0.898 is where the run starts, on-policy "
+        "SGD at bandit learning rate 0.2: the reward holds its level",
+        RunSpec(beta=0.5, steps=150, **_STD), _labels(stable=True),
+        reference_z=_z(0.5), start_z=_z(0.9), bandit_lr=0.2, p_ref=0.5),
+    FailureSetting(
+        "plateau_overshoot", "collapse",
+        "started at a high plateau and pushed past the one-step threshold: std, k3 beta 0.5 to a "
+        "reference at p = 0.5 (p* = 0.898), on-policy SGD at bandit learning rate 20 (eta K "
+        "about 7, the exact largest stable step is eta K = 2): each update overshoots the "
+        "plateau by several times its distance and the policy is thrown off it within a few "
+        "steps (to the maximum-entropy state, or with overflowing parameters): the training "
+        "reward falls from about 0.9 to 0.44-0.5 and stays",
+        RunSpec(beta=0.5, steps=150, **_STD),
+        _labels(collapse=True, instability=True, stable=False, divergence="unknown",
+                entropy_explosion="unknown", oscillation="unknown", entropy_collapse="unknown",
+                advantage_degeneracy="unknown"),
+        reference_z=_z(0.5), start_z="plateau", bandit_lr=20.0, p_ref=0.5),
 )
 
 

@@ -60,6 +60,29 @@ def run_member(lab, spec, *, p_ref, out_dir, bandit_lr=None, scale=None, start_p
     return rec, scale
 
 
+def run_members(lab, specs, dirs, *, p_ref, executor=None, bandit_lr=None, scale=None,
+                start_p=None):
+    """Several members from the same start as one batch for the executor (this process or
+    Ray; :mod:`grpo_theory.lab.parallel`): ``[(record or TaskFailure)]``, the scale."""
+    from .parallel import SerialExecutor, TrainTask
+
+    ref = lab.placed_state(_z(p_ref))
+    start = ref if start_p is None or start_p == p_ref else lab.placed_state(_z(start_p))
+    if scale is None:
+        scale = top_mode(lab, start).ntk_over_n / th.KAPPA
+    tasks = []
+    for spec, d in zip(specs, dirs):
+        if bandit_lr is not None:
+            spec = spec.replace(learning_rate=bandit_lr / scale)
+        tasks.append(TrainTask(name=os.path.basename(d), spec=spec, out_dir=d, eval_every=5))
+    ex = executor or SerialExecutor()
+    return ex.run(lab, tasks, state=start, reference=(ref, "reference")), scale
+
+
+def _ok(rec):
+    return hasattr(rec, "trainer_state_path")
+
+
 def _compare(paths, by, values, metric=None, normalization="std"):
 
     return compare(paths, by=by, values=values, metric=metric, normalization=normalization)
@@ -72,23 +95,27 @@ def _reg(r):
 
 
 def group_family(root, *, values=(2, 4, 8, 16, 32), seeds=(0, 1, 2), steps=150, width=32,
-                 progress=None, variant=None, start_p=0.4) -> dict:
+                 progress=None, variant=None, start_p=0.4, source=None, executor=None) -> dict:
     """G family at equal prompts per step; ``compare --by group_size`` on TRL's reward and on
     the exact expected reward, and the exact finite-G plateaus.  Every member starts with
     every prompt at ``start_p`` (the reference stays at p_ref), so that most of the run is
     the plateau the fluctuation is measured on."""
     v = dict(FAMILY_VARIANT, **(variant or {}))
     t0 = time.perf_counter()
-    lab = Lab(TaskSpec(modulus=2, prompts=v["prompts"]), ModelSpec(width=width, seed=0))
-    scale = None
+    lab = Lab(TaskSpec(modulus=2, prompts=v["prompts"]), ModelSpec(width=width, seed=0),
+              source=source)
     paths, vals, members = [], [], []
     jobs = [(G, s) for G in values for s in seeds]
-    for G, seed in (progress(jobs) if progress else jobs):
-        spec = RunSpec(group_size=G, beta=v["beta"], scale_rewards=v["scale_rewards"],
-                       steps=steps, seed=seed)
-        d = os.path.join(root, f"lab_family_G{G}_s{seed}")
-        rec, scale = run_member(lab, spec, p_ref=v["p_ref"], out_dir=d,
-                                bandit_lr=v["bandit_lr"], scale=scale, start_p=start_p)
+    specs = [RunSpec(group_size=G, beta=v["beta"], scale_rewards=v["scale_rewards"],
+                     steps=steps, seed=seed) for G, seed in jobs]
+    dirs = [os.path.join(root, f"lab_family_G{G}_s{seed}") for G, seed in jobs]
+    recs, scale = run_members(lab, specs, dirs, p_ref=v["p_ref"], executor=executor,
+                              bandit_lr=v["bandit_lr"], start_p=start_p)
+    failed = [r for r in recs if not _ok(r)]
+    for (G, seed), d, rec in zip((progress(jobs) if progress else jobs), dirs, recs):
+        if not _ok(rec):
+            continue
+        spec = rec.spec
         fp = th.fixed_point_of(th.lab_model(spec, p_ref=v["p_ref"], prompts=v["prompts"]))
         paths.append(rec.trainer_state_path)
         vals.append(G)
@@ -107,6 +134,7 @@ def group_family(root, *, values=(2, 4, 8, 16, 32), seeds=(0, 1, 2), steps=150, 
     out["runs"] = [{"G": m["G"], "seed": m["seed"], "dir": os.path.basename(m["path"]),
                     "p_star_exact": m["p_star_exact"], "late_expected": m["late_expected"]}
                    for m in members]
+    out["failed_tasks"] = [f.to_dict() for f in failed]
     out["_members"] = members
     out["_comparisons"] = (res, res_exp)
     return out
@@ -157,7 +185,7 @@ def _group_summary(res, res_exp, members, v) -> dict:
 
 
 def size_family(root, *, widths=(24, 32, 48, 64), seeds=(0, 1), steps=150, group_size=8,
-                eta_K_max=0.15, progress=None) -> dict:
+                eta_K_max=0.15, progress=None, executor=None) -> dict:
     """Width family at one TRL learning rate (set so that the stiffest member has eta K =
     ``eta_K_max``): ``compare --by model_size`` gives alpha from the reward curves; the
     tangent-kernel stiffness of each member gives it independently."""
@@ -177,11 +205,32 @@ def size_family(root, *, widths=(24, 32, 48, 64), seeds=(0, 1), steps=150, group
     eta = eta_K_max / (fp.stiffness * max(scales.values()))
     paths, vals, rows = [], [], []
     jobs = list(labs)
+    from .parallel import RayExecutor
+
+    if isinstance(executor, RayExecutor):   # every member at once: one lab per member
+        import concurrent.futures as cf
+
+        with cf.ThreadPoolExecutor(len(jobs)) as pool:
+            futs = [pool.submit(run_members, labs[j], [spec0.replace(learning_rate=eta,
+                                                                     seed=j[1])],
+                                [os.path.join(root, f"lab_family_width{j[0]}_s{j[1]}")],
+                                p_ref=v["p_ref"], executor=executor, scale=scales[j])
+                    for j in jobs]
+            done = {j: f.result()[0][0] for j, f in zip(jobs, futs)}
+    else:
+        done = {}
+    failed = []
     for (w, s) in (progress(jobs) if progress else jobs):
         lab = labs[(w, s)]
         d = os.path.join(root, f"lab_family_width{w}_s{s}")
-        rec, _ = run_member(lab, spec0.replace(learning_rate=eta, seed=s), p_ref=v["p_ref"],
-                            out_dir=d, scale=scales[(w, s)])
+        rec = done.get((w, s))
+        if rec is None:
+            rec = run_members(lab, [spec0.replace(learning_rate=eta, seed=s)], [d],
+                              p_ref=v["p_ref"], executor=executor, scale=scales[(w, s)])[0][0]
+        if not _ok(rec):
+            failed.append(rec)
+            lab.close()
+            continue
         n = lab.parameter_count()
         paths.append(rec.trainer_state_path)
         vals.append(n)
@@ -225,7 +274,7 @@ def size_family(root, *, widths=(24, 32, 48, 64), seeds=(0, 1), steps=150, group
            "tau_vs_kernel": tau_vs_kernel,
            "alpha_kernel": float(coef[0]),
            "alpha_kernel_interval": [float(coef[0] - q * se), float(coef[0] + q * se)],
-           "seconds": time.perf_counter() - t0}
+           "seconds": time.perf_counter() - t0, "failed_tasks": [f.to_dict() for f in failed]}
     out["summary"] = (
         f"widths {list(widths)}: alpha from the reward curves "
         + (f"{out['alpha']:.3g} [{out['alpha_interval'][0]:.3g}, {out['alpha_interval'][1]:.3g}]"
@@ -247,20 +296,24 @@ def _alpha(reg):
 
 
 def rate_family(root, *, bandit_lrs=(0.1, 0.2, 0.4, 0.8), seeds=(0, 1), steps=150, width=32,
-                group_size=8, progress=None) -> dict:
+                group_size=8, progress=None, source=None, executor=None) -> dict:
     """Learning-rate family: ``compare --by learning_rate`` (tau ~ 1/eta without lag)."""
     v = FAMILY_VARIANT
     t0 = time.perf_counter()
-    lab = Lab(TaskSpec(modulus=2, prompts=v["prompts"]), ModelSpec(width=width, seed=0))
-    scale = None
+    lab = Lab(TaskSpec(modulus=2, prompts=v["prompts"]), ModelSpec(width=width, seed=0),
+              source=source)
+    ref = lab.placed_state(_z(v["p_ref"]))
+    scale = top_mode(lab, ref).ntk_over_n / th.KAPPA
     paths, vals, rows = [], [], []
     jobs = [(b, s) for b in bandit_lrs for s in seeds]
-    for blr, s in (progress(jobs) if progress else jobs):
-        spec = RunSpec(group_size=group_size, beta=v["beta"], scale_rewards=v["scale_rewards"],
-                       steps=steps, seed=s)
-        d = os.path.join(root, f"lab_family_lr{blr:g}_s{s}")
-        rec, scale = run_member(lab, spec, p_ref=v["p_ref"], out_dir=d, bandit_lr=blr,
-                                scale=scale)
+    specs = [RunSpec(group_size=group_size, beta=v["beta"], scale_rewards=v["scale_rewards"],
+                     steps=steps, seed=s, learning_rate=blr / scale) for blr, s in jobs]
+    dirs = [os.path.join(root, f"lab_family_lr{blr:g}_s{s}") for blr, s in jobs]
+    recs, _ = run_members(lab, specs, dirs, p_ref=v["p_ref"], executor=executor, scale=scale)
+    failed = [r for r in recs if not _ok(r)]
+    for (blr, s), d, rec in zip((progress(jobs) if progress else jobs), dirs, recs):
+        if not _ok(rec):
+            continue
         paths.append(rec.trainer_state_path)
         vals.append(rec.spec.learning_rate)
         rows.append({"bandit_lr": blr, "learning_rate": rec.spec.learning_rate, "seed": s,
@@ -272,7 +325,8 @@ def rate_family(root, *, bandit_lrs=(0.1, 0.2, 0.4, 0.8), seeds=(0, 1), steps=15
     out = {"bandit_lrs": list(bandit_lrs), "runs": rows, "exponent": None if reg is None else reg.slope,
            "exponent_interval": None if reg is None else list(reg.interval),
            "expected": a.expected, "agrees": a.agrees, "reading": a.reading,
-           "declined": a.declined, "seconds": time.perf_counter() - t0}
+           "declined": a.declined, "seconds": time.perf_counter() - t0,
+           "failed_tasks": [f.to_dict() for f in failed]}
     out["summary"] = (f"bandit learning rates {list(bandit_lrs)}: tau ~ eta^"
                       + (f"{reg.slope:.3g} [{reg.interval[0]:.3g}, {reg.interval[1]:.3g}]"
                          if reg else "declined") + f", theory {a.expected}")
@@ -282,12 +336,12 @@ def rate_family(root, *, bandit_lrs=(0.1, 0.2, 0.4, 0.8), seeds=(0, 1), steps=15
 
 def fit_r2(paths) -> dict:
     """R^2 of the closed-form fits on each run's TRL reward curve: the single exponential (the
-    paper's law) and every family ``fit_log`` knows, with the noise ceiling of each curve."""
+    paper's law) and every family ``fit_log`` knows, with the signal share of each curve."""
 
     per_model, ceilings = {}, []
     for p in paths:
         rep = fit_log(read_log(p))
-        ceilings.append(float(rep.applicable["noise_ceiling"]))
+        ceilings.append(float(rep.applicable["signal_share"]))
         for name, m in rep.models.items():
             if m.get("r2") is not None:
                 per_model.setdefault(name, []).append(float(m["r2"]))

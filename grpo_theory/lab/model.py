@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 from grpo_theory.validate import ParameterError, check_int
 
-__all__ = ["ModelSpec", "MASK", "parameter_count"]
+__all__ = ["ModelSpec", "MASK", "parameter_count", "load_pretrained", "restrict_head",
+           "save_tiny_model", "describe"]
 
 #: logit bias of the non-answer tokens (finite, so that 0 * log p stays 0 in TRL's entropy)
 MASK = -1.0e4
@@ -130,14 +131,16 @@ def build_model(spec: ModelSpec, answer_token_ids, vocab_size: int, *, pad_id=0,
 
 def answer_log_probs(model, input_ids):
     """log pi(answer | prompt) over the answer tokens, shape (N, m), at the last position."""
-    logits = model(input_ids=input_ids).logits[:, -1, :]
+    logits = model(input_ids=input_ids.to(model.device)).logits[:, -1, :]
     ids = list(model.config.answer_token_ids)
-    return logits.float().log_softmax(-1)[:, ids]
+    if str(logits.dtype) != "torch.float64":   # float64 (the tangent kernel) stays float64
+        logits = logits.float()
+    return logits.log_softmax(-1)[:, ids]
 
 
 def last_hidden(model, input_ids):
     """Final hidden state (after ln_f) at the last prompt position, shape (N, width)."""
-    return model.transformer(input_ids=input_ids).last_hidden_state[:, -1, :]
+    return model.base_model(input_ids=input_ids.to(model.device)).last_hidden_state[:, -1, :]
 
 
 def log_odds(model, input_ids, labels):
@@ -146,7 +149,8 @@ def log_odds(model, input_ids, labels):
 
     lp = answer_log_probs(model, input_ids)
     idx = torch.arange(lp.shape[0])
-    lab = torch.as_tensor(labels)
+    lab = torch.as_tensor(labels, device=lp.device)
+    idx = idx.to(lp.device)
     return lp[idx, lab] - lp[idx, 1 - lab]
 
 
@@ -168,11 +172,13 @@ def pretrain(model, input_ids, labels, *, target=2.0, steps=1000, lr=3e-3, tol=1
     opt = torch.optim.Adam(params, lr=lr)
     loss = None
     m = len(model.config.answer_token_ids)
-    idx = torch.arange(len(labels))
-    lab = torch.as_tensor(labels)
+    dev = model.device
+    idx = torch.arange(len(labels), device=dev)
+    lab = torch.as_tensor(labels, device=dev)
     # more than two answers: the same target, read as the log-odds of the correct answer
     # against the others (cross-entropy to p_correct = sigmoid(target), the rest uniform)
-    tgt = torch.broadcast_to(torch.as_tensor(target, dtype=torch.float32), (len(labels),))
+    tgt = torch.broadcast_to(torch.as_tensor(target, dtype=torch.float32, device=dev),
+                             (len(labels),))
     q = torch.sigmoid(tgt)
     soft = ((1 - q) / max(m - 1, 1))[:, None].repeat(1, m)
     soft[idx, lab] = q
@@ -209,16 +215,18 @@ def place(model, input_ids, labels, targets, *, tol=1e-3):
         raise ParameterError("modulus", len(ids), "2 to place the policy (the two-answer task)")
     with torch.no_grad():
         H = last_hidden(model, input_ids).double()
-        W = model.lm_head.weight
-        s = torch.tensor([1.0 if lab == 1 else -1.0 for lab in labels], dtype=torch.float64)
-        t = torch.as_tensor(targets, dtype=torch.float64) * s
+        W = model.get_output_embeddings().weight
+        s = torch.tensor([1.0 if lab == 1 else -1.0 for lab in labels], dtype=torch.float64,
+                         device=H.device)
+        t = torch.as_tensor(targets, dtype=torch.float64, device=H.device) * s
         for _ in range(3):   # float32 weights: a second pass removes the rounding residual
             u = (W[ids[1]] - W[ids[0]]).double()
             delta = torch.linalg.lstsq(H, t - H @ u, driver="gelsd").solution
             W[ids[1]] += (0.5 * delta).to(W.dtype)
             W[ids[0]] -= (0.5 * delta).to(W.dtype)
             err = float((log_odds(model, input_ids, labels).double()
-                         - torch.as_tensor(targets, dtype=torch.float64)).abs().max())
+                         - torch.as_tensor(targets, dtype=torch.float64, device=H.device))
+                        .abs().max())
             if err <= tol:
                 break
     if not math.isfinite(err) or err > tol:
@@ -226,3 +234,130 @@ def place(model, input_ids, labels, targets, *, tol=1e-3):
                              f"prompts with independent hidden states to place the policy "
                              f"exactly (placement error {err:.2g})")
     return err
+
+
+# ---------------------------------------------------------------------------------------------
+# any Hugging Face causal LM (``grpo-theory lab --model NAME_OR_PATH``)
+# ---------------------------------------------------------------------------------------------
+
+_RESTRICTED = None
+
+
+def _restricted_head_class():
+    global _RESTRICTED
+    if _RESTRICTED is not None:
+        return _RESTRICTED
+    import torch
+
+    class RestrictedHead(torch.nn.Module):
+        """The model's own output weight with a fixed, non-persistent bias: 0 on the answer
+        tokens, :data:`MASK` elsewhere (the verbalizer of the built-in model, for any model).
+        Non-persistent, so the state dict and ``save_pretrained`` keep the model's own keys;
+        ``weight`` and ``bias`` are what TRL's fused log-probability head reads."""
+
+        def __init__(self, weight, answers):
+            super().__init__()
+            self.weight = weight
+            bias = torch.full((weight.shape[0],), MASK, dtype=weight.dtype, device=weight.device)
+            bias[list(answers)] = 0.0
+            self.register_buffer("bias", bias, persistent=False)
+
+        def forward(self, hidden):
+            return torch.nn.functional.linear(hidden, self.weight, self.bias.to(hidden.dtype))
+
+    _RESTRICTED = RestrictedHead
+    return RestrictedHead
+
+
+def restrict_head(model, answer_token_ids):
+    """Untie the output head from the input embeddings (placement moves two of its rows; a
+    tied head would move the answers' input embeddings too) and restrict it to the answer
+    tokens; records ``answer_token_ids`` in the config.  In place; returns ``model``."""
+    import torch
+
+    head = model.get_output_embeddings()
+    if head is None or not hasattr(head, "weight"):
+        raise ParameterError("model", type(model).__name__, "a causal LM with an output "
+                             "embedding (get_output_embeddings) to restrict to the answers")
+    weight = head.weight
+    emb = model.get_input_embeddings()
+    if emb is not None and emb.weight.data_ptr() == weight.data_ptr():
+        weight = torch.nn.Parameter(weight.detach().clone())
+    for cfg in {id(model.config): model.config,
+                id(model.config.get_text_config()): model.config.get_text_config()}.values():
+        cfg.tie_word_embeddings = False
+    if getattr(head, "bias", None) is not None and not isinstance(head, _restricted_head_class()):
+        if isinstance(head.bias, torch.nn.Parameter):
+            raise ParameterError("model", type(model).__name__, "an output head without a "
+                                 "trained bias (the lab fixes the head's bias to restrict it "
+                                 "to the answers)")
+    model.set_output_embeddings(_restricted_head_class()(weight, answer_token_ids))
+    model.config.answer_token_ids = list(int(i) for i in answer_token_ids)
+    return model
+
+
+def load_pretrained(source, answer_token_ids):
+    """``AutoModelForCausalLM.from_pretrained(source)`` in float32 with eager attention (the
+    tangent kernel differentiates it twice), dropout off, head restricted to the answers.
+    A local directory is read with ``local_files_only`` (nothing is downloaded)."""
+    import os
+
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    _classes()   # the lab's own GPT-2 class is loadable too
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            source, dtype="float32", attn_implementation="eager",
+            local_files_only=os.path.isdir(str(source)))
+    except (OSError, ValueError) as exc:
+        raise ParameterError("model", source, "a Hugging Face causal LM: a local directory "
+                             "written by save_pretrained, or a hub name on a machine with the "
+                             f"network ({str(exc).splitlines()[0][:120]})") from exc
+    for m in model.modules():   # dropout off: the theory's policy is deterministic given theta
+        if isinstance(m, __import__("torch").nn.Dropout):
+            m.p = 0.0
+    restrict_head(model, answer_token_ids)
+    model.eval()
+    return model
+
+
+def describe(model) -> str:
+    """One line: the class, parameters, layers and width of a loaded model."""
+    cfg = model.config.get_text_config()
+    n = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    layers = getattr(cfg, "num_hidden_layers", getattr(cfg, "n_layer", "?"))
+    width = getattr(cfg, "hidden_size", getattr(cfg, "n_embd", "?"))
+    return f"{type(model).__name__} ({n:,} parameters, {layers} layers, width {width})"
+
+
+def save_tiny_model(directory, spec: ModelSpec = ModelSpec()):
+    """The built-in tiny model as a plain ``transformers.GPT2LMHeadModel`` (untied head, no
+    lab code needed to load it) with the lab's tokenizer, written by ``save_pretrained``:
+    the same weights as :func:`build_model`, so ``lab --model DIR`` runs the any-model path
+    on the built-in model."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers.utils import logging as hf_logging
+
+    from .task import VOCAB, build_tokenizer
+
+    hf_logging.disable_progress_bar()
+    tok = build_tokenizer()
+    answers = [VOCAB.index(str(d)) for d in range(2)]
+    lab_model = build_model(spec, answers, len(VOCAB), pad_id=tok.pad_token_id,
+                            eos_id=tok.eos_token_id)
+    c = lab_model.config
+    cfg = GPT2Config(vocab_size=c.vocab_size, n_positions=c.n_positions, n_embd=c.n_embd,
+                     n_layer=c.n_layer, n_head=c.n_head, tie_word_embeddings=False,
+                     bos_token_id=c.bos_token_id, eos_token_id=c.eos_token_id,
+                     pad_token_id=c.pad_token_id, resid_pdrop=0.0, embd_pdrop=0.0,
+                     attn_pdrop=0.0)
+    plain = GPT2LMHeadModel(cfg)
+    state = {k: v for k, v in lab_model.state_dict().items() if k != "lm_head.bias"}
+    missing, unexpected = plain.load_state_dict(state, strict=False)
+    if unexpected or [k for k in missing if not k.endswith("attn.bias")]:   # pragma: no cover
+        raise RuntimeError(f"weights do not map: missing {missing}, unexpected {unexpected}")
+    plain.save_pretrained(directory)
+    tok.save_pretrained(directory)
+    return directory

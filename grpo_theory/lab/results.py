@@ -46,6 +46,10 @@ class LabResult(Result):
     unsafe: object = None
     seconds: float = 0.0
     notes: tuple = field(default=())
+    model: str = ""
+    executor: str = "serial (this process)"
+    processes: int = 1
+    failed_tasks: tuple = ()
 
     # the headline sweep --------------------------------------------------------------
     @property
@@ -65,7 +69,8 @@ class LabResult(Result):
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.misclassified else 0
+        """1 when a refresh interval is misclassified or a run failed twice (reported)."""
+        return 1 if (self.misclassified or self.failed_tasks) else 0
 
     def to_dict(self) -> dict:
         h = self.headline
@@ -86,21 +91,31 @@ class LabResult(Result):
             "rate_family": jsonable(self.rate_family),
             "fit_r2": jsonable(self.fit_r2),
             "unsafe": None if self.unsafe is None else _sweep_dict(self.unsafe),
+            "model": self.model, "executor": self.executor, "processes": self.processes,
+            "failed_tasks": jsonable(list(self.failed_tasks)),
             "misclassified": self.misclassified, "exit_code": self.exit_code,
             "seconds": self.seconds, "notes": list(self.notes)}
         return d
 
     def __str__(self) -> str:
-        L = [f"lab: {self.engine}, GPT-2 with {self.model_parameters} parameters, "
+        L = [f"lab: {self.engine}, {self.model_parameters} parameters, "
              f"{self.prompts} prompts x G = {self.group_size}" + (" (quick)" if self.quick else "")]
+        if self.model:
+            L.append(f"policy: {self.model}; runs: {self.executor}"
+                     + (f"; each run data-parallel over {self.processes} processes (global batch "
+                        "unchanged)" if self.processes > 1 else ""))
         p = self.plateau
         L.append(f"plateau: {p['variant']}, p_ref = {p['p_ref']:g}, p* = {p['p_star']:.4f}, "
                  f"bandit K = {p['stiffness_bandit']:.4f}, fresh fraction {p['fresh_fraction']:.3f}")
         s = self.stiffness
         rel = (s["response"] / s["ntk"] - 1) * 100 if s.get("response") else float("nan")
+        route = s.get("kernel_route", "full")
+        how = ("J built, eigh" if route == "full" else
+               f"Lanczos on J-vector products, {s.get('kernel_iterations')} iterations, residual "
+               f"{s.get('kernel_residual', float('nan')):.1e}")
         L.append(f"stiffness (tangent kernel x bandit): K = {s['ntk']:.4f}   "
                  f"[lambda_max/N = {s['ntk_top_over_n']:.3f}, top mode overlap with uniform "
-                 f"{s['uniform_overlap']:.4f}]")
+                 f"{s['uniform_overlap']:.4f}; {how}]")
         if s.get("response") is not None:
             L.append(f"stiffness (linear response):        K = {s['response']:.4f} +- "
                      f"{s['response_se']:.4f}   ({rel:+.1f} % vs the kernel)")
@@ -158,7 +173,7 @@ class LabResult(Result):
             r = self.fit_r2
             L.append("")
             L.append(f"single-exponential fit R^2 on the family runs' TRL reward: median "
-                     f"{r['median']:.3f} (min {r['min']:.3f}, {r['runs']} runs; noise ceiling "
+                     f"{r['median']:.3f} (min {r['min']:.3f}, {r['runs']} runs; signal share "
                      f"median {r.get('noise_ceiling_median', float('nan')):.3f})")
             for name, m in sorted(r.get("by_model", {}).items()):
                 if name != "exponential":
@@ -168,6 +183,11 @@ class LabResult(Result):
         L.append(f"{self.seconds:.1f} s in all")
         for n in self.notes:
             L.append(f"note: {n}")
+        for f in self.failed_tasks:
+            L.append(f"FAILED run {f['name']}: {f['attempts']} attempts, left out ({f['errors'][-1]})")
+        if self.failed_tasks:
+            L.append(f"exit 1: {len(self.failed_tasks)} run(s) failed twice (left out, listed above)")
         L.append("exit 1: misclassified " + "; ".join(self.misclassified) if self.misclassified
-                 else "no refresh interval misclassified beyond its standard error (exit 0)")
+                 else "no refresh interval misclassified beyond its standard error"
+                 + (" (exit 0)" if not self.failed_tasks else ""))
         return "\n".join(L)

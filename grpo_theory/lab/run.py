@@ -13,7 +13,10 @@ from ._deps import require_lab, versions
 from .adam import AdamSetup
 from .experiments import Plateau, PlateauSpec, linear_response, momentum_transition, refresh_sweep
 from .families import fit_r2, group_family, rate_family, size_family
+from .engine import process_rank
+from .parallel import make_executor
 from .results import LabResult
+from .stiffness import ROUTES
 from .task import TaskSpec
 
 __all__ = ["run_lab", "EXPERIMENTS", "OUT_DIRS"]
@@ -23,7 +26,7 @@ EXPERIMENTS = ("all", "stiffness", "refresh", "transition", "group-size", "model
                "learning-rate")
 #: the subdirectories of ``out`` the lab writes its runs' TRL logs into (an earlier output there
 #: is refused unless ``force``)
-OUT_DIRS = ("group_size", "model_size", "learning_rate")
+OUT_DIRS = ("group_size", "model_size", "learning_rate", "refresh", "stiffness", "transition")
 
 
 def _progress(desc):
@@ -32,12 +35,21 @@ def _progress(desc):
 
 def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bool = False,
             seed: int = 0, group_size: int = 8, refresh_intervals=None, modulus: int = 2,
-            threads: int = 1):
+            threads: int = 1, model=None, kernel: str = "auto", ray=None, ray_workers: int = 2,
+            device: str = "cpu"):
     """Run the lab; returns a :class:`~grpo_theory.lab.results.LabResult`.
 
     ``quick``: the stiffness two ways, one refresh-threshold bracket (steps_per_generation,
-    heavy ball mu = 0.5, the exact k_max and k_max + 1) and one group-size pair (G = 4, 16).
-    ``experiment``: one of :data:`EXPERIMENTS` (ignored with ``quick``).  ``out``: a
+    heavy ball mu = 0.5, the exact k_max and k_max + 1) and one group-size pair (G = 4, 16);
+    ``quick`` with ``experiment="refresh"``: the bracket alone (the smallest experiment: the
+    multi-process and Ray checks run it).  ``experiment``: one of :data:`EXPERIMENTS`.
+    ``model``: a Hugging Face causal LM (``from_pretrained``: a local directory or a hub name)
+    instead of the built-in tiny GPT-2 (the width family then declines: the architecture is
+    given).  ``kernel``: the tangent kernel's route (``auto``, ``full``, ``lanczos``:
+    :func:`grpo_theory.lab.stiffness.top_mode`).  ``ray``: run the independent runs on Ray
+    (``"local"``: a local instance with ``ray_workers`` CPUs; an address: that cluster);
+    under ``accelerate launch`` every run is data-parallel over the processes (global batch
+    unchanged).  ``device``: ``cpu`` or ``cuda``.  ``out``: a
     directory for the runs' TRL logs (``trainer_state.json``, ``config.json`` per run, under
     :data:`~grpo_theory.lab.OUT_DIRS`), checked before any work: one holding an earlier lab
     output is refused unless ``force``; a temporary directory otherwise.  ``refresh_intervals``: the k of the headline sweep (each >= 1).
@@ -53,6 +65,16 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bo
     group_size = check_int("group_size", group_size, low=2)
     if refresh_intervals is not None:
         refresh_intervals = [check_int("refresh_interval", k, low=1) for k in refresh_intervals]
+    kernel = check_choice("kernel", kernel, ROUTES)
+    device = check_choice("device", device, ("cpu", "cuda"))
+    ray_workers = check_int("ray_workers", ray_workers, low=1)
+    if ray not in (None, False, True, "local", "auto") and ":" not in str(ray):
+        raise ParameterError("ray", ray, "no value (a local Ray instance), auto, or a cluster "
+                             "address host:port / ray://host:port (the experiment goes before "
+                             "--ray)")
+    if model is not None and os.path.sep in str(model) and not os.path.isdir(str(model)):
+        raise ParameterError("model", model, "a directory written by save_pretrained, or a hub "
+                             "name (owner/name) on a machine with the network")
     if out is not None:
         out = check_output_dir("--out", out, writes=OUT_DIRS, force=force)
     require_lab()
@@ -67,16 +89,22 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bo
         root = str(out)
         os.makedirs(root, exist_ok=True)
     notes = []
+    executor = make_executor(ray, ray_workers, device=device)
     try:
-        plat = Plateau(PlateauSpec(group_size=group_size, seed=seed), threads=threads)
+        plat = Plateau(PlateauSpec(group_size=group_size, seed=seed), threads=threads,
+                       source=model, kernel=kernel, executor=executor,
+                       out=None if out is None else root, device=device)
+        only_refresh = quick and experiment == "refresh"
         want = (lambda name: True) if (quick or experiment == "all") else (
             lambda name: name == experiment)
         stiff = {"ntk": plat.K_ntk, "response": None, "response_se": None,
                  "ntk_top_over_n": plat.mode.ntk_over_n,
                  "uniform_overlap": plat.mode.uniform_overlap,
                  "spectrum_over_n": [float(x) for x in plat.mode.spectrum[:4] / plat.spec.prompts],
-                 "stiffness_bandit": plat.fp.stiffness, "kappa": 2.0}
-        if want("stiffness") or want("refresh"):
+                 "stiffness_bandit": plat.fp.stiffness, "kappa": 2.0,
+                 "kernel_route": plat.mode.route, "kernel_iterations": plat.mode.iterations,
+                 "kernel_residual": plat.mode.residual}
+        if (want("stiffness") or want("refresh")) and not only_refresh:
             K, se, _ = linear_response(plat, pairs=2 if quick else 6, steps=15 if quick else 20,
                                        seed=seed + 100)
             stiff.update(response=K, response_se=se)
@@ -89,27 +117,35 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bo
                                         name="steps_per_generation, SGD heavy ball mu = 0.5"))
         elif want("refresh"):
             sweeps += _full_sweeps(plat, seed, refresh_intervals, progress=_progress("sweeps"))
-            unsafe = _unsafe_sweep(seed, threads)
+            unsafe = _unsafe_sweep(seed, threads, source=model, kernel=kernel, executor=executor,
+                                   device=device)
         transition = None
         if not quick and want("transition"):
             transition = momentum_transition(plat, seed=seed + 500)
         gf = sf = rf = r2 = None
         fam_paths = []
-        if quick:
+        if quick and not only_refresh:
             gf = group_family(os.path.join(root, "group_size"), values=(4, 16), seeds=(seed,),
-                              steps=60, start_p=0.4, variant={"bandit_lr": 0.4})
-        elif want("group-size"):
+                              steps=60, start_p=0.4, variant={"bandit_lr": 0.4}, source=model,
+                              executor=executor)
+        elif want("group-size") and not quick:
             gf = group_family(os.path.join(root, "group_size"), seeds=(0, 1, 2),
-                              progress=_progress("group-size family"))
+                              progress=_progress("group-size family"), source=model,
+                              executor=executor)
         if gf is not None:
             fam_paths += [m["record"].trainer_state_path for m in gf.pop("_members")]
             gf.pop("_comparisons")
-        if not quick and want("model-size"):
-            sf = size_family(os.path.join(root, "model_size"), progress=_progress("size family"))
+        if not quick and want("model-size") and model is not None:
+            notes.append("model-size family: declined, --model gives the architecture (the "
+                         "family varies the built-in GPT-2's width)")
+        elif not quick and want("model-size"):
+            sf = size_family(os.path.join(root, "model_size"), progress=_progress("size family"),
+                             executor=executor)
             fam_paths += sf.pop("_paths")
         if not quick and want("learning-rate"):
             rf = rate_family(os.path.join(root, "learning_rate"),
-                             progress=_progress("learning-rate family"))
+                             progress=_progress("learning-rate family"), source=model,
+                             executor=executor)
             fam_paths += rf.pop("_paths")
         if fam_paths:
             r2 = fit_r2(fam_paths)
@@ -126,6 +162,11 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bo
                      "response from +-kicks along the top mode with common random numbers (same "
                      "TRL seed for both signs)")
         params = plat.parameter_count()
+        described = plat.lab.describe()
+        failed = [f.to_dict() for f in plat.failures]
+        for fam in (gf, sf, rf):
+            failed += (fam or {}).get("failed_tasks", [])
+        rank, processes = process_rank()
         plat.close()
         return LabResult(
             engine=f"trl {vers['trl']} GRPOTrainer (transformers {vers['transformers']}, "
@@ -134,8 +175,10 @@ def run_lab(*, quick: bool = False, experiment: str = "all", out=None, force: bo
             group_size=plat.spec.group_size, plateau=plateau, stiffness=stiff,
             sweeps=tuple(sweeps), transition=transition, group_family=gf, size_family=sf,
             rate_family=rf, fit_r2=r2, unsafe=unsafe, seconds=time.perf_counter() - t0,
-            notes=tuple(notes))
+            notes=tuple(notes), model=described, executor=executor.describe(),
+            processes=processes, failed_tasks=tuple(failed))
     finally:
+        executor.close()
         if tmp is not None:
             tmp.cleanup()
 
@@ -169,8 +212,8 @@ def _full_sweeps(plat, seed, ks=None, progress=None):
     return out
 
 
-def _unsafe_sweep(seed, threads=1):
-    plat = Plateau(PlateauSpec(seed=seed, **UNSAFE), threads=threads)
+def _unsafe_sweep(seed, threads=1, **kw):
+    plat = Plateau(PlateauSpec(seed=seed, **UNSAFE), threads=threads, **kw)
     try:
         sw = refresh_sweep(plat, (7, 8, 9), eta_K=0.12, pairs=8, windows=4, seed=seed + 77,
                            name=f"published rule unsafe: k3 beta = {UNSAFE['beta']:g} to p_ref = "

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from grpo_theory.validate import ParameterError, check_int
 
-__all__ = ["VOCAB", "TaskSpec", "Task", "build_tokenizer"]
+__all__ = ["VOCAB", "TaskSpec", "Task", "build_tokenizer", "load_tokenizer", "answer_token_ids"]
 
 #: the whole vocabulary: specials, the ten digits, the two symbols
 VOCAB = ("<pad>", "<eos>", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "=")
@@ -118,3 +118,44 @@ def build_tokenizer():
     tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>")
     tok.padding_side = "left"
     return tok
+
+
+def load_tokenizer(source):
+    """The tokenizer of a Hugging Face model (``AutoTokenizer.from_pretrained``; a local
+    directory is read with ``local_files_only``): left padding, the EOS token as the pad
+    token when it has none."""
+    import os
+
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(source, local_files_only=os.path.isdir(str(source)))
+    except (OSError, ValueError) as exc:
+        raise ParameterError("model", source, "a Hugging Face model with a tokenizer "
+                             f"({str(exc).splitlines()[0][:120]})") from exc
+    if tok.pad_token is None:
+        if tok.eos_token is None:
+            raise ParameterError("model", source, "a tokenizer with a pad or an EOS token")
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    return tok
+
+
+def answer_token_ids(tokenizer, answers, source="the tokenizer") -> list:
+    """One token id per answer string: its space-prefixed form (the natural continuation of
+    ``"... ="`` in a BPE vocabulary) if that is one token decoding to the answer, else the bare
+    form; a one-line ``ParameterError`` when an answer is no single token (the task samples a
+    one-token completion)."""
+    out = []
+    for a in answers:
+        for text in (" " + a, a):
+            ids = tokenizer.encode(text, add_special_tokens=False)
+            if len(ids) == 1 and tokenizer.decode(ids).strip() == a:
+                out.append(int(ids[0]))
+                break
+        else:
+            raise ParameterError("model", source, f"a tokenizer in which the answer {a!r} is "
+                                 "one token (the task's completion is one token)")
+    if len(set(out)) != len(out):
+        raise ParameterError("model", source, "a tokenizer with a distinct token per answer")
+    return out

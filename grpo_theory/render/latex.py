@@ -735,7 +735,7 @@ def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sect
     cited = [k for k in REFERENCES if f"{{{k}" in doc or f",{k}" in doc]
     (out / "references.bib").write_text(references_bib(cited), encoding="utf-8")
     write_result_files(out, names)
-    if compile_pdf and shutil.which("pdflatex"):
+    if compile_pdf and shutil.which("pdflatex") and not _reuse_pdf(out, doc, warnings):
         for _ in range(2):  # second pass resolves references
             proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name],
                                   cwd=out, capture_output=True, text=True, timeout=300)
@@ -750,7 +750,56 @@ def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sect
                                     "than the text")
         for ext in (".aux", ".log", ".out", ".toc"):  # pdflatex's by-products
             (out / f"equations{ext}").unlink(missing_ok=True)
+        _keep_pdf(out, doc, log)
     return tex
+
+
+def _pdf_key(out: Path, doc: str) -> str:
+    """Hash of what pdflatex reads: the document and every figure file it includes."""
+    import hashlib
+
+    h = hashlib.sha256(doc.encode())
+    for name in sorted(set(re.findall(r"\\includegraphics(?:\[[^]]*\])?\{([^}]*)\}", doc))):
+        f = out / name
+        h.update(name.encode())
+        h.update(f.read_bytes() if f.is_file() else b"absent")
+    return h.hexdigest()[:24]
+
+
+def _pdf_entry(out: Path, doc: str):
+    from grpo_theory.report.warm import reuse_dir
+
+    base = reuse_dir()
+    return None if base is None else base / "pdf" / _pdf_key(out, doc)
+
+
+def _reuse_pdf(out: Path, doc: str, warnings) -> bool:
+    """The PDF of an identical document with identical figures, compiled before (the report's
+    warm path, :mod:`grpo_theory.report.warm`): copied with its log's warnings; False when
+    there is none."""
+    entry = _pdf_entry(out, doc)
+    if entry is None or not (entry / "equations.pdf").is_file() or not (entry / "equations.log").is_file():
+        return False
+    shutil.copyfile(entry / "equations.pdf", out / "equations.pdf")
+    if warnings is not None:
+        log = (entry / "equations.log").read_text(errors="replace")
+        for width, line in _OVERFULL.findall(log):
+            if float(width) > 1.0:
+                warnings.append(f"equations.tex line {line}: a line {float(width):.0f} pt wider "
+                                "than the text")
+    return True
+
+
+def _keep_pdf(out: Path, doc: str, log: str) -> None:
+    entry = _pdf_entry(out, doc)
+    if entry is None:
+        return
+    try:
+        entry.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out / "equations.pdf", entry / "equations.pdf")
+        (entry / "equations.log").write_text(log)
+    except OSError:
+        pass
 
 
 def citation(names=None, *, bibtex: bool = False) -> str:

@@ -38,6 +38,7 @@ from grpo_theory.report.data import (DEEPNET_INSTALL, MROUEH_KL_COEF, atlas_data
                                      deepnet_data, fluctuation_data, key_numbers, log_fit_data,
                                      phase_diagram_data, trajectories_data)
 from grpo_theory.report.markdown import number_text, report_markdown
+from grpo_theory.report.warm import reuse
 from grpo_theory.results import Result, jsonable
 from grpo_theory.theory.derived import all_names, get, warm_cache
 from grpo_theory.theory.discrete import threshold_error_table
@@ -166,6 +167,17 @@ def _verification_summary(status) -> dict:
 # figures: draw each one from its data twin
 # ----------------------------------------------------------------------------------
 
+def _numbers(model):
+    nums = key_numbers(model)
+    # beta above the G -> infinity saddle-node (about 1.08 at p_ref = 0.3), so Mroueh's
+    # recurrence has an interior fixed point to compare with
+    nums["mroueh_kl_coef"] = MROUEH_KL_COEF
+    nums["mroueh"] = compare_with_mroueh(model.replace(kl_coef=MROUEH_KL_COEF, adv_eps=0.0))
+    nums["threshold_errors"] = threshold_error_table(momenta=(0.0, 0.5, 0.9),
+                                                     refresh_intervals=(1, 2, 4, 16, 64))
+    return nums
+
+
 def _fig_phase(out_dir, model, full):
     files = []
     for key, d in phase_diagram_data(model, full=full).items():
@@ -261,17 +273,12 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     status = _derivation_status()
     done("derivations")
     stage("numbers")
-    nums = key_numbers(model)
-    # beta above the G -> infinity saddle-node (about 1.08 at p_ref = 0.3), so Mroueh's
-    # recurrence has an interior fixed point to compare with
-    nums["mroueh_kl_coef"] = MROUEH_KL_COEF
-    nums["mroueh"] = compare_with_mroueh(model.replace(kl_coef=MROUEH_KL_COEF, adv_eps=0.0))
-    nums["threshold_errors"] = threshold_error_table(momenta=(0.0, 0.5, 0.9),
-                                                     refresh_intervals=(1, 2, 4, 16, 64))
+    reused = []             # the stages read back from the cache (:mod:`.warm`)
+    nums = reuse("numbers", _numbers, model, reused=reused)
     done("numbers")
     figs = {}
     stage("atlas")
-    figs["atlas"], atlas = _fig_atlas(out)
+    figs["atlas"], atlas = reuse("atlas", _fig_atlas, out_dir=out, reused=reused)
     nums["atlas"] = {**atlas["atlas"].to_dict(), "fold_limit": atlas["fold_limit"].to_dict(),
                      "criticality": atlas["criticality"],
                      "resonances": [{**{k: v for k, v in r.items() if k != "eigenvalues"},
@@ -282,26 +289,30 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
                      "continuation_end_p_ref": float(atlas["p_ref_plane"]["p_ref"].min())}
     done("atlas")
     stage("phase diagrams")
-    figs["phase"] = _fig_phase(out, model, full)
+    figs["phase"] = reuse("phase", _fig_phase, model, full, out_dir=out, reused=reused)
     done("phase diagrams")
     stage("trajectories")
-    figs["trajectories"], nums["trajectories"] = _fig_trajectories(out, model, full, notes)
+    figs["trajectories"], nums["trajectories"] = reuse("trajectories", _fig_trajectories, model, full,
+                                                       out_dir=out, notes=notes, reused=reused)
     done("trajectories")
     stage("1/G law")
-    figs["fluctuation"], nums["fluctuation_law"], nums["fluctuation_setup"] = _fig_fluctuation(
-        out, model, full)
+    figs["fluctuation"], nums["fluctuation_law"], nums["fluctuation_setup"] = reuse(
+        "fluctuation", _fig_fluctuation, model, full, out_dir=out, reused=reused)
     done("1/G law")
     stage("bifurcations")
-    figs["bifurcation"], nums["bifurcations"] = _fig_bifurcation(out, model, full)
+    figs["bifurcation"], nums["bifurcations"] = reuse("bifurcation", _fig_bifurcation, model, full,
+                                                      out_dir=out, reused=reused)
     done("bifurcations")
     stage("log fit")
-    figs["log_fit"], nums["log_fit"] = _fig_log(out)
+    figs["log_fit"], nums["log_fit"] = reuse("log_fit", _fig_log, out_dir=out, reused=reused)
     done("log fit")
     stage("deep network")
-    figs["deepnet"], nums["deepnet"] = _fig_deepnet(out, full, notes)
+    figs["deepnet"], nums["deepnet"] = reuse("deepnet", _fig_deepnet, full, out_dir=out, notes=notes,
+                                             reused=reused)
     done("deep network")
     stage("cross-checks")       # before the equations: the paper has their table
-    cc = (crosschecks if crosschecks is not None else run_crosschecks(quick=not full, seed=0)
+    cc = (crosschecks if crosschecks is not None
+          else reuse("crosschecks", run_crosschecks, quick=not full, seed=0, reused=reused)
           ) if crosscheck else None
     if not crosscheck:
         notes.append("cross-checks skipped (crosscheck=False).")
@@ -330,6 +341,7 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
         [n for n, d in status.items() if not isinstance(d, Exception)])
     rr.seconds = time.perf_counter() - t0
     nums["timings_seconds"] = {k: round(v, 2) for k, v in timings.items() if k != "report"}
+    nums["reused_stages"] = reused
     (out / "report.json").write_text(json.dumps(jsonable(nums), indent=1, allow_nan=False))
     rr.files["report.json"] = out / "report.json"
     (out / "report.md").write_text(report_markdown(model.to_dict(), nums, cc, notes, full, rr))

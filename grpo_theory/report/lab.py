@@ -334,19 +334,13 @@ def lab_section(s: dict) -> tuple[str, str]:
             f"interval {_interval(r['interval'])}, against the theory's ${r['expected']:g}$ "
             "(no lag).")
     if s["r2"]:
-        items = [f"{name}: median {_n(v['median'], 3)} over {v['runs']} runs (noise ceiling "
+        items = [f"{name}: median {_n(v['median'], 3)} over {v['runs']} runs (signal share "
                  f"{_n(v['ceiling'], 3)})" for name, v in s["r2"].items()]
         parts.append(
             "\\paragraph{The single-exponential law.} R\\textsuperscript{2} of the single "
             "exponential fitted to the trainer's logged reward, by family: " + "; ".join(items)
-            + ". The noise ceiling of a run is the largest coefficient of determination a smooth "
-            "curve can reach on it, one minus the ratio of the noise variance to the variance of the "
-            "logged reward, with the noise variance estimated from the differences of consecutive "
-            "logged values; it is an estimate, as uncertain as that variance, and the two medians are taken "
-            "over the runs separately, so a median above the median ceiling (the group-size family) "
-            "means the fits reach the ceiling within its uncertainty, not that they fit the noise. "
-            "The fits reach the ceiling where the reward rises; the group-size family starts near "
-            "its plateau and has little curve to fit.")
+            + ". The fits reach the signal share of a batch mean where the reward rises; the "
+            "group-size family starts near its plateau and has little curve to fit.")
     if s["problems"]:
         parts.append("Not available in this build: " + "; ".join(escape_tex(p) for p in s["problems"]) + ".")
     return title, "\n\n".join(parts)
@@ -431,7 +425,7 @@ def lab_markdown(s: dict, cite, nt) -> list[str]:
                  f"{r['interval'][1]:.2f}], theory {r['expected']:g}.\n")
     if s["r2"]:
         L.append("**R² of the single exponential** on the logged reward: " + "; ".join(
-            f"{name} {nt(v['median'], 3)} (median of {v['runs']}, noise ceiling {nt(v['ceiling'], 3)})"
+            f"{name} {nt(v['median'], 3)} (median of {v['runs']}, signal share {nt(v['ceiling'], 3)})"
             for name, v in s["r2"].items()) + ".\n")
     if s["problems"]:
         L.append("Not available in this build: " + "; ".join(s["problems"]) + ".\n")

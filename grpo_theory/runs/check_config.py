@@ -233,8 +233,8 @@ def stiffness_from_log(path, *, metric=None, learning_rate=None, momentum=None,
     r"""K per unit learning rate, with an interval, from an earlier run's log.
 
     The reward curve is read once, as ``fit`` reads it (:func:`grpo_theory.runs.fitting.
-    summarize_curve`): where ``fit`` declines the curve (too few points, noise ceiling, no rise,
-    families missing its shape) there is no relaxation to measure, and K is read instead from
+    summarize_curve`): where ``fit`` declines the curve (too few points, no rise significant at
+    4 sd) there is no relaxation to measure, and K is read instead from
     the per-step fluctuations of a policy observable about the plateau
     (:func:`_stiffness_from_fluctuations`); where that does not apply either,
     :class:`StiffnessNotMeasured` names both routes' reasons.  Otherwise the exponential gives :math:`\tau` with its 95 % profile-likelihood

@@ -59,9 +59,9 @@ from grpo_theory.model import NORMALIZATIONS, GRPOModel
 from grpo_theory.progress import progress
 from grpo_theory.results import Result
 from grpo_theory.runs.curves import applicability, finite_sorted, fit_curve
-from grpo_theory.runs.fitting import curve_reasons
 from grpo_theory.runs.logs import TrainingLog, read_log
 from grpo_theory.runs.logs.base import flatten
+from grpo_theory.runs.logs.base import step_number as _step
 from grpo_theory.theory import oscillator
 from grpo_theory.theory.derived import get
 from grpo_theory.theory.drift import update_variance
@@ -147,7 +147,7 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
     t = steps - steps[0]
     span = float(t[-1])
     dt = float(np.median(np.diff(t)))
-    base = dict(source=source, value=value, n_points=int(t.size), first_step=float(steps[0]),
+    base = dict(source=source, value=value, n_points=int(t.size), first_step=_step(steps[0]),
                 last_step=float(steps[-1]))
     fit = fit_curve(steps, values, "exponential")     # the one curve fitter
     if not fit.success:
@@ -156,14 +156,9 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
     resid = values - _law(t, plateau, initial, tau)
     f = _inflation(resid)
     var = fit.rss / max(t.size - 3, 1)
-    # fit's own applicability (runs.fitting.curve_reasons): a run `fit` declines gives no time
-    # scale and no plateau here either; the oscillator is fitted only where the exponential
-    # alone falls below the R^2 rule (the rule takes the better of the two)
-    reasons = curve_reasons(steps, values, {"exponential": fit})
-    if reasons and not applicability(steps, values):
-        reasons = curve_reasons(steps, values,
-                                {"exponential": fit,
-                                 "oscillator": fit_curve(steps, values, "oscillator")})
+    # fit's own applicability (runs.curves.applicability, the rule of runs.fitting.summarize_curve):
+    # a run `fit` declines gives no time scale and no plateau here either
+    reasons = applicability(steps, values)
     if reasons:
         return RunFit(**base, identified=False, residual_variance=var, inflation=f,
                       reason="the model does not apply (as `fit` says): " + "; ".join(reasons))
@@ -324,6 +319,12 @@ def _group_size(series, fits, binary, normalization) -> GroupSizeAnalysis:
         chi2, dof, p, L, nb = inv
         out.update(chi2=chi2, chi2_dof=dof, p_value=p, block_points=L, n_blocks=nb,
                    invariant=p >= 1 - LEVEL)
+        sizes = {f.value for f in fits}
+        if len(sizes) < 2:   # replicates: their chi2 says nothing about G
+            out["invariant"] = None
+            declined["invariance"] = (f"every run at group size {_g(next(iter(sizes)), 'g')}: "
+                                      "G-invariance needs runs at 2 or more group sizes (the "
+                                      "chi2 above compares replicates)")
     usable = [f for f in fits if np.isfinite(f.fluctuation) and f.fluctuation > 0]
     skipped = [f"{f.label or _short(f.source)}: {f.reason or f.fluctuation_reason}"
                for f in fits if f not in usable]
@@ -564,6 +565,11 @@ def compare(logs, *, by: str, values=None, metric: str | None = None, normalizat
         if s.size < MIN_POINTS:
             raise ParameterError("log", lg.source, f"a run with at least {MIN_POINTS} logged "
                                                    f"{metrics[0]} values (it has {s.size})")
+        for (s0, y0), f0 in zip(series, fits):
+            if np.array_equal(s0, s) and np.array_equal(y0, y, equal_nan=True):
+                raise ParameterError("LOG", lg.source, f"a run other than {f0.source} (the "
+                                     f"two logs hold the same {metrics[0]} at every step: one "
+                                     "run given twice is no family)")
         series.append((s, y))
         fits.append(fit_run(s, y, source=lg.source, value=v))
     fits = [dataclasses.replace(f, label=lab)
@@ -638,6 +644,8 @@ def _format(res: Comparison) -> str:
                          f"({a.n_blocks} blocks of {a.block_points} points), p-value "
                          + ("< 0.001" if a.p_value < 1e-3 else f"{a.p_value:.3g}") + " -> "
                          + ("consistent with G-invariance" if a.invariant else
+                            "consistent with each other (replicates)" if a.invariant is None
+                            and a.p_value >= 1 - LEVEL else
                             "the mean trajectories differ beyond their noise"))
         if a.exponent is not None:
             r = a.exponent

@@ -80,8 +80,21 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
             text = fh.read()
     except OSError as exc:
         raise ConfigFormatError(p, None, f"cannot be read ({exc.strerror})") from None
+    from grpo_theory.runs.logs.verl import printed_config, strip_ansi
+
+    text = strip_ansi(text)
     data, syntax, added, lines_of, own_script = None, None, set(), {}, False
-    if text.lstrip().startswith("{"):
+    printed, at = (None, None) if p.endswith((".json", ".yaml", ".yml")) else \
+        printed_config(text.split("\n"))
+    if printed is not None:
+        # verl's own printed config (a console log's start-up dict): the values the engine
+        # ran with, every key its own (none is a typo), defaults resolved
+        data, syntax = printed, "printed"
+        added = set(flatten(printed, sep="."))
+        if warnings is not None:
+            warnings.append(f"read verl's printed config (line {at}): the values the engine "
+                            "ran with, its defaults included")
+    elif text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -140,6 +153,8 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
                                               f"mean {meant!r}?{more}")
     if warnings is not None:
         warnings.extend(found["warnings"])
+        if kind == "trl":
+            warnings.extend(_nested_trl_keys(flat))
         if found["foreign"]:
             warnings.append(f"not read ({len(found['foreign'])} key(s) that are not "
                             f"{_KIND_NAME[kind]} keys; another tool's?): "
@@ -148,6 +163,26 @@ def read_config(path, *, warnings: list | None = None) -> tuple[dict, str]:
 
 
 _KIND_NAME = {"trl": "TRL GRPOConfig", "verl": "verl", "cs336": "CS336"}
+
+
+def _nested_trl_keys(flat: dict) -> list:
+    """GRPOConfig keys written under a section (``smoke:``, ``curriculum:``) that are not read:
+    the mapping reads a key by its last part, from the top level first, then from the first
+    section that sets it (:func:`_get`); the others were silently dropped.  One line naming
+    them with the key read instead, or ``[]``."""
+    voc = _vocabulary()["trl"]
+    by_leaf: dict = {}
+    for key, value in flat.items():
+        leaf = key.rsplit(".", 1)[-1]
+        if value is not None and leaf in voc and (key == leaf or "." in key):
+            by_leaf.setdefault(leaf, []).append(key)
+    unread = []
+    for leaf, keys in by_leaf.items():
+        keys = sorted(keys, key=lambda k: "." in k)             # the top-level key first
+        unread += [f"{k} (read: {keys[0]})" for k in keys[1:]]
+    if unread:
+        return ["not read (the same GRPOConfig key set above them): " + ", ".join(unread)]
+    return []
 
 
 def _with_config_file(path, flags: dict, lines_of: dict, warnings):
@@ -507,6 +542,16 @@ def _count(key, value, low=1):
     return check_int(key, int(f), low=low)
 
 
+def _num_generations(key, value):
+    """TRL's own rule (GRPOConfig.__post_init__): "GRPO requires at least 2 generations per
+    prompt to calculate the advantages"."""
+    g = _count(key, value)
+    if g < 2:
+        raise ParameterError(key, value, "an integer >= 2 (TRL: GRPO requires at least 2 "
+                             "generations per prompt to calculate the advantages)")
+    return g
+
+
 def _bool(key, value):
     s = str(value).strip().lower()
     if s in ("true", "1", "yes"):
@@ -584,7 +629,7 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
     nonneg = dict(low=0)
     if kind == "trl":
         G = _lookup(mp, cfg, "group_size", ("num_generations",), 8,
-                    "TRL default num_generations = 8", _count)
+                    "TRL default num_generations = 8", _num_generations)
         _lookup(mp, cfg, "learning_rate", ("learning_rate",), 1e-6,
                 "GRPOConfig default learning_rate = 1e-6", lambda k, v: _real(k, v, **pos))
         if torch_sgd(cfg, kind):
@@ -673,6 +718,24 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                   f"= {spg} steps_per_generation")
         else:
             spg = _count(ks, spg) if ks else gas
+        # TRL (GRPOConfig.__post_init__): "generation_batch_size must be divisible by
+        # num_generations" -- the generation batch holds whole prompt groups
+        ws_why = "assumed"
+        if (pdb * ws * spg) % G:
+            if kw or kgb:            # the batch is the config's: TRL refuses it
+                rule = (f"divisible by num_generations = {G} (TRL refuses a generation batch "
+                        "of partial prompt groups)")
+                if kgb:
+                    raise ParameterError(kgb, gbs, rule)
+                raise ParameterError(kw, ws, f"such that the generation batch, "
+                                     f"per_device_train_batch_size x processes x "
+                                     f"steps_per_generation = {pdb} x {ws} x {spg} = "
+                                     f"{pdb * ws * spg}, is {rule}")
+            # the process count is not in the file: the fewest with which TRL accepts it (one
+            # process would be refused), instead of rounding the prompts per step
+            ws = G // math.gcd(pdb * spg, G)
+            ws_why = (f"assumed: the fewest with which TRL accepts the generation batch "
+                      f"{pdb} x processes x {spg} as whole groups of {G}")
         ki, it = _get(cfg, "num_iterations")
         it = _count(ki, it) if ki else 1
         _window(mp, it, _batches(ks or "steps_per_generation (default = GAS)", spg,
@@ -682,7 +745,7 @@ def map_config(cfg: dict, kind: str) -> ConfigMapping:
                 f"{kg or 'gradient_accumulation_steps (default 1)'}",
                 assumed=not (ki or ks) or bool(kgb and not kw))
         _prompts(mp, pdb * ws * gas, G, f"per_device_train_batch_size ({pdb}{'' if kp else ', default'})"
-                 f" x processes ({ws}{'' if kw else ', assumed'}) x GAS ({gas}) / num_generations",
+                 f" x processes ({ws}{'' if kw else ', ' + ws_why}) x GAS ({gas}) / num_generations",
                  assumed=not (kp and kw))
         mp.put("adv_eps", ADV_EPS["trl"], "TRL adds 1e-4 to the group std")
         k, v = _get(cfg, "max_steps")
@@ -805,12 +868,21 @@ def _clip(mp, cfg, low_keys, high_keys, default, default_source):
     k, v = _get(cfg, *low_keys)
     lo = _real(k, v, low=0, low_open=True) if k else default
     kh, vh = _get(cfg, *high_keys) if high_keys else (None, None)
-    hi = _real(kh, vh, low=0, low_open=True) if kh else lo
-    mp.put("clip", [lo, hi], " / ".join(x for x in (k, kh) if x) or default_source,
-           assumed=k is None,
-           note="the ratio stays within 1 +- O(eta) near the fixed point, inside the clip "
-                "range: the clip is inactive in the linear theory (it bounds large excursions, "
-                "which the linear thresholds do not describe)")
+    hi = _real(kh, vh, low=0) if kh else lo
+    note = ("the ratio stays within 1 +- O(eta) near the fixed point, inside the clip range: "
+            "the clip is inactive in the linear theory (it bounds large excursions, which the "
+            "linear thresholds do not describe)")
+    if lo >= 1:
+        # the engine runs it (TRL checks no range; a large epsilon is how one turns the clip
+        # off), but 1 - epsilon <= 0 is no lower bound on a ratio: the model's clip_low is in
+        # [0, 1), so only the upper clip 1 + epsilon_high is read
+        note = (f"{k} = {lo:g} >= 1: 1 - {k.rsplit('.', 1)[-1]} <= 0 never clips the ratio "
+                "from below (the model's lower clip is in [0, 1)): no lower clip; the upper "
+                f"clip 1 + {hi:g} is the one read. " + note)
+    source = " / ".join(x for x in (k, kh) if x) or default_source
+    if lo >= 1:
+        source += f"; {k} >= 1: no lower clip"
+    mp.put("clip", [lo, hi], source, assumed=k is None, note=note)
 
 
 def _prompts(mp, samples, G, source, assumed):

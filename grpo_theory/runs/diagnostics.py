@@ -45,6 +45,14 @@ Detectors and their thresholds (justified in ``docs/logs_and_fitting.md``):
     or the reward falls from a (smoothed) peak reached after the first third of
     the run by more than 4 noise sd and 25 % of its rise; a diverging run (``divergence``)
     is dynamically unstable too, whether or not its reward has fallen yet.
+``collapse``
+    The reward collapsing: a rise then a fall of half of it (both > 4 noise sd); a fall to the
+    floor (more than half of the start lost); for a run that starts high (no significant rise
+    in the log: warm-started, resumed), a fall of its level below half of its highest level,
+    the trough counting even if the run partly recovers; and, where the divergence detector
+    has fired, a fall of the reward's mean across the divergence's onset by 4 standard errors
+    of the difference of the two means (a smaller fall than 4 sd of one point: the other
+    signals announce it).
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ import numpy as np
 from grpo_theory.results import Result
 from grpo_theory.runs.config_map import log_config_kind, map_config
 from grpo_theory.runs.fitting import summarize_curve
+from grpo_theory.runs.logs.base import step_number as _step
 from grpo_theory.validate import ParameterError, check_int
 
 __all__ = [
@@ -93,10 +102,14 @@ def _num(x):
     return x if math.isfinite(x) else None
 
 
+#: what a detector's score measures, where "score" alone would not say (the terminal line)
+SCORE_TEXT = {"reward_hacking": "training z - held-out z = {:.3g}"}
+
+
 def _result(flag, score, evidence, *, missing=None, first_step=None, knob=None, **extra):
     """One detector's answer; ``flag`` is ``None`` when the check cannot run (``missing`` says why)."""
     out = {"flag": None if flag is None else bool(flag), "score": _num(score),
-           "missing": missing, "evidence": evidence, "first_step": _num(first_step),
+           "missing": missing, "evidence": evidence, "first_step": _step(first_step),
            "knob": knob}
     for k, v in extra.items():
         if isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, bool):
@@ -744,6 +757,66 @@ def _rise_and_fall(steps, values, noise):
     return sm, peak, float(sm[peak]) - start, float(sm[peak]) - end
 
 
+def _level(values):
+    """The reward's level: a centred rolling mean over a twentieth of the run (>= 3 points, odd;
+    shrinking at the ends) -- long enough that a single noisy point does not set a peak or a
+    trough, short enough to keep a fall that lasts a few percent of the run."""
+    v = np.asarray(values, dtype=float)
+    h = max(3, (v.size // 20) | 1) // 2
+    return np.array([np.mean(v[max(0, i - h): i + h + 1]) for i in range(v.size)])
+
+
+def _fall_from_high(steps, values, noise, rise):
+    r"""A fall from the highest level a run held that did *not* climb there during the log.
+
+    A run that starts high (warm-started, resumed, an SFT checkpoint) made its gain before the
+    log began, from the floor of the reward's range; without a significant rise in the log
+    (``rise`` <= 4 noise sd) the rise-then-fall test has no gain to measure the fall against,
+    so the gain is the highest level above that floor.  For a success rate (every value in
+    [0, 1]) the floor is 0, the absorbing boundary of a binary reward, and the test is the
+    rise-then-fall test with the gain made before the log: the level (:func:`_level`) falls
+    from its highest value :math:`H` to a trough :math:`T` after it that gives back more than
+    half of the gain (:math:`T < H/2`), by more than 4 noise sd.  The trough, not the end: a
+    collapse that partly recovers is still a collapse.  A dense reward has no known floor:
+    ``None`` (not tested).  Returns ``{"flag", "high", "trough", "step_high", "step_trough",
+    "first"}`` or ``None``."""
+    v = np.asarray(values, dtype=float)
+    if rise > 4 * noise or v.size < 12 or float(np.min(v)) < 0.0 or float(np.max(v)) > 1.0:
+        return None
+    lvl = _level(v)
+    hi = int(np.argmax(lvl))
+    lo = hi + int(np.argmin(lvl[hi:]))
+    high, trough = float(lvl[hi]), float(lvl[lo])
+    flag = trough < 0.5 * high and high - trough > 4 * noise
+    first = _first_crossing(steps[hi:], -lvl[hi:], -0.5 * high) if flag else None
+    return {"flag": bool(flag), "high": high, "trough": trough, "step_high": float(steps[hi]),
+            "step_trough": float(steps[lo]), "first": first}
+
+
+def _fall_after_divergence(steps, values, noise, onset):
+    r"""The reward's fall across the divergence's onset: the mean of the ``w`` points before the
+    first step the divergence detector fired (``w`` a tenth of the run, >= 3) against the mean
+    of the run's last ``w`` points from that step on (where the run stands now).  Where KL, entropy, length or the gradient norm have
+    already run away, the fall need not clear 4 sd of a *single* point (the rise-then-fall bar):
+    the two means are each an average, and a fall of 4 standard errors of their difference,
+    :math:`\sigma\sqrt{1/n_b + 1/n_a}` with :math:`\sigma` the step-to-step noise, is as
+    significant a fall as 4 sd of one point is of a single value.  Returns ``{"flag", "before",
+    "after", "n_before", "n_after", "se", "step"}`` or ``None`` (no onset, or fewer than 3
+    points on either side)."""
+    if onset is None or noise <= 0:
+        return None
+    s, v = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
+    i = int(np.searchsorted(s, onset))
+    w = max(3, v.size // 10)
+    before, after = v[max(0, i - w): i], v[max(i, v.size - w):]
+    if before.size < 3 or after.size < 3:
+        return None
+    se = noise * math.sqrt(1.0 / before.size + 1.0 / after.size)
+    b, a = float(np.mean(before)), float(np.mean(after))
+    return {"flag": bool(b - a > 4 * se), "before": b, "after": a, "n_before": int(before.size),
+            "n_after": int(after.size), "se": se, "step": float(s[min(i, s.size - 1)])}
+
+
 def _instability_knob(log) -> str:
     """What to turn against a dynamical instability: a smaller eta K, or a shorter refresh
     window (the exact threshold falls with k); with the run's config, its own window named."""
@@ -797,6 +870,7 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     sm, peak, rise, drop = _rise_and_fall(rs, rv, noise)
     # rise then fall: the reward climbed (> 4 noise sd) and gave back at least half of it
     collapse = rise > 4 * noise and drop > 0.5 * rise and drop > 4 * noise
+    rise_fall = collapse
     first = {}
     if collapse:
         first["collapse"] = _first_crossing(rs[peak:], -sm[peak:], -(sm[peak] - 0.5 * rise))
@@ -808,7 +882,11 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
                 and start - end > 0.5 * start and start - end > 4 * noise)
     if to_floor:
         first["floor"] = _first_crossing(rs, -sm, -0.5 * start)
-    collapse = collapse or to_floor
+    high = _fall_from_high(rs, rv, noise, rise)
+    from_high = bool(high and high["flag"])
+    if from_high:
+        first["from_high"] = high["first"]
+    collapse = collapse or to_floor or from_high
     zeta, overshoot, regime = None, None, None
     # the L3 fit read from the one summary of the reward curve (runs.fitting.summarize_curve), as
     # `fit` reads it: a regime and a damping ratio only where the model applies
@@ -887,12 +965,32 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     diverging = bool(div["flag"])
     if diverging:
         first["divergence"] = div["first_step"]
-    flag = oscillating or growing or collapse or diverging or bool(flipping)
-    first_step = min(first.values()) if first and all(v is not None for v in first.values()) else None
+    # a fall from the level the run started at (to the floor, or from a high start) is a
+    # collapse of the reward, reported by `collapse`; alone it is no sign of an instability: a
+    # stable map relaxes from any starting point to its fixed point, which can lie far below it
+    # (a warm start anchored to a weaker reference).  The instability counts a fall from a level
+    # the run climbed to (rise then fall), or one the other tests explain.
+    flag = oscillating or growing or rise_fall or diverging or bool(flipping)
+    inst_first = {k: v for k, v in first.items() if k not in ("floor", "from_high") or rise_fall}
+    first_step = (min(inst_first.values()) if inst_first and all(v is not None for v in inst_first.values())
+                  else None)
     parts = [f"rise {rise:.3g} to the smoothed peak at step {rs[peak]:g}, then a fall of {drop:.3g} "
              f"(noise sd {noise:.3g}; collapse = rise and fall > 4 sd, fall > half the rise)"]
     parts.append(f"floor test: start {start:.3g} (median of the first 3 points) -> end {end:.3g} "
                  "(the smoothed curve's last 5 %)" + (" (fell to the floor)" if to_floor else ""))
+    if high is not None:
+        parts.append(f"fall from the highest level (no significant rise in the log: the gain was "
+                     f"made before it, from the floor 0): level {high['high']:.3g} at step "
+                     f"{high['step_high']:g} -> trough {high['trough']:.3g} at step "
+                     f"{high['step_trough']:g} (collapse = trough below half the high level, fall "
+                     "> 4 sd)" + (" (collapsed from a high start)" if from_high else ""))
+    after_div = _fall_after_divergence(rs, rv, noise, div["first_step"]) if diverging else None
+    if after_div is not None:
+        parts.append(f"across the divergence's onset (step {after_div['step']:g}): mean reward "
+                     f"{after_div['before']:.3g} over the {after_div['n_before']} points before, "
+                     f"{after_div['after']:.3g} over the last {after_div['n_after']} from it on (fall "
+                     f"{after_div['before'] - after_div['after']:.3g}, 4 standard errors = "
+                     f"{4 * after_div['se']:.3g})")
     collapse_parts = list(parts)       # the reward-collapse tests: what `collapse` reports
     parts.append(f"L3 fit damping ratio zeta = {zeta:.3g} ({regime})" if zeta is not None
                  else regime)
@@ -916,15 +1014,22 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
                    damping_ratio=zeta, regime=regime, overshoot=overshoot, noise_sd=noise,
                    fluctuation_growth=growth, rise=rise, drop_from_peak=drop,
                    oscillating=oscillating, growing=growing, collapsed=bool(collapse),
+                   collapsed_from_high=from_high,
+                   collapse_first_step=(min(first.values()) if first and all(
+                       v is not None for v in first.values()) else None),
+                   fell_after_divergence=bool(after_div and after_div["flag"]),
                    diverging=diverging, alternating=bool(flipping),
                    alternation={n_: a for n_, a in alt.items()}, spikes=spikes,
                    collapse_evidence="; ".join(collapse_parts))
 
 
 def collapse(log, reward_metric=None, *, instability=None):
-    """The reward collapsing: a rise then a fall of half of it, a fall to the floor, or a run
-    diverging in KL / entropy / length whose reward has begun to fall (more than 4 noise sd below
-    its smoothed peak): the collapse seen before the reward has finished falling."""
+    """The reward collapsing: a rise then a fall of half of it, a fall to the floor, a fall below
+    half of the highest level for a run that starts high (:func:`_fall_from_high`), or a run
+    diverging in KL / entropy / length whose reward has begun to fall -- more than 4 noise sd
+    below its smoothed peak (``early``), or its mean by 4 standard errors across the
+    divergence's onset (``announced``, :func:`_fall_after_divergence`): the collapse seen
+    before the reward has finished falling."""
     di = instability if instability is not None else dynamical_instability(log, reward_metric)
     if di["flag"] is None:
         return dict(di)
@@ -936,15 +1041,22 @@ def collapse(log, reward_metric=None, *, instability=None):
     fell = (di.get("drop_from_peak") is not None and di.get("noise_sd") is not None
             and di["drop_from_peak"] > 4 * di["noise_sd"])
     early = bool(di.get("diverging")) and fell
-    flag = bool(di.get("collapsed")) or early
-    ev = ("reward collapsed (rise then fall of half of it, or fall to the floor)" if di.get("collapsed")
+    announced = bool(di.get("diverging")) and bool(di.get("fell_after_divergence"))
+    flag = bool(di.get("collapsed")) or early or announced
+    ev = (("reward collapsed from a high start (fell below half of its highest level)"
+           if di.get("collapsed_from_high") else
+           "reward collapsed (rise then fall of half of it, or fall to the floor)")
+          if di.get("collapsed")
           else "diverging, and the reward has fallen {:.3g} (> 4 noise sd {:.3g}) below its peak".format(
               di["drop_from_peak"], di["noise_sd"]) if early else
+          "diverging, and the reward's mean fell across the divergence's onset by more than 4 "
+          "standard errors: a collapse the other signals announce" if announced else
           "no reward collapse" + (" (diverging, but the reward has not fallen yet)"
                                   if di.get("diverging") else ""))
     return _result(flag, di.get("score"), ev + "; " + di.get("collapse_evidence", di["evidence"]),
-                   first_step=di.get("first_step") if flag else None,
-                   knob=di.get("knob"), collapsed=bool(di.get("collapsed")), early=early)
+                   first_step=di.get("collapse_first_step", di.get("first_step")) if flag else None,
+                   knob=di.get("knob"), collapsed=bool(di.get("collapsed")), early=early,
+                   announced=announced)
 
 
 DETECTORS = {
@@ -986,7 +1098,8 @@ class Diagnosis(Result):
             lines.append(f"  reward curve (as fit reads it): {self.curve['summary']}")
         for name, d in self.diagnostics.items():
             mark = "n/a " if d["flag"] is None else ("FLAG" if d["flag"] else "ok  ")
-            score = "" if d["score"] is None else f" (score {d['score']:.3g})"
+            score = "" if d["score"] is None else \
+                f" ({SCORE_TEXT.get(name, 'score {:.3g}').format(d['score'])})"
             lines.append(f"  [{mark}] {name}{score}: {d['evidence']}")
             if d["flag"]:
                 when = "" if d["first_step"] is None else f"first fired at step {d['first_step']:g}; "

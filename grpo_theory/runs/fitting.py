@@ -15,12 +15,13 @@ import numpy as np
 
 from grpo_theory.results import Result
 from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability, curve_gain, gain_basis,
-                                     finite_sorted, fit_curve, is_binary_range, noise_ceiling,
+                                     finite_sorted, fit_curve, is_binary_range, signal_share,
                                      r2_text, relaxation_time_profile)
 from grpo_theory.runs.forecast import forecast
 from grpo_theory.validate import ParameterError, check_choice
+from grpo_theory.runs.logs.base import step_number as _step
 
-__all__ = ["CurveSummary", "FitReport", "curve_reasons", "fit_log", "plot_fit", "summarize_curve", "REWARD_KINDS",
+__all__ = ["CurveSummary", "FitReport", "fit_log", "plot_fit", "summarize_curve", "REWARD_KINDS",
            "CORE_FAMILIES"]
 
 #: the relaxation families every command fits and reads the same way (regime, time scale)
@@ -41,7 +42,7 @@ class CurveSummary:
     binary: bool
     fits: dict
     reasons: list
-    noise_ceiling: float
+    signal_share: float
     gain: dict
 
     @property
@@ -126,30 +127,10 @@ class CurveSummary:
         return head + (f"; L3 fit: zeta = {z:.3g} ({self.regime})" if z is not None else "")
 
 
-def curve_reasons(steps, values, fits) -> list:
-    """Why the reduced-order model does not apply to one reward curve (empty when it does), the
-    one rule of ``fit``, ``diagnose``, ``check-config --from-log`` and ``compare``:
-    :func:`~grpo_theory.runs.curves.applicability` plus the core families' best R^2 (of those in
-    ``fits``, else of any family fitted) against half the noise ceiling."""
-    steps, values = finite_sorted(steps, values)
-    reasons = applicability(steps, values)
-    ceiling = noise_ceiling(values)
-    core = [fits[m].r2 for m in CORE_FAMILIES if m in fits and math.isfinite(fits[m].r2)]
-    if not core:
-        core = [fr.r2 for fr in fits.values() if math.isfinite(fr.r2)]
-    best_r2 = max(core, default=0.0)
-    if not reasons and best_r2 < 0.5 * ceiling:
-        reasons.append(f"best R^2 {r2_text(best_r2)} is below half the noise ceiling "
-                       f"{r2_text(ceiling)}: "
-                       "the families miss the curve's shape")
-    return reasons
-
-
 def summarize_curve(steps, values, *, metric="reward", models=None, binary=None) -> CurveSummary:
     """Fit ``models`` (default the core families) to one reward curve and read it once (see
-    :class:`CurveSummary`).  Applicability: :func:`~grpo_theory.runs.curves.applicability` plus
-    the core families' best R^2 against half the noise ceiling (the same whichever other
-    families are fitted)."""
+    :class:`CurveSummary`).  Applicability: :func:`~grpo_theory.runs.curves.applicability` (a
+    rise significant at 4 sd of its noise; the same whichever families are fitted)."""
     steps, values = finite_sorted(steps, values)
     chosen = list(CORE_FAMILIES if models is None else models)
     fits = {}
@@ -158,11 +139,11 @@ def summarize_curve(steps, values, *, metric="reward", models=None, binary=None)
             fits[m] = fit_curve(steps, values, m)
         except ParameterError:
             continue
-    reasons = curve_reasons(steps, values, fits)
-    ceiling = noise_ceiling(values)
+    reasons = applicability(steps, values)
+    share = signal_share(values)
     return CurveSummary(metric=metric, steps=steps, values=values,
                         binary=is_binary_range(values) if binary is None else bool(binary),
-                        fits=fits, reasons=reasons, noise_ceiling=ceiling,
+                        fits=fits, reasons=reasons, signal_share=share,
                         gain=curve_gain(values))
 
 
@@ -170,7 +151,7 @@ def summarize_curve(steps, values, *, metric="reward", models=None, binary=None)
 class FitReport(Result):
     """Fits of one log's reward curve, with applicability and an optional forecast.
 
-    ``applicable``: ``{"fit": bool, "reasons": [...], "noise_ceiling": float,
+    ``applicable``: ``{"fit": bool, "reasons": [...], "signal_share": float,
     "binary_families": bool}``; when the model does not apply, ``best`` is ``None`` and no
     regime is named.  ``forecast``: the :class:`~grpo_theory.runs.forecast.ForecastResult`
     as a dict (with its own ``applicable``), or ``None``.
@@ -215,7 +196,9 @@ class FitReport(Result):
             lines.append("  the fits below are for reference only: their parameters are not a "
                          "reading of this run")
         else:
-            lines.append(f"  noise ceiling R^2 = {r2_text(self.applicable['noise_ceiling'])}")
+            lines.append(f"  signal share 1 - (step-to-step noise)^2 / variance = "
+                         f"{r2_text(self.applicable['signal_share'])} (an estimate of what the true "
+                         "curve explains, not a ceiling: a fit can exceed it)")
         span = (self.last_step - self.first_step) if self.n else None
         rng = (0.0, 1.0) if self.applicable.get("binary_families") else None
 
@@ -278,7 +261,8 @@ class FitReport(Result):
                 others = [m for m in iv.get("families") or [] if m != fc["best"]]
                 lines.append(("  90 % band: Student-t from the prefix's spread" if short else
                               f"  90 % band: the family's predictive sd x max(1, kappa = "
-                              f"{f(iv['kappa'])})" + (
+                              f"{f(iv['kappa'])}) x the conformal scale {f(iv.get('calibration'))}"
+                              + (
                                   " with the spread of " + ", ".join(others) + " (within one "
                                   "standard error of the best rolling-origin error)"
                                   if others else "")) + "; covers "
@@ -311,7 +295,8 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
     ``"auto"`` (binary when every value lies in [0, 1]).  The families that assume a binary
     reward (mean field, mixture) are switched off for a dense reward, and the report says so.
     ``applicable`` says whether the model applies and why not (too few points, below the
-    noise ceiling, flat or decreasing reward, families far below the noise ceiling).
+    no rise significant at 4 sd: :func:`~grpo_theory.runs.curves.applicability`); where it
+    applies the fits are read whatever their R^2, and their intervals say how little is known.
     """
     check_choice("reward", reward, REWARD_KINDS)
     name = log.reward_metric(metric)
@@ -343,7 +328,12 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
     summary = summarize_curve(steps, values, metric=name, binary=binary,
                               models=list(progress(chosen, total=len(chosen), desc="fitting")))
     fits = summary.fits
-    reasons, ceiling = list(summary.reasons), summary.noise_ceiling
+    reasons, share = list(summary.reasons), summary.signal_share
+    core = [fits[m].r2 for m in CORE_FAMILIES if m in fits and math.isfinite(fits[m].r2)]
+    if not reasons and core and max(core) < 0.5 * share:
+        warnings.append(f"the relaxation families explain R^2 {r2_text(max(core))} of the variance, "
+                        f"under half the signal share {r2_text(share)}: they miss part of the "
+                        "curve's shape (the plateau and time scale are its rise read coarsely)")
     # a family whose plateau misses the reward's range is never the best model
     inside = [m for m in fits if not summary.misses_range(m)]
     res = {"models": fits,
@@ -357,10 +347,10 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
                       reward_range=(0.0, 1.0) if binary or in_unit else None)
     ok = not reasons
     return FitReport(source=str(log.source), format=log.format, run=log.run, metric=name,
-                     n=int(steps.size), first_step=float(steps[0]), last_step=float(steps[-1]),
+                     n=int(steps.size), first_step=_step(steps[0]), last_step=_step(steps[-1]),
                      models={m: fr.to_dict() for m, fr in res["models"].items()},
                      best=res["best"] if ok else None, best_bic=res["best_bic"] if ok else None,
-                     applicable={"fit": ok, "reasons": reasons, "noise_ceiling": ceiling,
+                     applicable={"fit": ok, "reasons": reasons, "signal_share": share,
                                  "binary_families": binary,
                                  "reward_kind": ("a success rate in [0, 1]" if binary else
                                                  "a dense score") + (

@@ -29,7 +29,10 @@ The 90 % band
     weights would: :math:`\pm 1.645\sqrt{\max(1, \kappa)^2 s(h)^2 + d(h)^2}` with
     :math:`d(h)^2` the mean squared distance of their curves from the forecast, cut to the
     reward's range.  Where the simplest family extrapolates a plateau the others do not, the
-    band says so.  Nothing is tuned on the benchmark.
+    band says so.  Last, the half-width is multiplied by a split-conformal scale over
+    repositories (:data:`CONFORMAL_SCALE`, learned from the labelled runs' held-out points, its
+    coverage measured leave-one-repository-out by the scorecard); nothing else is tuned on the
+    benchmark.
 
 Binary rewards
     With a reward in [0, 1] every prediction, band, end level and plateau is cut to [0, 1];
@@ -80,7 +83,10 @@ __all__ = [
     "MIN_TRAIN_POINTS",
     "ORIGINS",
     "Z90",
+    "CONFORMAL_SCALE",
     "ForecastResult",
+    "conformal_scale",
+    "conformal_scale_at",
     "LevelFit",
     "entropy_law",
     "fit_entropy_law",
@@ -94,6 +100,24 @@ __all__ = [
 
 #: Central 90 % of a normal: the half-width is this many standard deviations.
 Z90 = 1.6448536269514722
+#: Split-conformal scale of the 90 % band, over repositories (Vovk et al., *Algorithmic Learning in
+#: a Random World*, 2005; Lei et al., *JASA* 113, 2018): the band's half-width from the prefix
+#: (below) is multiplied by the 90 % quantile, with the finite-sample correction, of the scores
+#: ``|y - forecast| / half-width`` of the held-out points of the labelled runs
+#: (``benchmarks/real_runs`` and ``benchmarks/lab_runs``; :func:`conformal_scale`, every point a
+#: unit), one scale per
+#: prefix fraction ``(fraction, scale)`` (linear in between, the nearest outside).  The scorecard
+#: reports its coverage leave-one-repository-out: every run's band scaled by the quantile of the
+#: *other* repositories' scores (``benchmarks/scorecard.py``).
+CONFORMAL_SCALE = ((0.2, 1.097), (0.5, 0.890))
+
+
+def conformal_scale_at(train_fraction: float) -> float:
+    """The split-conformal scale (:data:`CONFORMAL_SCALE`) at a prefix fraction."""
+    fs, qs = zip(*CONFORMAL_SCALE)
+    return float(np.interp(train_fraction, fs, qs))
+
+
 #: Rolling origins, as fractions of the training prefix.
 ORIGINS = (0.5, 0.65, 0.8)
 #: Names of the baselines, in the order they are reported.
@@ -414,6 +438,9 @@ class ForecastResult:
     prediction: np.ndarray = field(repr=False, default=None)
     lower: np.ndarray = field(repr=False, default=None)
     upper: np.ndarray = field(repr=False, default=None)
+    #: the band's half-width on each held-out step before it is cut to the reward's range
+    half: np.ndarray = field(repr=False, default=None)
+    calibration: float = 1.0
 
     @property
     def band(self):
@@ -445,7 +472,10 @@ class ForecastResult:
             "interval": {"level": 0.9, "kappa": self.kappa, "noise_sd": self.noise_sd,
                          "holdout_coverage": self.interval_coverage,
                          "families": list(self.band_families),
-                         "method": "1.645 sqrt(kappa^2 s^2 + spread^2): s the family's predictive "
+                         "calibration": self.calibration,
+                         "method": "c 1.645 sqrt(kappa^2 s^2 + spread^2): c the split-conformal "
+                                   "scale over repositories (forecast.CONFORMAL_SCALE), s the "
+                                   "family's predictive "
                                    "sd (residual noise + autocorrelation-inflated parameter "
                                    "uncertainty), kappa >= 1 the RMS of its standardized "
                                    "rolling-origin errors, spread^2 the mean squared distance of "
@@ -459,7 +489,33 @@ class ForecastResult:
                        for m in self.holdout_rmse}})
 
 
-def _short_prefix(f, tt, yt, th, yh, reward_range, entropy) -> ForecastResult:
+def conformal_scale(records, level=0.9, *, weight="points"):
+    r"""The split-conformal scale of a band: the quantile of the scores ``|y - forecast| /
+    half-width`` of ``records`` (dicts with ``"scores"``, one per run) at level
+    :math:`\min(1, \lceil (m + 1)\,\text{level} \rceil / m)`, the finite-sample correction of
+    split conformal prediction for :math:`m` units.  ``weight="points"``: every held-out point
+    is a unit (the band is then calibrated for the coverage pooled over points, the scorecard's
+    figure); ``"runs"``: every run is one unit, its points sharing its weight (calibrated for
+    the mean of the runs' coverages, a long log no heavier than a short one).  ``None`` without
+    scores.  Points of one run are not independent, so the finite-sample guarantee is nominal;
+    the scorecard measures the coverage out of sample, leave-one-repository-out."""
+    check_choice("weight", weight, ("points", "runs"))
+    vals, wts = [], []
+    runs = [r for r in records if len(r["scores"])]
+    for r in runs:
+        vals += list(r["scores"])
+        wts += [1.0 / len(r["scores"]) if weight == "runs" else 1.0] * len(r["scores"])
+    if not vals:
+        return None
+    m = len(runs) if weight == "runs" else len(vals)
+    lev = min(1.0, math.ceil((m + 1) * level) / m)
+    order = np.argsort(vals, kind="stable")
+    v, w = np.asarray(vals, dtype=float)[order], np.cumsum(np.asarray(wts)[order])
+    i = int(np.searchsorted(w, lev * w[-1] - 1e-12))
+    return float(v[min(i, v.size - 1)])
+
+
+def _short_prefix(f, tt, yt, th, yh, reward_range, entropy, calibration) -> ForecastResult:
     r"""A prefix of 2-4 points: the level (their mean) with the Student-t prediction interval of
     one new point, :math:`\bar y \pm t_{0.95,\,n-1}\,s\sqrt{1 + 1/n}` (``s`` the points' sample
     sd, which also holds any trend inside the prefix), cut to the reward's range.  Nothing can be
@@ -481,7 +537,7 @@ def _short_prefix(f, tt, yt, th, yh, reward_range, entropy) -> ForecastResult:
                               reasons=[f"a prefix of {n} equal points: no spread to size a band "
                                        "from"], fallback=[why], **base)
     level = float(np.mean(yt))
-    half = float(student_t.ppf(0.95, n - 1)) * s * math.sqrt(1.0 + 1.0 / n)
+    half = calibration * float(student_t.ppf(0.95, n - 1)) * s * math.sqrt(1.0 + 1.0 / n)
     pred = np.full(th.shape, min(max(level, bounds[0]), bounds[1]))
     lower = np.maximum(pred - half, bounds[0])
     upper = np.minimum(pred + half, bounds[1])
@@ -494,11 +550,12 @@ def _short_prefix(f, tt, yt, th, yh, reward_range, entropy) -> ForecastResult:
                    "interval": [float(lower[-1]), float(upper[-1])]},
         plateau={"value": level, "interval": [max(level - hw, bounds[0]), min(level + hw, bounds[1])],
                  "note": "the level carried forward (mean of the prefix)"},
-        time_to_90=None, prediction=pred, lower=lower, upper=upper, **base)
+        time_to_90=None, prediction=pred, lower=lower, upper=upper,
+        half=np.full(th.shape, half), calibration=calibration, **base)
 
 
 def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
-            reward_range="auto") -> ForecastResult:
+            reward_range="auto", calibration=None) -> ForecastResult:
     """Fit the first ``train_fraction`` of the points (by step) and forecast the rest.
 
     ``models``: the relaxation families to consider (default all that apply to the reward);
@@ -506,9 +563,13 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     ``None`` or ``"auto"`` ((0, 1) when every reward lies in [0, 1]).  Raises
     :class:`ParameterError` when the fraction leaves fewer than :data:`MIN_LEVEL_POINTS`
     training points or no held-out point; with fewer than :data:`MIN_TRAIN_POINTS` the forecast is
-    the level with a Student-t band (:func:`_short_prefix`).
+    the level with a Student-t band (:func:`_short_prefix`).  ``calibration``: the factor on the
+    band's half-width (default :func:`conformal_scale_at` the fraction; 1 gives the band from
+    the prefix alone).
     """
     f = check_real("train_fraction", train_fraction, low=0, high=1, low_open=True, high_open=True)
+    calibration = conformal_scale_at(f) if calibration is None else check_real(
+        "calibration", calibration, low=0, low_open=True)
     t, y = finite_sorted(t, y)
     n_train = int(math.ceil(f * t.size))
     if n_train < MIN_LEVEL_POINTS or t.size - n_train < 1:
@@ -530,7 +591,7 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     bounds = reward_range or (-np.inf, np.inf)
     tt, yt, th, yh = t[:n_train], y[:n_train], t[n_train:], y[n_train:]
     if n_train < MIN_TRAIN_POINTS:
-        return _short_prefix(f, tt, yt, th, yh, reward_range, entropy)
+        return _short_prefix(f, tt, yt, th, yh, reward_range, entropy, calibration)
     fallback = list(applicability(tt, yt, min_points=MIN_TRAIN_POINTS))
     candidates = (families if not fallback else []) + ["constant"]
     baselines = _baselines(tt, yt, th, yh, bounds, entropy, None)
@@ -563,7 +624,7 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     band_families = [m for m in tied if m in preds and np.all(np.isfinite(preds[m]))]
     spread2 = (np.mean([(preds[m] - pred) ** 2 for m in band_families], axis=0)
                if band_families else np.zeros_like(pred))
-    half = Z90 * np.sqrt(k2 * curve.predictive_sd(th) ** 2 + spread2)
+    half = calibration * Z90 * np.sqrt(k2 * curve.predictive_sd(th) ** 2 + spread2)
     lower = np.maximum(pred - half, bounds[0])
     upper = np.minimum(pred + half, bounds[1])
     end = {"step": float(th[-1]), "value": float(pred[-1]),
@@ -587,4 +648,4 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     return ForecastResult(applicable=True, reasons=[], best=best, fits=fits,
                       holdout_rmse=holdout, kappa=kappa, end_level=end, plateau=plateau,
                       time_to_90=t90, prediction=pred, lower=lower, upper=upper,
-                      band_families=band_families, **base)
+                      band_families=band_families, half=half, calibration=calibration, **base)

@@ -59,6 +59,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from grpo_theory.validate import ParameterError, check_int, check_real
+from grpo_theory.runs.logs.base import step_number as _step
 
 __all__ = ["MIN_STEPS", "OBSERVABLE_ROLES", "linear_range", "profile_loglik",
            "stiffness_from_fluctuations", "stiffness_over_splits"]
@@ -305,7 +306,7 @@ def _result(fit, eta, steps, n_fit, ended, observable, kw, n_logged):
     return {"eta_K": fit["a"], "eta_K_interval": [lo, hi],
             "value": fit["a"] / eta, "interval": [lo / eta, hi / eta],
             "noise_ratio": fit["ratio"], "n_steps": int(n_fit), "n_logged": int(n_logged),
-            "first_step": float(steps[0]), "last_step": float(steps[n_fit - 1]),
+            "first_step": _step(steps[0]), "last_step": _step(steps[n_fit - 1]),
             "linear_range_end": ended, "observable": observable, "learning_rate": eta,
             "momentum": kw["momentum"], "refresh_interval": kw["refresh_interval"],
             "fresh_fraction": kw["fresh_fraction"], "window_batches": kw["window_batches"],

@@ -40,6 +40,20 @@ def _signature(path):
     return st.st_size, st.st_mtime_ns
 
 
+def _binary(path) -> bool:
+    """A file with NUL bytes in its first 8 kB (not gzip): no text log, however long one
+    waits (a log cut off mid-write is text)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8192)
+    except OSError:
+        return False
+    from grpo_theory.runs.logs.tensorboard import is_event_file
+
+    return (b"\0" in head and not head.startswith(b"\x1f\x8b")
+            and not is_event_file(os.fspath(path)))
+
+
 def watch(path, *, format=None, metric=None, group_size=None, interval=10.0, max_polls=None,
           sleep=time.sleep, wait=False, state=None, rename=None):
     """Yield a :class:`FiredWarning` each time a detector first fires on the growing log ``path``.
@@ -72,6 +86,8 @@ def watch(path, *, format=None, metric=None, group_size=None, interval=10.0, max
         try:
             log = read_log(path, format, rename=rename)
         except LogFormatError:
+            if _binary(path):
+                raise      # no log being written: said at once, as `diagnose` says it
             continue  # a partial write: read again at the next poll
         seen = sig
         state["reads"] += 1

@@ -132,7 +132,7 @@ class CollapseRisk(Result):
     ``probability``, ``mean_first_passage_steps``, ``basin_depth`` (the potential
     barrier in units of the noise temperature), ``degenerate_level`` δ, the basin in
     reward units, and ``knobs``: the probability after each single change, best first
-    (``best_knob``, ``None`` when no change lowers the probability).  ``reason`` says why the model does not apply (then the numbers
+    (``best_knob``).  ``reason`` says why the model does not apply (then the numbers
     are ``None``).
     """
 
@@ -162,7 +162,8 @@ class CollapseRisk(Result):
             for k in self.knobs:
                 lines.append(f"    {k['knob']:<28s} {k['probability']:.3g}")
             lines.append(f"  most effective: {self.best_knob}" if self.best_knob else
-                         "  no single change lowers it")
+                         f"  most effective: none (no single change lowers the risk below "
+                         f"{self.probability:.3g})")
         if self.reason:
             lines.append(f"  note: {self.reason}")
         return "\n".join(lines)
@@ -295,8 +296,14 @@ def collapse_risk(model, *, steps, degenerate_level=None, knobs=True, grid=4001)
                 rows.append({"knob": label, "probability": r[0],
                              "mean_first_passage_steps": r[1]})
         rows.sort(key=lambda r: r["probability"])
-    # a best change only where one lowers the probability (not at a risk of 0, nor where every
-    # change gives the same value as the configuration itself)
-    lowers = bool(rows) and rows[0]["probability"] < prob * (1 - 1e-9)
     return CollapseRisk(T, prob, tau, depth, basin[0], fp.p, basin, tuple(rows),
-                        rows[0]["knob"] if lowers else None)
+                        _best_knob(rows, prob))
+
+
+def _best_knob(rows, prob):
+    """The change that lowers the risk most, or ``None`` where none lowers it (every change
+    leaves it at 1, say); changes tied for the lowest probability are named together."""
+    if not rows or not rows[0]["probability"] < prob:
+        return None
+    low = rows[0]["probability"]
+    return " = ".join(r["knob"] for r in rows if r["probability"] == low)

@@ -428,9 +428,25 @@ def bifurcations(model: GRPOModel, *, span=None, points=None) -> list[dict]:
     for i in np.nonzero(s[:-1] * s[1:] < 0)[0]:
         zc = brentq(lambda zz: float(level_set(model, zz)[1]), zg[i], zg[i + 1], xtol=1e-13,
                     rtol=4 * np.finfo(float).eps)
+        if not _is_fold(model, zc):
+            continue
         out.append({"kl_coef": float(level_set(model, zc)[0]), "z": float(zc),
                     "p": float(expit(zc)), "kind": "saddle-node"})
     return sorted(out, key=lambda r: r["kl_coef"])
+
+
+def _is_fold(model: GRPOModel, zc: float, h: float = 1e-2, rel: float = 1e-10) -> bool:
+    """Whether the zero ``zc`` of B' is an extremum of the level set B (a fold), not a sign
+    change of B' in rounding noise: where B is flat to machine precision (its asymptote at
+    extreme p_ref, e.g. 1e-50, where B' is a difference of equal doubles) the grid sees many
+    sign changes of B' and no fixed point is born or lost.  A fold has B(zc +- h) on the same
+    side of B(zc), by more than ``rel`` relative (rounding is ~1e-16)."""
+    B = level_set(model, np.array([zc - h, zc, zc + h]))[0]
+    if not np.all(np.isfinite(B)):
+        return False
+    left, right = B[0] - B[1], B[2] - B[1]
+    tol = rel * max(abs(B[1]), 1e-300)
+    return left * right > 0 and min(abs(left), abs(right)) > tol
 
 
 def bifurcations_in_adv_eps(model: GRPOModel, *, eps_range=(1e-6, 1.0), grid=60) -> list[dict]:

@@ -867,10 +867,38 @@ def trajectory_report(times, mass, damping, spring, x0, v0=0.0) -> TrajectoryRes
     m, g, k = _check_traj_args(mass, damping, spring)
     x0 = check_real("x0", x0)
     v0 = check_real("v0", v0)
-    x = trajectory(np.array(ts), m, g, k, x0, v0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = np.atleast_1d(trajectory(np.array(ts), m, g, k, x0, v0))
+    bad = [t for t, v in zip(ts, x) if not np.isfinite(v)]
+    if bad:
+        t_max = _last_finite(bad[0], m, g, k, x0, v0)
+        raise ParameterError("times", _shown(bad[0]), f"at most {t_max:.6g} (this "
+                             f"{regime(m, g, k)} oscillator's x(t) grows past the largest "
+                             "double, 1.8e308, after that)")
     return TrajectoryResult(inputs={"mass": m, "damping": g, "spring": k, "x0": x0, "v0": v0},
                             times=tuple(ts), x=tuple(float(v) for v in np.atleast_1d(x)),
                             regime=regime(m, g, k), damping_ratio=float(damping_ratio(m, g, k)))
+
+
+def _shown(t: float):
+    """A time as the user typed it (``1000000.0`` as ``1000000``)."""
+    return int(t) if float(t).is_integer() else t
+
+
+def _last_finite(t_bad, m, g, k, x0, v0) -> float:
+    """The largest time (to 1e-9 relative) below ``t_bad`` where x(t) is still a finite
+    double (bisection on finiteness: the growing envelope crosses 1.8e308 once)."""
+    lo, hi = 0.0, float(t_bad)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(200):
+            if hi - lo <= 1e-9 * hi:
+                break
+            mid = 0.5 * (lo + hi)
+            if np.isfinite(trajectory(np.array([mid]), m, g, k, x0, v0)[0]):
+                lo = mid
+            else:
+                hi = mid
+    return lo
 
 
 def velocity(t, mass, damping, spring, x0, v0=0.0, *, h=None):

@@ -87,7 +87,8 @@ def test_every_command_taking_a_model_field_takes_the_generated_option():
     """A command that takes some of the model's fields (deepnet, lab, compare, check-config,
     ...) takes them from the one generator: the field's option string, help text and metavar,
     not given by default; only the shown default may be the command's own, and the allowed
-    values only where the command takes fewer (the lab: a finite G, said so)."""
+    values only where the command takes fewer (the lab: a finite G, said so; deepnet: Adam's
+    beta1 only, said so)."""
     subs = _subparsers()
     ref = _model_actions(subs["stability"])
     seen = set()
@@ -97,6 +98,8 @@ def test_every_command_taking_a_model_field_takes_the_generated_option():
             assert (opts, metavar, default) == (r_opts, r_metavar, r_default), (name, field)
             if (name, field) == ("lab", "group_size"):
                 assert "integer >= 2" in help_ and "'inf'" not in help_, help_
+            elif (name, field) == ("deepnet", "optimizer"):     # no --adam-beta2/--adam-eps
+                assert "--adam-beta1" in help_ and "--adam-eps" not in help_, help_
             else:
                 assert help_.split(" (default: ")[0] == r_help.split(" (default: ")[0], (name, field)
             seen.add(name)

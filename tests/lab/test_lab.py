@@ -1,6 +1,11 @@
 """Tests of grpo_theory.lab: one shared quick run of TRL's GRPOTrainer, read back by the
 project's readers, plus cheap checks of the pieces against independent references.  Nothing
-but the quick run trains; the file stays on one xdist worker so the run is made once."""
+but the quick run trains; the file stays on one xdist worker so the run is made once.
+
+The quick run is ``lab --quick --model DIR --kernel lanczos``: DIR is the built-in tiny GPT-2
+written by ``save_pretrained`` as a plain ``transformers.GPT2LMHeadModel`` (the any-model path
+end to end: from_pretrained, the answer-restricted head, the tokenizer read back, the tangent
+kernel without J); :func:`test_saved_model_is_the_builtin_model` ties it to the built-in path."""
 
 from __future__ import annotations
 
@@ -24,24 +29,14 @@ from grpo_theory.validate import ParameterError  # noqa: E402
 pytestmark = pytest.mark.xdist_group("lab")
 
 CONTRACT = ("engine", "model_parameters", "stiffness", "k_max_predicted", "k_max_published",
-            "k_max_observed", "per_k", "group_family", "seconds")
+            "k_max_observed", "per_k", "group_family", "seconds", "model", "executor",
+            "processes", "failed_tasks")
 
 
 def _env():
     env = dict(os.environ, PYTHONPATH=str(ROOT), GRPO_THEORY_PROGRESS="0")
     env.pop("PYTHONUNBUFFERED", None)
     return env
-
-
-@pytest.fixture(scope="session")
-def quick(tmp_path_factory):
-    """``grpo-theory lab --quick --json --out DIR``, run once for the whole session."""
-    out = tmp_path_factory.mktemp("lab_quick")
-    p = subprocess.run([sys.executable, "-m", "grpo_theory", "lab", "--quick", "--json",
-                        "--out", str(out)], capture_output=True, text=True, env=_env(),
-                       cwd=ROOT, timeout=600)
-    assert p.returncode in (0, 1), p.stderr[-2000:]
-    return json.loads(p.stdout), out, p
 
 
 # ----------------------------------------------------------------------------------------
@@ -61,6 +56,13 @@ def test_quick_contract(quick):
                                       "predicted_exponent"}
     assert d["group_family"]["values"] == [4, 16]
     assert p.returncode == d["exit_code"]
+    # the any-model path: loaded by from_pretrained, kernel by Lanczos (said so), all ran
+    assert d["model"].startswith("GPT2LMHeadModel (26,624 parameters") and "from_pretrained" in \
+        d["model"]
+    assert d["stiffness"]["kernel_route"] == "lanczos"
+    assert 1 <= d["stiffness"]["kernel_iterations"] <= d["prompts"]
+    assert d["stiffness"]["kernel_residual"] < 1e-8
+    assert d["failed_tasks"] == [] and d["processes"] == 1 and d["executor"].startswith("serial")
 
 
 def test_quick_parameter_count_matches_the_formula(quick):
@@ -123,7 +125,23 @@ def test_quick_group_pair_plateaus_follow_the_finite_G_theory(quick):
 # ----------------------------------------------------------------------------------------
 
 def _logs(out):
-    return sorted(Path(out).rglob("trainer_state.json"))
+    """The family members' TRL logs (the sweep runs' short logs are under refresh/)."""
+    return sorted((Path(out) / "group_size").rglob("trainer_state.json"))
+
+
+def test_every_run_wrote_its_trl_log_and_run_json(quick):
+    """With --out every run (a task) writes trainer_state.json, config.json and run.json: the
+    refresh bracket's 2 k x 3 pairs x 2 signs, the linear response's 2 x 2, the 2 members."""
+    d, out, _ = quick
+    for sub, n in (("refresh", 12), ("stiffness", 4), ("group_size", 2)):
+        runs = sorted((Path(out) / sub).rglob("run.json"))
+        assert len(runs) == n, sub
+        for r in runs:
+            rec = json.loads(r.read_text())
+            assert (r.parent / "trainer_state.json").is_file() and (r.parent / "config.json").is_file()
+            obs = rec["observed"]
+            assert rec["attempts"] == 1 and rec["id"] and (
+                obs["steps"] == rec["spec"]["steps"] or obs["diverged_step"] is not None)
 
 
 def test_written_logs_are_trl_trainer_states(quick):
@@ -166,7 +184,7 @@ def test_check_config_reads_the_lab_configuration(quick):
     """TRL's sgd optimizer: the momentum comes from optim_args (not adam_beta1)."""
     from grpo_theory.runs.config_map import map_config, read_config
 
-    cfg_path = next(Path(quick[1]).rglob("config.json"))
+    cfg_path = next((Path(quick[1]) / "group_size").rglob("config.json"))
     cfg, kind = read_config(cfg_path)
     mp = map_config(cfg, kind)
     assert kind == "trl" and cfg["optim"] == "sgd" and cfg["optim_args"] == "momentum=0"
@@ -360,3 +378,191 @@ def test_out_holding_an_earlier_output_is_refused_before_any_work(tmp_path, caps
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "group_size"]
     with pytest.raises(AssertionError, match="work started"):   # forced: the work starts
         main(["lab", "--quick", "--out", str(tmp_path), "--force"])
+
+
+# ----------------------------------------------------------------------------------------
+# any causal LM, the kernel without J, the executors (cheap: no training)
+# ----------------------------------------------------------------------------------------
+
+def test_saved_model_is_the_builtin_model(lab, tiny_model_dir):
+    """The quick run's model: the built-in GPT-2 written as a plain GPT2LMHeadModel and read
+    back by from_pretrained gives the built-in model's answer log-probabilities (float32
+    rounding), all mass on the answers, and its head is a parameter the placement moves."""
+    from grpo_theory.lab.engine import Lab
+    from grpo_theory.lab.model import ModelSpec, answer_log_probs
+    from grpo_theory.lab.task import TaskSpec
+
+    built = Lab(TaskSpec(), ModelSpec())
+    loaded = Lab(TaskSpec(), ModelSpec(), source=tiny_model_dir)
+    try:
+        assert loaded.answer_ids == built.answer_ids
+        assert torch.equal(loaded.input_ids, built.input_ids)
+        a, b = built.new_model(), loaded.new_model()
+        assert type(b).__name__ == "GPT2LMHeadModel"
+        with torch.no_grad():
+            la, lb = answer_log_probs(a, built.input_ids), answer_log_probs(b, loaded.input_ids)
+            probs = b(input_ids=loaded.input_ids).logits[:, -1].softmax(-1)
+        assert float((la - lb).abs().max()) < 1e-5
+        assert float(probs[:, loaded.answer_ids].sum(-1).min()) == pytest.approx(1.0, abs=1e-6)
+        assert loaded.parameter_count() == built.parameter_count()
+    finally:
+        built.close()
+        loaded.close()
+
+
+def test_a_tied_head_is_untied_and_placed(tmp_path):
+    """A model whose output head is tied to the input embeddings (e.g. Qwen2.5-0.5B): the lab
+    unties it, so placing the answers' rows leaves the embeddings (the prompts' digits) alone."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from grpo_theory.lab.engine import Lab
+    from grpo_theory.lab.model import ModelSpec, log_odds
+    from grpo_theory.lab.task import TaskSpec, build_tokenizer
+
+    torch.manual_seed(0)
+    m = GPT2LMHeadModel(GPT2Config(vocab_size=14, n_positions=8, n_embd=16, n_layer=1, n_head=2,
+                                   tie_word_embeddings=True))
+    assert m.lm_head.weight.data_ptr() == m.transformer.wte.weight.data_ptr()
+    m.save_pretrained(tmp_path)
+    build_tokenizer().save_pretrained(tmp_path)
+    lb = Lab(TaskSpec(prompts=8), ModelSpec(width=16, layers=1), source=str(tmp_path))
+    try:
+        p = lb.new_model()
+        assert p.lm_head.weight.data_ptr() != p.transformer.wte.weight.data_ptr()
+        state = lb.placed_state(0.7)
+        q = lb.new_model()
+        q.load_state_dict(state)
+        with torch.no_grad():
+            assert np.allclose(log_odds(q, lb.input_ids, lb.labels).numpy(), 0.7, atol=1e-4)
+    finally:
+        lb.close()
+
+
+def test_a_real_bpe_tokenizer_gives_single_token_answers():
+    """A byte-level BPE tokenizer trained here on the task's own text (nothing downloaded):
+    the answers are its space-prefixed tokens, the verifier scores their decoded text, and a
+    vocabulary without an answer token is refused in one line."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    from grpo_theory.lab.task import Task, TaskSpec, answer_token_ids
+
+    task = Task(TaskSpec(modulus=5, prompts=20))
+    text = [f"{p} {a}" for p, a in zip(task.prompts, task.answers)] * 20
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(text, vocab_size=300, min_frequency=1, show_progress=False,
+                            special_tokens=["<eos>"])
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, eos_token="<eos>")
+    ids = answer_token_ids(tok, task.answer_tokens)
+    assert [tok.decode([i]) for i in ids] == [" " + a for a in task.answer_tokens]
+    rewards = task.verifier()([tok.decode([i]) for i in ids], task.answer_tokens)
+    assert rewards == [1.0] * len(ids)
+    assert task.verifier()([tok.decode([ids[1]])], [task.answer_tokens[0]]) == [0.0]
+    with pytest.raises(ParameterError, match="one token"):
+        answer_token_ids(tok, ["12345"])
+
+
+def test_lanczos_route_is_the_full_route(lab):
+    """The top eigenpair by Lanczos on J-vector products (no J) against eigh of J J^T built
+    from J: the eigenvalue to 1e-10, the eigenvector and the kick direction to 1e-8; auto
+    takes the full route for a small model and says so."""
+    from grpo_theory.lab.stiffness import top_mode
+
+    state = lab.placed_state(0.5)
+    full = top_mode(lab, state, "full")
+    lz = top_mode(lab, state, "lanczos")
+    assert (full.route, lz.route, top_mode(lab, state).route) == ("full", "lanczos", "full")
+    assert lz.eigenvalue == pytest.approx(full.eigenvalue, rel=1e-10)
+    assert abs(float(full.eigenvector @ lz.eigenvector)) == pytest.approx(1.0, abs=1e-8)
+    for a, b in zip(full.direction, lz.direction):
+        assert torch.allclose(a, b, atol=1e-8 * float(a.abs().max()) + 1e-12)
+    assert lz.iterations <= lab.prompts and lz.residual < 1e-8
+
+
+def test_global_batch_is_split_over_the_processes():
+    from grpo_theory.lab.engine import RunSpec
+
+    spec = RunSpec(group_size=8)
+    assert spec.grpo_config_kwargs(16)["per_device_train_batch_size"] == 128
+    assert spec.grpo_config_kwargs(16, 2)["per_device_train_batch_size"] == 64
+    with pytest.raises(ParameterError, match="num_processes"):
+        spec.grpo_config_kwargs(16, 3)
+
+
+def test_a_failing_run_is_retried_once_then_reported(tmp_path):
+    """The serial executor (Ray's has the same rule, tests/lab/test_distributed.py): a run that
+    raises once is retried and kept; one that raises twice becomes a TaskFailure, which the
+    result lists and turns into exit code 1."""
+    from grpo_theory.lab.engine import RunSpec
+    from grpo_theory.lab.parallel import SerialExecutor, TaskFailure, TrainTask
+    from grpo_theory.lab.results import LabResult
+
+    calls = []
+
+    class FlakyLab:   # only the executor's side of a lab: train() raises as told
+        def train(self, spec, **kw):
+            calls.append(spec.seed)
+            if spec.seed == 2 or calls.count(spec.seed) == 1 and spec.seed == 1:
+                raise RuntimeError(f"boom {spec.seed}")
+            return f"record {spec.seed}"
+
+    tasks = [TrainTask(f"t{s}", RunSpec(seed=s)) for s in (0, 1, 2)]
+    out = SerialExecutor().run(FlakyLab(), tasks, state={}, reference=({}, "r"))
+    assert out[:2] == ["record 0", "record 1"] and calls == [0, 1, 1, 2, 2]
+    assert isinstance(out[2], TaskFailure) and out[2].attempts == 2
+    assert out[2].errors == ("RuntimeError: boom 2",) * 2
+    flaky = []
+
+    def once(x):   # fails on its first call for x = 1, always for x = 2
+        flaky.append(x)
+        if x == 2 or (x == 1 and flaky.count(1) == 1):
+            raise ValueError(f"no {x}")
+        return 10 * x
+
+    got = SerialExecutor().map(once, [0, 1, 2], ["a", "b", "c"])
+    assert got[:2] == [0, 10] and flaky == [0, 1, 1, 2, 2]
+    assert isinstance(got[2], TaskFailure) and got[2].name == "c" and got[2].attempts == 2
+    res = LabResult(engine="e", quick=True, model_parameters=1, prompts=2, group_size=2,
+                    plateau={"variant": "v", "p_ref": 0.1, "p_star": 0.2, "stiffness_bandit": 1.0,
+                             "fresh_fraction": 0.3},
+                    stiffness={"ntk": 1.0, "ntk_top_over_n": 1.0, "uniform_overlap": 1.0},
+                    sweeps=(), failed_tasks=(out[2].to_dict(),))
+    assert res.exit_code == 1 and "FAILED run t2: 2 attempts" in str(res)
+    assert res.to_dict()["failed_tasks"][0]["name"] == "t2"
+
+
+def test_bad_model_or_ray_address_one_line_exit_2(tmp_path, capsys):
+    from grpo_theory.cli.main import main
+
+    for args, word in ((["--model", str(tmp_path / "nowhere" / "model")], "model"),
+                       (["--ray", "refresh"], "ray"), (["--kernel", "svd"], "kernel")):
+        code = main(["lab", "--quick", *args])
+        captured = capsys.readouterr()
+        assert code == 2 and captured.out == "", args
+        lines = captured.err.strip().splitlines()
+        assert len(lines) == 1 and word in lines[-1], (args, captured.err)
+
+
+def test_the_high_start_collapse_settings_rest_on_the_theory():
+    """Issue 32: the labels of the lab's high-start runs follow from the configuration, not from
+    the log: warm_anchor starts at 90 % success with a fixed point below half of it (p* 0.290:
+    its reward must fall there), warm_hold starts at its own fixed point (0.898: nothing to
+    fall to), and plateau_overshoot starts at that plateau with eta K far past the one-step
+    threshold 2 (exactly unstable)."""
+    import math
+
+    from grpo_theory.lab import _theory as th
+    from grpo_theory.lab.failures import SETTINGS
+
+    by = {s.name: s for s in SETTINGS}
+    start = lambda s: 1 / (1 + math.exp(-s.start_z))                         # noqa: E731
+    fp = {n: th.fixed_point_of(th.lab_model(by[n].spec, p_ref=by[n].p_ref, prompts=16)).p
+          for n in ("warm_anchor", "warm_hold", "plateau_overshoot")}
+    a, h = by["warm_anchor"], by["warm_hold"]
+    assert a.labels["collapse"] is True and h.labels["collapse"] is False
+    assert abs(start(a) - 0.9) < 1e-9 and fp["warm_anchor"] < 0.5 * start(a)
+    assert abs(fp["warm_hold"] - start(h)) < 0.01
+    o = by["plateau_overshoot"]
+    assert o.labels["collapse"] is True and o.start_z == "plateau" and fp["plateau_overshoot"] > 0.85
+    K = th.fixed_point_of(th.lab_model(o.spec, p_ref=o.p_ref, prompts=16)).stiffness
+    assert o.bandit_lr * K > 2 * 3                 # eta K in the bandit's units, 3x past 2

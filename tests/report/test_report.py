@@ -285,7 +285,7 @@ def test_every_figure_is_in_the_pdf_once_with_caption_label_and_reference(report
     tex = (report_dir / "equations.tex").read_text()
     written = sorted(p.stem for p in report_dir.glob("*.pdf") if p.stem != "equations")
     assert set(written) == set(FIGURES)
-    floats = re.findall(r"\\begin\{figure\}\[htbp\](.*?)\\end\{figure\}", tex, flags=re.S)
+    floats = re.findall(r"\\begin\{figure\}\[!?htbp\](.*?)\\end\{figure\}", tex, flags=re.S)
     assert len(floats) == len(written)
     included = [re.search(r"\\includegraphics\[width=[\d.]*\\linewidth\]\{(\w+)\.pdf\}", f).group(1)
                 for f in floats]

@@ -494,3 +494,80 @@ def test_from_log_fluctuations_decline_a_log_counted_in_generations(tmp_path):
     assert r.stiffness is None
     why = next(u for u in r.prediction["unknown"] if u.startswith("stiffness K: not measured"))
     assert "counts its steps in generations" in why
+
+
+@pytest.mark.parametrize("text, key, rule", [
+    # TRL 1.16 GRPOConfig.__post_init__: "GRPO requires at least 2 generations per prompt to
+    # calculate the advantages" (check-config mapped G = 1 before)
+    ("num_generations: 1\n", "num_generations", "at least 2 generations per prompt"),
+    # ... and "generation_batch_size (6) must be divisible by num_generations (8)": 6 prompts'
+    # worth of samples at G = 8 was rounded to 1 prompt per step, silently
+    ("num_generations: 8\nper_device_train_batch_size: 6\nnum_processes: 1\n", "num_processes",
+     "6 x 1 x 1 = 6, is divisible by num_generations = 8"),
+    ("num_generations: 8\nper_device_train_batch_size: 4\ngeneration_batch_size: 12\n",
+     "generation_batch_size", "divisible by num_generations = 8"),
+])
+def test_values_the_engine_refuses_are_refused_with_its_rule(tmp_path, capsys, text, key, rule):
+    path = tmp_path / "grpo.yaml"
+    path.write_text(text)
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.split(": error: ")[1].startswith(key + " must be")
+    assert rule in err
+
+
+def test_an_epsilon_of_one_or_more_is_read_as_no_lower_clip(tmp_path):
+    """epsilon 1.5 was mapped to a clip [1.5, 1.5] without a word, though 1 - 1.5 < 0 bounds no
+    ratio and the model's lower clip lies in [0, 1).  TRL runs it (it checks no range, and the
+    lab turns the clip off with epsilon 1e3), so it is read -- and said -- as no lower clip."""
+    path = tmp_path / "grpo.yaml"
+    path.write_text("num_generations: 8\nper_device_train_batch_size: 8\nepsilon: 1.5\n")
+    clip = map_config(*read_config(path))["clip"]
+    assert clip["value"] == [1.5, 1.5]
+    assert clip["note"].startswith("epsilon = 1.5 >= 1: 1 - epsilon <= 0 never clips the ratio "
+                                   "from below")
+    assert "[0, 1)" in clip["note"] and clip["source"] == "epsilon; epsilon >= 1: no lower clip"
+
+
+def test_a_divisible_generation_batch_is_accepted(tmp_path):
+    """The rule's other side: 4 prompts x G = 8 = 32 per generation (per-device batch 32)."""
+    path = tmp_path / "grpo.yaml"
+    path.write_text("num_generations: 8\nper_device_train_batch_size: 32\n")
+    assert map_config(*read_config(path))["prompts"]["value"] == 4
+
+
+def test_an_unknown_process_count_is_the_fewest_trl_accepts(tmp_path):
+    """Per-device batch 6 at G = 8 with no process count in the file: one process would be
+    refused by TRL; the fewest it accepts is 4 (6 x 4 = 24 = 3 groups of 8), so 3 prompts per
+    step -- before, 6/8 was rounded to 1 prompt with one process assumed."""
+    path = tmp_path / "grpo.yaml"
+    path.write_text("num_generations: 8\nper_device_train_batch_size: 6\n")
+    prompts = map_config(*read_config(path))["prompts"]
+    assert prompts["value"] == 3 and prompts["assumed"]
+    assert "processes (4, assumed: the fewest with which TRL accepts" in prompts["source"]
+
+
+def test_keys_under_nested_sections_are_read_or_listed_as_unread(tmp_path):
+    """A recipe with `smoke:` / `curriculum:` sections: a GRPOConfig key there is read by its
+    last part where nothing above sets it, and was silently dropped where the top level (or an
+    earlier section) sets it too (issue 29): those are now listed as not read."""
+    path = tmp_path / "recipe.yaml"
+    path.write_text("num_generations: 8\nlearning_rate: 1.0e-6\nper_device_train_batch_size: 8\n"
+                    "smoke:\n  learning_rate: 3.0e-6\n  num_iterations: 2\n  my_flag: 3\n"
+                    "curriculum:\n  beta: 0.04\n  num_iterations: 4\n  stages: 3\n")
+    warnings = []
+    mp = map_config(*read_config(path, warnings=warnings))
+    assert mp["learning_rate"] == {"value": 1e-6, "source": "learning_rate", "assumed": False}
+    assert mp["kl_coef"]["source"] == "curriculum.beta"
+    assert "smoke.num_iterations" in mp["refresh_interval"]["source"]
+    unread = next(w for w in warnings if w.startswith("not read (the same GRPOConfig key"))
+    assert unread.endswith(": smoke.learning_rate (read: learning_rate), "
+                           "curriculum.num_iterations (read: smoke.num_iterations)")
+    # every nested key is accounted for: read (a mapping source) or named as not read
+    sources = " ".join(str(e["source"]) for e in mp.values())
+    named = " ".join(warnings)
+    for key in ("smoke.num_iterations", "curriculum.beta"):
+        assert key in sources and f"{key} (read:" not in named
+    for key in ("smoke.learning_rate", "smoke.my_flag", "curriculum.num_iterations",
+                "curriculum.stages"):
+        assert key in named

@@ -414,3 +414,115 @@ def test_advantage_degeneracy_abstains_below_ten_values_like_the_other_detectors
     t10 = np.arange(1.0, 11) * 5                         # from 10 values on, the check runs
     log10 = TrainingLog(metrics={"frac_reward_zero_std": (t10, np.full(10, 0.6))})
     assert D.advantage_degeneracy(log10)["flag"] is True
+
+
+def test_steps_are_integers_in_json_and_scores_say_what_they_measure():
+    """Issue 29: JSON said "first_step": 7.0, and an unflagged reward-hacking check printed
+    "[ok] reward_hacking (score 30)" -- a bare 30 reads as an alarm."""
+    lost = D.policy_concentration(_entropy_log(np.geomspace(1.0, 0.06, 60)))
+    assert type(lost["first_step"]) is int
+    assert f'"first_step": {lost["first_step"]},' in json.dumps(lost)
+    # training and held-out reward both rise (held-out by half as much): not hacking, but the
+    # training gain is many of its standard deviations above the held-out one
+    rng = np.random.default_rng(3)
+    steps = np.arange(300.0)
+    train = np.linspace(0.1, 0.9, 300) + 0.01 * rng.standard_normal(300)
+    ev_steps = steps[::10]
+    held = np.linspace(0.1, 0.5, 30) + 0.01 * rng.standard_normal(30)
+    log = TrainingLog(metrics={"reward": (steps, train), "eval_reward": (ev_steps, held)})
+    diag = D.diagnose(log, group_size=8)
+    rh = diag.diagnostics["reward_hacking"]
+    assert rh["flag"] is False and rh["score"] > 10
+    line = next(ln for ln in str(diag).splitlines() if "reward_hacking" in ln)
+    assert line.startswith(f"  [ok  ] reward_hacking (training z - held-out z = {rh['score']:.3g})")
+
+
+# ----------------------------------------------------------------------------------
+# issue 32: collapses that start high, and collapses the divergence announces
+# ----------------------------------------------------------------------------------
+
+def _reward_log(y):
+    return TrainingLog(metrics={"reward": (np.arange(1.0, len(y) + 1), np.asarray(y, float))})
+
+
+def test_a_collapse_from_a_high_start_that_partly_recovers_is_a_collapse():
+    """A warm-started run at 0.9 that falls to 0.1 within 20 steps and recovers to 0.45: no
+    rise in the log, and the end (0.45) is not below half the start, so neither the
+    rise-then-fall nor the floor test saw it; the fall from the highest level to the trough
+    does."""
+    rng = np.random.default_rng(32)
+    t = np.arange(120.0)
+    base = np.where(t < 20, 0.9, np.where(t < 40, 0.9 - 0.04 * (t - 20),
+                                          0.1 + 0.35 * (1 - np.exp(-(t - 40) / 15))))
+    y = np.clip(base + 0.05 * rng.standard_normal(t.size), 0, 1)
+    c = D.collapse(_reward_log(y))
+    assert c["flag"] is True and c["collapsed"] is True, c["evidence"]
+    assert "high start" in c["evidence"]
+    assert 25 <= c["first_step"] <= 40
+
+
+def test_no_collapse_from_a_high_start_on_dips_and_plateaus():
+    """No false alarm from the new test: warm-started runs that hold their level (200 seeded
+    noisy plateaus at 0.6-0.95), that relax down by a quarter of their level, or that dip to
+    0.55 and win it back (the lab's warm_dip shape)."""
+    rng = np.random.default_rng(33)
+    t = np.arange(100.0)
+    for i in range(200):                # the test itself (the full detector fits curves: slow)
+        level = rng.uniform(0.6, 0.95)
+        y = np.clip(level + 0.05 * rng.standard_normal(t.size), 0, 1)
+        noise = float(np.std(np.diff(y)) / np.sqrt(2))
+        assert D._fall_from_high(t, y, noise, 0.0)["flag"] is False, i
+    down = 0.9 - 0.22 * (1 - np.exp(-t / 20)) + 0.03 * rng.standard_normal(t.size)
+    assert D.collapse(_reward_log(down))["flag"] is False
+    dip = 0.86 - 0.31 * np.exp(-t / 6) * (t > 0) + 0.12 * (1 - np.exp(-t / 15))
+    dip = np.clip(dip + 0.03 * rng.standard_normal(t.size), 0, 1)
+    assert D.collapse(_reward_log(dip))["flag"] is False
+    # a dense reward has no known floor: the high-start test is not made
+    di = D.dynamical_instability(_reward_log(3 * down - 5.0))
+    assert di["collapsed_from_high"] is False and "fall from the highest level" not in di["evidence"]
+
+
+def test_a_small_fall_the_divergence_announces_is_a_collapse():
+    """The public run of issue 32 (exploration-in-grpo's GRPO arm): its reward rises 0.09 and
+    falls 0.11 with noise sd 0.032 (3 and 3.6 sd of one point) while KL and response length
+    run away.  The fall across the divergence's onset, mean against mean, is 4 standard errors
+    or more: flagged.  Seven seeded runs of that shape: at least 5 flagged, some of them below
+    the one-point bar.  The same rewards without the runaway are not flagged (the bar there
+    stays 4 sd of one point); nor is a diverging run whose reward holds."""
+    n = 72
+    t = np.arange(1.0, n + 1)
+    blow = np.exp(np.clip(t - 60, 0, None) / 2.0)
+    div = dict(kl=0.05 * (1 - np.exp(-t / 20)) * blow, entropy=0.3 + 0 * t, length=500 * blow ** 0.5)
+    flagged, below_bar = 0, 0
+    for seed in range(5, 12):
+        rng = np.random.default_rng(seed)
+        reward = np.clip(0.72 + 0.09 * (1 - np.exp(-t / 20)) - np.where(t > 63, 0.012 * (t - 63), 0)
+                         + 0.032 * rng.standard_normal(n), 0, 1)
+        log = _channels_log(n, 0, reward=reward, **div)
+        di = D.dynamical_instability(log)
+        c = D.collapse(log, instability=di)
+        flagged += c["flag"]
+        below_bar += c["flag"] and di["drop_from_peak"] < 4 * di["noise_sd"] and c["announced"]
+        if di["drop_from_peak"] < 4 * di["noise_sd"]:
+            quiet = _channels_log(n, 0, reward=reward, kl=0.05 * (1 - np.exp(-t / 20)),
+                                  entropy=0.3 + 0 * t, length=500 + 0 * t)
+            assert D.divergence(quiet)["flag"] is False and D.collapse(quiet)["flag"] is False
+    assert flagged >= 5 and below_bar >= 2, (flagged, below_bar)
+    held = _channels_log(n, 0, reward=np.clip(0.8 + 0.032 * np.random.default_rng(1).standard_normal(n),
+                                              0, 1), **div)
+    assert D.divergence(held)["flag"] is True and D.collapse(held)["flag"] is False
+
+
+def test_the_issue_32_public_run_is_flagged():
+    """The real log (benchmarks/real_runs, verl's metrics.jsonl): flagged as announced, from the
+    divergence's onset at step 64."""
+    from pathlib import Path
+
+    from grpo_theory.runs.logs import read_log
+
+    p = (Path(__file__).resolve().parents[2] / "benchmarks" / "real_runs"
+         / "exploration_in_grpo_qwen3_1p7b_math_grpo_h200")
+    info = json.loads((p / "run.json").read_text())
+    log = read_log(p / info["files"]["log"], "verl-jsonl")
+    c = D.collapse(log, info["reward"]["key"])
+    assert c["flag"] is True and c["announced"] is True

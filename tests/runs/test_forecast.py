@@ -53,7 +53,7 @@ def test_interval_is_calibrated_on_synthetic_curves():
     cases = [(0, 0.2), (0, 0.5), (3, 0.2), (3, 0.5), (1, 0.5), (0, 0.2)] * 4
     for shape, frac in cases:
         t, _, y = _synthetic(rng, shape, int(rng.integers(40, 160)))
-        p = forecast(t, y, frac, FAST)
+        p = forecast(t, y, frac, FAST, calibration=1.0)     # the band from the prefix alone
         assert p.applicable, p.reasons
         ok = (p.y_holdout >= p.lower) & (p.y_holdout <= p.upper)
         assert p.interval_coverage == pytest.approx(ok.mean())
@@ -137,7 +137,7 @@ def test_falls_back_to_the_level_on_noise_and_falling_prefixes():
     # white noise, and a slow fall: the relaxation families do not apply; instead of declining
     # the forecast carries the level forward, says why, and keeps the baselines
     t = np.arange(100.0)
-    for kind, why in (("noise", "noise ceiling"), ("falling", "flat or decreasing")):
+    for kind, why in (("noise", "flat reward"), ("falling", "decreasing reward")):
         for seed in range(5):
             rng = np.random.default_rng(seed)
             y = (0.5 + 0.1 * rng.standard_normal(100) if kind == "noise"
@@ -247,7 +247,7 @@ def test_a_prefix_of_two_to_four_points_gets_the_level_with_a_student_t_band():
     rng = np.random.default_rng(7)
     t = np.arange(20.0)
     y = 0.5 + 0.05 * rng.standard_normal(20)
-    fc = forecast(t, y, 0.2)
+    fc = forecast(t, y, 0.2, calibration=1.0)            # the band from the prefix alone
     assert fc.applicable and fc.best == "constant" and fc.n_train == 4
     s = np.std(y[:4], ddof=1)
     assert fc.upper[0] - fc.prediction[0] == pytest.approx(2.3533634 * s * math.sqrt(1.25))
@@ -271,7 +271,7 @@ def test_band_holds_the_spread_of_the_families_the_prefix_cannot_tell_apart(monk
     t = np.arange(100.0)
     mu = 5.9 - 0.7 * (0.5 * np.exp(-t / 5) + 0.5 * np.exp(-t / 60))
     y = mu + 0.02 * np.random.default_rng(5).standard_normal(t.size)
-    fc = forecast(t, y, 0.3, FAST)
+    fc = forecast(t, y, 0.3, FAST, calibration=1.0)      # the band from the prefix alone
     assert fc.reward_range is None and fc.best == "exponential"
     assert sorted(fc.band_families) == ["exponential", "oscillator"]
     assert fc.to_dict()["interval"]["families"] == fc.band_families
@@ -281,8 +281,61 @@ def test_band_holds_the_spread_of_the_families_the_prefix_cannot_tell_apart(monk
     assert np.max(d2) > 0
     real_select = F._select
     monkeypatch.setattr(F, "_select", lambda ro: (lambda b, m, tied: (b, m, [b]))(*real_select(ro)))
-    alone = forecast(t, y, 0.3, FAST)
+    alone = forecast(t, y, 0.3, FAST, calibration=1.0)
     assert alone.band_families == ["exponential"]
     np.testing.assert_allclose(alone.prediction, fc.prediction)
     half, half0 = (fc.upper - fc.lower) / 2, (alone.upper - alone.lower) / 2
     np.testing.assert_allclose(half ** 2 - half0 ** 2, F.Z90 ** 2 * d2, rtol=1e-9, atol=1e-15)
+
+
+def test_the_conformal_scale_multiplies_the_band_and_nothing_else():
+    """Issue 32 section 2: the split-conformal scale widens (or narrows) the band's half-width
+    before it is cut to the range; the curve, the choice and the baselines stay."""
+    from grpo_theory.runs.forecast import CONFORMAL_SCALE, conformal_scale_at
+
+    (f0, q0), (f1, q1) = CONFORMAL_SCALE
+    assert conformal_scale_at(f0) == q0 and conformal_scale_at(f1) == q1
+    assert conformal_scale_at(0.01) == q0 and conformal_scale_at(0.99) == q1
+    assert conformal_scale_at((f0 + f1) / 2) == pytest.approx((q0 + q1) / 2)
+    q = conformal_scale_at(0.5)
+    rng = np.random.default_rng(3)
+    t, _, y = _synthetic(rng, 0, 40)
+    a = forecast(t, y, 0.5, ["exponential"], calibration=1.0)
+    c = forecast(t, y, 0.5, ["exponential"])
+    assert q != 1.0
+    assert np.allclose(c.half, q * a.half) and np.allclose(a.prediction, c.prediction)
+    assert a.best == c.best and a.baselines == c.baselines and c.calibration == q
+    lo, hi = a.reward_range or (-np.inf, np.inf)
+    assert np.allclose(c.lower, np.maximum(c.prediction - c.half, lo))
+    assert np.allclose(c.upper, np.minimum(c.prediction + c.half, hi))
+    assert c.to_dict()["interval"]["calibration"] == q
+    with pytest.raises(ParameterError, match="calibration"):
+        forecast(t, y, 0.5, FAST, calibration=0.0)
+
+
+def test_conformal_scale_quantile_with_runs_as_units():
+    """The quantile against hand computations, with points or runs as the units, and the level
+    carrying split conformal's ceil((m + 1) 0.9) / m correction."""
+    from grpo_theory.runs.forecast import conformal_scale
+
+    assert conformal_scale([]) is None and conformal_scale([{"scores": []}]) is None
+    # 19 points, scores 1..19: level ceil(20 * 0.9) / 19 = 18 / 19 -> the 18th, however the
+    # points are split into runs
+    runs = [{"scores": [float(k)]} for k in range(1, 20)]
+    assert conformal_scale(runs) == 18.0 == conformal_scale(runs, weight="runs")
+    assert conformal_scale([{"scores": [float(k) for k in range(1, 20)]}]) == 18.0
+    # with runs as the units one long run of small scores cannot pull the scale down: 9 short
+    # runs at 10, one run of 1000 points at 0.1 -> the 90 % (corrected: 100 %) run point is 10;
+    # with points as the units the long run is 1000 of 1009 points -> 0.1
+    runs = [{"scores": [10.0]} for _ in range(9)] + [{"scores": [0.1] * 1000}]
+    assert conformal_scale(runs, weight="runs") == 10.0 and conformal_scale(runs) == 0.1
+    with pytest.raises(ParameterError, match="weight"):
+        conformal_scale(runs, weight="repos")
+    # exchangeable draws: the scaled band covers about 90 % of new runs' points
+    rng = np.random.default_rng(4)
+    cal = [{"scores": list(np.abs(rng.standard_normal(int(rng.integers(5, 50)))))}
+           for _ in range(200)]
+    q = conformal_scale(cal)
+    assert abs(q - 1.645) < 0.15
+    new = np.abs(rng.standard_normal(20000))
+    assert 0.88 <= np.mean(new <= q) <= 0.93

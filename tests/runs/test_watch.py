@@ -88,3 +88,16 @@ def test_watch_renames_a_column_as_diagnose_does(tmp_path, capsys):
     assert main(["watch", str(log), "--rename", "acc", "--max-polls", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--rename" in err and "OLD=NEW" in err
+
+
+def test_a_binary_file_is_refused_as_diagnose_refuses_it(tmp_path, capsys):
+    """watch waited on a binary file and ended "did not appear" (exit 1) where diagnose says
+    "format not recognized" (exit 2); issue 29.  A binary file never becomes a text log."""
+    path = tmp_path / "model.bin"
+    path.write_bytes(bytes(range(256)) * 16)
+    assert main(["diagnose", str(path)]) == 2
+    said = capsys.readouterr().err.strip()
+    assert main(["watch", str(path), "--max-polls", "3", "--interval", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "format not recognized" in err
+    assert err.split(": error: ")[1] == said.split(": error: ")[1]

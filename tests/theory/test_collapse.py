@@ -56,6 +56,18 @@ def test_more_steps_more_risk_and_knobs_sorted():
     assert {"fresh batches (no reuse)", "refresh interval 1"} <= {k["knob"] for k in r.knobs}
 
 
+def test_no_knob_is_most_effective_when_none_lowers_the_risk(capsys):
+    """G = 2 over 1e6 steps: every single change leaves the probability at 1, and "most
+    effective: group size x2" was printed (issue 29)."""
+    assert cli_main(["collapse-risk", "--group-size", "2", "--steps", "1000000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["probability"] == 1 and {k["probability"] for k in out["knobs"]} == {1}
+    assert out["best_knob"] is None
+    assert cli_main(["collapse-risk", "--group-size", "2", "--steps", "1000000"]) == 0
+    assert "most effective: none (no single change lowers the risk below 1)" in \
+        capsys.readouterr().out
+
+
 def test_cli(capsys):
     assert cli_main(["collapse-risk", "--steps", "400", "--kl", "exact", "--kl-coef", "0.7",
                      "--adv-eps", "1e-4", "--momentum", "0", "--refresh-interval", "1",
@@ -108,4 +120,4 @@ def test_no_best_change_when_none_lowers_the_risk(lr, level):
     assert r.probability == level and r.knobs
     assert all(k["probability"] >= r.probability for k in r.knobs)
     assert r.best_knob is None
-    assert "most effective" not in str(r) and "no single change lowers it" in str(r)
+    assert "most effective: none (no single change lowers the risk" in str(r)

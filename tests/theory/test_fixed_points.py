@@ -81,6 +81,25 @@ def test_saddle_node_bifurcation_counts_fixed_points():
     assert len(FP.fixed_points(M(p_ref=0.3, kl_coef=mid, group_size=None, adv_eps=0.01))) == 3
 
 
+@pytest.mark.parametrize("norm, beta_flat", [("std", 2.474867), ("mean", 0.875)])
+def test_no_spurious_folds_where_the_level_set_is_flat(norm, beta_flat, capsys):
+    """p_ref = 1e-50 (issue 29): the level set B is flat to rounding over tens of logits
+    (its asymptote), B' changes sign in the noise, and 12 (std) / 33 (mean) identical
+    "bifurcations" at that flat value were printed.  No fixed point is born or lost there:
+    the count on either side of the flat value is the same."""
+    import warnings
+
+    model = GRPOModel(p_ref=1e-50, normalization=norm, kl="k3", kl_coef=0.1, group_size=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # no RuntimeWarning leaks either
+        assert FP.bifurcations(model) == []
+        below = FP.fixed_points(model.replace(kl_coef=beta_flat * 0.99))
+        above = FP.fixed_points(model.replace(kl_coef=beta_flat * 1.01))
+    assert len(below) == len(above)
+    assert main(["fixed-points", "--p-ref", "1e-50", "--normalization", norm]) == 0
+    assert "bifurcation" not in capsys.readouterr().out
+
+
 def test_bifurcation_in_adv_eps_is_where_beta_c_crosses_beta():
     (b,) = FP.bifurcations_in_adv_eps(M(p_ref=0.3, kl_coef=2.0, group_size=None))
     assert (b["count_below"], b["count_above"], b["kind"]) == (3, 1, "death")

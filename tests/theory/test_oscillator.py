@@ -113,6 +113,32 @@ def test_cli_trajectory_errors(capsys, argv, word):
     assert len(err.splitlines()) == 1 and word in err
 
 
+def test_cli_trajectory_echoes_the_value_as_typed(capsys):
+    assert main(["trajectory", "--mass", "0", "--damping", "1", "--spring", "1", "--x0", "1",
+                 "--times", "1"]) == 2
+    assert capsys.readouterr().err.strip().endswith("got 0")      # not "got 0.0" (issue 29)
+
+
+def test_cli_trajectory_refuses_times_past_the_largest_double(capsys):
+    """An unstable oscillator at t = 1e6 printed x = -inf (issue 29).  Independent bound:
+    m = 1, gamma = -1, kappa = 1 grows as A e^{t/2} with A = sqrt(1 + 1/3), so |x| passes
+    1.8e308 within one period (2 pi / omega, omega = sqrt(3)/2) of 2 (log(1.8e308) - log A)."""
+    import warnings
+
+    argv = ["trajectory", "--mass", "1", "--damping", "-1", "--spring", "1", "--x0", "1",
+            "--times", "0", "10", "1e6"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # no overflow RuntimeWarning either
+        assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "times" in err and "got 1000000" in err
+    t_max = float(err.split("at most ")[1].split()[0])
+    t_env = 2 * (math.log(np.finfo(float).max) - 0.5 * math.log(4 / 3))
+    assert abs(t_max - t_env) < 2 * math.pi / (math.sqrt(3) / 2)
+    assert main(argv[:-3] + [f"{0.999 * t_max:.6g}", "--json"]) == 0
+    assert np.isfinite(json.loads(capsys.readouterr().out)["x"][0])
+
+
 def test_critical_learning_rate_is_finite_at_zero_lag():
     # issue 9: 0/0 (nan) at lag 0 and -2.22 at 1e-8 before; independent value: at lag 0
     # gamma = 1 - mu, m = (1 + mu)/2, so gamma^2 = 4 m eta K gives eta = (1-mu)^2/(2(1+mu)K)

@@ -30,6 +30,10 @@ from grpo_theory.prose import (math_to_plain, programming_text, split_math, to_m
     (r"\frac{a k}{\left(1 - \mu\right)^{2}}", "(a k)/(1 - μ)²"),
     (r"\frac{\bar{g}}{\sqrt{\hat{v}}}", "g̅/√v̂"),                     # accents keep a symbol atomic       # one group: no extra brackets
     (r"\frac{1}{\left(1 - \mu\right) \left(2 + \mu\right)}", "1/((1 - μ) (2 + μ))"),
+    # issue 29: `derive --only oscillator` printed "\begincases ... \endcases"
+    (r"\begin{cases} e^{- a} & \text{for}\: v_{0} = 0 \\ 1 & \text{otherwise} \end{cases}",
+     "{ e^(- a), for v₀ = 0; 1, otherwise }"),
+    (r"\begin{pmatrix} a & b \\ c & d \end{pmatrix}", "[a, b; c, d]"),
 ])
 def test_math_to_plain(math, plain):
     assert math_to_plain(math) == plain

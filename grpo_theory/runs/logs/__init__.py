@@ -34,7 +34,8 @@ from grpo_theory.validate import ParameterError, check_choice
 from grpo_theory.runs.logs.base import ROLES, LogFormatError, TrainingLog, records_to_metrics, text_lines
 from grpo_theory.runs.logs.generic import STEP_KV_LINE, read_csv, read_jsonl, read_step_kv
 from grpo_theory.runs.logs.trl import console_dicts, read_trl, read_trl_console
-from grpo_theory.runs.logs.verl import STEP_LINE, parse_overrides, read_verl_console, read_verl_jsonl
+from grpo_theory.runs.logs.verl import (STEP_LINE, parse_overrides, read_verl_console, read_verl_jsonl,
+                                        strip_ansi)
 from grpo_theory.runs.logs.wandb import is_wandb_header, read_wandb_csv
 
 __all__ = ["FORMATS", "LogFormatError", "ROLES", "TrainingLog", "detect_format", "from_simulation",
@@ -72,7 +73,7 @@ def _read_text(path) -> str:
     opener = gzip.open if path.endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
-            return fh.read()
+            return strip_ansi(fh.read())        # no colour code reaches a reader or a message
     except OSError as exc:
         raise LogFormatError(path, None, f"cannot be read ({exc})") from None
 
@@ -80,6 +81,11 @@ def _read_text(path) -> str:
 #: a line that opens like a printed dict (``{'loss': ...``), at a line start or after a ``\r``
 _DICT_LINE = re.compile(r"(?:^|[\r\n])[ \t]*\{'")
 
+
+#: what only a verl console log holds: its launch module, ray's worker prefixes around its
+#: trainer, its printed config
+_VERL_SIGN = re.compile(r"-m verl\.trainer\.main_|^\((?:TaskRunner|main_task) pid=\d+|"
+                        r"^(?:\(\w+ pid=\d+[^)]*\) ?)?\{'actor_rollout_ref': ", re.M)
 
 #: a line of Python's logging module with its default time stamp (``%(asctime)s``: milliseconds
 #: after a comma)
@@ -126,6 +132,8 @@ def detect_format(path, text: str | None = None) -> str:
         if item[1] in ("train", "eval", "summary"):
             return "trl-console"
         seen.append(item)
+    if _VERL_SIGN.search(head):
+        return "verl"            # a verl run's console before its first step line (said so)
     if _LOGGING_LINE.match(first_line) and not seen:
         # Python logging lines ("2026-04-19 08:31:23,419 [INFO] ...": a comma in the time stamp),
         # as a TRL run prints before its first Trainer.log dict: not a CSV header

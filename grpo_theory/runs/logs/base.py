@@ -378,6 +378,20 @@ def iter_csv_rows(path, rows, lines, step_col: int, warnings: list, step_name: s
         yield lineno, step, row
 
 
+def step_number(x):
+    """A logged step for output: an int where it is whole (JSON ``7``, not ``7.0``), a float
+    otherwise (a fractional epoch), ``None`` for none or a non-finite value."""
+    if x is None:
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(x):
+        return None
+    return int(x) if x.is_integer() else x
+
+
 def flatten(d: dict, sep: str = "/", prefix: str = "") -> dict:
     """Nested dicts to one level: ``{"a": {"b": 1}}`` -> ``{"a<sep>b": 1}``."""
     out = {}

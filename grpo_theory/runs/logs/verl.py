@@ -18,12 +18,102 @@ import re
 
 from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, _to_float, records_to_metrics, text_lines
 
-__all__ = ["read_verl_console", "read_verl_jsonl", "parse_overrides", "STEP_LINE"]
+__all__ = ["read_verl_console", "read_verl_jsonl", "parse_overrides", "printed_config",
+           "strip_ansi", "STEP_LINE"]
 
 STEP_LINE = re.compile(r"(?:^|[\s)\]|])step:(\d+)\s+-\s+(.*)$")
 _WRAPPED = re.compile(r"^(?:np\.float\d*|np\.int\d*|numpy\.float\d*|tensor|float)\((.*?)(?:,.*)?\)$")
 _ASSIGN = re.compile(r"^\+{0,2}([A-Za-z_][\w.\-/]*)=(.*)$")
 _SHELL = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(\S*)")
+
+
+#: a terminal escape sequence (ray colours its ``(TaskRunner pid=N)`` prefixes)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+#: the prefix ray puts in front of each line a worker prints: ``(TaskRunner pid=123)``,
+#: ``(main_task pid=123, ip=10.0.0.1)``
+_RAY_PREFIX = re.compile(r"^\([\w.:-]+ pid=\d+(?:, ip=[\d.]+)?\) ?")
+#: the first line of verl's printed config: ``{'actor_rollout_ref': {...`` (``pprint`` of
+#: ``OmegaConf.to_container(config, resolve=True)``, which ``main_ppo`` prints at start-up)
+_PRINTED_OPEN = re.compile(r"^\s*\{'(?:actor_rollout_ref|algorithm|critic|data|"
+                           r"reward_model|trainer|custom_reward_function)'\s*:")
+
+
+#: a continuation line of a pprint-ed dict: indented, then a key, a value or a closing bracket
+_CONTINUES = re.compile(r"^\s+(?:['\"\[\]{}()\d.+-]|None\b|True\b|False\b|inf\b|nan\b)")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal colour codes (a coloured console log reads as a plain one,
+    and no message quotes an escape sequence)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def _closes(body: str, depth: int, quote: str | None):
+    """Scan ``body`` for brackets outside string literals; ``(depth, quote)`` after it."""
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c in "{[(":
+            depth += 1
+        elif c in "}])":
+            depth -= 1
+        i += 1
+    return depth, quote
+
+
+def printed_config(lines, *, max_lines: int = 20000):
+    """verl's resolved config as ``main_ppo`` prints it at start-up, ahead of the step lines.
+
+    ``lines`` are text lines (str) or ``(lineno, line)`` pairs.  The dict opens with
+    ``{'actor_rollout_ref': ...`` (or another of verl's top-level sections), possibly behind
+    ray's ``(TaskRunner pid=N)`` prefix, and runs over the following lines of the same
+    process (lines other processes interleave are skipped) until its braces close; it is
+    read with :func:`ast.literal_eval`.  Returns ``(nested dict, line number of its first
+    line)``, or ``(None, None)`` where the text holds no such dict (or an unreadable one).
+    This is the configuration the engine ran with: defaults and overrides resolved."""
+    import ast
+
+    pairs = [(i + 1, ln) if isinstance(ln, str) else ln for i, ln in enumerate(lines)]
+    for k, (lineno, raw) in enumerate(pairs):
+        line = strip_ansi(raw)
+        m = _RAY_PREFIX.match(line)
+        prefix = m.group(0).rstrip() if m else ""
+        body = line[m.end():] if m else line
+        if not _PRINTED_OPEN.match(body):
+            continue
+        parts, (depth, quote) = [body], _closes(body, 0, None)
+        for _, raw2 in pairs[k + 1:k + 1 + max_lines]:
+            if depth <= 0:
+                break
+            nxt = strip_ansi(raw2)
+            m2 = _RAY_PREFIX.match(nxt)
+            if prefix and (not m2 or m2.group(0).rstrip() != prefix):
+                continue                       # another process's line, interleaved
+            if m2:
+                nxt = nxt[m2.end():]
+            if not _CONTINUES.match(nxt):
+                continue                       # a warning the same process printed meanwhile
+            parts.append(nxt)
+            depth, quote = _closes(nxt, depth, quote)
+        if depth != 0:
+            continue
+        text = "\n".join(parts)
+        text = re.sub(r"(?<![\w'\"])(-?)inf(?![\w'\"])", r"\g<1>1e999", text)
+        text = re.sub(r"(?<![\w'\"])nan(?![\w'\"])", "None", text)
+        try:
+            data = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(data, dict):
+            return data, lineno
+    return None, None
 
 
 def _value(raw: str):
@@ -96,11 +186,24 @@ def _convert(val: str):
         return val
 
 
+def _same(printed, override) -> bool:
+    """Whether a printed config value is the one an override set (numbers as numbers; a
+    list or mapping the override wrote as text is not compared)."""
+    if isinstance(printed, (list, dict)) or isinstance(override, (list, dict)):
+        return True
+    num = (int, float)
+    if isinstance(printed, num) and isinstance(override, num) \
+            and not isinstance(printed, bool) and not isinstance(override, bool):
+        return float(printed) == float(override)
+    return str(printed) == str(override)
+
+
 def read_verl_console(path, text: str | None = None) -> TrainingLog:
     """Read a verl console log (see module docstring)."""
     if text is None:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
+    text = strip_ansi(text)
     lines = text_lines(text)
     ends_with_newline = text.endswith("\n")
     if ends_with_newline:
@@ -140,8 +243,23 @@ def read_verl_console(path, text: str | None = None) -> TrainingLog:
         records.append((step, lineno, values))
     if not records:
         raise LogFormatError(path, None, "no verl console line of the form "
-                                         "'step:N - key:value - ...' found")
-    config = parse_overrides(header)
+                                         "'step:N - key:value - ...' found (a verl run logs "
+                                         "one per training step: this one has not logged its "
+                                         "first, or stopped before it)")
+    printed, at = printed_config(header)
+    # the launch above the printed config (below it, prose such as "set critic.enable=True")
+    config = parse_overrides(header if printed is None else header[:at - 1])
+    if printed is not None:       # the values the engine ran with: they decide
+        from grpo_theory.runs.logs.base import flatten
+
+        resolved = flatten(printed, sep=".")
+        differ = sorted(k for k, v in config.items()
+                        if k in resolved and not _same(resolved[k], v))
+        if differ:
+            warnings.append(f"{path} line {at}: verl's printed config differs from the launch "
+                            "overrides above it in " + ", ".join(differ[:5])
+                            + (", ..." if len(differ) > 5 else "") + ": read the printed values")
+        config.update(resolved)
     metrics = records_to_metrics(records, warnings=warnings, source=str(path))
     return TrainingLog(metrics=metrics, source=str(path), format="verl", config=config,
                        warnings=warnings, default_metric="critic/score/mean")
