@@ -49,6 +49,24 @@ class ParameterError(ValueError):
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
 
+class MissingExtra(ParameterError):
+    """An optional dependency (a ``pip install 'grpo-theory[EXTRA]'`` extra) is not installed.
+
+    Not bad input: the CLI prints its one-line message, which names the extra, and exits with
+    code 1 (:attr:`exit_code`), where bad input exits with 2.  A ``ParameterError`` for callers
+    that catch those."""
+
+    exit_code = 1
+
+    def __init__(self, extra: str, message: str, module: str | None = None):
+        ValueError.__init__(self, message)
+        self.name, self.value, self.allowed = module or extra, None, "installed"
+        self.extra, self.module, self.message = extra, module, message
+
+    def __str__(self):
+        return self.message
+
+
 def check_real(name: str, value, *, low=None, high=None, low_open=False,
                high_open=False, allowed: str | None = None) -> float:
     """Return ``float(value)`` after checking it is finite and inside the interval.

@@ -32,6 +32,17 @@ def add_log_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def rename_map(items) -> dict:
+    """``--rename OLD=NEW`` options (repeatable) as a dict."""
+    rename = {}
+    for item in items:
+        old, sep, new = item.partition("=")
+        if not sep or not old or not new:
+            raise ParameterError("--rename", item, "OLD=NEW")
+        rename[old] = new
+    return rename
+
+
 def load_log(args):
     from grpo_theory.runs.logs import read_log
 
@@ -44,12 +55,7 @@ def load_log(args):
     elif args.log is None:
         raise ParameterError("LOG", None, "a log file (or --example for the bundled real log)")
 
-    rename = {}
-    for item in args.rename:
-        old, sep, new = item.partition("=")
-        if not sep or not old or not new:
-            raise ParameterError("--rename", item, "OLD=NEW")
-        rename[old] = new
+    rename = rename_map(args.rename)
     return read_log(args.log, args.format, run=args.run, step_column=args.step_column,
                     rename=rename or None)
 

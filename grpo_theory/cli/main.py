@@ -122,9 +122,9 @@ def _main(argv=None) -> int:
         print_notes(mod.NAME, args)  # options that did nothing as given say so (stderr)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
         return code
-    except ParameterError as exc:
+    except ParameterError as exc:   # bad input: 2; a missing optional extra (MissingExtra): 1
         print(f"grpo-theory {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return getattr(exc, "exit_code", 2)
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): stop quietly, as other CLI tools do
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -21,6 +21,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS,
                         help="log format (default: detect from the content at each read)")
     parser.add_argument("--metric", default=None, help="reward metric (default per format)")
+    parser.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
+                        help="rename a column/metric (repeatable), as for diagnose, e.g. "
+                             "--rename acc=reward")
     add_model_options(parser, ("variant",), fields=("group_size",),
                       defaults={"group_size": GROUP_SIZE_DEFAULT})
     parser.add_argument("--interval", type=number, default=10.0, help="seconds between polls")
@@ -53,15 +56,18 @@ class WatchReport(Result):
 
 
 def call(args):
+    from grpo_theory.cli.fit import rename_map
     from grpo_theory.runs.watch import watch
 
     model_from_options(args)                   # validates a given group size
+    rename = rename_map(args.rename) or None
     group_size = model_options_given(args).get("group_size")
     fired, state = [], {}
     try:
         for w in watch(args.log, format=None if args.format == "auto" else args.format,
                        metric=args.metric, group_size=group_size, interval=args.interval,
-                       max_polls=args.max_polls, wait=args.wait, state=state):
+                       max_polls=args.max_polls, wait=args.wait, state=state,
+                       rename=rename):
             fired.append(w)
             if not args.json:
                 print(w, flush=True)

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from grpo_theory.validate import ParameterError
+from grpo_theory.validate import MissingExtra
 
 TORCH_MESSAGE = ("deepnet needs PyTorch: pip install 'grpo-theory[deepnet]' "
                  "(torch 2.13.0, the CPU build)")
 
 
-class TorchMissing(ParameterError):
-    """Raised when torch is not importable; the CLI turns it into one line and exit 2."""
+class TorchMissing(MissingExtra):
+    """Raised when torch is not importable; the CLI turns it into one line and exit 1 (a missing
+    optional dependency, not bad input)."""
 
     def __init__(self):
-        ValueError.__init__(self, TORCH_MESSAGE)
-        self.name, self.value, self.allowed = "torch", None, "installed"
-
-    def __str__(self):
-        return TORCH_MESSAGE
+        super().__init__("deepnet", TORCH_MESSAGE, "torch")
 
 
 def require_torch():

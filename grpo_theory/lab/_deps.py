@@ -1,8 +1,8 @@
 """Lazy imports of the lab's optional extra: ``import grpo_theory`` never needs TRL or torch.
 
 :func:`require_lab` imports torch, transformers, TRL, datasets and tokenizers (in that
-order) and raises :class:`LabExtraMissing` - a ``ParameterError`` whose one-line message is
-the install hint - when any of them is missing; the CLI turns it into exit code 2.
+order) and raises :class:`LabExtraMissing` - a ``MissingExtra`` whose one-line message is
+the install hint - when any of them is missing; the CLI turns it into exit code 1.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import platform
 
-from grpo_theory.validate import ParameterError
+from grpo_theory.validate import MissingExtra
 
 __all__ = ["LAB_MESSAGE", "LabExtraMissing", "require_lab", "versions"]
 
@@ -19,16 +19,11 @@ LAB_MESSAGE = ("the lab needs TRL, transformers, accelerate, datasets and torch:
 MODULES = ("torch", "transformers", "accelerate", "trl", "datasets", "tokenizers")
 
 
-class LabExtraMissing(ParameterError):
-    """Raised when a module of the ``lab`` extra is not importable."""
+class LabExtraMissing(MissingExtra):
+    """Raised when a module of the ``lab`` extra is not importable (the CLI: one line, exit 1)."""
 
     def __init__(self, module: str):
-        ValueError.__init__(self, LAB_MESSAGE)
-        self.name, self.value, self.allowed = module, None, "installed"
-        self.module = module
-
-    def __str__(self):
-        return f"{LAB_MESSAGE} ({self.module} is missing)"
+        super().__init__("lab", f"{LAB_MESSAGE} ({module} is missing)", module)
 
 
 def require_lab() -> dict:

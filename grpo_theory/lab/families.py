@@ -145,7 +145,11 @@ def _group_summary(res, res_exp, members, v) -> dict:
     by_G = {}
     for f, m in zip(res.runs, members):
         by_G.setdefault(m["G"], []).append((f.plateau, m["p_star_exact"], m["late_expected"]))
-    plateaus = [{"G": G, "fitted_plateau_mean": float(np.nanmean([x for x, _, _ in rows])),
+    def fitted_mean(xs):     # None where compare fitted no run of this G (e.g. `fit` declines them)
+        xs = [x for x in xs if math.isfinite(x)]
+        return float(np.mean(xs)) if xs else None
+
+    plateaus = [{"G": G, "fitted_plateau_mean": fitted_mean([x for x, _, _ in rows]),
                  "late_expected_reward_mean": float(np.mean([e for _, _, e in rows])),
                  "late_expected_reward_se": float(np.std([e for _, _, e in rows], ddof=1)
                                                   / math.sqrt(len(rows))) if len(rows) > 1

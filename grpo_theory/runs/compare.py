@@ -46,6 +46,7 @@ Units: steps are the logs' optimizer steps, rewards the logs' own units.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ import scipy.stats
 from grpo_theory.model import NORMALIZATIONS, GRPOModel
 from grpo_theory.progress import progress
 from grpo_theory.results import Result
-from grpo_theory.runs.curves import finite_sorted, fit_curve
+from grpo_theory.runs.curves import applicability, finite_sorted, fit_curve
 from grpo_theory.runs.logs import TrainingLog, read_log
 from grpo_theory.runs.logs.base import flatten
 from grpo_theory.runs.logs.base import step_number as _step
@@ -69,7 +70,7 @@ from grpo_theory.validate import (ParameterError, check_choice, check_output_fil
                                    figure_formats)
 
 __all__ = ["BY", "CONFIG_KEYS", "MIN_POINTS", "Comparison", "GroupSizeAnalysis", "Regression",
-           "RunFit", "ScalingAnalysis", "compare", "fit_run", "fluctuation_regime"]
+           "RunFit", "ScalingAnalysis", "compare", "fit_run", "fluctuation_regime", "run_labels"]
 
 #: The knobs a family may vary.
 BY = ("group_size", "model_size", "learning_rate", "refresh_interval")
@@ -137,6 +138,7 @@ class RunFit:
     fluctuation_interval: tuple = (math.nan, math.nan)
     fluctuation_dof: float = math.nan
     fluctuation_reason: str = ""
+    label: str = ""      # the run's name in the family's table: see :func:`run_labels`
 
 
 def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
@@ -154,6 +156,12 @@ def fit_run(steps, values, *, source="<run>", value=math.nan) -> RunFit:
     resid = values - _law(t, plateau, initial, tau)
     f = _inflation(resid)
     var = fit.rss / max(t.size - 3, 1)
+    # fit's own applicability (runs.curves.applicability, the rule of runs.fitting.summarize_curve):
+    # a run `fit` declines gives no time scale and no plateau here either
+    reasons = applicability(steps, values)
+    if reasons:
+        return RunFit(**base, identified=False, residual_variance=var, inflation=f,
+                      reason="the model does not apply (as `fit` says): " + "; ".join(reasons))
     if tau > span:
         return RunFit(**base, identified=False, residual_variance=var, inflation=f,
                       reason=f"not saturated: the fitted time scale exceeds the run ({span:g} steps), "
@@ -318,7 +326,7 @@ def _group_size(series, fits, binary, normalization) -> GroupSizeAnalysis:
                                       "G-invariance needs runs at 2 or more group sizes (the "
                                       "chi2 above compares replicates)")
     usable = [f for f in fits if np.isfinite(f.fluctuation) and f.fluctuation > 0]
-    skipped = [f"{_short(f.source)}: {f.reason or f.fluctuation_reason}"
+    skipped = [f"{f.label or _short(f.source)}: {f.reason or f.fluctuation_reason}"
                for f in fits if f not in usable]
     if skipped:
         declined["runs without a plateau fluctuation"] = "; ".join(skipped)
@@ -420,7 +428,7 @@ def _joint_fit(series, fits):
 def _scaling(by, series, fits, fresh_fraction) -> ScalingAnalysis:
     ok = [i for i, f in enumerate(fits) if f.identified]
     declined = {}
-    skipped = [f"{_short(f.source)}: {f.reason}" for f in fits if not f.identified]
+    skipped = [f"{f.label or _short(f.source)}: {f.reason}" for f in fits if not f.identified]
     if skipped:
         declined["runs without a time scale"] = "; ".join(skipped)
     fits_ok = [fits[i] for i in ok]
@@ -564,6 +572,8 @@ def compare(logs, *, by: str, values=None, metric: str | None = None, normalizat
                                      "run given twice is no family)")
         series.append((s, y))
         fits.append(fit_run(s, y, source=lg.source, value=v))
+    fits = [dataclasses.replace(f, label=lab)
+            for f, lab in zip(fits, run_labels([str(f.source) for f in fits]))]
     binary = all(np.all((y >= 0) & (y <= 1)) for _, y in series)
     if by == "group_size":
         analysis = _group_size(series, fits, binary, normalization)
@@ -588,6 +598,21 @@ def _iv(pair, spec=".3g"):
     return f"[{_g(pair[0], spec)}, {_g(pair[1], spec)}]"
 
 
+def run_labels(sources) -> list:
+    """Names that tell the runs apart: each file's name, or, where names repeat, the shortest
+    path suffix (whole folders) that is unique among the runs; a label longer than 40
+    characters keeps its last 37 behind "...".  Identical sources keep identical labels."""
+    parts = [os.path.normpath(str(s)).replace(os.sep, "/").split("/") for s in sources]
+    labels = []
+    for i, p in enumerate(parts):
+        k = 1
+        while k < len(p) and any(q[-k:] == p[-k:] and q != p for q in parts):
+            k += 1
+        lab = "/".join(p[-k:])
+        labels.append(lab if len(lab) <= 40 else "..." + lab[-37:])
+    return labels
+
+
 def _short(source: str) -> str:
     """Parent folder and file name, or the parent folder alone when that is too long (40 characters)."""
     parent = os.path.basename(os.path.dirname(source))
@@ -603,7 +628,7 @@ def _format(res: Comparison) -> str:
     lines.append(f"  {'run':<40} {res.by:>14} {'points':>6} {'plateau':>8} {'tau (steps) [95%]':>26}"
                  + ("   fluctuation [95%]" if res.by == "group_size" else ""))
     for f in res.runs:
-        name = _short(f.source)
+        name = f.label or _short(f.source)
         if f.identified:
             row = (f"  {name:<40} {f.value:>14.4g} {f.n_points:>6} {_g(f.plateau, '.4f'):>8} "
                    f"{_g(f.tau):>8} {_iv(f.tau_interval):>17}")

@@ -219,8 +219,8 @@ def advantage_degeneracy(log, reward_metric=None, group_size=None, *, threshold=
     zs, zv = log.series(zname)
     ok = np.isfinite(zv)
     zs, zv = zs[ok], zv[ok]
-    if zs.size < 3:
-        return _na(f"fewer than 3 logged values of {zname}", zname)
+    if zs.size < 10:        # the minimum of the other trend detectors (policy_concentration)
+        return _na(f"fewer than 10 logged values of {zname} ({zs.size})", zname)
     knob = ("group size G (num_generations / rollout.n): raise it, or filter prompts that are "
             "always solved or never solved (dynamic sampling)")
     qsm = _smooth(zv, _window(zv.size))
@@ -894,6 +894,9 @@ def dynamical_instability(log, reward_metric=None, *, fit=None, growth_threshold
     summary = fit if fit is not None else summarize_curve(rs, rv, metric=rname)
     if not summary.applicable:
         regime = "no regime is named, the fit does not apply: " + "; ".join(summary.reasons)
+    elif summary.oscillator is None and summary.misses_range("oscillator"):
+        regime = (f"no regime is named: the L3 fit's plateau {summary.fits['oscillator'].plateau:.4g} "
+                  "lies outside the reward's range [0, 1]")
     elif summary.oscillator is None:
         regime = "no L3 fit"
     else:

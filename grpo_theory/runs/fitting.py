@@ -49,9 +49,20 @@ class CurveSummary:
     def applicable(self) -> bool:
         return not self.reasons
 
+    def misses_range(self, name) -> bool:
+        """Family ``name``'s plateau lies outside the reward's range [0, 1] (a binary reward):
+        that family misses the curve, it is neither the best model nor read for a regime."""
+        fr = self.fits.get(name)
+        return bool(self.binary and fr is not None and math.isfinite(fr.plateau)
+                    and not 0.0 <= fr.plateau <= 1.0)
+
     @property
     def oscillator(self):
-        return self.fits.get("oscillator") if self.applicable else None
+        """The L3 fit, ``None`` where the model does not apply or its plateau misses the
+        reward's range (:meth:`misses_range`)."""
+        if not self.applicable or self.misses_range("oscillator"):
+            return None
+        return self.fits.get("oscillator")
 
     @property
     def regime(self):
@@ -110,6 +121,9 @@ class CurveSummary:
         if not self.applicable:
             return head + "; the model does not apply, no regime is named: " + "; ".join(self.reasons)
         z = self.damping_ratio
+        if z is None and self.misses_range("oscillator"):
+            return head + (f"; the L3 fit's plateau {self.fits['oscillator'].plateau:.4g} lies "
+                           "outside the reward's range [0, 1]: no regime is named")
         return head + (f"; L3 fit: zeta = {z:.3g} ({self.regime})" if z is not None else "")
 
 
@@ -207,6 +221,10 @@ class FitReport(Result):
                for m in self.models.values()):
             lines.append("    ! a plateau outside the reward's range [0, 1]: that family misses "
                          "this curve")
+            lines.append("      (it is never the best model, and no regime is read from it)")
+        if self.applicable["fit"] and self.best is None and self.models:
+            lines.append("no best model: every family's plateau lies outside the reward's range "
+                         "[0, 1]; no regime is named")
         if self.applicable["fit"] and self.best is not None:
             b = self.models[self.best]
             lines.append(f"best model (AIC, in-sample): {self.best}   {b['formula']}")
@@ -316,9 +334,11 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
         warnings.append(f"the relaxation families explain R^2 {r2_text(max(core))} of the variance, "
                         f"under half the signal share {r2_text(share)}: they miss part of the "
                         "curve's shape (the plateau and time scale are its rise read coarsely)")
+    # a family whose plateau misses the reward's range is never the best model
+    inside = [m for m in fits if not summary.misses_range(m)]
     res = {"models": fits,
-           "best": min(fits, key=lambda k: fits[k].aic) if fits else None,
-           "best_bic": min(fits, key=lambda k: fits[k].bic) if fits else None}
+           "best": min(inside, key=lambda k: fits[k].aic) if inside else None,
+           "best_bic": min(inside, key=lambda k: fits[k].bic) if inside else None}
     fc = None
     if train_fraction is not None:
         ent = log.role("entropy")

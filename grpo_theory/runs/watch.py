@@ -55,14 +55,14 @@ def _binary(path) -> bool:
 
 
 def watch(path, *, format=None, metric=None, group_size=None, interval=10.0, max_polls=None,
-          sleep=time.sleep, wait=False, state=None):
+          sleep=time.sleep, wait=False, state=None, rename=None):
     """Yield a :class:`FiredWarning` each time a detector first fires on the growing log ``path``.
 
     Polls every ``interval`` seconds; stops after ``max_polls`` polls (``None``: never).  A
     log that does not exist is a :class:`ParameterError` unless ``wait`` (a run about to
     start): then it is polled for until it appears.  ``state`` (a dict), if given, records
     ``polls`` and ``reads`` (how often the log was read), so a caller can tell "no warning"
-    from "nothing was read".
+    from "nothing was read".  ``rename`` maps the log's metric names to others (as ``read_log``'s).
     """
     interval = check_real("interval", interval, low=0)
     if max_polls is not None:
@@ -84,7 +84,7 @@ def watch(path, *, format=None, metric=None, group_size=None, interval=10.0, max
         if sig == seen:
             continue
         try:
-            log = read_log(path, format)
+            log = read_log(path, format, rename=rename)
         except LogFormatError:
             if _binary(path):
                 raise      # no log being written: said at once, as `diagnose` says it

@@ -193,3 +193,51 @@ def test_sizes_are_checked_before_work(capsys, monkeypatch):
     # the same steps without the JSON text (about 1.3 GB) fit: the work starts
     with pytest.raises(AssertionError, match="size was checked"):
         main(["simulate", "--steps", "1e7", "--runs", "1"])
+
+
+def test_a_missing_optional_extra_exits_1_naming_the_extra(monkeypatch, capsys, tmp_path):
+    """Issue 29 item 23: `deepnet --quick` and `lab --quick` without their extras exited 2, the
+    bad-input code; a missing optional dependency is exit 1 with one line naming the extra
+    (bad input stays 2)."""
+    import builtins
+    import importlib
+
+    import grpo_theory.lab._deps as deps
+
+    real_import, real_module = builtins.__import__, importlib.import_module
+
+    def no_torch(name, *a, **k):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("No module named 'torch'")
+        return real_import(name, *a, **k)
+
+    def no_trl(name, *a, **k):
+        if name == "trl":
+            raise ImportError("No module named 'trl'")
+        return real_module(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    assert main(["deepnet", "--quick"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "pip install 'grpo-theory[deepnet]'" in err
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    monkeypatch.setattr(deps.importlib, "import_module", no_trl)
+    assert main(["lab", "--quick"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "pip install 'grpo-theory[lab]'" in err
+    assert "trl is missing" in err
+    assert main(["lab", "--quick", "--seed", "-1"]) == 2      # bad input: still 2
+    assert "seed" in capsys.readouterr().err
+    # TensorBoard event files without the tensorboard extra: the same rule
+    ev = tmp_path / "events.out.tfevents.1.host"
+    ev.write_bytes(b"\0")
+
+    def no_tb(name, *a, **k):
+        if name.startswith("tensorboard"):
+            raise ImportError("No module named 'tensorboard'")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_tb)
+    assert main(["fit", str(ev)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "pip install 'grpo-theory[tensorboard]'" in err

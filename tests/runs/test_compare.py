@@ -234,3 +234,44 @@ def test_an_interval_holding_zero_is_not_called_agreement():
     lo, hi = res.analysis.regression.interval
     assert lo <= -1 <= hi and lo <= 0 <= hi and res.analysis.agrees
     assert "-> consistent, not resolved" in str(res) and "-> agrees" not in str(res)
+
+
+def test_runs_that_fit_declines_give_no_time_scale_and_no_law():
+    # issue 29 item 6 (seen on two public TRL logs at G = 2, which `fit` declines for noise while
+    # compare used their tau 97 [8.9, 1.1e3]): two relaxations read through G = 2 binary rewards
+    # (values 0, 1/2, 1), the step-to-step noise far above the rise
+    from grpo_theory.runs.curves import fit_curve
+    from grpo_theory.runs.curves import applicability
+
+    t = np.arange(1, 201.0)
+    rng = np.random.default_rng(3)
+    logs = []
+    for k, (p0, p1) in enumerate([(0.25, 0.5), (0.3, 0.6)]):
+        y = rng.binomial(2, p1 - (p1 - p0) * np.exp(-(t - 1) / 20)) / 2
+        fr = fit_curve(t, y, "exponential")
+        assert 1 < fr.params["tau"] < t[-1] - t[0]          # the exponential alone gives a tau ...
+        assert applicability(t, y)                          # ... that `fit` would not read
+        logs.append(TrainingLog(metrics={"reward": (t, y)}, source=f"logs/run{k}/gate.log",
+                                default_metric="reward"))
+    res = compare(logs, by="refresh_interval", values=[1, 2])
+    assert not any(f.identified for f in res.runs)
+    assert all("does not apply" in f.reason for f in res.runs)
+    assert res.analysis.regression is None and "law" in res.analysis.declined
+    assert "tau vs lag slope" not in str(res)
+    # issue 29 item 7: the runs are told apart by the shortest unique path suffix
+    assert [f.label for f in res.runs] == ["run0/gate.log", "run1/gate.log"]
+    rows = str(res).splitlines()
+    assert rows[2].split()[0] == "run0/gate.log" and rows[3].split()[0] == "run1/gate.log"
+
+
+def test_run_labels_are_file_names_or_the_shortest_unique_suffix():
+    from grpo_theory.runs.compare import run_labels
+
+    # a folder name longer than 40 characters was shown alone, the same for every run
+    d = "/data/Sunshine535__nips-grpo-dynamics-and-more"
+    assert run_labels([f"{d}/gate2_rho1.00_seed42.log", f"{d}/gate2_rho3.00_seed42.log"]) == \
+        ["gate2_rho1.00_seed42.log", "gate2_rho3.00_seed42.log"]
+    assert run_labels(["/a/b/run/x.log", "/a/c/run/x.log", "y.csv"]) == \
+        ["b/run/x.log", "c/run/x.log", "y.csv"]
+    long = "x" * 50 + ".log"
+    assert run_labels([long, "y.log"]) == ["..." + long[-37:], "y.log"]

@@ -401,6 +401,21 @@ def test_instability_knob_names_the_runs_own_refresh_window():
     assert "steps_per_generation" in D._instability_knob(TrainingLog(metrics={}))
 
 
+@pytest.mark.parametrize("n", [3, 4, 9])
+def test_advantage_degeneracy_abstains_below_ten_values_like_the_other_detectors(n):
+    # issue 29 item 14: on a public trainer_state.json with 4 records it flagged "last 10 % of
+    # steps 0.600" (and `watch` fired at the third record) while every other detector abstained
+    t = np.arange(1.0, n + 1) * 5
+    log = TrainingLog(metrics={"frac_reward_zero_std": (t, np.full(n, 0.6)),
+                               "reward": (t, np.linspace(0.2, 0.3, n))}, default_metric="reward")
+    d = D.advantage_degeneracy(log)
+    assert d["flag"] is None and d["score"] is None
+    assert f"fewer than 10 logged values of frac_reward_zero_std ({n})" in d["evidence"]
+    t10 = np.arange(1.0, 11) * 5                         # from 10 values on, the check runs
+    log10 = TrainingLog(metrics={"frac_reward_zero_std": (t10, np.full(10, 0.6))})
+    assert D.advantage_degeneracy(log10)["flag"] is True
+
+
 def test_steps_are_integers_in_json_and_scores_say_what_they_measure():
     """Issue 29: JSON said "first_step": 7.0, and an unflagged reward-hacking check printed
     "[ok] reward_hacking (score 30)" -- a bare 30 reads as an alarm."""

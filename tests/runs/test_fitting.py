@@ -333,3 +333,31 @@ def test_fit_says_how_it_read_the_reward(capsys):
     assert main(["fit", "--example", "--reward", "dense", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["applicable"]["reward_kind"] == "a dense score (given: --reward dense)"
+
+
+def test_a_family_whose_plateau_misses_the_reward_range_is_never_best():
+    # issue 29 item 5 (seen on a public Monarch log: the oscillator won on AIC with plateau 2.34
+    # and a regime was named from it).  A success rate with a fast rise and a slow linear drift:
+    # the oscillator reaches the lowest AIC by an overdamped mode whose plateau lies far above 1
+    from grpo_theory.runs.diagnostics import diagnose
+    from grpo_theory.runs.fitting import fit_log
+    from grpo_theory.runs.logs import TrainingLog
+
+    t = np.arange(60.0)
+    y = np.clip(0.12 + 0.4 * (1 - np.exp(-t / 6)) + 0.006 * t
+                + 0.04 * np.random.default_rng(0).standard_normal(60), 0, 1)
+    log = TrainingLog(metrics={"reward": (t, y)}, source="drift.csv", default_metric="reward")
+    rep = fit_log(log)
+    osc = rep.models["oscillator"]
+    assert osc["plateau"] > 1.0                       # the precondition: it misses [0, 1] ...
+    assert osc["aic"] == min(m["aic"] for m in rep.models.values())   # ... and has the best AIC
+    inside = {k: m for k, m in rep.models.items() if 0.0 <= m["plateau"] <= 1.0}
+    assert rep.best == min(inside, key=lambda k: inside[k]["aic"]) != "oscillator"
+    assert rep.best_bic in inside
+    assert rep.regime is None                         # no regime named from the missing family
+    text = str(rep)
+    assert f"best model (AIC, in-sample): {rep.best}" in text and "overdamped" not in text
+    assert "never the best model" in text
+    d = diagnose(log)
+    assert d.curve["regime"] is None and "outside the reward's range" in d.curve["summary"]
+    assert "overdamped" not in json.dumps(d.diagnostics["dynamical_instability"])

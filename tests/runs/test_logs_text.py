@@ -154,3 +154,70 @@ def test_what_detection_saw_is_named(tmp_path, capsys):
         assert main(["diagnose", str(a)]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and said in err, err
+
+
+def _monarch_like(tmp_path, n=40, cut=False):
+    # the layout of a custom Monarch logger (issue 29 item 11, seen on a public log): start-up text,
+    # progress bars, then `step:N | key=value | ...` lines; values synthesized here
+    lines = ["Spawning actors...",
+             "Generating train split: 100%|##########| 7473/7473 [00:00<00:00, 2127.70 examples/s]",
+             "Training: 7473 problems, 32 prompts/step, 233 steps/epoch, 233 total steps"]
+    for s in range(n):
+        lines.append(f"step:{s} | policy_loss={0.001 * (-1) ** s:.4f} | kl_divergence="
+                     f"{0.001 * (s + 1):.4f} | mean_reward={0.7 - 0.55 * 0.93 ** s:.4f} | "
+                     f"grad_norm={1.0 + 0.01 * s:.4f} | epoch=0")
+    text = "\n".join(lines) + "\n"
+    if cut:
+        text = text[:-12]                   # the last line cut off inside its last entry
+    p = tmp_path / "training.log"
+    p.write_text(text)
+    return p
+
+
+def test_step_key_value_lines_are_read(tmp_path, capsys):
+    log = read_log(_monarch_like(tmp_path))
+    assert log.format == "step-kv"
+    s, v = log.series("mean_reward")
+    assert list(s) == list(range(40)) and v[3] == pytest.approx(round(0.7 - 0.55 * 0.93 ** 3, 4))
+    assert log.reward_metric() == "mean_reward"
+    assert log.role("kl") == "kl_divergence"            # issue 29 item 13: the KL channel's alias
+    assert main(["fit", str(_monarch_like(tmp_path)), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 40
+    cut = read_log(_monarch_like(tmp_path, cut=True))
+    assert cut.series("mean_reward")[0].size == 40 and cut.series("epoch")[0].size == 39
+    assert any("cut off" in w for w in cut.warnings)
+    bad = tmp_path / "bad.log"
+    bad.write_text("step:0 | reward=0.1 | loss=0.2\nstep:1 | reward=0.2 | status=ok\n")
+    with pytest.raises(ParameterError, match=r"line 2.*'status=ok' is not of the form key=number"):
+        read_log(bad)
+
+
+def test_a_console_log_before_its_first_record_is_named_not_misread_as_csv(tmp_path, capsys):
+    # issue 29 item 12: Python logging lines (a comma in the time stamp) were read as a CSV header
+    # ("no step column among 2026-04-19 08:31:23, 419 [INFO] ...")
+    p = tmp_path / "run.log"
+    p.write_text("2026-04-19 08:31:23,419 [INFO] pilot: model=Qwen, max_steps=200\n"
+                 "2026-04-19 08:31:23,426 [INFO] pilot: === Run: rho=1.00, seed=42 ===\n"
+                 "Loading checkpoint shards: 100%|##########| 4/4 [00:03<00:00,  1.10it/s]\n")
+    for argv in (["diagnose", str(p)], ["fit", str(p)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert "TRL console output with no training record yet" in err and "step column" not in err
+    # once the first record is printed, it is read
+    p.write_text(p.read_text() + "{'loss': '0', 'reward': '0.125', 'kl': '0', 'epoch': '0.01'}\n")
+    assert read_log(p).format == "trl-console"
+    v = tmp_path / "verl.log"              # a verl run's logging lines before its first step line
+    v.write_text("2026-04-19 08:31:23,419 [INFO] verl.trainer.main_ppo: start, 8 GPUs\n")
+    with pytest.raises(ParameterError, match="verl console output with no training record yet"):
+        read_log(v)
+
+
+def test_an_unrecognized_text_names_what_it_found(tmp_path, capsys):
+    # issue 29 item 11: the error blamed "line 1" of a file whose first line is not the problem
+    p = tmp_path / "notes.txt"
+    p.write_text("a note about the run\nnothing here is a record\n")
+    assert main(["fit", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "no reader accepts it" in err and "'a note about the run'" in err
+    assert "line 1" not in err

@@ -76,6 +76,20 @@ def test_wait_picks_up_a_log_that_appears(tmp_path):
     assert [w.detector for w in fired] == ["dynamical_instability", "collapse"]
 
 
+def test_watch_renames_a_column_as_diagnose_does(tmp_path, capsys):
+    # issue 29 item 13: `watch` had no --rename (a log whose reward is `acc` could not be watched)
+    steps, r = _collapse_curve()
+    log = tmp_path / "acc.csv"
+    log.write_text("step,acc\n" + "".join(f"{s:g},{v:.6f}\n" for s, v in zip(steps, r)))
+    assert main(["watch", str(log), "--rename", "acc=reward", "--interval", "0",
+                 "--max-polls", "1", "--json"]) == 0
+    names = [w["detector"] for w in json.loads(capsys.readouterr().out)["warnings"]]
+    assert "dynamical_instability" in names
+    assert main(["watch", str(log), "--rename", "acc", "--max-polls", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--rename" in err and "OLD=NEW" in err
+
+
 def test_a_binary_file_is_refused_as_diagnose_refuses_it(tmp_path, capsys):
     """watch waited on a binary file and ended "did not appear" (exit 1) where diagnose says
     "format not recognized" (exit 2); issue 29.  A binary file never becomes a text log."""

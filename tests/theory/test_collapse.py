@@ -109,3 +109,15 @@ def test_infinite_group_without_a_plateau_says_why(capsys):
     assert cli_main(["collapse-risk", "--group-size", "inf", "--kl-coef", "1.5"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("collapse risk within 1000 steps: 0\n")
+
+
+@pytest.mark.parametrize("lr, level", [(0.002, 0.0), (3.0, 1.0)])
+def test_no_best_change_when_none_lowers_the_risk(lr, level):
+    # issue 29 item 15: `check-config --from-log` printed "collapse risk within 1000 steps: 0
+    # (best change: group size x2)"; at a risk of 0, or of 1 under every change, nothing is best
+    r = collapse_risk(GRPOModel(group_size=8, learning_rate=lr, p_ref=0.5, kl="exact",
+                                kl_coef=1.0), steps=1000)
+    assert r.probability == level and r.knobs
+    assert all(k["probability"] >= r.probability for k in r.knobs)
+    assert r.best_knob is None
+    assert "most effective: none (no single change lowers the risk" in str(r)

@@ -10,6 +10,7 @@ Formats (auto-detected from the content, or forced with ``format=``):
 ``wandb``        W&B CSV export (``Step``, ``<run> - <metric>`` columns)
 ``csv``          generic CSV with a step column
 ``jsonl``        generic JSONL with a step key (or a JSON array of such objects)
+``step-kv``      text lines ``step:N | key=value | ...`` (a custom logger's, e.g. Monarch's)
 ``tensorboard``  TensorBoard event files (optional extra)
 ===============  ============================================================
 
@@ -31,7 +32,7 @@ import numpy as np
 
 from grpo_theory.validate import ParameterError, check_choice
 from grpo_theory.runs.logs.base import ROLES, LogFormatError, TrainingLog, records_to_metrics, text_lines
-from grpo_theory.runs.logs.generic import read_csv, read_jsonl
+from grpo_theory.runs.logs.generic import STEP_KV_LINE, read_csv, read_jsonl, read_step_kv
 from grpo_theory.runs.logs.trl import console_dicts, read_trl, read_trl_console
 from grpo_theory.runs.logs.verl import (STEP_LINE, parse_overrides, read_verl_console, read_verl_jsonl,
                                         strip_ansi)
@@ -40,7 +41,8 @@ from grpo_theory.runs.logs.wandb import is_wandb_header, read_wandb_csv
 __all__ = ["FORMATS", "LogFormatError", "ROLES", "TrainingLog", "detect_format", "from_simulation",
            "parse_overrides", "read_log", "records_to_metrics"]
 
-FORMATS = ("trl", "trl-console", "verl", "verl-jsonl", "wandb", "csv", "jsonl", "tensorboard")
+FORMATS = ("trl", "trl-console", "verl", "verl-jsonl", "wandb", "csv", "jsonl", "tensorboard",
+           "step-kv")
 
 
 def trainer_state_path(folder) -> str:
@@ -85,6 +87,10 @@ _DICT_LINE = re.compile(r"(?:^|[\r\n])[ \t]*\{'")
 _VERL_SIGN = re.compile(r"-m verl\.trainer\.main_|^\((?:TaskRunner|main_task) pid=\d+|"
                         r"^(?:\(\w+ pid=\d+[^)]*\) ?)?\{'actor_rollout_ref': ", re.M)
 
+#: a line of Python's logging module with its default time stamp (``%(asctime)s``: milliseconds
+#: after a comma)
+_LOGGING_LINE = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2},\d{3}\b")
+
 
 def detect_format(path, text: str | None = None) -> str:
     """Guess the format from the content (extension only breaks ties)."""
@@ -117,6 +123,9 @@ def detect_format(path, text: str | None = None) -> str:
     for _, line in lines[:5000]:
         if STEP_LINE.search(line):
             return "verl"
+    for _, line in lines[:5000]:
+        if STEP_KV_LINE.search(line):
+            return "step-kv"
     # the printed dicts up to the first trainer dict: that one decides (the reader parses them all)
     seen = []
     for item in (console_dicts(text) if _DICT_LINE.search(text) else ()):
@@ -125,6 +134,15 @@ def detect_format(path, text: str | None = None) -> str:
         seen.append(item)
     if _VERL_SIGN.search(head):
         return "verl"            # a verl run's console before its first step line (said so)
+    if _LOGGING_LINE.match(first_line) and not seen:
+        # Python logging lines ("2026-04-19 08:31:23,419 [INFO] ...": a comma in the time stamp),
+        # as a TRL run prints before its first Trainer.log dict: not a CSV header
+        engine = "verl" if re.search(r"\bverl\.", head) else "TRL"
+        raise LogFormatError(path, None, f"{engine} console output with no training record yet: "
+                                         "Python logging lines, but no printed Trainer.log dict "
+                                         "({'loss': ..., 'epoch': ...}) and no verl 'step:N' line "
+                                         "(a run that has not logged its first step; `watch` "
+                                         "reads it again as it grows)")
     if "," in first_line or name.endswith(".csv"):
         import csv
 
@@ -138,10 +156,14 @@ def detect_format(path, text: str | None = None) -> str:
                                        f"printed Python dicts ({what}), but none is a "
                                        "transformers/TRL Trainer.log entry (a dict with an "
                                        "'epoch' and the logged metrics)")
-    raise LogFormatError(path, 1, "format not recognized (expected TRL trainer_state.json or "
-                                  "console output, a verl console log, verl/generic JSONL or a "
-                                  "JSON array of per-step objects, a W&B/generic CSV or a "
-                                  "TensorBoard event file)")
+    shown = first_line.strip()
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise LogFormatError(path, None, f"format not recognized: no reader accepts it (its first "
+                                     f"line: {shown!r}; expected TRL "
+                                     "trainer_state.json or console output, a verl console log, "
+                                     "'step:N | key=value' lines, verl/generic JSONL or a JSON "
+                                     "array of per-step objects, a W&B/generic CSV or a "
+                                     "TensorBoard event file)")
 
 
 def _json_array_format(head: str) -> str | None:
@@ -206,6 +228,8 @@ def read_log(path, format: str | None = None, *, run: str | None = None,
         log = read_wandb_csv(p, text, run=run)
     elif format == "csv":
         log = read_csv(p, text, step_column=step_column, rename=rename, run=run)
+    elif format == "step-kv":
+        log = read_step_kv(p, text)
     else:
         log = read_jsonl(p, text, step_column=step_column, rename=rename)
     if rename and format not in ("csv", "jsonl"):

@@ -76,7 +76,7 @@ ROLES: dict[str, tuple[str, ...]] = {
                       "critic/zero_var_frac", "zero_std_frac"),
     "entropy": ("entropy", "train/entropy", "actor/entropy", "actor/entropy_loss",
                 "train/train_entropy", "train/token_entropy"),
-    "kl": ("kl", "train/kl", "actor/kl_loss", "critic/kl", "kl_ref"),
+    "kl": ("kl", "train/kl", "actor/kl_loss", "critic/kl", "kl_ref", "kl_divergence"),
     "clip_frac": ("clip_ratio/region_mean", "train/clip_ratio/region_mean", "clip_ratio",
                   "actor/pg_clipfrac"),
     "policy_lag_kl": ("actor/ppo_kl",),

@@ -1,4 +1,5 @@
-"""Readers for generic CSV and JSONL logs with a ``step`` column.
+"""Readers for generic CSV and JSONL logs with a ``step`` column, and for ``step:N | key=value``
+text logs (:func:`read_step_kv`).
 
 The step column is found by name (``step``, ``Step``, ``global_step``, ``_step``,
 ``iteration``, ``iter``) or given explicitly; ``rename`` maps file column names to
@@ -7,12 +8,13 @@ the names used downstream (e.g. ``{"acc": "reward"}``).
 
 from __future__ import annotations
 
+import re
 
 from grpo_theory.runs.logs.base import LogFormatError, TrainingLog, flatten, csv_rows, iter_csv_rows, records_to_metrics
 from grpo_theory.validate import ParameterError
 from grpo_theory.runs.logs.verl import iter_jsonl
 
-__all__ = ["read_csv", "read_jsonl", "STEP_NAMES"]
+__all__ = ["read_csv", "read_jsonl", "read_step_kv", "STEP_KV_LINE", "STEP_NAMES"]
 
 STEP_NAMES = ("step", "Step", "global_step", "_step", "iteration", "iter", "trainer/global_step")
 
@@ -136,3 +138,49 @@ def read_jsonl(path, text: str | None = None, *, step_column: str | None = None,
                        text_columns=text_columns)
 
 
+
+
+#: a ``step:N | key=value | key=value`` line (a custom logger's, e.g. Monarch's): ``step:N`` (or
+#: ``step=N``) at a line start or behind a prefix, then entries ``key=value`` split by one
+#: separator, ``|``, ``;``, ``,`` or a tab (verl's ``step:N - key:value`` has its own reader)
+STEP_KV_LINE = re.compile(r"(?:^|[\s)\]])step[:=]\s*(\d+)\s*([|;,\t])\s*([^\s=|;,\t]+=.*)$")
+
+
+def read_step_kv(path, text: str) -> TrainingLog:
+    """Read a log of ``step:N | key=value | ...`` lines (:data:`STEP_KV_LINE`); every other line
+    (start-up text, progress bars) is ignored.  An entry that is not ``key=number`` raises
+    :class:`LogFormatError` naming the line; a cut-off last line loses its incomplete last entry
+    (with a warning)."""
+    from grpo_theory.runs.logs.base import _to_float, text_lines
+
+    lines = text_lines(text)
+    ends_with_newline = text.endswith("\n")
+    if ends_with_newline:
+        lines = lines[:-1]
+    warnings: list[str] = []
+    records = []
+    last_idx = len(lines) - 1
+    for idx, (lineno, line) in enumerate(lines):
+        m = STEP_KV_LINE.search(line)
+        if not m:
+            continue
+        step, sep = float(m.group(1)), m.group(2)
+        pairs = m.group(3).rstrip().split(sep)
+        values = {}
+        for j, pair in enumerate(pairs):
+            if idx == last_idx and not ends_with_newline and j == len(pairs) - 1:
+                warnings.append(f"{path} line {lineno}: last line is cut off; dropped its "
+                                f"incomplete last entry {pair.strip()!r}")
+                break
+            key, eq, raw = pair.partition("=")
+            key = key.strip()
+            v = _to_float(raw) if eq and key else None
+            if v is None:
+                raise LogFormatError(path, lineno, f"step {int(step)}: entry {pair.strip()!r} is "
+                                                   "not of the form key=number")
+            values[key] = v
+        records.append((step, lineno, values))
+    if not records:
+        raise LogFormatError(path, None, "no line of the form 'step:N | key=value | ...' found")
+    metrics = records_to_metrics(records, warnings=warnings, source=str(path))
+    return TrainingLog(metrics=metrics, source=str(path), format="step-kv", warnings=warnings)

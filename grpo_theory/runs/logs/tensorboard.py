@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from grpo_theory.runs.logs.base import LogFormatError, TrainingLog
-from grpo_theory.validate import ParameterError
+from grpo_theory.validate import MissingExtra, ParameterError
 
 __all__ = ["read_tensorboard", "is_event_file"]
 
@@ -26,8 +26,9 @@ def read_tensorboard(path) -> TrainingLog:
     try:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     except ImportError:
-        raise ParameterError("log file", os.fspath(path), "a format whose reader is installed: "
-                             "TensorBoard event files need `pip install grpo-theory[tensorboard]`") from None
+        raise MissingExtra("tensorboard", f"{os.fspath(path)}: TensorBoard event files need the "
+                           "tensorboard extra: pip install 'grpo-theory[tensorboard]'",
+                           "tensorboard") from None
     p = os.fspath(path)
     if os.path.isdir(p):
         files = sorted((f for f in os.listdir(p) if is_event_file(f)),
