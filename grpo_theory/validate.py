@@ -19,6 +19,7 @@ import numpy as np
 
 __all__ = [
     "ParameterError",
+    "MissingParameter",
     "check_choice",
     "check_int",
     "check_probability",
@@ -43,6 +44,15 @@ class ParameterError(ValueError):
         self.allowed = allowed
         shown = _ANSI.sub("", value) if isinstance(value, str) else value
         super().__init__(_ANSI.sub("", f"{name} must be {allowed}, got {shown!r}"))
+
+
+class MissingParameter(ParameterError):
+    """A required parameter that was not given: ``"LOG is required: a log file ..."`` (not
+    ``"... got None"``, which reads as if ``None`` had been typed)."""
+
+    def __init__(self, name: str, allowed: str):
+        self.name, self.value, self.allowed = name, None, allowed
+        ValueError.__init__(self, f"{name} is required: {allowed}")
 
 
 #: terminal colour codes: no message carries one (a coloured log quoted in an error)

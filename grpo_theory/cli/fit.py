@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from grpo_theory.cli._common import number
-from grpo_theory.validate import ParameterError
+from grpo_theory.validate import MissingParameter, ParameterError
 
 NAME = "fit"
 HELP = ("Fit a training log's reward curve (single exponential, L3 oscillator, mean-field, "
@@ -53,7 +53,7 @@ def load_log(args):
 
         args.log = str(example_log())
     elif args.log is None:
-        raise ParameterError("LOG", None, "a log file (or --example for the bundled real log)")
+        raise MissingParameter("LOG", "a log file, or --example for the bundled real log")
 
     rename = rename_map(args.rename)
     return read_log(args.log, args.format, run=args.run, step_column=args.step_column,

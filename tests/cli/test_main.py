@@ -241,3 +241,13 @@ def test_a_missing_optional_extra_exits_1_naming_the_extra(monkeypatch, capsys, 
     assert main(["fit", str(ev)]) == 1
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "pip install 'grpo-theory[tensorboard]'" in err
+
+
+@pytest.mark.parametrize("command", ["fit", "diagnose"])
+def test_a_missing_log_is_named_as_missing_not_as_none(command, capsys):
+    """Newcomer pass: `fit` and `diagnose` with no LOG said `LOG must be a log file ...,
+    got None`, as if None had been typed."""
+    assert main([command]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("LOG is required: a log file, or --example for the bundled real log"), err
+    assert "None" not in err and len(err.splitlines()) == 1
