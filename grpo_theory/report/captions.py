@@ -170,7 +170,10 @@ def _variance_cause(rr) -> str:
         return ("The exact theory is the variance of the linearized map and neglects the terms "
                 "of higher order in the deviation")
     pick = rr[:2] + rr[-1:] if len(rr) > 2 else rr
-    pct = lambda r, k: f"${100 * (r[k] / r['var_z_theory'] - (k == 'var_z_noise_part')):+.1f}\\,\\%$"
+
+    def pct(r, k):
+        return f"${100 * (r[k] / r['var_z_theory'] - (k == 'var_z_noise_part')):+.1f}\\,\\%$"
+
     return (
         "The cause is the curvature of the drift. For $\\mu = 0$, $k = 1$ the update "
         "$z' = z + \\eta (F(z) + \\xi)$ is stationary exactly when "

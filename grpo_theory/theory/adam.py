@@ -113,7 +113,7 @@ A_SIGMA = sp.Symbol(r"a_{\sigma}", positive=True)
 
 @derivation("adam.self_consistent_step")
 def _self_consistent_step() -> Derived:
-    mu, a, eta, K, kap, s2 = S.mu, S.a, S.eta, S.K, S.kappa, S.sigma2
+    mu, a, eta, K, kap = S.mu, S.a, S.eta, S.K, S.kappa
     ar2 = get("noise.ar2_variance")
     # the self-consistent step a = eta_theta K against the noise-only step a_sigma
     expr = a * sp.sqrt(2 * ((1 - mu**2) + mu * a) / ((1 - mu) * (2 * (1 + mu) - a)))
