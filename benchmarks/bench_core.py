@@ -187,22 +187,10 @@ def bench_lab_step(steps: int = 20, repeat: int = 5) -> None:
     ``grpo-theory lab`` trains) against a bare GRPOTrainer step with the same model, batch and
     arguments (16 prompts x G = 8); interleaved runs, best of ``repeat`` each."""
     sys.path.insert(0, str(ROOT))
-    from grpo_theory.lab.engine import Lab, RunSpec
-    from grpo_theory.lab.model import ModelSpec
-    from grpo_theory.lab.task import TaskSpec
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_lab import time_lab_steps        # the same runs as bench_lab.py
 
-    lab = Lab(TaskSpec(prompts=16), ModelSpec(width=32))
-    state, ref = lab.placed_state(-0.9), lab.placed_state(-2.2)
-    spec = RunSpec(group_size=8, beta=2.0, learning_rate=1e-3, steps=steps)
-    lab.train(spec.replace(steps=3), state=state, reference=(ref, "r"))    # warm-up
-    bare, harness, observer = [], [], []
-    for _ in range(repeat):
-        r = lab.train(spec, state=state, reference=(ref, "r"), observe=False)
-        bare.append(r.seconds / r.steps_done)
-        r = lab.train(spec, state=state, reference=(ref, "r"), eval_every=5)
-        harness.append(r.seconds / r.steps_done)
-        observer.append(r.observer_seconds / r.steps_done)
-    lab.close()
+    bare, harness, observer = time_lab_steps(steps, repeat)
     b, h, o = min(bare) * 1e3, min(harness) * 1e3, min(observer) * 1e3
     paired = sorted(y / x for x, y in zip(bare, harness))
     print(f"(h) lab step: {h:.1f} ms; bare GRPOTrainer step: {b:.1f} ms -> {h / b:.3f}x of the best "

@@ -21,6 +21,30 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def time_lab_steps(steps: int, repeats: int):
+    """Seconds per optimizer step of ``repeats`` interleaved pairs of runs of ``steps`` steps:
+    a bare GRPOTrainer, and the lab's harness (observer on), same model, batch and arguments
+    (16 prompts x G = 8); ``(bare, harness, observer)`` lists, the last the observer's own time
+    timed inside its callback.  Also the benchmark row (h) of bench_core.py."""
+    from grpo_theory.lab.engine import Lab, RunSpec
+    from grpo_theory.lab.model import ModelSpec
+    from grpo_theory.lab.task import TaskSpec
+
+    lab = Lab(TaskSpec(prompts=16), ModelSpec(width=32))
+    state, ref = lab.placed_state(-0.9), lab.placed_state(-2.2)
+    spec = RunSpec(group_size=8, beta=2.0, learning_rate=1e-3, steps=steps)
+    lab.train(spec.replace(steps=3), state=state, reference=(ref, "r"))    # warm-up
+    bare, harness, observer = [], [], []
+    for _ in range(repeats):
+        r = lab.train(spec, state=state, reference=(ref, "r"), observe=False)
+        bare.append(r.seconds / r.steps_done)
+        r = lab.train(spec, state=state, reference=(ref, "r"), eval_every=5)
+        harness.append(r.seconds / r.steps_done)
+        observer.append(r.observer_seconds / r.steps_done)
+    lab.close()
+    return bare, harness, observer
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=40)
@@ -29,24 +53,8 @@ def main(argv=None):
     t0 = time.perf_counter()
     from trl import GRPOConfig, GRPOTrainer  # noqa: F401 - the import time of the engine
 
-    from grpo_theory.lab.engine import Lab, RunSpec
-    from grpo_theory.lab.model import ModelSpec
-    from grpo_theory.lab.task import TaskSpec
-
     t_import = time.perf_counter() - t0
-    lab = Lab(TaskSpec(prompts=16), ModelSpec(width=32))
-    state = lab.placed_state(-0.9)
-    ref = lab.placed_state(-2.2)
-    spec = RunSpec(group_size=8, beta=2.0, learning_rate=1e-3, steps=args.steps)
-    lab.train(spec.replace(steps=3), state=state, reference=(ref, "r"))    # warm-up
-    bare, harness, observer = [], [], []
-    for _ in range(args.repeats):
-        r = lab.train(spec, state=state, reference=(ref, "r"), observe=False)
-        bare.append(r.seconds / r.steps_done)
-        r = lab.train(spec, state=state, reference=(ref, "r"), eval_every=5)
-        harness.append(r.seconds / r.steps_done)
-        observer.append(r.observer_seconds / r.steps_done)
-    lab.close()
+    bare, harness, observer = time_lab_steps(args.steps, args.repeats)
     b, h, o = (statistics.median(x) * 1e3 for x in (bare, harness, observer))
     diffs = sorted(1e3 * (y - x) for x, y in zip(bare, harness))
     print(f"import of TRL/transformers/torch: {t_import:.1f} s")

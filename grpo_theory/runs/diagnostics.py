@@ -66,6 +66,7 @@ import numpy as np
 from grpo_theory.results import Result
 from grpo_theory.runs.config_map import log_config_kind, map_config
 from grpo_theory.runs.fitting import summarize_curve
+from grpo_theory.runs.logs.base import finite_number as _num
 from grpo_theory.runs.logs.base import step_number as _step
 from grpo_theory.validate import ParameterError, check_int
 
@@ -91,15 +92,6 @@ __all__ = [
 _GROUP_KEYS = ("group_size", "num_generations", "actor_rollout_ref.rollout.n", "rollout.n",
                "G")
 
-
-def _num(x):
-    if x is None:
-        return None
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
 
 
 #: what a detector's score measures, where "score" alone would not say (the terminal line)

@@ -378,18 +378,22 @@ def iter_csv_rows(path, rows, lines, step_col: int, warnings: list, step_name: s
         yield lineno, step, row
 
 
-def step_number(x):
-    """A logged step for output: an int where it is whole (JSON ``7``, not ``7.0``), a float
-    otherwise (a fractional epoch), ``None`` for none or a non-finite value."""
+def finite_number(x):
+    """``float(x)`` where it is a finite number, ``None`` for none, text or a non-finite value."""
     if x is None:
         return None
     try:
         x = float(x)
     except (TypeError, ValueError):
         return None
-    if not math.isfinite(x):
-        return None
-    return int(x) if x.is_integer() else x
+    return x if math.isfinite(x) else None
+
+
+def step_number(x):
+    """A logged step for output: an int where it is whole (JSON ``7``, not ``7.0``), a float
+    otherwise (a fractional epoch), ``None`` for none or a non-finite value."""
+    x = finite_number(x)
+    return int(x) if x is not None and x.is_integer() else x
 
 
 def flatten(d: dict, sep: str = "/", prefix: str = "") -> dict:
