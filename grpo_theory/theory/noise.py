@@ -35,6 +35,7 @@ from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, pr
 from grpo_theory.theory.printing import latex
 from grpo_theory.theory.printing import sci as _sci
 from grpo_theory.theory.discrete import continuous_lag
+from grpo_theory.theory.discrete.thresholds import FLOAT_RESOLVED_ETA_K
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.theory.reuse import window_phase_variances
@@ -343,6 +344,11 @@ def fluctuation(model: GRPOModel) -> Fluctuation:
                               fresh_fraction=fp.fresh_fraction, reuse=mode,
                               window_batches=model.window_batches)
     if not math.isfinite(var):
+        aK = model.learning_rate * fp.stiffness
+        if aK < FLOAT_RESOLVED_ETA_K:      # the radius 1 - O(eta K) rounds to 1, not unstable
+            return Fluctuation(mode, B, fp.p, s2,
+                               reason=f"ηK = {aK:.3g} is too small for the window map's "
+                                      "variance to be resolved in double precision")
         return Fluctuation(mode, B, fp.p, s2,
                            reason="the window map is unstable: no stationary state")
     if model.kl == "k1_reward":  # the shifted rewards are equal at z*: every advantage is 0
