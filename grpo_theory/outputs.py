@@ -8,7 +8,7 @@ it into place at the end.
         write_everything_into(tmp)
     # here target holds the complete output; after an exception (or Ctrl-C) nothing was written
 
-The temporary sibling lives in the target's own directory (``.NAME.XXXX.tmp``; a file keeps
+The temporary sibling lives in the target's own directory (``.NAME.PID.XXXX.tmp``; a file keeps
 its extension, so matplotlib still infers the format from it), so the final move is a rename
 on one filesystem:
 
