@@ -20,7 +20,8 @@ terms or factors of one node are printed):
   :math:`2 + 2\mu - \eta K`, :math:`2 p - 1`), and a polynomial in an eigenvalue or a
   characteristic exponent (:math:`\lambda`, :math:`s`) in descending powers of it, each
   power written after its coefficient (:math:`\lambda^{d+1} - (1 + \mu - \eta K_{f})\lambda^{d}
-  + \mu\lambda^{d-1} + \eta K_{s}`);
+  + \mu\lambda^{d-1} + \eta K_{s}`); in an exponent and in the argument of :math:`\Gamma` (an
+  index) the constant goes last, :math:`\lambda^{d+1}`, :math:`\log\Gamma(n + 1)`;
 - a sum does not start with a minus sign when it has a positive term
   (:math:`1 - a k/(1 - \mu)`, not :math:`-a k/(1 - \mu) + 1`);
 - a product with a leading minus sign and a factor that reads better negated absorbs the
@@ -161,11 +162,16 @@ class Printer(LatexPrinter):
         settings.setdefault("symbol_names", LATEX_NAMES)
         super().__init__(settings)
         self._inline = 0          # > 0 inside a fraction or an exponent: no \frac there
-        self._exponent = 0        # > 0 inside an exponent: an index, d + 1
+        self._exponent = 0        # > 0 in an exponent or the argument of Gamma: an index, d + 1
 
     # -- function names -----------------------------------------------------------------
     def _print_loggamma(self, expr, exp=None):
-        tex = r"\log \Gamma\left(%s\right)" % self._print(expr.args[0])
+        self._exponent += 1                 # a shifted argument is an index: Gamma(n + 1)
+        try:
+            arg = self._print(expr.args[0])
+        finally:
+            self._exponent -= 1
+        tex = r"\log \Gamma\left(%s\right)" % arg
         return tex if exp is None else r"\left(%s\right)^{%s}" % (tex, exp)
 
     def _print_sign(self, expr, exp=None):
