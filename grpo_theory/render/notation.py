@@ -80,7 +80,7 @@ NOTATION = {
     "K_s": (S.K_stale, "the part of the stiffness acting through the sampling policy (stale)"),
     "K_p": (S.K_p, "stiffness in reward coordinates, $-\\mathrm{d}\\dot p/\\mathrm{d}p$ at the fixed point"),
     # --- the optimizer and the lag
-    "eta": (S.eta, "learning rate: logits moved per step per unit drift"),
+    "eta": (S.eta, "learning rate, per step: one step moves the logit by $\\eta F$ (so $\\eta K$ is dimensionless)"),
     "mu": (S.mu, "heavy-ball momentum"),
     "a": (S.a, "step stiffness $a = \\eta K$ (dimensionless)"),
     "k": (S.k_ref, "refresh interval: optimizer steps per sampling policy"),
