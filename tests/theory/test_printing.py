@@ -144,3 +144,22 @@ def test_the_listed_results_print_in_the_documents_order(name):
     for piece in ORDERED[name]:
         assert piece in tex, (piece, tex)
     assert not _CONSTANT_LAST.search(_without_exponents(tex)), tex
+
+
+@pytest.mark.parametrize("name", sorted(ORDERED))
+def test_the_order_only_permutes_the_terms(name):
+    """The printer reorders the terms of each sum of the displayed form and nothing else: the
+    reordered terms add up to the same sum (so the form stays the one proven equal to the
+    derived expression)."""
+    from grpo_theory.theory.derived import get
+    from grpo_theory.theory.printing import term_order
+
+    d = get(name)
+    shown = d.expr if d.display is None else d.display
+    exprs = [shown] + [defn for _, defn, _ in d.where]
+    sums = [a for e in exprs for a in sp.preorder_traversal(e) if isinstance(a, sp.Add)]
+    assert sums
+    for s in sums:
+        ordered = term_order(s.args)
+        assert sorted(map(sp.srepr, ordered)) == sorted(map(sp.srepr, s.args))
+        assert sp.Add(*ordered) == sp.Add(*s.args)          # the same sum, evaluated
