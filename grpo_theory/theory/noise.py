@@ -70,7 +70,7 @@ def _langevin() -> Derived:
     sol = dict(zip(unknowns, (sp.simplify(e) for e in sol)))
     expr = sol[unknowns[0]]
     out = Derived("noise.langevin_variance", expr, (S.eta, S.sigma2, S.gamma, S.spring),
-                  r"\operatorname{Var} x",
+                  r"\operatorname{Var} z",
                   r"Stationary variance of the deviation in the continuous (Langevin) model "
                   r"$m \ddot{x} + \gamma \dot{x} + \kappa_{s} x = \eta \xi(t)$, white noise of "
                   r"intensity $\sigma^{2}$.",
@@ -135,7 +135,7 @@ def _ar2() -> Derived:
     derived = sp.factor(sp.simplify(sol[unknowns[0]]))
     # displayed with every factor positive on the stable range 0 < eta K < 2 (1 + mu), mu < 1
     display = (1 + S.mu) * S.eta * S.sigma2 / ((1 - S.mu) * S.K * (2 * (1 + S.mu) - S.eta * S.K))
-    out = Derived("noise.ar2_variance", display, (S.eta, S.mu, S.K, S.sigma2), r"\operatorname{Var} x",
+    out = Derived("noise.ar2_variance", display, (S.eta, S.mu, S.K, S.sigma2), r"\operatorname{Var} z",
                   r"Exact stationary variance of the on-policy heavy-ball process "
                   r"$x_{t+1} = (1 + \mu - \eta K) x_{t} - \mu x_{t-1} + \eta \xi_{t}$, "
                   r"$\operatorname{Var} \xi = \sigma^{2}$.",
