@@ -66,6 +66,9 @@ def test_two_processes_agree_with_one(quick, tiny_model_dir):
                  "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "grpo_theory",
                  *BRACKET, "--model", tiny_model_dir])
     one = quick[0]
+    for run, rows in (("1 process", one), ("2 processes", d)):   # shown by pytest -rP
+        print(run, "k_max", rows["k_max_observed"],
+              [(r["k"], round(r["multiplier"], 3), round(r["se"], 3)) for r in rows["per_k"]])
     assert d["processes"] == 2 and p.stdout.count('"engine"') == 1   # one process printed
     assert d["k_max_observed"] == one["k_max_observed"] is not None
     assert d["k_max_predicted"] == one["k_max_predicted"]
@@ -90,6 +93,8 @@ def test_ray_is_the_serial_run(ray_local, quick, tiny_model_dir, tmp_path):
     assert d["executor"] == "Ray (local, 2 workers)" and d["failed_tasks"] == []
     assert d["stiffness"]["ntk"] == one["stiffness"]["ntk"]
     serial = {r["k"]: r for r in one["per_k"]}
+    print("serial", [(r["k"], r["multiplier"], r["se"]) for r in one["per_k"]],   # pytest -rP
+          "Ray", [(r["k"], r["multiplier"], r["se"]) for r in d["per_k"]])
     assert [r["k"] for r in d["per_k"]] == [4] and 4 in serial
     for a in d["per_k"]:
         b = serial[a["k"]]
