@@ -90,18 +90,8 @@ def installed(tmp_path_factory):
 
 
 def pytest_addoption(parser):
+    # the tests marked distributed (the lab under accelerate launch and on Ray) were opt-in;
+    # they run by default now, and the option is kept so that old command lines still work
     parser.addoption("--run-distributed", action="store_true", default=False,
-                     help="run the tests marked distributed (the lab under accelerate launch "
-                          "and on Ray: minutes of two cores, beyond the suite's budget)")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Tests marked ``distributed`` are deselected unless ``--run-distributed`` is given."""
-    if config.getoption("--run-distributed"):
-        return
-    keep, drop = [], []
-    for item in items:
-        (drop if item.get_closest_marker("distributed") else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+                     help="no effect: the tests marked distributed run by default (deselect "
+                          "them with -m 'not distributed')")

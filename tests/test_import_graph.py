@@ -7,6 +7,7 @@ submodule ``package.name`` when that is a module, else to ``package`` itself.
 """
 
 import ast
+import functools
 from pathlib import Path
 
 import grpo_theory
@@ -22,8 +23,10 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
-    """module -> the package modules it imports (anywhere in its source)."""
+    """module -> the package modules it imports (anywhere in its source); parsed once per
+    process (three tests read it; about 1.2 s of CPU each time)."""
     files = {_module_name(f): f for f in ROOT.rglob("*.py")}
     graph = {}
     for mod, file in files.items():

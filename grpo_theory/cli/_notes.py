@@ -32,9 +32,10 @@ def unused_options(command: str, args) -> list[str]:
     for dest, needs, text in UNUSED.get(command, ()):
         if getattr(args, dest, None) not in (None, False) and not getattr(args, needs, None):
             out.append(text)
-    if command == "lab" and getattr(args, "quick", False) and args.experiment != "all":
+    if command == "lab" and getattr(args, "quick", False) and args.experiment not in ("all",
+                                                                                       "refresh"):
         out.append(f"the experiment {args.experiment!r} is not used with --quick (the quick run "
-                   "is its own fixed set)")
+                   "is its own fixed set; --quick refresh: its refresh bracket alone)")
     return out
 
 

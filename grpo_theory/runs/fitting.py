@@ -18,7 +18,7 @@ from grpo_theory.runs.curves import (BINARY_FAMILIES, MODEL_NAMES, applicability
                                      finite_sorted, fit_curve, is_binary_range, signal_share,
                                      r2_text, relaxation_time_profile)
 from grpo_theory.runs.forecast import forecast
-from grpo_theory.validate import ParameterError, check_choice
+from grpo_theory.validate import ParameterError, check_choice, check_real
 from grpo_theory.runs.logs.base import step_number as _step
 
 __all__ = ["CurveSummary", "FitReport", "fit_log", "plot_fit", "summarize_curve", "REWARD_KINDS",
@@ -299,6 +299,9 @@ def fit_log(log, metric: str | None = None, *, train_fraction: float | None = No
     applies the fits are read whatever their R^2, and their intervals say how little is known.
     """
     check_choice("reward", reward, REWARD_KINDS)
+    if train_fraction is not None:   # before the fits (forecast checks it again, with the data)
+        check_real("train_fraction", train_fraction, low=0, high=1, low_open=True,
+                   high_open=True)
     name = log.reward_metric(metric)
     steps, values = finite_sorted(*log.series(name))
     if steps.size < 8:

@@ -3,22 +3,12 @@ on the xdist worker of the ``lab`` group: test_lab.py and test_distributed.py bo
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def lab_env():
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GRPO_THEORY_PROGRESS="0")
-    env.pop("PYTHONUNBUFFERED", None)
-    return env
-
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
@@ -31,10 +21,19 @@ def tiny_model_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def quick(tmp_path_factory, tiny_model_dir):
     """``grpo-theory lab --quick --json --out OUT --model DIR --kernel lanczos``, run once for
-    the whole session."""
+    the whole session: ``(the JSON, OUT, the completed command)``.
+
+    In this process, through the CLI's entry point (``grpo_theory.cli.main.main``: the
+    arguments parsed, the JSON printed, the exit code returned): the worker imported torch and
+    TRL already when it collected the lab tests, so a subprocess would only import them again
+    (about 10 s of CPU)."""
+    from grpo_theory.cli.main import main
+
     out = tmp_path_factory.mktemp("lab_quick")
-    p = subprocess.run([sys.executable, "-m", "grpo_theory", "lab", "--quick", "--json",
-                        "--out", str(out), "--model", tiny_model_dir, "--kernel", "lanczos"],
-                       capture_output=True, text=True, env=lab_env(), cwd=ROOT, timeout=900)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["lab", "--quick", "--json", "--out", str(out), "--model", tiny_model_dir,
+                     "--kernel", "lanczos"])
+    p = SimpleNamespace(returncode=code, stdout=stdout.getvalue(), stderr=stderr.getvalue())
     assert p.returncode in (0, 1), p.stderr[-2000:]
     return json.loads(p.stdout), out, p

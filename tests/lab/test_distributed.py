@@ -1,19 +1,20 @@
 """The lab beyond one process: accelerate (2 CPU processes, gloo) and Ray (2 workers).
 
-Both run the smallest experiment, ``lab --quick refresh`` (the quick refresh bracket alone, on
-the quick run's saved model), and compare it with the quick run of tests/lab/test_lab.py (the
-serial, single-process reference, made once per session):
+Both are checked against the quick run of tests/lab/test_lab.py (the serial, single-process
+reference, made once per session, on this file's xdist worker):
 
-* under ``accelerate launch --num_processes 2`` each run is data-parallel with the global
-  batch unchanged, so the sampling differs: the per-window multipliers agree within two
-  combined standard errors (measured: 0.46 and 0.54 of one, docs/lab.md) and k_max is the same;
-* on Ray every run is the same seeded single-threaded ``GRPOTrainer.train()`` in another
-  process: the multipliers are identical, bit for bit, and so are the written TRL logs.
+* ``accelerate launch --num_processes 2`` runs the quick refresh bracket (``lab --quick
+  refresh``: the exact k_max and k_max + 1, the smallest experiment that has a k_max), each run
+  data-parallel with the global batch unchanged, so the sampling differs: the per-window
+  multipliers agree within two combined standard errors and k_max is the same;
+* on Ray (one local instance with 2 workers, started once for this file, in this process) the
+  bracket's k = k_max runs (6 tasks: 3 pairs x 2 signs) are the same seeded single-threaded
+  ``GRPOTrainer.train()`` in other processes: the multiplier, its SE and the written TRL logs
+  are the serial run's, bit for bit; and a task that fails on its worker is run twice, then
+  reported.
 
-Opt-in (``--run-distributed``; marker ``distributed``): beyond the suite's budget (the
-bracket's 162 optimizer steps twice more, Ray's start, two more processes importing torch and
-TRL: 135 s + 246 s + 40 s at load average 20 on the 2-core machine, about a quarter idle).  Same xdist group as the quick run, so CI
-runs each once, on the worker that holds the quick run.
+In the default suite, in the ``lab`` xdist group (the quick run's), so a run makes each once, on
+one worker.  Marker ``distributed``: ``-m "not distributed"`` leaves them out.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +36,17 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.xdist_group("lab"), pytest.mark.distributed]
 
 BRACKET = ["lab", "--quick", "refresh", "--json", "--kernel", "lanczos"]
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """One local Ray instance with 2 workers for the file (the workers keep their lab)."""
+    pytest.importorskip("ray")
+    from grpo_theory.lab.parallel import RayExecutor
+
+    ex = RayExecutor(workers=2)
+    yield ex
+    ex.close()
 
 
 def _run(cmd, timeout=900):
@@ -55,6 +66,9 @@ def test_two_processes_agree_with_one(quick, tiny_model_dir):
                  "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "grpo_theory",
                  *BRACKET, "--model", tiny_model_dir])
     one = quick[0]
+    for run, rows in (("1 process", one), ("2 processes", d)):   # shown by pytest -rP
+        print(run, "k_max", rows["k_max_observed"],
+              [(r["k"], round(r["multiplier"], 3), round(r["se"], 3)) for r in rows["per_k"]])
     assert d["processes"] == 2 and p.stdout.count('"engine"') == 1   # one process printed
     assert d["k_max_observed"] == one["k_max_observed"] is not None
     assert d["k_max_predicted"] == one["k_max_predicted"]
@@ -64,24 +78,36 @@ def test_two_processes_agree_with_one(quick, tiny_model_dir):
         assert a["stable_observed"] == b["stable_observed"]
 
 
-def test_ray_is_the_serial_run(quick, tiny_model_dir, tmp_path):
-    """--ray (a local instance, 2 workers): the same multipliers as the serial quick run, bit
-    for bit, every task's TRL log and run.json written, and the logs identical."""
+def test_ray_is_the_serial_run(ray_local, quick, tiny_model_dir, tmp_path):
+    """``run_lab(..., ray="local")`` on the running instance (what ``lab --ray`` calls), the
+    bracket's k = 4 alone (the same seeds as in the bracket): the serial quick run's
+    multiplier and SE bit for bit, every task's TRL log and run.json written by a Ray worker,
+    and the logs identical."""
+    from grpo_theory.lab import run_lab
+
     out = tmp_path / "ray"
-    d, _ = _run([sys.executable, "-m", "grpo_theory", *BRACKET, "--model", tiny_model_dir,
-                 "--ray", "--ray-workers", "2", "--out", str(out)])
+    res = run_lab(quick=True, experiment="refresh", refresh_intervals=[4], model=tiny_model_dir,
+                  kernel="lanczos", ray="local", ray_workers=2, out=out)
+    d = json.loads(res.to_json())
     one = quick[0]
     assert d["executor"] == "Ray (local, 2 workers)" and d["failed_tasks"] == []
     assert d["stiffness"]["ntk"] == one["stiffness"]["ntk"]
-    for a, b in zip(d["per_k"], one["per_k"]):
+    serial = {r["k"]: r for r in one["per_k"]}
+    print("serial", [(r["k"], r["multiplier"], r["se"]) for r in one["per_k"]],   # pytest -rP
+          "Ray", [(r["k"], r["multiplier"], r["se"]) for r in d["per_k"]])
+    assert [r["k"] for r in d["per_k"]] == [4] and 4 in serial
+    for a in d["per_k"]:
+        b = serial[a["k"]]
         for key in ("k", "multiplier", "se", "multiplier_all", "se_all", "predicted"):
             assert a[key] == b[key] or (a[key] != a[key] and b[key] != b[key]), key
     runs = sorted((out / "refresh").rglob("run.json"))
-    assert len(runs) == 12
+    assert len(runs) == 6
     serial_root = Path(quick[1])
+    workers = set()
     for r in runs:
         rec = json.loads(r.read_text())
         assert rec["attempts"] == 1 and rec["worker"].startswith("ray pid")
+        workers.add(rec["worker"])
         twin = serial_root / r.parent.relative_to(out) / "trainer_state.json"
         got = json.loads((r.parent / "trainer_state.json").read_text())["log_history"]
         want = json.loads(twin.read_text())["log_history"]
@@ -89,15 +115,15 @@ def test_ray_is_the_serial_run(quick, tiny_model_dir, tmp_path):
                 "train_steps_per_second")
         assert [{k: v for k, v in e.items() if k not in drop} for e in got] == \
             [{k: v for k, v in e.items() if k not in drop} for e in want]
+    assert str(os.getpid()) not in {w.split()[-1] for w in workers}   # not this process
 
 
-def test_ray_reports_a_task_that_fails_twice():
+def test_ray_reports_a_task_that_fails_twice(ray_local):
     """A task whose worker cannot build its lab (a model directory that does not exist there)
     is run twice and then returned as a TaskFailure with both errors - never dropped."""
-    pytest.importorskip("ray")
     from grpo_theory.lab.engine import RunSpec
     from grpo_theory.lab.model import ModelSpec
-    from grpo_theory.lab.parallel import RayExecutor, TaskFailure, TrainTask
+    from grpo_theory.lab.parallel import TaskFailure, TrainTask
     from grpo_theory.lab.task import TaskSpec
 
     class Remote:   # what the executor reads of a lab: its configuration
@@ -105,13 +131,10 @@ def test_ray_reports_a_task_that_fails_twice():
             return {"task": TaskSpec(), "model": ModelSpec(), "threads": 1,
                     "source": "/nonexistent/grpo-lab-model", "device": "cpu"}
 
-    ex = RayExecutor(workers=1)
-    try:
-        out = ex.run(Remote(), [TrainTask("doomed", RunSpec(steps=1))], state={},
-                     reference=({}, "reference"))
-        mapped = ex.map(int, ["3", "x"], ["three", "x"])   # the call-level tasks: same rule
-    finally:
-        ex.close()
+    ex = ray_local
+    out = ex.run(Remote(), [TrainTask("doomed", RunSpec(steps=1))], state={},
+                 reference=({}, "reference"))
+    mapped = ex.map(int, ["3", "x"], ["three", "x"])   # the call-level tasks: same rule
     assert mapped[0] == 3 and isinstance(mapped[1], TaskFailure) and mapped[1].attempts == 2
     assert isinstance(out[0], TaskFailure) and out[0].attempts == 2 and len(out[0].errors) == 2
     assert all("model" in e for e in out[0].errors)

@@ -531,6 +531,19 @@ def test_a_failing_run_is_retried_once_then_reported(tmp_path):
     assert res.to_dict()["failed_tasks"][0]["name"] == "t2"
 
 
+def test_quick_notes_only_the_experiments_it_does_not_run():
+    """--quick refresh runs the quick refresh bracket alone (no note); another experiment with
+    --quick is not used and says so."""
+    from argparse import Namespace
+
+    from grpo_theory.cli._notes import unused_options
+
+    assert unused_options("lab", Namespace(quick=True, experiment="refresh")) == []
+    assert unused_options("lab", Namespace(quick=True, experiment="all")) == []
+    notes = unused_options("lab", Namespace(quick=True, experiment="transition"))
+    assert len(notes) == 1 and "'transition' is not used with --quick" in notes[0]
+
+
 def test_bad_model_or_ray_address_one_line_exit_2(tmp_path, capsys):
     from grpo_theory.cli.main import main
 
