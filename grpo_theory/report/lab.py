@@ -415,13 +415,24 @@ def lab_markdown(s: dict, cite, nt) -> list[str]:
         return L
     pl, st = s["plateau"], s["stiffness"]
     ver = f" {s['trl_version']}" if s["trl_version"] else ""
-    L.append(f"Real training with TRL's GRPO trainer{ver} {cite('vonwerra2020trl')}, read from the "
-             "lab's committed result files when this report was built: a "
+    L.append(f"Real training with TRL's GRPO trainer{ver} {cite('vonwerra2020trl')}, as measured "
+             "by the lab: a "
              f"{s['parameters']:,}-parameter transformer on single-token modular arithmetic restricted "
              f"to two answers (exactly the two-action bandit), B = {s['prompts']} prompts per step, "
              f"G = {s['group_size']}, std normalization, k3 KL with β = {pl['beta']:g} to p_ref = "
              f"{pl['p_ref']:g}: plateau p* = {nt(pl['p_star'], 4)}, K = {nt(pl['stiffness_bandit'], 4)}, "
              f"K_f/K = {nt(pl['fresh_fraction'], 3)}.\n")
+    d = s.get("design") or {}
+    if d.get("pairs"):
+        seeds = ", ".join(f"{n} seeds per {w}" for w, n in (
+            ("group size", (d.get("seeds") or {}).get("group")), ("width", (d.get("seeds") or {}).get("width")),
+            ("learning rate", (d.get("seeds") or {}).get("rate"))) if n)
+        L.append(f"Task: the parity of a + b for one-digit a, b (one answer token, reward 1 or 0). "
+                 f"Each refresh setting: {min(d['pairs'])}–{max(d['pairs'])} pairs of ± kicks (one seed "
+                 f"per pair); the multiplier's ± is its jackknife standard error over the pairs"
+                 + (f"; families: {seeds}" if seeds else "") + ". x ± s is one standard error; an "
+                 "interval on an exponent or slope is a 95 % confidence interval of a least-squares "
+                 "fit of logarithms.\n")
     if st["response"]:
         L.append(f"**Stiffness, two ways.** Tangent kernel {cite('jacot2018ntk')}: K = "
                  f"{nt(st['kernel'], 4)} along the top mode; linear response to a kick: "

@@ -149,6 +149,9 @@ class Derived:
     where : ``(symbol, definition, record name)`` triples: each named sub-expression of
         :attr:`display`, defined by ``definition`` (a sympy expression) and, when it is the
         expression of another record, that record's name (the documents then refer to it).
+    steps : ``(phrase, lhs, expression)`` triples recorded by :meth:`step`: the intermediate
+        expressions the derivation computed on its way, in order (the documents print them as
+        a chain of displayed equalities).
     """
 
     name: str
@@ -164,6 +167,7 @@ class Derived:
     title: str = ""
     display: object = None
     where: tuple = ()
+    steps: tuple = ()
 
     # -- rendering ------------------------------------------------------------------
     def latex(self, **settings) -> str:
@@ -197,6 +201,13 @@ class Derived:
                  + " equals the derived expression" + (f" ({how})" if how else ""))
         self.check(claim, "sympy", _equal(full, self.expr) if proven is None else bool(proven))
         self.display, self.where = form, where
+
+    def step(self, phrase: str, expr, lhs: str | None = None) -> None:
+        """Record an intermediate expression the derivation computed: ``lhs = expr`` (``lhs``:
+        LaTeX; ``None`` continues the previous step's chain, ``expr`` equal to the previous
+        expression), ``phrase`` saying in a few words how it was obtained.  Kept for the
+        documents' derivations appendix; only values the code computed are to be passed."""
+        self.steps = self.steps + ((phrase, lhs, expr),)
 
     @property
     def label(self) -> str:
@@ -250,6 +261,7 @@ class Derived:
         state["expr"] = _pack(self.expr)
         state["display"] = _pack(self.display)
         state["where"] = tuple((_pack(sym), _pack(defn), rec) for sym, defn, rec in self.where)
+        state["steps"] = tuple((ph, lhs, _pack(e)) for ph, lhs, e in self.steps)
         return state
 
     def __setstate__(self, state):
@@ -258,6 +270,7 @@ class Derived:
         state["display"] = _unpack(state.get("display"))
         state["where"] = tuple((_unpack(sym), _unpack(defn), rec)
                                for sym, defn, rec in state.get("where", ()))
+        state["steps"] = tuple((ph, lhs, _unpack(e)) for ph, lhs, e in state.get("steps", ()))
         self.__dict__.update(state)
 
     # -- notebook display (the lectures) -------------------------------------------------
