@@ -219,9 +219,9 @@ def _design_paragraph(s: dict) -> str:
     fams = [f"{n_words.get(n, f'${n}$ seeds')} {words[k]}" for k, n in seeds.items() if n]
     tr = d.get("transition") or {}
     text = (
-        "\\paragraph{Task, seeds and uncertainties.} A prompt is ``$a + b =$'' with one-digit "
-        "operands $a$ and $b$; the answer is the parity of $a + b$, one token, and the reward is "
-        "$1$ for the correct token and $0$ for any other. "
+        "\\paragraph{Task, seeds and uncertainties.} A prompt is the sum of two one-digit numbers, "
+        "written like ``3 + 4 ='', and the answer is its parity (the sum modulo 2), one token; the "
+        "reward is 1 for the correct token and 0 for any other. "
         + (f"Each setting of a refresh sweep is measured with {_range(d['pairs'])} pairs of kicked "
            "runs (a kick of each sign with common random numbers, a new seed for each pair)"
            + (f" over {_range(d['windows'])} windows" if d.get("windows") else "")
@@ -231,10 +231,11 @@ def _design_paragraph(s: dict) -> str:
            "momentum. " if tr.get("pairs") and tr.get("steps") else "")
         + ("The families of runs have " + ", ".join(fams[:-1]) + (" and " if len(fams) > 1 else "")
            + fams[-1] + ". " if fams else "")
-        + "A number written $x \\pm s$ in this section is a mean or a fit with one standard error "
-        "$s$. An interval on an exponent or a slope is a 95~\\% confidence interval of a "
+        + "A number written with $\\pm$ in this section is a mean or a fit followed by one standard "
+        "error. An interval on an exponent or a slope is a 95~\\% confidence interval of a "
         "least-squares fit of logarithms, weighted by the runs' standard errors where they have "
-        "them, with the Student-$t$ quantile when the scatter of the points exceeds their errors.")
+        "them, with the quantile of Student's distribution when the scatter of the points exceeds "
+        "their errors.")
     return text
 
 
@@ -427,10 +428,10 @@ def lab_markdown(s: dict, cite, nt) -> list[str]:
         seeds = ", ".join(f"{n} seeds per {w}" for w, n in (
             ("group size", (d.get("seeds") or {}).get("group")), ("width", (d.get("seeds") or {}).get("width")),
             ("learning rate", (d.get("seeds") or {}).get("rate"))) if n)
-        L.append(f"Task: the parity of a + b for one-digit a, b (one answer token, reward 1 or 0). "
+        L.append(f"Task: the parity of the sum of two one-digit numbers (one answer token, reward 1 or 0). "
                  f"Each refresh setting: {min(d['pairs'])}–{max(d['pairs'])} pairs of ± kicks (one seed "
                  f"per pair); the multiplier's ± is its jackknife standard error over the pairs"
-                 + (f"; families: {seeds}" if seeds else "") + ". x ± s is one standard error; an "
+                 + (f"; families: {seeds}" if seeds else "") + ". A ± is one standard error; an "
                  "interval on an exponent or slope is a 95 % confidence interval of a least-squares "
                  "fit of logarithms.\n")
     if st["response"]:

@@ -59,7 +59,7 @@ def test_the_section_states_its_task_seeds_and_intervals():
     raw = json.loads((LAB_RESULTS / "lab_refresh.json").read_text())
     group = json.loads((LAB_RESULTS / "lab_group-size.json").read_text())["group_family"]
     _, body = lab_section(lab_summary(lab_data()))
-    assert "parity of $a + b$" in body
+    assert "its parity (the sum modulo 2)" in body
     pairs = sorted({sw["pairs"] for sw in raw["sweeps"] + [raw["unsafe"]]})
     assert f"${pairs[0]}$ to ${pairs[-1]}$ pairs of kicked runs" in body
     assert "jackknife standard error over the pairs" in body
