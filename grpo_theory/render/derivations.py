@@ -52,11 +52,21 @@ def _width(tex: str) -> float:
     return display_width(tex)
 
 
-def _rows(lhs: str | None, expr) -> list[str]:
-    """``lhs &= expr`` (``&= expr`` when ``lhs`` is None) as align rows, broken before top-level
-    terms when the line is too wide (a product of factors and one long sum inside the sum)."""
+def _order_tex(order) -> str:
+    return "" if order is None else f" + O\\left({latex(order)}\\right)"
+
+
+def _rows(lhs: str | None, expr, order=None) -> list[str]:
+    """``lhs &= expr`` (``&= expr`` when ``lhs`` is None; ``+ O(order)`` after a truncated
+    expansion) as align rows, broken before top-level terms when the line is too wide (a
+    product of factors and one long sum inside the sum)."""
+    rows = _expr_rows(lhs, expr, latex(expr))
+    rows[-1] += _order_tex(order)
+    return rows
+
+
+def _expr_rows(lhs: str | None, expr, body: str) -> list[str]:
     head = (lhs or "") + " &= "
-    body = latex(expr)
     if _width(head + body) <= _LINE or isinstance(expr, sp.MatrixBase):
         return [head + body]
     from grpo_theory.render.latex import _terms
@@ -91,21 +101,25 @@ def derivation_chain(d: Derived) -> str:
     """The steps of ``d`` as one ``align*``: each step introduced by its phrase, a step without
     a left-hand side continuing the previous chain; the chain ends with the form of the body."""
     lines, last_lhs, last_tex = [], None, None
-    for phrase, lhs, expr in d.steps:
+    for phrase, lhs, expr, order in d.steps:
         lines.append(f"\\intertext{{{_phrase(phrase)}:}}")
-        rows = _rows(lhs, expr)
+        body = latex(expr)
+        rows = _expr_rows(lhs, expr, body)
+        rows[-1] += _order_tex(order)
         lines.append(" \\\\\n".join(rows) + " \\\\")
         last_lhs = lhs if lhs is not None else last_lhs
-        last_tex = latex(expr)
+        last_tex = body + _order_tex(order)
     shown = d.expr if d.display is None else d.display
-    shown_tex = latex(shown)
+    built = getattr(d, "latex_as_built", "")           # the body's form, printed when it was built
+    shown_tex = (built[len(d.lhs) + 3:] if built.startswith(d.lhs + " = ") else latex(shown))
     ref = f"\\eqref{{{tex_label(d.label)}}}"
     if shown_tex != last_tex:
         named = [f"${latex(sym)}$" for sym, _, _ in d.where]
         words = (f"the form of {ref}" + (f", written with {', '.join(named)} as defined there"
                                          if named else "") + ", proven equal")
         lines.append(f"\\intertext{{{words}:}}")
-        lines.append(" \\\\\n".join(_rows(None if last_lhs == d.lhs else d.lhs, shown)))
+        rows = _expr_rows(None if last_lhs == d.lhs else d.lhs, shown, shown_tex)
+        lines.append(" \\\\\n".join(rows))
     elif lines:
         lines[-1] = lines[-1][:-3]
     return "\\begin{align*}\n" + "\n".join(lines) + "\n\\end{align*}"

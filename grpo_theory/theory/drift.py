@@ -502,7 +502,7 @@ def _ea_std_corr() -> Derived:
     expr = out.expr
     out.step(r"the advantage mass of a group with $n = u G$ correct samples", phi, r"A_{+}(u G)")
     out.step(r"to first order in $h = 1/G$ at a fixed fraction $u$, the coefficient of $h$ factored",
-             trunc + sp.O(h**2))
+             trunc, order=h**2)
     out.step(r"$\mathcal{A}^{(1)}$ is the coefficient of $h$ in the mean of this over the binomial "
              r"$n/G$ (mean $p_{\mathrm{old}}$, variance $p_{\mathrm{old}} q_{\mathrm{old}} h$) to "
              r"second order, $A(p_{\mathrm{old}}) + \tfrac{1}{2} p_{\mathrm{old}} q_{\mathrm{old}} h\, "
@@ -987,7 +987,7 @@ def _noise_rare() -> Derived:
                   title="Noise of the update when failures are rare")
     expr = out.expr
     out.step(r"the weight of a group with one failure", w_one_failure, r"\binom{G}{G - 1} p^{G - 1} q")
-    out.step(r"to first order in $q$", lead + sp.O(qq**2))
+    out.step(r"to first order in $q$", lead, order=qq**2)
     out.step(r"the update of that group", u, r"\kappa A_{+}(G - 1)")
     out.step(r"the weight's coefficient of $q$ times the squared update, simplified", expr,
              r"\lim_{q \to 0} \frac{\operatorname{Var}}{q}")

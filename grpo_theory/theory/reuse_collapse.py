@@ -363,10 +363,10 @@ def _sat_kl() -> Derived:
     expr = out.expr
     out.step(r"the KL at the upper clip, $p_{\mathrm{sat}} = p_{\mathrm{old}} (1 + x)$", hi,
              r"\mathrm{KL}_{\mathrm{high}}(x)")
-    out.step(r"to second order in $x$, simplified", lead_hi + sp.O(x**3))
+    out.step(r"to second order in $x$, simplified", lead_hi, order=x**3)
     out.step(r"the KL at the lower clip, $p_{\mathrm{sat}} = p_{\mathrm{old}} + x q_{\mathrm{old}}$", lo,
              r"\mathrm{KL}_{\mathrm{low}}(x)")
-    out.step(r"to second order in $x$, simplified", lead_lo + sp.O(x**3))
+    out.step(r"to second order in $x$, simplified", lead_lo, order=x**3)
     ok = (prove_zero(sp.expand(lead_hi - x**2 * _PO**2 / (2 * _PO * (1 - _PO))))
           and prove_zero(sp.expand(lead_lo - x**2 * (1 - _PO) ** 2 / (2 * _PO * (1 - _PO)))))
     out.check(r"series of $\mathrm{KL}(p_{\mathrm{old}} \,\|\, p_{\mathrm{sat}})$ in "

@@ -473,6 +473,17 @@ def test_every_caption_states_its_error_bars(report_dir):
         assert "pm 1$ standard" not in cap, stem
 
 
+def test_the_derivations_appendix_is_appendix_b_and_is_cited(report_dir):
+    """Issue 30, section 3: the appendix of derivations is in the PDF, after the notation (so the
+    introduction's "Appendix B" is it), with displayed chains and no proof tags."""
+    tex = (report_dir / "equations.tex").read_text()
+    appendices = re.findall(r"\\section\{([^}]*)\}", tex[tex.index("\\appendix"):])
+    assert appendices[:2] == ["Notation", "How the results follow"], appendices
+    assert "Appendix~B derives the central results" in tex
+    part = tex[tex.index("\\label{app:derivations}"):tex.index("\\label{app:verification}")]
+    assert part.count("\\begin{align*}") >= 17 and "\\verified" not in part
+
+
 def test_report_md_tables_have_one_cell_per_column(report_dir):
     """No "|" inside a cell breaks a table of report.md (issue 30, section 5): every row of a
     table has as many cells as its header."""

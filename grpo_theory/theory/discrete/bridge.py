@@ -141,9 +141,10 @@ def _effective_lag() -> Derived:
                   level="L2", references=_PAPER, title="Effective lag of a refresh window")
     expr = out.expr
     out.step(r"the root of $P(\lambda)$ [[eq:discrete.refresh_characteristic_polynomial]] near $1$, "
-             r"as a series in $a$", 1 + c1v * S.a + c2v * S.a**2 + sp.O(S.a**3), r"\lambda_{\mathrm{slow}}")
+             r"as a series in $a$", 1 + c1v * S.a + c2v * S.a**2, r"\lambda_{\mathrm{slow}}",
+             order=S.a**3)
     out.step(r"the window factor of the reduced oscillator with lag $\ell$, as a series in $a$",
-             1 + w1 * S.a + w2 * S.a**2 + sp.O(S.a**3), r"e^{k s_{\mathrm{slow}}}")
+             1 + w1 * S.a + w2 * S.a**2, r"e^{k s_{\mathrm{slow}}}", order=S.a**3)
     out.step(r"the lag that makes the coefficients of $a^{2}$ equal", ell_eff, r"\bar{\ell}")
     w1e, w2e = _l3_window_factor_series(expr)
     out.check(r"first order: $e^{k s_{\mathrm{slow}}}$ and the exact slow eigenvalue agree for "
