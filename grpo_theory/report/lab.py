@@ -220,7 +220,7 @@ def _design_paragraph(s: dict) -> str:
     tr = d.get("transition") or {}
     text = (
         "\\paragraph{Task, seeds and uncertainties.} A prompt is the sum of two one-digit numbers, "
-        "written like ``3 + 4 ='', and the answer is its parity (the sum modulo 2), one token; the "
+        "written like \\mbox{``3 + 4 =''}, and the answer is its parity (the sum modulo 2), one token; the "
         "reward is 1 for the correct token and 0 for any other. "
         + (f"Each setting of a refresh sweep is measured with {_range(d['pairs'])} pairs of kicked "
            "runs (a kick of each sign with common random numbers, a new seed for each pair)"
