@@ -2,6 +2,6 @@
 
 import sys
 
-from grpo_theory.cli.main import main
+from grpo_theory._console import main
 
 sys.exit(main())

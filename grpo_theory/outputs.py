@@ -8,7 +8,7 @@ it into place at the end.
         write_everything_into(tmp)
     # here target holds the complete output; after an exception (or Ctrl-C) nothing was written
 
-The temporary sibling lives in the target's own directory (``.NAME.XXXX.tmp``; a file keeps
+The temporary sibling lives in the target's own directory (``.NAME.PID.XXXX.tmp``; a file keeps
 its extension, so matplotlib still infers the format from it), so the final move is a rename
 on one filesystem:
 
@@ -21,6 +21,10 @@ on one filesystem:
   removed (e.g. an ``equations.pdf`` of an earlier run when this run made none).  Ctrl-C is
   held back for the few renames of this step and delivered after it, so an interrupt cannot
   leave a mixture of two outputs.
+
+A writer killed outright (SIGKILL) runs no handler: its sibling carries its process id
+(``.NAME.PID.XXXX.tmp``) and the next write to the same target removes it once that process
+is gone.
 
 If the body raises (any exception, or ``KeyboardInterrupt``) the temporary sibling and any
 parent directories created for it are removed and the exception propagates: a failed or
@@ -107,6 +111,32 @@ def _commit_dir(tmp: Path, target: Path, stale) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True                 # another user's live process, or no way to tell: kept
+    return True
+
+
+def _remove_orphans(target: Path) -> None:
+    """Remove the temporary siblings of ``target`` left by a writer that was killed outright
+    (SIGKILL, a power cut: no handler ran). Their names (``.NAME.PID.XXXX.tmp``) carry the
+    writer's process id; only those of processes that no longer exist are removed, so a
+    concurrent writer keeps its own."""
+    heads = sorted({f".{target.name}.", f".{target.stem}."}, key=len, reverse=True)
+    with contextlib.suppress(OSError):
+        for sibling in target.parent.iterdir():
+            if ".tmp" not in sibling.name:
+                continue
+            head = next((h for h in heads if sibling.name.startswith(h)), None)
+            pid = sibling.name[len(head):].split(".")[0] if head else ""
+            if pid.isdigit() and not _alive(int(pid)):
+                _remove(sibling)
+
+
 @contextlib.contextmanager
 def atomic_output(target, *, directory: bool = False, stale=()):
     """Yield a temporary sibling of ``target`` (a :class:`~pathlib.Path`; a new empty
@@ -116,15 +146,16 @@ def atomic_output(target, *, directory: bool = False, stale=()):
     ``target`` directory that are removed when the new output does not have them."""
     target = Path(target).expanduser().absolute()
     made = _make_parents(target.parent)
+    _remove_orphans(target)
     tmp = None
     try:
         if directory:
-            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp",
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp",
                                         dir=target.parent))
             os.chmod(tmp, 0o777 & ~_umask())
         else:
-            fd, name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp" + target.suffix,
-                                        dir=target.parent)
+            fd, name = tempfile.mkstemp(prefix=f".{target.stem}.{os.getpid()}.",
+                                        suffix=".tmp" + target.suffix, dir=target.parent)
             os.close(fd)
             tmp = Path(name)
             tmp.unlink()          # the writer creates it (some refuse an existing file)

@@ -97,3 +97,23 @@ def test_ctrl_c_during_the_final_moves_is_held_back_until_they_are_done(tmp_path
             for name in ("a", "b", "c"):
                 (tmp / name).write_text(name)
     assert sent and _listing(tmp_path) == ["rep", "rep/a", "rep/b", "rep/c"]
+
+
+def test_a_killed_writers_temporary_sibling_is_removed_by_the_next_run(tmp_path):
+    """SIGKILL runs no handler: the hidden sibling stays. The next write to the same target
+    removes it (its process is gone), and keeps a live writer's sibling."""
+    import os
+    import subprocess
+    import sys
+    code = ("import os, sys, signal; from grpo_theory.outputs import atomic_output\n"
+            "with atomic_output(sys.argv[1], directory=True) as tmp:\n"
+            "    (tmp / 'half.txt').write_text('x'); os.kill(os.getpid(), signal.SIGKILL)\n")
+    target = tmp_path / "report"
+    subprocess.run([sys.executable, "-c", code, str(target)], check=False)
+    orphans = [p.name for p in tmp_path.iterdir()]
+    assert len(orphans) == 1 and orphans[0].startswith(".report.") and ".tmp" in orphans[0]
+    live = tmp_path / f".report.{os.getpid()}.abcd.tmp"       # this process: alive
+    live.mkdir()
+    with atomic_output(target, directory=True) as tmp:
+        (tmp / "done.txt").write_text("ok")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["report", live.name])

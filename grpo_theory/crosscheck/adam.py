@@ -94,8 +94,8 @@ def check_adam(quick=True, seed_seq=None, base=None, learning_rate=0.01, betas=(
 
 def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9, 0.999)) -> Check:
     r"""Adam at the learning rate predicted to be critically damped: the measured step
-    :math:`\hat a = (1+\beta_1)(1-\hat\rho_1)` (from the lag-1 autocorrelation of the
-    stationary deviations, AR(2) Yule-Walker) against :math:`a_c = (1-\sqrt{\beta_1})^2`."""
+    :math:`\hat a = (1+\mu)(1-\mathrm{AC}_1)` (from the lag-1 autocorrelation of the
+    stationary deviations, AR(2) Yule-Walker) against :math:`a_c = (1-\sqrt{\mu})^2`."""
     model = _adam(base, as_base(base).learning_rate, betas)
     seed_seq = seed_seq or np.random.SeedSequence(6)
     R = 400 if quick else 2000
@@ -118,14 +118,14 @@ def check_adam_critical_damping(quick=True, seed_seq=None, base=None, betas=(0.9
     rho_pred = 1 - a_c / (1 + betas[0])
     rho_meas = 1 - a_meas / (1 + betas[0])
     hl = headline(r"step $\eta_{\theta} K$ (the per-step contraction, from the lag-1 "
-                  "autocorrelation $\\rho_1$ of $z$) at the predicted critical Adam learning rate",
+                  "autocorrelation $\\mathrm{AC}_{1}$ of $z$) at the predicted critical Adam learning rate",
                   "dimensionless",
                   f"Adam $\\eta = \\eta_c = {eta_c:.4g}$, $\\mu = {betas[0]:g}$, "
                   f"{R} runs", a_c, a_meas, [a_c - N_SIGMA * se, a_c + N_SIGMA * se],
                   "± 4 SE of the per-run estimates")
-    reason = band_reason(hl, "step", f" (measured $\\rho_1 = {rho_meas:.5f}$ against the "
+    reason = band_reason(hl, "step", f" (measured $\\mathrm{{AC}}_{{1}} = {rho_meas:.5f}$ against the "
                                      f"predicted ${rho_pred:.5f}$; the step is "
-                                     f"$(1 + \\mu)(1 - \\hat{{\\rho}}_{{1}})$)")
+                                     f"$(1 + \\mu)(1 - \\mathrm{{AC}}_{{1}})$)")
     return Check(
         name="adam_critical_damping",
         description=r"Adam at the predicted critically damped learning rate: the step "

@@ -72,7 +72,7 @@ def _check(name, model, steps, quick, seed_seq) -> Check:
     return Check(
         name=name,
         description=r"fraction of runs that reach a degenerate policy ($p$ outside "
-                    r"$[\delta, 1 - \delta]$) by step $T$, vs $1 - e^{-T/\tau}$ with $\tau$ the "
+                    r"$[p_{\min}, 1 - p_{\min}]$) by step $T$, vs $1 - e^{-T/\tau}$ with $\tau$ the "
                     "mean first-passage time of the diffusion with the exact finite-$G$ drift "
                     "and noise",
         predicted=pred, measured=measured, error=measured - pred,

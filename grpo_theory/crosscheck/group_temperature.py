@@ -94,8 +94,8 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
     stat = max(worst, worst_mean)
     n_var, n_mean = len(rows), len(mean_rows)
     stat_name = (r"largest $|\operatorname{Var}_{\mathrm{sim}} z - \operatorname{Var}_{L2} z| / "
-                 r"(4\,\mathrm{SE} + |\delta_{v}| \operatorname{Var}_{L2} z)$ over " f"{n_var} variances, and of "
-                 r"$|\Delta_{\mathrm{sim}} - \Delta_{L1}| / (4\,\mathrm{SE} + |\delta|)$ over "
+                 r"(4\,\mathrm{SE} + |\mathrm{corr}| \operatorname{Var}_{L2} z)$ over " f"{n_var} variances, and of "
+                 r"$|\mathrm{diff}_{\mathrm{sim}} - \mathrm{diff}_{L1}| / (4\,\mathrm{SE} + |\mathrm{bias}|)$ over "
                  f"{n_mean} mean-trajectory residuals")
     statistic = {"name": stat_name, "value": stat, "tolerance": 1.0}
     if worst >= worst_mean:
@@ -135,10 +135,10 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
                      rf"($\operatorname{{Var}} z \propto 1/G$ within 10 %) {ok}")
     for m in mean_rows:
         notes.append(rf"{m['normalization']} advantages, mean trajectory at $G = {m['G_pair'][0]}$ "
-                     rf"minus at $G = {m['G_pair'][1]}$: simulated difference $\Delta_{{\mathrm{{sim}}}}$ "
+                     rf"minus at $G = {m['G_pair'][1]}$: simulated difference $\mathrm{{diff}}_{{\mathrm{{sim}}}}$ "
                      f"up to {m['max_abs_residual_sim']:.3g} logits, the finite-$G$ drift "
                      rf"predicts up to {m['max_abs_residual_pred']:.3g}; "
-                     rf"$\max|\Delta_{{\mathrm{{sim}}}} - \Delta_{{L1}}| = "
+                     rf"$\max|\mathrm{{diff}}_{{\mathrm{{sim}}}} - \mathrm{{diff}}_{{L1}}| = "
                      f"{m['max_abs_resid_minus_pred']:.3g}$")
     return Check(
         name="group_temperature",
@@ -152,12 +152,12 @@ def check_group_temperature(quick=True, seed_seq=None, base=None,
         band={"tolerance": 1.0,
               "derivation": r"the largest over $G$ and the normalization of "
                             r"$|\operatorname{Var}_{\mathrm{sim}} z - \operatorname{Var}_{L2} z| / "
-                            r"(4\,\mathrm{SE} + |\delta_{v}| \operatorname{Var}_{L2} z)$, $\delta_{v}$ the computed "
+                            r"(4\,\mathrm{SE} + |\mathrm{corr}| \operatorname{Var}_{L2} z)$, $\mathrm{corr}$ the computed "
                             r"leading $O(\operatorname{Var} z)$ correction (noise curvature and "
                             "third-derivative stiffness shift), the SE from per-run time-averaged "
                             f"squared deviations over {R} independent runs; and "
-                            r"$|\Delta_{\mathrm{sim}} - \Delta_{L1}| / (4\,\mathrm{SE} + |\delta|)$, "
-                            "$\\delta$ the closure bias, for the mean trajectories. The 10 % law "
+                            r"$|\mathrm{diff}_{\mathrm{sim}} - \mathrm{diff}_{L1}| / (4\,\mathrm{SE} + |\mathrm{bias}|)$, "
+                            "$\\mathrm{bias}$ the closure bias, for the mean trajectories. The 10 % law "
                             r"for $G \operatorname{Var} z$ is reported, not a verdict input, "
                             "because the exact theory itself predicts its violation."},
         verdict="pass" if stat <= 1.0 else "fail", headline=hl, reason=reason,

@@ -77,7 +77,7 @@ def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
         f"{R} runs",
         b["pred"], b["meas"], [b["pred"] - b["half"], b["pred"] + b["half"]],
         "L1 ± (4 SEM + |closure bias|)",
-        statistic={"name": r"largest $|\bar z_{\mathrm{sim}} - z_{L1}| / (4\,\mathrm{SEM} + |\delta|)$ over "
+        statistic={"name": r"largest $|\bar z_{\mathrm{sim}} - z_{L1}| / (4\,\mathrm{SEM} + |\mathrm{bias}|)$ over "
                            f"{len(names)} settings and {len(ts)} times",
                    "value": worst, "tolerance": 1.0})
     reason = band_reason(hl, "mean $z$", f", at the worst of {len(names)} settings × {len(ts)} "
@@ -92,7 +92,7 @@ def check_mean_trajectory(quick=True, seed_seq=None, base=None) -> Check:
         band={"tolerance": 1.0,
               "derivation": rf"the largest over settings and {len(ts)} times of "
                             rf"$|\bar z_{{\mathrm{{sim}}}} - z_{{L1}}| / ({N_SIGMA:g}\,"
-                            rf"\mathrm{{SEM}} + |\delta|)$, the SEM over {R} runs and $\delta$ the "
+                            rf"\mathrm{{SEM}} + |\mathrm{{bias}}|)$, the SEM over {R} runs and $\mathrm{{bias}}$ the "
                             "closure bias: the second-order moment closure minus L1 (the "
                             r"$O(\eta^{2} \operatorname{Var} z)$ mean-field bias, computed, "
                             "not fitted). The L3 RMS error is information (a linearization "

@@ -66,7 +66,7 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
                   f"{norm} advantages, {kl} KL, $G = {r['group_size']}$, SGD $\\eta = {eta:g}$, "
                   f"{R} runs", r["p_pred"], r["p_meas"], [r["p_pred"] - half, r["p_pred"] + half],
                   "fixed point ± (4 SEM + |noise offset|)",
-                  statistic={"name": r"largest $|\bar p_{\mathrm{sim}} - p^{*}| / (4\,\mathrm{SEM} + |\delta p|)$ "
+                  statistic={"name": r"largest $|\bar p_{\mathrm{sim}} - p^{*}| / (4\,\mathrm{SEM} + |\mathrm{offset}|)$ "
                                      f"over {len(judged)} variants", "value": worst,
                              "tolerance": 1.0})
     reason = band_reason(hl, "plateau", f", the worst of {len(judged)} variants (4 SEM "
@@ -80,9 +80,9 @@ def check_plateaus(quick=True, seed_seq=None, base=None, p_shift=0.0, learning_r
         predicted=1.0, measured=worst, error=worst - 1.0,
         band={"tolerance": 1.0,
               "derivation": r"the largest over variants of $|\bar p_{\mathrm{sim}} - p^{*}| / "
-                            r"(4\,\mathrm{SEM} + |\delta p|)$; the SEM from per-run time averages "
+                            r"(4\,\mathrm{SEM} + |\mathrm{offset}|)$; the SEM from per-run time averages "
                             f"(after at least 5 relaxation times) over {R} runs; "
-                            r"$\delta p$ the computed second-order noise offset "
+                            r"$\mathrm{offset}$ the computed second-order noise offset "
                             r"$p'(z^{*}) \frac{F''(z^{*}) \operatorname{Var} z}{2 K} + "
                             r"p''(z^{*}) \frac{\operatorname{Var} z}{2}$ ($p(z)$ the logistic "
                             "function) with the exact AR variance"},

@@ -280,16 +280,16 @@ def _adam_derivation() -> str:
     for lhs, rhs in ((total, combined), (combined, (rec.expr / a) ** 2)):
         if not prove_zero(sp.together(lhs - rhs)):
             raise AssertionError("the displayed derivation of Adam's self-consistent step is wrong")
-    vx = r"\operatorname{Var} x"
+    vx = r"\operatorname{Var} z"
     return "\n".join([
         "\\paragraph{Derivation.} By " + _ref("adam.momentum_form") + " with the bias correction "
         "complete, Adam is a heavy ball with momentum $\\mu$ and step "
-        "$a = \\eta_{\\theta} K = \\eta (1 - \\mu) K/\\sqrt{\\hat{v}}$; with "
+        "$a = \\eta_{\\theta} K = \\eta (1 - \\mu) K/\\sqrt{\\overline{g^{2}}}$; with "
         "$a_{\\sigma} = \\eta (1 - \\mu) \\kappa K/\\sigma$ this reads",
-        "\\begin{equation*}\n\\frac{\\kappa^{2} \\hat{v}}{\\sigma^{2}} = "
+        "\\begin{equation*}\n\\frac{\\kappa^{2} \\overline{g^{2}}}{\\sigma^{2}} = "
         + latex(a_sig**2 / a**2) + ".\n\\end{equation*}",
         "At stationarity the squared gradient averages the noise and the restoring force's "
-        f"fluctuation, $\\kappa^{{2}} \\hat{{v}} = \\sigma^{{2}} + K^{{2}} {vx}$, and "
+        f"fluctuation, $\\kappa^{{2}} \\overline{{g^{{2}}}} = \\sigma^{{2}} + K^{{2}} {vx}$, and "
         + _ref("noise.ar2_variance") + " gives the variance of the heavy ball at the step $a$:",
         "\\begin{equation*}\n\\frac{K^{2} " + vx + "}{\\sigma^{2}} = " + latex(force)
         + ".\n\\end{equation*}",
@@ -301,7 +301,7 @@ def _adam_derivation() -> str:
         "rate has one self-consistent step and it lies below the flip threshold of "
         + _ref("discrete.delay_threshold_d0") + ": a learning rate that a first-order reading "
         "($a = a_{\\sigma}$) would put past the threshold is held below it by the growth of "
-        "$\\hat{v}$. The critical damping of the step, $a = (1 - \\sqrt{\\mu})^{2}$ "
+        "$\\overline{g^{2}}$. The critical damping of the step, $a = (1 - \\sqrt{\\mu})^{2}$ "
         "(" + _ref("discrete.refresh_critical_damping") + " at $k = 1$), is reached where "
         "$a_{\\sigma}$ takes the value of " + _ref("adam.self_consistent_step") + " there.",
     ])

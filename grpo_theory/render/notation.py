@@ -57,6 +57,7 @@ NOTATION = {
     "sd_n": (S.sd_n, "Bessel-corrected standard deviation of the rewards of a group with $n$ correct"),
     "sd_inf": (S.sd_inf, "its large-$G$ limit $\\sqrt{p q}$, for the policy that draws the group"),
     "epsilon": (S.eps, "added to the group standard deviation in the std normalization"),
+    "eps_adam": (S.eps_adam, "the constant Adam adds to the root of its second moment (neglected here)"),
     "A_plus": (S.A_plus, "advantage mass on the correct actions of a group with $n$ correct"),
     "A_G": (S.A_G, "expected advantage mass at group size $G$ (a binomial sum over $n$)"),
     "A_inf": (S.A_inf, "the $G \\to \\infty$ limit of $\\mathcal{A}_{G}$"),
@@ -79,13 +80,14 @@ NOTATION = {
     "K_s": (S.K_stale, "the part of the stiffness acting through the sampling policy (stale)"),
     "K_p": (S.K_p, "stiffness in reward coordinates, $-\\mathrm{d}\\dot p/\\mathrm{d}p$ at the fixed point"),
     # --- the optimizer and the lag
-    "eta": (S.eta, "learning rate: logits moved per step per unit drift"),
+    "eta": (S.eta, "learning rate, per step: one step moves the logit by $\\eta F$ (so $\\eta K$ is dimensionless)"),
     "mu": (S.mu, "heavy-ball momentum"),
     "a": (S.a, "step stiffness $a = \\eta K$ (dimensionless)"),
     "k": (S.k_ref, "refresh interval: optimizer steps per sampling policy"),
     "d": (S.d, "constant delay (staleness) of the sampling policy, steps"),
     "t": (S.t, "time, optimizer steps"),
-    "j": (S.j, "step inside a refresh window, $j = 0, \\dots, k - 1$ (with one batch reused over the window: a pass over that batch)"),
+    "t_1": (S.t_1, "time of the first extremum of the underdamped oscillation"),
+    "j": (S.j, "step inside a refresh window, $j = 0, \\dots, k - 1$ (with one batch reused over the window: a pass over that batch); $j(z)$ is the pass at which the logit reaches $z$"),
     "x": (S.x(S.t), "deviation of the logit from the fixed point, $z - z^{*}$"),
     "v": (S.v, "velocity (heavy-ball buffer): the last step of the deviation"),
     "x_s": (S.x_s, "the deviation at the last refresh (seen by the sampling policy)"),
@@ -118,7 +120,7 @@ NOTATION = {
     "eta_max": (S.eta_max, "largest learning rate with positive damping (continuous model)"),
     "m": (S.m, "mass of the continuous model"),
     "gamma": (S.gamma, "damping of the continuous model"),
-    "kappa_s": (S.spring, "spring constant of the continuous model, $\\kappa_{s} = a$ per step$^{2}$"),
+    "kappa_s": (S.spring, "spring constant of the continuous model: the step stiffness $a$ read per step$^{2}$ (the same number as $a$)"),
     "zeta": (S.zeta, "damping ratio, $\\gamma/(2\\sqrt{m \\kappa_{s}})$"),
     "eta_c": (S.eta_c, "learning rate of critical damping (continuous model)"),
     "mu_c": (S.mu_c, "momentum of critical damping (continuous model)"),
@@ -127,7 +129,8 @@ NOTATION = {
     "s_fast": (S.s_fast, "fast characteristic exponent of the overdamped model"),
     "tau_slow": (S.tau_slow, "late-time decay time of the overdamped model, $-1/s_{\\mathrm{slow}}$"),
     "tau_env": (S.tau_env, "decay time of the envelope of the underdamped oscillation"),
-    "omega": (S.omega, "angular frequency of the underdamped oscillation, $\\sqrt{4 m \\kappa_{s} - \\gamma^{2}}/(2m)$; for the overdamped model the half-gap $\\sqrt{\\gamma^{2} - 4 m \\kappa_{s}}/(2m)$ of its two exponents"),
+    "omega": (S.omega, "angular frequency of the underdamped oscillation, $\\sqrt{4 m \\kappa_{s} - \\gamma^{2}}/(2m)$"),
+    "nu": (S.nu, "half-gap of the two real exponents of the overdamped model, $\\sqrt{\\gamma^{2} - 4 m \\kappa_{s}}/(2m)$"),
     "s": (S.s, "characteristic exponent of the continuous model (a root of $m s^{2} + \\gamma s + \\kappa_{s}$)"),
     "T": (S.T, "period of the underdamped oscillation, steps"),
     "tau": (S.tau, "saturation time of the single exponential, $\\gamma/\\kappa_{s}$, steps"),
@@ -138,11 +141,12 @@ NOTATION = {
     "N": (S.N, "model size (parameters)"),
     "alpha": (S.alpha, "exponent of the stiffness in the model size, $K = c_{K} N^{\\alpha}$"),
     "c_K": (S.c_K, "prefactor of the stiffness in the model size"),
-    "r": (S.r, "rate of the closed forms without KL, $\\eta \\kappa$ per step"),
+    "r": (S.r, "rate of the closed forms without KL, per step: $\\eta \\kappa$ with std normalization at large $G$, $\\eta \\kappa (1 - 1/G)$ with mean normalization"),
     # --- reuse of one batch and the clip (chapter 10)
-    "theta_b": (S.theta_b, "logit of action $b$ of the softmax bandit (its parameter)"),
-    "n_b": (S.n_b, "number of samples of action $b$ in a group"),
-    "A_b": (S.A_b, "advantage of the samples of action $b$"),
+    "o": (sp.Symbol("o"), "an action of the softmax bandit (an output)"),
+    "theta_b": (S.theta_b, "logit of action $o$ of the softmax bandit (its parameter)"),
+    "n_b": (S.n_b, "number of samples of action $o$ in a group"),
+    "A_b": (S.A_b, "advantage of the samples of action $o$"),
     "Delta": (S.Delta, "change of the quantity that follows, over one pass or one refresh window"),
     "V_A": (S.V_A, "variance of the advantage mass $A_{+}$ over groups (mean normalization)"),
     "eps_low": (S.eps_low, "lower width of the ratio clip: a negative advantage stops pushing below the ratio $1 - \\epsilon_{\\mathrm{low}}$"),
@@ -160,9 +164,10 @@ NOTATION = {
     "passage_T": (S.passage_T(S.y), "double integral of the first passage from $x_{-}$"),
     "y": (S.y, "variable of integration"),
     "w": (S.w, "variable of integration"),
+    "p_min": (sp.Symbol(r"p_{\min}", positive=True), "a policy with $p < p_{\\min}$ or $p > 1 - p_{\\min}$ counts as collapsed (degenerate level)"),
     "tau_exit": (S.tau_exit, "mean first-passage time out of the basin, steps"),
     # --- Adam
-    "v_hat": (S.v_hat, "Adam's second moment (running mean of the squared gradient)"),
+    "v_hat": (S.v_hat, "Adam's second moment: the running mean of the squared gradient"),
     "beta_star": (S.beta_star(S.z), "the KL coefficient at which the logit $z$ is a fixed point (the level set of the fixed points)"),
     "p_bar": (sp.Symbol(r"\bar{p}"), "mean success probability over simulated runs (at a plateau: the stationary mean reward)"),
     "h_here": (sp.Symbol(r"h_{\mathrm{here}}"), "right-hand side of the fixed-point condition $z - z_{\\mathrm{ref}} = h_{\\mathrm{here}}$ of std normalization with the analytic KL at $G \\to \\infty$, a function of $p$"),
@@ -238,7 +243,7 @@ _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "e
           "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi",
           "Psi", "Omega", "ell"}
 #: accents: the accented letter is one symbol (\hat{v}, \mathcal{A})
-_ACCENTS = {"hat", "bar", "tilde", "mathcal", "vec", "check", "widehat", "mathbb"}
+_ACCENTS = {"hat", "bar", "tilde", "mathcal", "vec", "check", "widehat", "mathbb", "overline"}
 #: time derivatives: \dot{x} is the symbol x
 _DERIVATIVES = {"dot", "ddot"}
 #: words: their argument is text, not symbols (a named function, a unit, a label)
@@ -285,6 +290,9 @@ def symbols_in(tex: str) -> list[str]:
                 base = "\\" + name
             elif name in _ACCENTS:
                 arg, i = _group(s, i)
+                if name == "overline" and re.search(r"\\(?:operatorname|mathrm)", arg):
+                    out.extend(symbols_in(arg))     # a bar over a statistic: \overline{\operatorname{Var} z}
+                    continue
                 base = f"\\{name}{{{_canon(arg)}}}"
             elif name in _DERIVATIVES:
                 arg, i = _group(s, i)
@@ -366,3 +374,33 @@ def unknown_symbols(tex: str) -> list[str]:
 def unknown_in_prose(text: str) -> list[str]:
     """:func:`unknown_symbols` of every formula of a prose text (``$...$`` spans)."""
     return [sym for is_math, piece in split_math(text) if is_math for sym in unknown_symbols(piece)]
+
+
+# ------------------------------------------------------------------------------------
+# reading the symbols of a plain-text document (report.md)
+# ------------------------------------------------------------------------------------
+
+_PLAIN_GREEK = "αβγδεζηθικλμνξπρστυφχψωΓΔΘΛΞΠΣΦΨΩϵϕℓ"
+_PLAIN_SUB = "₀₁₂₃₄₅₆₇₈₉₊₋ₐₑₒₓₔₕₖₗₘₙₚₛₜᵢⱼᵣᵤᵥ"
+#: a Greek letter (with its accents), its subscript (Unicode subscript letters, ``_(...)`` or
+#: ``_word``) and a star, not inside a subscript (the σ of a_σ belongs to that symbol)
+_PLAIN_SYMBOL = re.compile(rf"(?<![_A-Za-z])[{_PLAIN_GREEK}][\u0300-\u036f]*"
+                           rf"(?:[{_PLAIN_SUB}]+|_\([^)\s]*\)|_[A-Za-z0-9]+)?(?:\*|⁽¹⁾)?")
+#: plain symbols that are not table entries of their own: the roots of the table's σ² and σ₁²,
+#: and π
+_PLAIN_EXTRA = {"σ", "σ₁", "π"}
+
+
+def plain_symbols() -> set[str]:
+    """The table's symbols as the plain-text documents write them (:func:`notation`, a
+    function's argument left out: ``x(t)`` is ``x``)."""
+    return {re.sub(r"\([a-z]\)$", "", notation(key)) for key in NOTATION} | _PLAIN_EXTRA
+
+
+def unknown_in_plain(text: str) -> list[str]:
+    """The Greek symbols of a plain-text document (``report.md``) that are not in the notation
+    table, in reading order: a symbol the table does not list (``ρ₁``, ``δᵥ``, ``β₁``) is either
+    a second meaning of a letter or a missing entry."""
+    known = plain_symbols()
+    return [m.group(0) for m in _PLAIN_SYMBOL.finditer(text)
+            if m.group(0) not in known and m.group(0).rstrip("*") not in known]

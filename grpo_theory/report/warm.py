@@ -12,7 +12,9 @@ result on disk under the derivation cache's directory (``GRPO_THEORY_CACHE``, se
 - the stage's name and the ``repr`` of its arguments (the model is a dataclass: its
   ``repr`` lists every field).
 
-The files a stage writes into the output directory are kept with it and copied back.
+The files a stage writes into the output directory are kept with it and copied back.  Only
+the stages of the :data:`KEEP_VERSIONS` most recently used code versions are kept
+(:func:`prune`, after each new stage is written).
 ``GRPO_THEORY_CACHE=0`` turns the reuse off with the derivation cache.
 """
 
@@ -29,7 +31,7 @@ from pathlib import Path
 
 from grpo_theory.theory.derived import _cache_base
 
-__all__ = ["code_key", "reuse", "reuse_dir"]
+__all__ = ["code_key", "prune", "reuse", "reuse_dir"]
 
 #: the package's own directory (every file in it is hashed)
 _PACKAGE = Path(str(resources.files("grpo_theory"))).resolve()
@@ -89,6 +91,25 @@ def _written(value, out_dir: Path) -> list[Path]:
     return []
 
 
+#: the code versions whose stages are kept (the most recently used ones; each is ~2 MB)
+KEEP_VERSIONS = 4
+
+
+def prune(base: Path, keep: int = KEEP_VERSIONS) -> list[Path]:
+    """Remove the stage directories of all but the ``keep`` most recently used code versions
+    beside ``base`` (``base`` itself is always kept); returns what was removed."""
+    try:
+        others = sorted((d for d in base.parent.iterdir() if d.is_dir() and d != base
+                         and ".tmp" not in d.name),
+                        key=lambda d: d.stat().st_mtime, reverse=True)
+    except OSError:
+        return []
+    removed = others[max(keep - 1, 0):]
+    for d in removed:
+        shutil.rmtree(d, ignore_errors=True)
+    return removed
+
+
 def reuse(name: str, fn, *args, out_dir=None, notes=None, reused=None, **kwargs):
     """``fn(*args, **kwargs)``, or its result from an earlier run of the same code with the
     same arguments.
@@ -119,6 +140,7 @@ def reuse(name: str, fn, *args, out_dir=None, notes=None, reused=None, **kwargs)
             notes.extend(added)
         if reused is not None:
             reused.append(name)
+        os.utime(base)                  # this version was used: pruning keeps the recent ones
         return result
     except Exception:  # absent, stale or unreadable: computed again
         pass
@@ -142,6 +164,7 @@ def reuse(name: str, fn, *args, out_dir=None, notes=None, reused=None, **kwargs)
             pickle.dump((kept, added), fh)
         shutil.rmtree(entry, ignore_errors=True)
         os.replace(tmp, entry)
+        prune(base)
     except Exception:  # an unpicklable result or a full disk: nothing is kept
         shutil.rmtree(tmp, ignore_errors=True)
     return result

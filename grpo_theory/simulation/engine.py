@@ -238,6 +238,16 @@ def logits_for_success(p: float, *, rewards, correct_mask=None, offsets=None) ->
     return np.where(mask, u, 0.0)
 
 
+def _unreachable(name, p, exc, st):
+    """The error for a success probability the logits cannot reach: where the prompts' offsets
+    narrow the reachable range, the spread is the parameter to change."""
+    if st.difficulty_spread > 0:
+        return ParameterError("difficulty_spread", st.difficulty_spread,
+                              f"small enough that {name} = {p:g} is reachable (with this spread "
+                              f"the prompt-averaged success can only lie {exc.allowed.split(', the')[0]})")
+    return ParameterError(name, p, exc.allowed)
+
+
 # ---------------------------------------------------------------------------
 # entry point
 # ---------------------------------------------------------------------------
@@ -285,14 +295,14 @@ def simulate(model: GRPOModel, *, steps: int, runs: int = 256, seed: int = 0, p0
             theta_ref = logits_for_success(model.p_ref, rewards=rewards, correct_mask=mask,
                                            offsets=offsets)
         except ParameterError as exc:
-            raise ParameterError("p_ref", model.p_ref, exc.allowed) from None
+            raise _unreachable("p_ref", model.p_ref, exc, st) from None
     if st.theta0 is not None:
         theta0 = np.broadcast_to(np.asarray(st.theta0, dtype=float), (R, K)).copy()
     elif st.p0 is not None:
         try:
             start = logits_for_success(st.p0, rewards=rewards, correct_mask=mask, offsets=offsets)
         except ParameterError as exc:
-            raise ParameterError("p0", st.p0, exc.allowed) from None
+            raise _unreachable("p0", st.p0, exc, st) from None
         theta0 = np.broadcast_to(start, (R, K)).copy()
     else:
         theta0 = np.broadcast_to(theta_ref, (R, K)).copy()

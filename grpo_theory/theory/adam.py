@@ -64,16 +64,16 @@ def _momentum_form() -> Derived:
                   r"Adam's first moment $\bar{g}$, the running mean of the gradients with decay rate "
                   r"$\mu$, is $(1 - \mu)$ times the heavy-ball buffer $v$: the Adam step is a heavy-ball "
                   r"step with momentum $\mu$ and the per-parameter learning rate $\eta_{\theta}$ "
-                  r"below (Adam's $\epsilon$ neglected).",
-                  units="logits per unit gradient", assumptions=r"$\hat{v}$ treated as given at each "
-                  r"step; Adam's $\epsilon \ll \sqrt{\hat{v}}$", level="L2",
+                  r"below ($\epsilon_{\mathrm{Adam}}$ neglected).",
+                  units="logits per unit gradient", assumptions=r"$\overline{g^{2}}$ treated as given at each "
+                  r"step; $\epsilon_{\mathrm{Adam}} \ll \sqrt{\overline{g^{2}}}$", level="L2",
                   references=("kingma2015adam", "polyak1964"), title="Adam as a heavy-ball step")
     expr = out.expr
     out.check(r"$\bar{g}_{t+1} = (1 - \mu) v_{t+1}$ when $\bar{g}_{t} = (1 - \mu) v_{t}$", "sympy",
               prove_zero(m_next.subs(m, (1 - b1) * b) - (1 - b1) * b_next))
     out.check(r"the Adam step equals $-\eta_{\theta} v_{t+1}$", "sympy",
               prove_zero(step_adam.subs(m, (1 - b1) * b) + expr * b_next))
-    out.check(r"bias correction of $\bar{g}$: the factor tends to $\eta (1 - \mu)/\sqrt{\hat{v}}$ "
+    out.check(r"bias correction of $\bar{g}$: the factor tends to $\eta (1 - \mu)/\sqrt{\overline{g^{2}}}$ "
               r"as $t \to \infty$", "sympy",
               prove_zero(sp.limit(expr.subs(b1, sp.Rational(9, 10)), t, sp.oo)
                          - (eta / 10) / sp.sqrt(vhat)), cases=r"$\mu = 9/10$")
@@ -119,18 +119,18 @@ def _self_consistent_step() -> Derived:
     expr = a * sp.sqrt(2 * ((1 - mu**2) + mu * a) / ((1 - mu) * (2 * (1 + mu) - a)))
     out = Derived("adam.self_consistent_step", expr, (a, mu), r"a_{\sigma}",
                   r"Self-consistent heavy-ball reduction of Adam on-policy: at stationarity the "
-                  r"second moment is $\hat{v} = (\sigma^{2} + K^{2} \operatorname{Var} x)/\kappa^{2}$, "
+                  r"second moment is $\overline{g^{2}} = (\sigma^{2} + K^{2} \operatorname{Var} z)/\kappa^{2}$, "
                   r"the gradient noise plus the restoring force's own fluctuation, and "
-                  r"$\operatorname{Var} x$ is the stationary variance of the heavy ball at the step "
-                  r"$\eta_{\theta}$ that $\hat{v}$ sets. The step $a = \eta_{\theta} K$ that solves "
+                  r"$\operatorname{Var} z$ is the stationary variance of the heavy ball at the step "
+                  r"$\eta_{\theta}$ that $\overline{g^{2}}$ sets. The step $a = \eta_{\theta} K$ that solves "
                   r"this is given implicitly by the step $a_{\sigma} = \eta (1 - \mu) \kappa K/\sigma$ "
                   r"that the noise alone would set: $a_{\sigma}$ increases from $a_{\sigma} \approx a$ "
                   r"at small steps to infinity as $a$ approaches the flip threshold $2 (1 + \mu)$, "
                   r"so that the self-consistent step stays below it at every learning rate.",
                   units="dimensionless",
-                  assumptions=r"refresh interval $1$; $\hat{v}$ at its stationary value "
+                  assumptions=r"refresh interval $1$; $\overline{g^{2}}$ at its stationary value "
                   r"(its fluctuation neglected); bias correction complete ($t \to \infty$); "
-                  r"Adam's $\epsilon \ll \sqrt{\hat{v}}$", level="L2",
+                  r"$\epsilon_{\mathrm{Adam}} \ll \sqrt{\overline{g^{2}}}$", level="L2",
                   references=("kingma2015adam",), title="Adam's self-consistent step")
     expr = out.expr
     # the derivation: eta_theta from adam.momentum_form at t -> infinity, Var x from
@@ -139,7 +139,7 @@ def _self_consistent_step() -> Derived:
     m_form = get("adam.momentum_form")
     vhat = S.v_hat
     eta_theta_inf = sp.limit(m_form.expr.subs(mu, sp.Rational(1, 2)), t, sp.oo)
-    out.check(r"$\eta_{\theta} \to \eta (1 - \mu)/\sqrt{\hat{v}}$ as $t \to \infty$ "
+    out.check(r"$\eta_{\theta} \to \eta (1 - \mu)/\sqrt{\overline{g^{2}}}$ as $t \to \infty$ "
               r"(Adam as a heavy-ball step)", "sympy",
               prove_zero(eta_theta_inf - eta * sp.Rational(1, 2) / sp.sqrt(vhat)),
               cases=r"$\mu = 1/2$")
@@ -147,9 +147,9 @@ def _self_consistent_step() -> Derived:
     sigma2 = (eta * (1 - mu) * kap * K / expr) ** 2  # a_sigma = eta (1 - mu) kappa K / sigma
     var_x = ar2.expr.subs({S.eta: a / K, S.sigma2: sigma2})
     residual = sqrt_v**2 - (sigma2 + K**2 * var_x) / kap**2
-    out.check(r"with $\sqrt{\hat{v}} = \eta (1 - \mu) K/a$, $\sigma = \eta (1 - \mu) \kappa K/a_{\sigma}$ "
-              r"and the stationary variance $\operatorname{Var} x$ of the on-policy process at $\eta_{\theta} = a/K$, "
-              r"the condition $\kappa^{2} \hat{v} = \sigma^{2} + K^{2} \operatorname{Var} x$ holds exactly "
+    out.check(r"with $\sqrt{\overline{g^{2}}} = \eta (1 - \mu) K/a$, $\sigma = \eta (1 - \mu) \kappa K/a_{\sigma}$ "
+              r"and the stationary variance $\operatorname{Var} z$ of the on-policy process at $\eta_{\theta} = a/K$, "
+              r"the condition $\kappa^{2} \overline{g^{2}} = \sigma^{2} + K^{2} \operatorname{Var} z$ holds exactly "
               r"at the $a_{\sigma}$ shown", "sympy", prove_zero(sp.together(residual)))
     out.check(r"$a_{\sigma}/a \to 1$ as $a \to 0$: a small step is the noise-only step", "sympy",
               prove_zero(sp.cancel(expr / a).subs(a, 0) - 1))

@@ -112,7 +112,8 @@ def _no_kl_mean() -> Derived:
     expr = (2 * sp.sinh(S.z) + 2 * S.z - 2 * sp.sinh(_z0) - 2 * _z0) / _r
     out = Derived("closed_forms.no_kl_mean", expr, (S.z, _z0, _r), "t(z)",
                   r"Mean-field time to reach logit $z$ without KL, mean normalization (exact at finite "
-                  r"$G$ with $r = \eta \kappa (1 - 1/G)$): the implicit closed form, inverted numerically.",
+                  r"$G$, where the rate is $r = \eta \kappa (1 - 1/G)$ per step): the implicit closed form, "
+                  r"inverted numerically.",
                   units="steps", assumptions="continuous time", level="L1 (nonlinear)",
                   title="Time to reach a logit without KL, mean normalization")
     expr = out.expr

@@ -192,10 +192,10 @@ def _kappa() -> Derived:
     expr = S.n_actions / (S.n_correct * (S.n_actions - S.n_correct))
     out = Derived("drift.geometric_factor", expr, (S.n_actions, S.n_correct), r"\kappa",
                   r"Softmax metric factor $\kappa = \lVert\nabla_{\theta} z\rVert^{2}$: an update of all "
-                  r"$K_{a}$ logits moves the success logit $z$ by $\kappa$ times the force computed in "
-                  r"the one-logit picture ($K_{a}$ actions, $c$ of them correct).",
+                  r"$N_{\mathrm{act}}$ logits moves the success logit $z$ by $\kappa$ times the force computed in "
+                  r"the one-logit picture ($N_{\mathrm{act}}$ actions, $c$ of them correct).",
                   units="dimensionless", assumptions=r"symmetric rewards: the $c$ correct actions share "
-                  r"one logit, the $K_{a} - c$ wrong ones another", level="L1",
+                  r"one logit, the $N_{\mathrm{act}} - c$ wrong ones another", level="L1",
                   title="Softmax metric factor")
     expr = out.expr
     ok = True
@@ -207,8 +207,8 @@ def _kappa() -> Derived:
             grad2 = sum(sp.diff(zc, v) ** 2 for v in th)
             sym = {th[i]: (S.z if i < c_ else 0) for i in range(K_)}
             ok &= prove_zero(sp.simplify(grad2.subs(sym)) - expr.subs({S.n_actions: K_, S.n_correct: c_}))
-    out.check(r"$\lVert\nabla_{\theta} z\rVert^{2} = K_{a}/(c (K_{a} - c))$ at the symmetric point",
-              "sympy", ok, cases=r"$K_{a} \le 6$, $1 \le c < K_{a}$")
+    out.check(r"$\lVert\nabla_{\theta} z\rVert^{2} = N_{\mathrm{act}}/(c (N_{\mathrm{act}} - c))$ at the symmetric point",
+              "sympy", ok, cases=r"$N_{\mathrm{act}} \le 6$, $1 \le c < N_{\mathrm{act}}$")
     return out
 
 

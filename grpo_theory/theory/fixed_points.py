@@ -511,9 +511,10 @@ def mroueh_fixed_points(model: GRPOModel, *, span=60.0) -> list[float]:
         raise ParameterError("kl_coef", model.kl_coef, "a value > 0 (and kl not 'none') for "
                              "Mroueh's recurrence")
 
-    def h(zz):
+    def h(zz):      # overflows to +inf at huge beta: the sign, all the bracketing uses, is kept
         zz = np.asarray(zz, float)
-        return (zz - z_ref) * beta * np.sqrt(expit(zz) * expit(-zz) + eps) - 1.0
+        with np.errstate(over="ignore"):
+            return (zz - z_ref) * beta * np.sqrt(expit(zz) * expit(-zz) + eps) - 1.0
 
     zg = z_ref + np.linspace(1e-9, span, 6001)
     hv = h(zg)

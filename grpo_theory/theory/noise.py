@@ -35,6 +35,7 @@ from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, pr
 from grpo_theory.theory.printing import latex
 from grpo_theory.theory.printing import sci as _sci
 from grpo_theory.theory.discrete import continuous_lag
+from grpo_theory.theory.discrete.thresholds import FLOAT_RESOLVED_ETA_K
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.theory.reuse import window_phase_variances
@@ -69,7 +70,7 @@ def _langevin() -> Derived:
     sol = dict(zip(unknowns, (sp.simplify(e) for e in sol)))
     expr = sol[unknowns[0]]
     out = Derived("noise.langevin_variance", expr, (S.eta, S.sigma2, S.gamma, S.spring),
-                  r"\operatorname{Var} x",
+                  r"\operatorname{Var} z",
                   r"Stationary variance of the deviation in the continuous (Langevin) model "
                   r"$m \ddot{x} + \gamma \dot{x} + \kappa_{s} x = \eta \xi(t)$, white noise of "
                   r"intensity $\sigma^{2}$.",
@@ -134,7 +135,7 @@ def _ar2() -> Derived:
     derived = sp.factor(sp.simplify(sol[unknowns[0]]))
     # displayed with every factor positive on the stable range 0 < eta K < 2 (1 + mu), mu < 1
     display = (1 + S.mu) * S.eta * S.sigma2 / ((1 - S.mu) * S.K * (2 * (1 + S.mu) - S.eta * S.K))
-    out = Derived("noise.ar2_variance", display, (S.eta, S.mu, S.K, S.sigma2), r"\operatorname{Var} x",
+    out = Derived("noise.ar2_variance", display, (S.eta, S.mu, S.K, S.sigma2), r"\operatorname{Var} z",
                   r"Exact stationary variance of the on-policy heavy-ball process "
                   r"$x_{t+1} = (1 + \mu - \eta K) x_{t} - \mu x_{t-1} + \eta \xi_{t}$, "
                   r"$\operatorname{Var} \xi = \sigma^{2}$.",
@@ -343,6 +344,11 @@ def fluctuation(model: GRPOModel) -> Fluctuation:
                               fresh_fraction=fp.fresh_fraction, reuse=mode,
                               window_batches=model.window_batches)
     if not math.isfinite(var):
+        aK = model.learning_rate * fp.stiffness
+        if aK < FLOAT_RESOLVED_ETA_K:      # the radius 1 - O(eta K) rounds to 1, not unstable
+            return Fluctuation(mode, B, fp.p, s2,
+                               reason=f"ηK = {aK:.3g} is too small for the window map's "
+                                      "variance to be resolved in double precision")
         return Fluctuation(mode, B, fp.p, s2,
                            reason="the window map is unstable: no stationary state")
     if model.kl == "k1_reward":  # the shifted rewards are equal at z*: every advantage is 0

@@ -304,10 +304,10 @@ def _underdamped_expr():
     return env * (c1 * sp.cos(W * t) + c2 * sp.sin(W * t) / W)
 
 
-def _shown_trajectory(even, odd, radicand):
+def _shown_trajectory(even, odd, radicand, w=S.omega):
     """The trajectory as displayed: e^{-gamma t/2m} (x0 even(w t) + (v0 + gamma x0/2m) odd(w t)/w)
-    with w the angular frequency (or the half-gap of the real exponents) named."""
-    t, m, g, x0, v0, w = S.t, S.m, S.gamma, S.x0, S.v0, S.omega
+    with w the angular frequency omega (or the half-gap nu of the real exponents) named."""
+    t, m, g, x0, v0 = S.t, S.m, S.gamma, S.x0, S.v0
     form = sp.exp(-g * t / (2 * m)) * (x0 * even(w * t) + (v0 + g * x0 / (2 * m)) * odd(w * t) / w)
     return form, [(w, sp.sqrt(radicand) / (2 * m), "")]
 
@@ -350,7 +350,7 @@ def _traj_over() -> Derived:
                   units="logits", assumptions=r"$\gamma^{2} > 4 m \kappa_{s}$", level="L3",
                   title="Trajectory of the continuous model, overdamped")
     expr = out.expr
-    out.show(*_shown_trajectory(sp.cosh, sp.sinh, S.gamma**2 - 4 * S.m * S.spring))
+    out.show(*_shown_trajectory(sp.cosh, sp.sinh, S.gamma**2 - 4 * S.m * S.spring, S.nu))
     # Independent route: sympy's dsolve with the initial conditions.
     sol = sp.dsolve(_ode(), S.x(S.t), ics={S.x(0): S.x0, S.x(S.t).diff(S.t).subs(S.t, 0): S.v0})
     out.check("equals the solution of the differential equation with these initial conditions, "
@@ -404,7 +404,7 @@ def _traj_under() -> Derived:
     # the underdamped form is the overdamped one continued to imaginary w = i W
     cont = over.subs(sp.sqrt(S.gamma**2 - 4 * S.m * S.spring), sp.I * 2 * S.m * W)
     target = expr.subs(sp.sqrt(4 * S.m * S.spring - S.gamma**2), 2 * S.m * W)
-    out.check(r"it is the overdamped form continued to an imaginary $\omega$", "sympy",
+    out.check(r"it is the overdamped form continued to an imaginary half-gap, $\nu = \mathrm{i}\,\omega$", "sympy",
               prove_zero((cont - target).rewrite(sp.exp)))
     _verify_solution(out, expr, "underdamped")
     _mpmath_check(out, expr, {S.m: 1, S.gamma: sp.Rational(1, 5), S.spring: 2, S.x0: 1, S.v0: 1},

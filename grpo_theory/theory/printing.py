@@ -14,6 +14,14 @@ terms or factors of one node are printed):
 - no fraction inside a fraction or an exponent: a fraction met while printing the numerator,
   the denominator or an exponent of another is written on the line, :math:`a/(b c)`; a long
   exponent of :math:`e` is written :math:`\exp(\dots)`;
+- one order for the terms of a sum (:func:`term_order`), as a mathematician writes it: a
+  positive constant first and a negative one last, then the simpler terms before the more
+  composite ones (:math:`1 + \sqrt{G}\epsilon`, :math:`1 - \mu - \eta K_{s}\ell`,
+  :math:`2 + 2\mu - \eta K`, :math:`2 p - 1`), and a polynomial in an eigenvalue or a
+  characteristic exponent (:math:`\lambda`, :math:`s`) in descending powers of it, each
+  power written after its coefficient (:math:`\lambda^{d+1} - (1 + \mu - \eta K_{f})\lambda^{d}
+  + \mu\lambda^{d-1} + \eta K_{s}`); in an exponent and in the argument of :math:`\Gamma` (an
+  index) the constant goes last, :math:`\lambda^{d+1}`, :math:`\log\Gamma(n + 1)`;
 - a sum does not start with a minus sign when it has a positive term
   (:math:`1 - a k/(1 - \mu)`, not :math:`-a k/(1 - \mu) + 1`);
 - a product with a leading minus sign and a factor that reads better negated absorbs the
@@ -32,10 +40,15 @@ from sympy.simplify.radsimp import fraction
 
 from grpo_theory.theory.symbols import LATEX_NAMES
 
-__all__ = ["Printer", "latex", "absorbed_sign", "FACTOR_ORDER", "root", "sci"]
+__all__ = ["Printer", "latex", "absorbed_sign", "FACTOR_ORDER", "MAIN_VARIABLES", "term_order",
+           "term_weight", "root", "sci"]
 
 #: Symbols printed first in a product, in this order (by sympy name).
 FACTOR_ORDER = ("kappa", "Psi", "beta", "eta", "a", "K", "K_f", "K_s")
+
+#: Variables a polynomial is written in descending powers of (by sympy name): the eigenvalue
+#: of a map and the characteristic exponent of a differential equation.
+MAIN_VARIABLES = ("lambda", "s")
 
 #: an exponent of e longer than this (characters of LaTeX) is printed as exp(...)
 _LONG_EXPONENT = 40
@@ -43,6 +56,77 @@ _LONG_EXPONENT = 40
 
 def _negative(term) -> bool:
     return bool(term.could_extract_minus_sign())
+
+
+def term_weight(term) -> float:
+    r"""How composite a term is, for :func:`term_order`: a number weighs 0, a symbol 1, a
+    function 1 plus its heaviest argument, a product the sum of its factors, an integer power
+    ``n`` times its base, any other power (a root, a symbolic exponent) its base, a sum its
+    heaviest term.  So
+    :math:`\mu` (1) comes before :math:`\eta K_{s}\ell` (3), and :math:`\ell (1 - \mu)` (2)
+    before :math:`\sqrt{(1 + \mu)(1 + \mu + 2\ell(1 - \mu))}` (3)."""
+    if term.is_Number or not term.free_symbols:
+        return 0
+    if term.is_Symbol:
+        return 1
+    if isinstance(term, sp.Function):
+        return 1 + max((term_weight(a) for a in term.args), default=0)
+    if isinstance(term, Mul):
+        return sum(term_weight(f) for f in term.args)
+    if term.is_Pow:
+        base = term_weight(term.base)
+        e = term.exp
+        return base * abs(int(e)) if e.is_Integer else base
+    if isinstance(term, sp.Add):
+        return max(term_weight(t) for t in term.args)
+    return 1
+
+
+def _main_variable(terms):
+    """The main variable (:data:`MAIN_VARIABLES`) of a sum's terms, or ``None``."""
+    names = {str(v) for t in terms for v in t.free_symbols}
+    for name in MAIN_VARIABLES:
+        if name in names:
+            return next(v for t in terms for v in t.free_symbols if str(v) == name)
+    return None
+
+
+def _power_of(term, var):
+    r"""The power of ``var`` in ``term`` as a number to sort by (a symbolic exponent such as
+    :math:`d - 1` is read at a large value of its symbols, which orders :math:`d + 1 > d >
+    d - 1 > 0`); ``None`` when ``term`` is not a power of ``var`` times a coefficient free of
+    it and sympy cannot read it as a polynomial in ``var``."""
+    coeff, power = term.as_coeff_exponent(var)
+    if var not in coeff.free_symbols:
+        power = power.subs({sym: 1000 for sym in power.free_symbols})
+        return float(power) if power.is_number else None
+    try:
+        return float(sp.Poly(term, var).degree())
+    except (sp.PolynomialError, sp.GeneratorsNeeded, ValueError):
+        return None
+
+
+def term_order(terms, *, index: bool = False) -> list:
+    r"""The terms of a sum in the documents' order (module docstring): a positive constant
+    first, a negative one last; in between, in descending powers of the main variable when
+    the sum is a polynomial in one (:data:`MAIN_VARIABLES`) with two or more powers, else by
+    :func:`term_weight` (the lighter first, and of two equally heavy the positive first);
+    remaining ties keep sympy's order.  In an ``index`` (an exponent) the constant goes last,
+    :math:`\lambda^{d+1}`.  The same terms, only reordered."""
+    terms = list(terms)
+    var = _main_variable(terms)
+    powers = [_power_of(t, var) for t in terms] if var is not None else []
+    by_power = var is not None and None not in powers and len(set(powers)) > 1
+
+    def key(i_t):
+        i, t = i_t
+        if not t.free_symbols:
+            return (2 if _negative(t) or index else 0, 0, 0, i)
+        if by_power:
+            return (1, -powers[i], 0, i)
+        return (1, term_weight(t), int(_negative(t)), i)
+
+    return [t for _, t in sorted(enumerate(terms), key=key)]
 
 
 def absorbed_sign(expr):
@@ -78,10 +162,16 @@ class Printer(LatexPrinter):
         settings.setdefault("symbol_names", LATEX_NAMES)
         super().__init__(settings)
         self._inline = 0          # > 0 inside a fraction or an exponent: no \frac there
+        self._exponent = 0        # > 0 in an exponent or the argument of Gamma: an index, d + 1
 
     # -- function names -----------------------------------------------------------------
     def _print_loggamma(self, expr, exp=None):
-        tex = r"\log \Gamma\left(%s\right)" % self._print(expr.args[0])
+        self._exponent += 1                 # a shifted argument is an index: Gamma(n + 1)
+        try:
+            arg = self._print(expr.args[0])
+        finally:
+            self._exponent -= 1
+        tex = r"\log \Gamma\left(%s\right)" % arg
         return tex if exp is None else r"\left(%s\right)^{%s}" % (tex, exp)
 
     def _print_sign(self, expr, exp=None):
@@ -103,7 +193,7 @@ class Printer(LatexPrinter):
 
     # -- sums: no leading minus when a positive term exists -------------------------------
     def _print_Add(self, expr, order=None):
-        terms = list(self._as_ordered_terms(expr, order=order))
+        terms = term_order(self._as_ordered_terms(expr, order=order), index=self._exponent > 0)
         if terms and _negative(terms[0]):
             pos = [t for t in terms if not _negative(t)]
             if pos:
@@ -126,6 +216,9 @@ class Printer(LatexPrinter):
     # -- products -----------------------------------------------------------------------
     def _factor_key(self, f):
         name = str(f) if f.is_Symbol else None
+        base = f.base if f.is_Pow else f
+        if base.is_Symbol and str(base) in MAIN_VARIABLES:
+            return len(FACTOR_ORDER) + 1        # the main variable's power after its coefficient
         return FACTOR_ORDER.index(name) if name in FACTOR_ORDER else len(FACTOR_ORDER)
 
     def _product(self, factors) -> str:
@@ -203,10 +296,12 @@ class Printer(LatexPrinter):
             finally:
                 self._inline -= 1
         self._inline += 1
+        self._exponent += 1
         try:
             exp = self._print(expr.exp)
         finally:
             self._inline -= 1
+            self._exponent -= 1
         base = self.parenthesize(expr.base, PRECEDENCE["Pow"])
         if expr.base.is_Symbol:
             base = self.parenthesize_super(base)

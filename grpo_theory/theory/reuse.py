@@ -64,7 +64,7 @@ def _sgd_window_variance() -> Derived:
     # displayed with every factor positive on the stable range 0 < k a < 2
     display = eta**2 * s2 * (3 * k - a * (k**2 - 1)) / (3 * a * (2 - a * k))
     out = Derived("reuse.sgd_window_variance", display, (S.eta, S.a, S.k_ref, S.sigma2),
-                  r"\overline{\operatorname{Var} x}_{\mathrm{batch}}",
+                  r"\overline{\operatorname{Var} z}_{\mathrm{batch}}",
                   r"Exact stationary variance of the logit deviation, averaged over the $k$ phases "
                   r"of a refresh window, when one batch is reused by all $k$ steps (SGD, all-stale "
                   r"stiffness $a = \eta K$, e.g. KL in the reward): "

@@ -8,8 +8,8 @@ it can:
 
 1. **The log-prob surrogate moves linearly, for ever** (``reuse_collapse.logprob_step``).
    With group-normalized advantages the advantages of a batch sum to zero
-   (:math:`\sum_b n_b A_b = 0`, mean or std normalization), so the softmax's normalizer drops
-   out of the gradient: each pass adds exactly :math:`\eta\,n_b A_b/G` to the logit of a
+   (:math:`\sum_o n_o A_o = 0`, mean or std normalization), so the softmax's normalizer drops
+   out of the gradient: each pass adds exactly :math:`\eta\,n_o A_o/G` to the logit of a
    sampled action :math:`b`, whatever the policy.  :math:`k` passes add :math:`k` times that:
    no saturation, any number of actions, no linearization.
 2. **The batch's noise is not averaged** (``reuse_collapse.advantage_mass_variance_mean``,
@@ -97,12 +97,12 @@ def _batch_gradient(K, normalization):
 def _logprob_step() -> Derived:
     expr = S.eta * n_b * A_b / S.G
     out = Derived("reuse_collapse.logprob_step", expr, (S.eta, n_b, A_b, S.G),
-                  r"\Delta\theta_{b}",
-                  r"Change of the logit of a sampled action $b$ in one SGD pass over a group with the "
-                  r"log-probability surrogate $-\frac{1}{G}\sum_{b} n_{b} A_{b} \log \pi_{\theta}(b)$ "
-                  r"($n_{b}$ samples of action $b$, each with advantage $A_{b}$; an action that was not "
+                  r"\Delta\theta_{o}",
+                  r"Change of the logit of a sampled action $o$ in one SGD pass over a group with the "
+                  r"log-probability surrogate $-\frac{1}{G}\sum_{o} n_{o} A_{o} \log \pi_{\theta}(o)$ "
+                  r"($n_{o}$ samples of action $o$, each with advantage $A_{o}$; an action that was not "
                   r"sampled does not move). It does not depend on the policy, so $k$ passes over the "
-                  r"same batch move the logits by exactly $k\,\Delta\theta_{b}$.",
+                  r"same batch move the logits by exactly $k\,\Delta\theta_{o}$.",
                   units="logits per pass", level="L1",
                   assumptions=r"softmax policy over any number of actions; group-normalized "
                   r"advantages (mean or std, any rewards); SGD; no KL term in the loss",
@@ -118,11 +118,11 @@ def _logprob_step() -> Derived:
             ok_grad &= prove_equal(step, target)
             ok_const &= all(prove_zero(sp.diff(step, t)) for t in th)
     three = "three actions (symbolic counts and rewards)"
-    out.check(r"the advantages of a group sum to zero, $\sum_{b} n_{b} A_{b} = 0$ (mean and std "
+    out.check(r"the advantages of a group sum to zero, $\sum_{o} n_{o} A_{o} = 0$ (mean and std "
               r"normalization, any rewards)", "sympy", ok_sum, cases=three)
-    out.check(r"$\eta$ times the negative gradient of the loss in $\theta_{b}$ is "
-              r"$\eta\, n_{b} A_{b} / G$ for every action: the softmax normalizer's term is "
-              r"proportional to $\sum_{b} n_{b} A_{b}$ and vanishes", "sympy", ok_grad, cases=three)
+    out.check(r"$\eta$ times the negative gradient of the loss in $\theta_{o}$ is "
+              r"$\eta\, n_{o} A_{o} / G$ for every action: the softmax normalizer's term is "
+              r"proportional to $\sum_{o} n_{o} A_{o}$ and vanishes", "sympy", ok_grad, cases=three)
     out.check(r"the step does not depend on $\theta$ (its derivative in every logit is $0$): the "
               r"same push at every pass, so the window moves linearly in the passes",
               "sympy", ok_const, cases=three)

@@ -102,7 +102,7 @@ LATEX_NAMES.update({
     p_old: r"p_{\mathrm{old}}",
     q_old: r"q_{\mathrm{old}}",
     q_ref: r"q_{\mathrm{ref}}",
-    n_actions: r"K_{a}",
+    n_actions: r"N_{\mathrm{act}}",
 })
 
 
@@ -154,7 +154,7 @@ phi = sp.Function("phi")                            #: potential, phi' = b/D
 x_pm = sp.Symbol("x_pm", real=True)                 #: ends of the basin
 tau_exit = sp.Function(r"\tau_{\mathrm{exit}}")      #: mean first-passage time
 beta_1 = sp.Symbol("beta_1", positive=True)         #: Adam beta_1
-v_hat = sp.Symbol(r"\hat{v}", positive=True)        #: Adam second moment
+v_hat = sp.Symbol(r"\overline{g^{2}}", positive=True)  #: Adam second moment (running mean of g^2)
 eta_theta = sp.Symbol("eta_theta", positive=True)   #: Adam per-parameter learning rate
 # chapter 10, reuse of one batch and the clip of the ratio
 theta_b = sp.Symbol("theta_b", real=True)           #: logit of action b of the softmax bandit
@@ -176,7 +176,7 @@ LATEX_NAMES.update({
     Phi_k3: r"\Phi_{\mathrm{k3}}", Phi_k1: r"\Phi_{\mathrm{k1}}", sigma2_1: r"\sigma_{1}^{2}",
     K_p: r"K_{p}", x_s: r"x_{s}", z_0: r"z_{0}", z_next: r"z_{t+1}", var_z: r"\operatorname{Var} z", P_char: r"P",
     x_pm: r"x_{\pm}", beta_1: r"\beta_{1}", eta_theta: r"\eta_{\theta}",
-    theta_b: r"\theta_{b}", n_b: r"n_{b}", A_b: r"A_{b}", Delta: r"\Delta", V_A: r"V_{A}",
+    theta_b: r"\theta_{o}", n_b: r"n_{o}", A_b: r"A_{o}", Delta: r"\Delta", V_A: r"V_{A}",
     eps_low: r"\epsilon_{\mathrm{low}}", eps_high: r"\epsilon_{\mathrm{high}}",
     eps_clip: r"\epsilon_{\mathrm{clip}}", p_sat: r"p_{\mathrm{sat}}", j_clip: r"j_{\mathrm{clip}}",
     delta_push: r"\delta",
@@ -207,7 +207,7 @@ P_d = sp.Symbol("P_d")                              #: characteristic polynomial
 g_bar = sp.Symbol("g_bar", real=True)               #: Adam's first moment
 I_mat = sp.Symbol("I")                              #: identity matrix
 y = sp.Symbol("y", real=True)                       #: variable of integration
-w = sp.Symbol("w", real=True)                       #: variable of integration
+w = sp.Symbol("w", real=True)                       #: variable of integration (printed u)
 scale_S = sp.Function(r"\mathcal{S}")                    #: scale function of the diffusion
 passage_T = sp.Function(r"\mathcal{T}")                #: double integral of the first passage
 LATEX_NAMES.update({
@@ -224,4 +224,9 @@ beta_star = sp.Function(r"\beta^{*}")               #: KL coefficient at which z
 beta_fold = sp.Symbol("beta_fold", positive=True)   #: KL coefficient at a fold
 l_1 = sp.Symbol("l_1", real=True)                   #: first Lyapunov coefficient (Neimark-Sacker)
 c_flip = sp.Symbol("c_flip", real=True)             #: normal-form coefficient of a flip
+# the half-gap of the two real exponents of the overdamped model (the underdamped model's
+# angular frequency is omega); Adam's epsilon (the std normalization's is epsilon)
+nu = sp.Symbol("nu", positive=True)                 #: sqrt(gamma^2 - 4 m k)/(2 m), overdamped
+eps_adam = sp.Symbol("epsilon_Adam", positive=True)  #: Adam's epsilon
+LATEX_NAMES.update({w: "u", eps_adam: r"\epsilon_{\mathrm{Adam}}"})
 LATEX_NAMES.update({beta_fold: r"\beta_{\mathrm{fold}}", l_1: r"l_{1}", c_flip: r"c_{\mathrm{flip}}"})

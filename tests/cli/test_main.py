@@ -251,3 +251,22 @@ def test_a_missing_log_is_named_as_missing_not_as_none(command, capsys):
     err = capsys.readouterr().err.strip()
     assert err.endswith("LOG is required: a log file, or --example for the bundled real log"), err
     assert "None" not in err and len(err.splitlines()) == 1
+
+
+def test_ctrl_c_during_the_first_imports_is_one_line(monkeypatch, capsys):
+    """The console script imports the command line inside its Ctrl-C handling: an interrupt
+    while numpy is being imported (before cli.main can catch it) is one line and exit 130."""
+    import sys
+
+    from grpo_theory import _console
+
+    class Interrupting:
+        def find_spec(self, name, path=None, target=None):
+            if name == "grpo_theory.cli.main":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "grpo_theory.cli.main")
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    assert _console.main() == 130
+    assert capsys.readouterr().err == "grpo-theory: interrupted\n"

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from grpo_theory.prose import split_math
-from grpo_theory.render.notation import (NAMED, NOTATION, notation_rows, symbols_in,
-                                         table_symbols, unknown_symbols)
+from grpo_theory.render.notation import (NAMED, NOTATION, notation, notation_rows, plain_symbols,
+                                         symbols_in, table_symbols, unknown_in_plain,
+                                         unknown_symbols)
 from grpo_theory.theory.chapters import CHAPTERS
 from grpo_theory.theory.derived import all_names, get
 
@@ -59,3 +60,28 @@ def test_every_rendered_symbol_is_in_the_table():
             for sym in unknown_symbols(p):
                 bad.setdefault(sym, set()).add(f"chapter {ch.key}")
     assert not bad, bad
+
+
+def test_each_entry_has_its_own_plain_form():
+    """report.md writes the symbols in plain text: two entries must not print alike there."""
+    plain = [notation(key) for key in NOTATION]
+    assert len(set(plain)) == len(plain), sorted(p for p in plain if plain.count(p) > 1)
+
+
+@pytest.mark.parametrize("text, unknown", [
+    ("Adam's decay rates (β₁, β₂)", ["β₁"]),              # Adam's first decay rate is mu
+    ("4 SE + |δᵥ| Var z, from the autocorrelation ρ₁", ["δᵥ", "ρ₁"]),
+    ("|Δ_sim - Δ_L1|, Δθ_b", ["Δ_sim", "Δ_L1", "θ_b"]),
+    ("a_σ, σ̂ₙ, κₛ, x_(±), ε_low, p*, z*, σ², ε_Adam, ν, ω", []),
+])
+def test_the_reader_of_plain_symbols(text, unknown):
+    assert unknown_in_plain(text) == unknown
+
+
+def test_the_clashes_of_the_last_review_are_gone_from_the_table():
+    """One symbol, one meaning: Adam's epsilon, the overdamped half-gap, the action index, the
+    number of actions and the integration variable each have their own symbol."""
+    known = plain_symbols()
+    assert {"ε_Adam", "ν", "θₒ", "N_act", "u", "t₁", "p_min"} <= known
+    assert not {"K_a", "θ_b", "v̂", "β₁"} & known
+    assert "overdamped" not in NOTATION["omega"][1] and "overdamped" in NOTATION["nu"][1]

@@ -203,6 +203,16 @@ def test_every_symbol_of_the_document_is_in_the_notation_table(report_dir):
     assert not bad, bad
 
 
+def test_every_symbol_of_report_md_is_in_the_notation_table(report_dir):
+    """report.md writes its formulas in plain text: every Greek symbol there is a symbol of the
+    notation table (one meaning each), as in the PDF."""
+    from grpo_theory.render.notation import unknown_in_plain
+
+    md = (report_dir / "report.md").read_text()
+    assert not unknown_in_plain(md), sorted(set(unknown_in_plain(md)))
+    assert "β₁" not in md                     # Adam's first-moment decay rate is the momentum μ
+
+
 def test_the_one_over_g_law_is_stated_with_its_region(report_dir):
     tex = (report_dir / "equations.tex").read_text()
     md = (report_dir / "report.md").read_text()

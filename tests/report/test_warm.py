@@ -36,3 +36,18 @@ def test_no_reuse_without_the_cache(tmp_path, monkeypatch):
     for _ in range(2):
         warm.reuse("toy", _stage, 3, out_dir=tmp_path, notes=[])
     assert _stage.calls == 2 and warm.reuse_dir() is None
+
+
+def test_old_code_versions_are_pruned(tmp_path):
+    """Each code version keeps its own stages; only the most recently used ones stay."""
+    import os
+    base_parent = tmp_path / "report"
+    for i in range(7):
+        d = base_parent / f"v{i}"
+        d.mkdir(parents=True)
+        os.utime(d, (1000 + i, 1000 + i))            # v6 most recent, v0 oldest
+    (base_parent / "v9.tmp123").mkdir()               # a stage being written elsewhere
+    current = base_parent / "v0"                      # the running version: never removed
+    removed = warm.prune(current, keep=4)
+    assert sorted(d.name for d in removed) == ["v1", "v2", "v3"]
+    assert sorted(d.name for d in base_parent.iterdir()) == ["v0", "v4", "v5", "v6", "v9.tmp123"]

@@ -817,3 +817,12 @@ def test_cycled_window_batches():
     np.testing.assert_allclose(simulate(**kw).observables["z"], b, atol=1e-12)
     with pytest.raises(ParameterError, match="window_batches"):
         simulate(steps=2, refresh_interval=4, reuse="batch", window_batches=3)
+
+
+def test_a_spread_that_makes_p_ref_unreachable_names_the_spread(capsys):
+    """σ = 1e308 pins every prompt's success at 0 or 1: the refusal names difficulty_spread (the
+    parameter to change), not p_ref, and the range the spread leaves."""
+    assert cli_main(["simulate", "--difficulty-spread", "1e308", "--steps", "2", "--runs", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "difficulty_spread must be small enough that p_ref = 0.3 is reachable" in err[0]
+    assert err[0].endswith("got 1e+308")

@@ -12,7 +12,7 @@ from grpo_theory.theory.derived import all_names, build, get, latex
 
 @pytest.mark.parametrize("name, shown", [
     ("discrete.refresh_effective_lag", r"\frac{k - 1}{2}"),        # not k/2 - 1/2
-    ("noise.ar2_stability_bound", r"2 \left(\mu + 1\right)"),      # not 2 mu + 2
+    ("noise.ar2_stability_bound", r"2 \left(1 + \mu\right)"),      # not 2 mu + 2
 ])
 def test_a_cached_record_prints_as_it_was_built(name, shown):
     fresh = build(name)

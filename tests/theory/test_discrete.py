@@ -316,3 +316,32 @@ def test_critical_momentum_is_where_the_literal_window_map_turns_complex(k, eta_
 def test_critical_momentum_refuses_an_eta_K_without_a_transition():
     with pytest.raises(ParameterError, match="eta_K"):
         D.critical_momentum(0.5, 5)      # the critical damping at k = 5 never exceeds 0.19
+
+
+@pytest.mark.parametrize("a, phi", [(1e-7, 0.3), (1e-12, 0.3), (1e-16, 0.45)])
+def test_max_k_at_tiny_eta_k_by_direct_mp_power(a, phi):
+    """Below what double precision resolves (the window radius is 1 - O(ηK k)), the scan runs in
+    mpmath: its k_max is checked by raising the per-step map to k and k + 1 directly (mpmath's own
+    matrix power at 40 extra digits, not the scan's doubling), stable at k and not at k + 1."""
+    import mpmath
+    k = thresholds.max_stable_refresh_interval(a, 0.5, 1.0, fresh_fraction=phi)
+    assert 0 < k < math.inf
+    with mpmath.workdps(60 + math.ceil(-math.log10(a))):
+        af, as_ = mpmath.mpf(phi) * a, (1 - mpmath.mpf(phi)) * a     # not 1 - phi*a in floats
+        A = mpmath.matrix([[1 - af, 0.5, -as_], [-af, 0.5, -as_], [0, 0, 1]])
+        E = mpmath.matrix([[1, 0], [0, 1], [1, 0]])
+
+        def radius(n):
+            M = (A ** n * E)[0:2, 0:2]
+            return max(abs(z) for z in mpmath.eig(M)[0])
+        assert radius(k) < 1 <= radius(k + 1)
+
+
+def test_stability_at_tiny_learning_rate_is_not_called_unstable(capsys):
+    """ηK ~ 1e-17 rounds the radius to 1: the refresh scan (mpmath) says every k, and the
+    fluctuation says why it is n/a instead of calling the map unstable."""
+    assert main(["stability", "--learning-rate", "1e-16"]) == 0
+    out = capsys.readouterr().out
+    assert "every k (stable for every refresh interval)" in out
+    assert "too small for the window map's variance to be resolved" in out
+    assert "unstable" not in out.split("stationary fluctuation")[1].split("\n")[0]

@@ -226,3 +226,13 @@ def test_an_exactly_zero_fresh_stiffness_prints_as_0_not_minus_0(capsys):
     assert main(["fixed-points", "--kl", "k1_reward", "--normalization", "mean", "--kl-coef", "0.5"]) == 0
     out = capsys.readouterr().out
     assert "(fresh 0," in out and "-0" not in out.replace("e-0", "")
+
+
+def test_huge_kl_coef_prints_no_numpy_warning(capsys):
+    """β = 1e308 overflows Mroueh's bracketing function to +inf; its sign is all the search uses,
+    so the command answers without a RuntimeWarning on stderr."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert main(["fixed-points", "--kl-coef", "1e308"]) == 0
+    assert capsys.readouterr().err == ""

@@ -116,6 +116,9 @@ def _max_k_general(a, mu, phi):
     Doubling then bisection on the bits of k: the powers A^(2^j) of the per-step map come from
     successive squaring, and the bisection composes them (one 3x3 product per step).
     """
+    if a < FLOAT_RESOLVED_ETA_K:
+        return _max_k_general_mp(a, mu, phi)
+
     def stable(power):
         return float(_radius_2x2(_window_map(power))) < 1
 
@@ -139,6 +142,54 @@ def _max_k_general(a, mu, phi):
         if stable(candidate):
             k, power = k + 2 ** j, candidate
     return k
+
+
+#: below this eta K the window radius 1 - O(eta K k) is not resolved in double precision over
+#: the doubling scan (its rounding error grows like 1e-16 per product); the scan then runs in mpmath
+FLOAT_RESOLVED_ETA_K = 1e-6
+
+
+def _max_k_general_mp(a, mu, phi):
+    """:func:`_max_k_general` in mpmath, at a precision that resolves 1 - radius = O(eta K k).
+
+    The same doubling and bisection; the only difference is the arithmetic, with
+    30 digits beyond those that eta K itself consumes.
+    """
+    import mpmath
+
+    with mpmath.workdps(30 + max(0, math.ceil(-math.log10(a)))):
+        A = mpmath.matrix(3, 3)
+        af, as_ = mpmath.mpf(phi) * mpmath.mpf(a), (1 - mpmath.mpf(phi)) * mpmath.mpf(a)
+        A[0, 0], A[0, 1], A[0, 2] = 1 - af, mu, -as_
+        A[1, 0], A[1, 1], A[1, 2] = -af, mu, -as_
+        A[2, 2] = 1
+
+        def stable(power):
+            m00, m01 = power[0, 0] + power[0, 2], power[0, 1]
+            m10, m11 = power[1, 0] + power[1, 2], power[1, 1]
+            tr, det = m00 + m11, m00 * m11 - m01 * m10
+            root = mpmath.sqrt(mpmath.mpc(tr * tr - 4 * det))
+            return max(abs((tr + root) / 2), abs((tr - root) / 2)) < 1
+
+        powers = [A]
+        if not stable(A):
+            return 0
+        for _ in range(_K_SCAN_DOUBLINGS):
+            square = powers[-1] * powers[-1]
+            if not stable(square):
+                break
+            powers.append(square)
+        else:
+            if _stable_for_long_windows(a, mu, phi):
+                return math.inf
+            raise ParameterError("learning_rate", a, "an eta K whose refresh threshold lies below "
+                                 "k = 2^62 or in the long-window limit")
+        k, power = 2 ** (len(powers) - 1), powers[-1]
+        for j in range(len(powers) - 2, -1, -1):
+            candidate = power * powers[j]
+            if stable(candidate):
+                k, power = k + 2 ** j, candidate
+        return k
 
 
 def max_stable_refresh_interval(learning_rate, momentum, stiffness, *, fresh_fraction=0.0):
