@@ -337,7 +337,7 @@ def saturation_probability(p_old, clip_high, clip_low=None) -> float:
 
 @derivation("reuse_collapse.saturated_batch_kl")
 def _sat_kl() -> Derived:
-    x = sp.Symbol("x", positive=True)
+    x = eps_c                 # the series variable is the clip width itself (x is the deviation)
 
     def kl(p_new):            # KL(Bern(p_old) || Bern(p_new))
         return _PO * sp.log(_PO / p_new) + (1 - _PO) * sp.log((1 - _PO) / (1 - p_new))
@@ -361,12 +361,12 @@ def _sat_kl() -> Derived:
                   references=("schulman2017ppo",),
                   title="KL a clipped window can travel on its batch")
     expr = out.expr
-    out.step(r"the KL at the upper clip, $p_{\mathrm{sat}} = p_{\mathrm{old}} (1 + x)$", hi,
-             r"\mathrm{KL}_{\mathrm{high}}(x)")
-    out.step(r"to second order in $x$, simplified", lead_hi, order=x**3)
-    out.step(r"the KL at the lower clip, $p_{\mathrm{sat}} = p_{\mathrm{old}} + x q_{\mathrm{old}}$", lo,
-             r"\mathrm{KL}_{\mathrm{low}}(x)")
-    out.step(r"to second order in $x$, simplified", lead_lo, order=x**3)
+    out.step(r"the KL at the upper clip, $p_{\mathrm{sat}} = p_{\mathrm{old}} (1 + \epsilon_{\mathrm{clip}})$",
+             hi, r"\mathrm{KL}_{\mathrm{high}}")
+    out.step(r"to second order in $\epsilon_{\mathrm{clip}}$, simplified", lead_hi, order=x**3)
+    out.step(r"the KL at the lower clip, $p_{\mathrm{sat}} = p_{\mathrm{old}} + \epsilon_{\mathrm{clip}} "
+             r"q_{\mathrm{old}}$", lo, r"\mathrm{KL}_{\mathrm{low}}")
+    out.step(r"to second order in $\epsilon_{\mathrm{clip}}$, simplified", lead_lo, order=x**3)
     ok = (prove_zero(sp.expand(lead_hi - x**2 * _PO**2 / (2 * _PO * (1 - _PO))))
           and prove_zero(sp.expand(lead_lo - x**2 * (1 - _PO) ** 2 / (2 * _PO * (1 - _PO)))))
     out.check(r"series of $\mathrm{KL}(p_{\mathrm{old}} \,\|\, p_{\mathrm{sat}})$ in "
