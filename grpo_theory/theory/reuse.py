@@ -77,7 +77,7 @@ def _sgd_window_variance() -> Derived:
              r"k^{2} \eta^{2} \sigma^{2}$ (one kick applied $k$ times)", V0_b, r"\operatorname{Var} x_{s}")
     out.step(r"the average over the $k$ phases of $(1 - j a)^{2} \operatorname{Var} x_{s} + "
              r"j^{2} \eta^{2} \sigma^{2}$, summed and factored", avg_b,
-             r"\overline{\operatorname{Var} x}_{\mathrm{batch}}")
+             out.lhs)
     out.check(r"it is the phase average, written with every factor positive for $0 < k a < 2$",
               "sympy", prove_equal(expr, avg_b), f"phase average as factored: ${latex(avg_b)}$")
     out.check(r"the window-start variance solves $\operatorname{Var} x_{s} = (1 - k a)^{2} "
