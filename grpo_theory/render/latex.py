@@ -744,6 +744,8 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None, *, ti
               "optimizer steps; a subscript $t$, $j$, $i$ or $n$ indexes a symbol (step, step in a "
               "window, sample, number of correct samples).",
               notation_table()]
+    from grpo_theory.render.derivations import derivations_appendix
+    parts.append(derivations_appendix(names))
     parts.append(verification_appendix(names))
     parts.append(_index(names))
     doc = "\n\n".join(parts)

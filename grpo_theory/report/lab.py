@@ -109,6 +109,18 @@ def lab_summary(data: dict) -> dict:
                      "adam": "adam" in s["name"].lower(),
                      "kernel_spread": [float(x) for x in spread.groups()] if spread else None})
     out["sweeps"] = rows
+    # the design: kick pairs and windows per sweep, seeds per family (from the files)
+    pairs = sorted({s["pairs"] for s in ref["sweeps"] + ([ref["unsafe"]] if ref.get("unsafe") else [])
+                    if s.get("pairs")})
+    out["design"] = {"pairs": pairs,
+                     "windows": sorted({s["windows"] for s in ref["sweeps"] if s.get("windows")}),
+                     "transition": {k: (data.get("transition") or {}).get("transition", {}).get(k)
+                                    for k in ("pairs", "steps")} if data.get("transition") else None,
+                     "seeds": {name: len({r.get("seed") for r in (data.get(part) or {}).get(fam, {}).get("runs", [])})
+                               for name, part, fam in (("group", "group-size", "group_family"),
+                                                       ("width", "model-size", "size_family"),
+                                                       ("rate", "learning-rate", "rate_family"))
+                               if (data.get(part) or {}).get(fam)}}
     u = ref.get("unsafe")
     if u:
         worst = next((r for r in u["per_k"] if r["k"] == u["k_max_published"]), None)
@@ -190,6 +202,40 @@ def _one_over_g(pol: dict, log: dict) -> str:
     if outside:
         text += (" and ".join(outside).capitalize() + " interval excludes $-1$: not the $1/G$ law, "
                  "as expected outside the region $G\\,\\min(p^{*}, q^{*}) \\gg 1$ where it holds. ")
+    return text
+
+
+def _range(values) -> str:
+    values = sorted(values)
+    return f"${values[0]}$" if len(values) == 1 else f"${values[0]}$ to ${values[-1]}$"
+
+
+def _design_paragraph(s: dict) -> str:
+    """The task, the seeds and the kinds of uncertainty of the lab's numbers, from the files."""
+    d = s.get("design") or {}
+    seeds = d.get("seeds") or {}
+    words = {"group": "per group size", "width": "per width", "rate": "per learning rate"}
+    n_words = {1: "one seed", 2: "two seeds", 3: "three seeds", 4: "four seeds"}
+    fams = [f"{n_words.get(n, f'${n}$ seeds')} {words[k]}" for k, n in seeds.items() if n]
+    tr = d.get("transition") or {}
+    text = (
+        "\\paragraph{Task, seeds and uncertainties.} A prompt is the sum of two one-digit numbers, "
+        "written like \\mbox{``3 + 4 =''}, and the answer is its parity (the sum modulo 2), one token; the "
+        "reward is 1 for the correct token and 0 for any other. "
+        + (f"Each setting of a refresh sweep is measured with {_range(d['pairs'])} pairs of kicked "
+           "runs (a kick of each sign with common random numbers, a new seed for each pair)"
+           + (f" over {_range(d['windows'])} windows" if d.get("windows") else "")
+           + "; the multiplier is fitted to the pairs' responses and its uncertainty is the "
+           "jackknife standard error over the pairs. " if d.get("pairs") else "")
+        + (f"The damping transition uses ${tr['pairs']}$ pairs of ${tr['steps']}$ steps at each "
+           "momentum. " if tr.get("pairs") and tr.get("steps") else "")
+        + ("The families of runs have " + ", ".join(fams[:-1]) + (" and " if len(fams) > 1 else "")
+           + fams[-1] + ". " if fams else "")
+        + "A number written with $\\pm$ in this section is a mean or a fit followed by one standard "
+        "error. An interval on an exponent or a slope is a 95~\\% confidence interval of a "
+        "least-squares fit of logarithms, weighted by the runs' standard errors where they have "
+        "them, with the quantile of Student's distribution when the scatter of the points exceeds "
+        "their errors.")
     return text
 
 
@@ -285,7 +331,7 @@ def lab_section(s: dict) -> tuple[str, str]:
               "value)" if ad["kernel_spread"] else "")
            + ", which moves the exact threshold up: a disagreement of the reduction, explained, "
            "not a confirmation." if ad else ""))
-    parts = [head, refresh]
+    parts = [head, _design_paragraph(s), refresh]
     t = s.get("transition")
     if t:
         parts.append(
@@ -370,13 +416,24 @@ def lab_markdown(s: dict, cite, nt) -> list[str]:
         return L
     pl, st = s["plateau"], s["stiffness"]
     ver = f" {s['trl_version']}" if s["trl_version"] else ""
-    L.append(f"Real training with TRL's GRPO trainer{ver} {cite('vonwerra2020trl')}, read from the "
-             "lab's committed result files when this report was built: a "
+    L.append(f"Real training with TRL's GRPO trainer{ver} {cite('vonwerra2020trl')}, as measured "
+             "by the lab: a "
              f"{s['parameters']:,}-parameter transformer on single-token modular arithmetic restricted "
              f"to two answers (exactly the two-action bandit), B = {s['prompts']} prompts per step, "
              f"G = {s['group_size']}, std normalization, k3 KL with β = {pl['beta']:g} to p_ref = "
              f"{pl['p_ref']:g}: plateau p* = {nt(pl['p_star'], 4)}, K = {nt(pl['stiffness_bandit'], 4)}, "
              f"K_f/K = {nt(pl['fresh_fraction'], 3)}.\n")
+    d = s.get("design") or {}
+    if d.get("pairs"):
+        seeds = ", ".join(f"{n} seeds per {w}" for w, n in (
+            ("group size", (d.get("seeds") or {}).get("group")), ("width", (d.get("seeds") or {}).get("width")),
+            ("learning rate", (d.get("seeds") or {}).get("rate"))) if n)
+        L.append(f"Task: the parity of the sum of two one-digit numbers (one answer token, reward 1 or 0). "
+                 f"Each refresh setting: {min(d['pairs'])}–{max(d['pairs'])} pairs of ± kicks (one seed "
+                 f"per pair); the multiplier's ± is its jackknife standard error over the pairs"
+                 + (f"; families: {seeds}" if seeds else "") + ". A ± is one standard error; an "
+                 "interval on an exponent or slope is a 95 % confidence interval of a least-squares "
+                 "fit of logarithms.\n")
     if st["response"]:
         L.append(f"**Stiffness, two ways.** Tangent kernel {cite('jacot2018ntk')}: K = "
                  f"{nt(st['kernel'], 4)} along the top mode; linear response to a kick: "

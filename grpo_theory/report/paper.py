@@ -140,7 +140,8 @@ def front_sections(nums: dict) -> list[tuple[str, str]]:
         "The sections after the related work derive the results level by level, each "
         "with its assumptions and the checks that verified it; the sections after them compare "
         "with a neural policy, a published training log and a real engine; the discussion states "
-        "the limitations. The notation is in Appendix~A. One convention for uncertainties holds "
+        "the limitations. The notation is in Appendix A; Appendix B derives the central results step "
+        "by step. One convention for uncertainties holds "
         "in every figure and table: an error bar is $\\pm 2$ standard errors of the mean; a shaded "
         "band around simulated runs is $\\pm 2$ standard deviations of the runs (their spread, "
         "not an error); a forecast's band is its 90 % interval; each caption says which it shows.") + "\n\n" + default_model_text(nums)

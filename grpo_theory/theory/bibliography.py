@@ -180,7 +180,8 @@ REFERENCES = {
     },
     "su2025verllog": {
         "type": "misc",
-        "authors": ["{yushengsu-thu}"],
+        # the repository names its author only by a GitHub handle: said as such, not as a name
+        "authors": ["{GitHub user yushengsu-thu}"],
         "title": "verl\\_training\\_log: {GRPO} run of deepseek-llm-7b-chat on {GSM8K}",
         "howpublished": "GitHub repository, file gsm8k/grpo\\_run\\_deepseek7b\\_llm.log, "
                         "commit deb1507",

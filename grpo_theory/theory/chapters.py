@@ -139,7 +139,7 @@ CHAPTERS = (
             "the trust region of its own batch while the passes times the per-pass growth of a "
             "sample's log-ratio stay below $\\log(1 + \\epsilon_{\\mathrm{clip}})$.",
             "Reuse collapse: k passes over one finite batch",
-            "Reusing one batch of samples for $k$ optimization passes moves the policy $k$ times along that batch's own gradient. The chapter derives how far: with the log-probability surrogate the push is the same at every pass, so the batch's noise displacement grows like $k$; with the importance ratio and its clip each sample stops once its ratio leaves the trust interval, which bounds the KL a window can travel on its batch."),
+            "Reusing one batch of samples for $k$ optimization passes moves the policy $k$ times along that batch's own gradient. This subsection derives how far: with the log-probability surrogate the push is the same at every pass, so the batch's noise displacement grows like $k$; with the importance ratio and its clip each sample stops once its ratio leaves the trust interval, which bounds the KL a window can travel on its batch."),
 )
 
 

@@ -116,6 +116,22 @@ def _pack(expr):
     return expr
 
 
+def _pack_step(expr):
+    """A derivation step's expression as :class:`_Srepr` when rebuilding it from its ``srepr``
+    gives the same tree (then it prints the same); else the expression.  Cheaper than
+    :func:`_pack`, which also compares the printed forms: the appendix of steps is not worth
+    the printer's time at every cold build."""
+    if not isinstance(expr, sp.Basic):
+        return expr
+    try:
+        text = sp.srepr(expr)
+        if sp.srepr(_from_srepr(text)) == text:
+            return _Srepr(text)
+    except Exception:  # pragma: no cover - the pickled tree is the fallback
+        pass
+    return expr
+
+
 def _unpack(value):
     return _from_srepr(value.text) if isinstance(value, _Srepr) else value
 
@@ -149,6 +165,10 @@ class Derived:
     where : ``(symbol, definition, record name)`` triples: each named sub-expression of
         :attr:`display`, defined by ``definition`` (a sympy expression) and, when it is the
         expression of another record, that record's name (the documents then refer to it).
+    steps : ``(phrase, lhs, expression, order)`` tuples recorded by :meth:`step`: the
+        intermediate expressions the derivation computed on its way, in order (the documents
+        print them as a chain of displayed equalities; ``order`` is ``None`` or the argument of
+        the order term of a truncated expansion).
     """
 
     name: str
@@ -164,6 +184,7 @@ class Derived:
     title: str = ""
     display: object = None
     where: tuple = ()
+    steps: tuple = ()
 
     # -- rendering ------------------------------------------------------------------
     def latex(self, **settings) -> str:
@@ -197,6 +218,15 @@ class Derived:
                  + " equals the derived expression" + (f" ({how})" if how else ""))
         self.check(claim, "sympy", _equal(full, self.expr) if proven is None else bool(proven))
         self.display, self.where = form, where
+
+    def step(self, phrase: str, expr, lhs: str | None = None, *, order=None) -> None:
+        """Record an intermediate expression the derivation computed: ``lhs = expr`` (``lhs``:
+        LaTeX; ``None`` continues the previous step's chain, ``expr`` equal to the previous
+        expression), ``phrase`` saying in a few words how it was obtained; for a truncated
+        expansion ``order`` is the argument of its order term (``q**2``: ``expr + O(q^2)``; kept
+        apart, since an order term is slow to rebuild from the cache).  Kept for the documents'
+        derivations appendix; only values the code computed are to be passed."""
+        self.steps = self.steps + ((phrase, lhs, expr, order),)
 
     @property
     def label(self) -> str:
@@ -250,6 +280,7 @@ class Derived:
         state["expr"] = _pack(self.expr)
         state["display"] = _pack(self.display)
         state["where"] = tuple((_pack(sym), _pack(defn), rec) for sym, defn, rec in self.where)
+        state["steps"] = tuple((ph, lhs, _pack_step(e), _pack_step(o)) for ph, lhs, e, o in self.steps)
         return state
 
     def __setstate__(self, state):
@@ -258,6 +289,7 @@ class Derived:
         state["display"] = _unpack(state.get("display"))
         state["where"] = tuple((_unpack(sym), _unpack(defn), rec)
                                for sym, defn, rec in state.get("where", ()))
+        state["steps"] = tuple((ph, lhs, _unpack(e), _unpack(o)) for ph, lhs, e, o in state.get("steps", ()))
         self.__dict__.update(state)
 
     # -- notebook display (the lectures) -------------------------------------------------

@@ -474,13 +474,15 @@ def _std_correction_expansion():
     approx = _delta_method_mean(trunc, G=1 / h)                      # a polynomial in h
     ser = approx.subs(h, 0) + h * sp.diff(approx, h).subs(h, 0)
     c1 = sp.simplify(ser.coeff(h, 1))
-    return ser, sp.simplify(c1.subs(1 - _PO, _QO))
+    # the truncation with its h coefficient factored (for the derivations appendix)
+    shown = (phi, trunc.coeff(h, 0) + h * sp.factor(trunc.coeff(h, 1)))
+    return ser, sp.simplify(c1.subs(1 - _PO, _QO)), shown
 
 
 @derivation("drift.expected_advantage_std_correction")
 def _ea_std_corr() -> Derived:
     h = S.h
-    ser, c1 = _std_correction_expansion()
+    ser, c1, (phi, trunc) = _std_correction_expansion()
     # shown in the readable form written with the large-G group std s = sqrt(p q), proven
     # equal to the derived coefficient c1 below (on the simplex q = 1 - p)
     sd = sp.sqrt(_PO * _QO)
@@ -498,6 +500,15 @@ def _ea_std_corr() -> Derived:
                   r"$p_{\mathrm{old}}$)",
                   level="L1", title="The $1/G$ correction to the expected advantage mass")
     expr = out.expr
+    out.step(r"the advantage mass of a group with $n = u G$ correct samples", phi, r"A_{+}(u G)")
+    out.step(r"to first order in $h = 1/G$ at a fixed fraction $u$, the coefficient of $h$ factored",
+             trunc, order=h**2)
+    out.step(r"$\mathcal{A}^{(1)}$ is the coefficient of $h$ in the mean of this over the binomial "
+             r"$n/G$ (mean $p_{\mathrm{old}}$, variance $p_{\mathrm{old}} q_{\mathrm{old}} h$) to "
+             r"second order, $A(p_{\mathrm{old}}) + \tfrac{1}{2} p_{\mathrm{old}} q_{\mathrm{old}} h\, "
+             r"\partial_{u}^{2} A(p_{\mathrm{old}})$ with $A$ the expansion above; "
+             r"its $O(1)$ term, simplified, is the large-$G$ limit", sp.simplify(ser.coeff(h, 0)),
+             r"\mathcal{A}_{\infty}")
     out.show(-SD_INF * (SD_INF * (1 + 4 * _PO * _QO) + S.eps * (3 + 4 * _PO * _QO + 8 * S.eps * SD_INF))
              / (8 * (SD_INF + S.eps) ** 3), [(SD_INF, root(_PO * _QO), "")])
     out.check(r"the form shown equals the coefficient of $1/G$ in the expansion (on the "
@@ -726,7 +737,7 @@ def _register_drift_variants():
                             # taken of the finite-G drift, proven from the objective's definition
                             F_G = get(name[:-len("inf")] + "G").expr
                             out.check(r"equals the $G \to \infty$ limit of the finite-$G$ drift "
-                                      r"(checked in its record against $\kappa\, \mathrm{d}/\mathrm{d}z$ "
+                                      r"(checked under that result against $\kappa\, \mathrm{d}/\mathrm{d}z$ "
                                       r"of the expected objective with the KL-shifted rewards)", "sympy",
                                       prove_zero(sp.expand_log(
                                           expr - sp.limit(F_G, S.G, sp.oo), force=True)))
@@ -925,6 +936,11 @@ def _noise_coeff() -> Derived:
                               r"$p$, whose binomial variance is $p q/G$",
                   level="L1", title="Noise of the update at large $G$")
     expr = out.expr
+    out.step(r"the update of a group with a fraction $u$ of correct samples, as $G \to \infty$",
+             phi_inf, r"\lim_{G \to \infty} \kappa A_{+}(u G)")
+    out.step(r"its slope at $u = p$, squared, times $G$ times the binomial variance $p q/G$ of $n/G$",
+             sp.Subs(sp.Derivative(phi_inf, u) ** 2 * u * (1 - u), u, _P), r"\sigma_{1}^{2}")
+    out.step("differentiated and simplified", expr)
     out.show(S.kappa**2 * _P * _Q * (2 * _P - 1) ** 2 * (2 * S.eps + SD_INF) ** 2
              / (4 * (S.eps + SD_INF) ** 4), [(SD_INF, root(_P * _Q), ""), (_Q, 1 - _P, "notation")])
     f = sp.lambdify((S.n, S.G, _P, _PR, S.kappa, S.beta, S.eps), _per_group_update("std", "exact"), "mpmath")
@@ -970,6 +986,11 @@ def _noise_rare() -> Derived:
                   assumptions=r"fixed $G$, $p \to 1$", level="L1",
                   title="Noise of the update when failures are rare")
     expr = out.expr
+    out.step(r"the weight of a group with one failure", w_one_failure, r"\binom{G}{G - 1} p^{G - 1} q")
+    out.step(r"to first order in $q$", lead, order=qq**2)
+    out.step(r"the update of that group", u, r"\kappa A_{+}(G - 1)")
+    out.step(r"the weight's coefficient of $q$ times the squared update, simplified", expr,
+             r"\lim_{q \to 0} \frac{\operatorname{Var}}{q}")
     out.check(r"the one-failure weight is $G q + O(q^{2})$", "sympy", prove_zero(lead - G * qq))
     out.check(r"at $\epsilon = 0$ the coefficient is $\kappa^{2} (1 - 1/G)^{2}$", "sympy",
               prove_zero(expr.subs(S.eps, 0) - S.kappa**2 * (1 - 1 / G) ** 2))

@@ -211,7 +211,7 @@ def _mroueh_agree() -> Derived:
               "sympy", prove_zero(theirs - 1 / (S.beta * sp.sqrt(_P * _Q + S.eps))),
               f"sympy gives ${_tex(theirs)}$")
     out.check(r"equals the first-order series in $\epsilon$ of ours minus Mroueh's (computed from the "
-              "two records)", "sympy", prove_zero(expr - derived))
+              "two results)", "sympy", prove_zero(expr - derived))
     out.check(r"at $\epsilon = 0$ the fixed-point conditions coincide exactly (our condition and "
               "the fixed point of Mroueh's map)", "sympy", prove_zero(expr.subs(S.eps, 0)))
     out.check(r"the first-order difference is nonzero (the placement of $\epsilon$ matters)", "sympy",

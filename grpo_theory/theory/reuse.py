@@ -73,6 +73,11 @@ def _sgd_window_variance() -> Derived:
                   r"window); $0 < k a < 2$", level="L2",
                   title="Variance with one batch reused for a whole window")
     expr = out.expr
+    out.step(r"the root of $\operatorname{Var} x_{s} = (1 - k a)^{2} \operatorname{Var} x_{s} + "
+             r"k^{2} \eta^{2} \sigma^{2}$ (one kick applied $k$ times)", V0_b, r"\operatorname{Var} x_{s}")
+    out.step(r"the average over the $k$ phases of $(1 - j a)^{2} \operatorname{Var} x_{s} + "
+             r"j^{2} \eta^{2} \sigma^{2}$, summed and factored", avg_b,
+             out.lhs)
     out.check(r"it is the phase average, written with every factor positive for $0 < k a < 2$",
               "sympy", prove_equal(expr, avg_b), f"phase average as factored: ${latex(avg_b)}$")
     out.check(r"the window-start variance solves $\operatorname{Var} x_{s} = (1 - k a)^{2} "
@@ -83,7 +88,7 @@ def _sgd_window_variance() -> Derived:
     out.check("window-start variance: the batch one is exactly $k$ times the fresh one", "sympy",
               prove_equal(V0_b / V0_f, k))
     ar = get("noise.ar2_variance").expr.subs({S.mu: 0, S.K: a / eta})
-    out.check(r"at $k = 1$ both equal the on-policy variance of the noise chapter at $\mu = 0$",
+    out.check(r"at $k = 1$ both equal the on-policy variance of the noise section at $\mu = 0$",
               "sympy",
               prove_equal(expr.subs(k, 1), ar) and prove_equal(avg_f.subs(k, 1), ar))
     lead = sp.limit(sp.simplify(expr / avg_f), a, 0)

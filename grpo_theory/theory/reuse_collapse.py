@@ -163,7 +163,7 @@ def _va_mean() -> Derived:
               prove_zero(sp.expand(var - expr.subs(_QO, 1 - _PO))))
     mean_ok = prove_equal(e_a, ((G - 1) * _PO * (1 - _PO) / G))
     out.check(r"its mean is $\mathrm{E}[A_{+}] = \frac{G - 1}{G} p_{\mathrm{old}} q_{\mathrm{old}}$, "
-              r"(symbolic $G$), the drift chapter's $\mathcal{A}_{G}$ (compared at $G = 6$)", "sympy",
+              r"(symbolic $G$), the exact $\mathcal{A}_{G}$ of the drift (compared at $G = 6$)", "sympy",
               mean_ok and prove_zero(sp.expand(
                   get("drift.expected_advantage_mean").expr.subs(_QO, 1 - _PO).subs(G, 6)
                   - (5 * _PO * (1 - _PO) / 6))))
@@ -199,7 +199,7 @@ def _window_noise() -> Derived:
                   r"deviation grows like $k$, not $\sqrt{k}$).",
                   units="logits$^2$", level="L2",
                   assumptions=r"log-probability surrogate (its push does not depend on the policy, "
-                  r"as the first result of this chapter shows), binary rewards, symmetric actions "
+                  r"as the first result of this subsection shows), binary rewards, symmetric actions "
                   r"(metric factor $\kappa$), $B$ independent groups per batch, SGD, no KL",
                   title="Noise of a window that reuses one batch")
     expr = out.expr
@@ -227,7 +227,7 @@ def _window_noise() -> Derived:
                                                    prompts=b), p))
         ours = float(expr.subs({k: kv, S.eta: e, S.kappa: 2, V_A: va, B: b}))
         ok &= abs(ours - kv**2 * e**2 * per_step) <= 1e-12 * ours
-    out.check(r"with $V_{A}$ from its closed form, $k^{2}\eta^{2}$ times the drift chapter's exact "
+    out.check(r"with $V_{A}$ from its closed form, $k^{2}\eta^{2}$ times the drift's exact "
               r"per-step update variance (binomial sum, two actions) at two settings", "numeric", ok,
               r"relative agreement $10^{-12}$")
     return out
@@ -284,6 +284,12 @@ def _clip_saturation() -> Derived:
                   references=("schulman2017ppo", "yu2025dapo"),
                   title="Where a clipped window over one batch stalls")
     expr = out.expr
+    out.step(r"the root of $p/p_{\mathrm{old}} = 1 + \epsilon_{\mathrm{high}}$", thr_h,
+             r"p_{\mathrm{high}}")
+    out.step(r"$1 - q$ at the root of $q/q_{\mathrm{old}} = 1 - \epsilon_{\mathrm{low}}$", thr_l,
+             r"p_{\mathrm{low}}")
+    out.step(r"the larger of the two: beyond it both sides are clipped",
+             sp.Max(_PO * (1 + eps_h), _PO + eps_l * _QO), r"p_{\mathrm{sat}}")
     out.check(r"the correct samples' threshold solves $p/p_{\mathrm{old}} = 1 + \epsilon_{\mathrm{high}}$ "
               r"and the wrong samples' solves $q/q_{\mathrm{old}} = 1 - \epsilon_{\mathrm{low}}$ "
               r"($p = p_{\mathrm{old}} + \epsilon_{\mathrm{low}} q_{\mathrm{old}}$)", "sympy",
@@ -331,7 +337,7 @@ def saturation_probability(p_old, clip_high, clip_low=None) -> float:
 
 @derivation("reuse_collapse.saturated_batch_kl")
 def _sat_kl() -> Derived:
-    x = sp.Symbol("x", positive=True)
+    x = eps_c                 # the series variable is the clip width itself (x is the deviation)
 
     def kl(p_new):            # KL(Bern(p_old) || Bern(p_new))
         return _PO * sp.log(_PO / p_new) + (1 - _PO) * sp.log((1 - _PO) / (1 - p_new))
@@ -355,6 +361,12 @@ def _sat_kl() -> Derived:
                   references=("schulman2017ppo",),
                   title="KL a clipped window can travel on its batch")
     expr = out.expr
+    out.step(r"the KL at the upper clip, $p_{\mathrm{sat}} = p_{\mathrm{old}} (1 + \epsilon_{\mathrm{clip}})$",
+             hi, r"\mathrm{KL}_{\mathrm{high}}")
+    out.step(r"to second order in $\epsilon_{\mathrm{clip}}$, simplified", lead_hi, order=x**3)
+    out.step(r"the KL at the lower clip, $p_{\mathrm{sat}} = p_{\mathrm{old}} + \epsilon_{\mathrm{clip}} "
+             r"q_{\mathrm{old}}$", lo, r"\mathrm{KL}_{\mathrm{low}}")
+    out.step(r"to second order in $\epsilon_{\mathrm{clip}}$, simplified", lead_lo, order=x**3)
     ok = (prove_zero(sp.expand(lead_hi - x**2 * _PO**2 / (2 * _PO * (1 - _PO))))
           and prove_zero(sp.expand(lead_lo - x**2 * (1 - _PO) ** 2 / (2 * _PO * (1 - _PO)))))
     out.check(r"series of $\mathrm{KL}(p_{\mathrm{old}} \,\|\, p_{\mathrm{sat}})$ in "
@@ -403,6 +415,11 @@ def _ratio_passes() -> Derived:
                   title="Passes to reach a logit with the unclipped ratio")
     expr = out.expr
     p_of = 1 / (1 + sp.exp(-z))
+    out.step(r"the ratio force per pass, $p = 1/(1 + e^{-z})$", S.eta * S.kappa * A_plus * p_of * (1 - p_of)
+             / (_PO * _QO), r"\frac{\mathrm{d} z}{\mathrm{d} j}")
+    out.step(r"the integral of $1/(p q) = 2 + e^{z} + e^{-z}$ from $z_{\mathrm{old}}$, over "
+             r"$\eta \kappa A_{+}/(p_{\mathrm{old}} q_{\mathrm{old}})$ (its derivative is checked below)",
+             expr, r"j(z)")
     force = S.eta * S.kappa * A_plus * p_of * (1 - p_of) / (_PO * _QO)
     out.check(r"$\mathrm{d}z/\mathrm{d}j = \eta\kappa\,\Psi A_{+}$, the ratio force per pass with "
               r"$\Psi = pq/(p_{\mathrm{old}}q_{\mathrm{old}})$, and $j(z_{\mathrm{old}}) = 0$",
@@ -445,6 +462,9 @@ def _passes_to_clip() -> Derived:
                   title="Passes until the ratio leaves the clip")
     expr = out.expr
     zl = sp.log(_PO / (1 - _PO))
+    out.step(r"the logit at the clip, $p = p_{\mathrm{old}} (1 + \epsilon_{\mathrm{high}})$, minus the "
+             r"first logit", delta, r"\Delta z")
+    out.step(r"over the push $\eta \kappa A_{+}$ per pass", expr, r"j_{\mathrm{clip}}")
     moved = zl + S.eta * S.kappa * A_plus * expr
     p_moved = 1 / (1 + sp.exp(-moved))
     out.check(r"after $j_{\mathrm{clip}}$ passes of $\eta\kappa A_{+}$ (the log-prob push, in "

@@ -49,3 +49,20 @@ def test_missing_and_malformed_files_are_named(tmp_path):
         assert s["available"] and "transition" not in s
         assert any(p.startswith("lab_transition.json, line 3") for p in s["problems"])
         assert "lab\\_transition.json, line 3" in lab_section(s)[1]
+
+
+@pytest.mark.skipif(not (LAB_RESULTS / "lab_refresh.json").is_file(),
+                    reason="the lab's results are not in this checkout")
+def test_the_section_states_its_task_seeds_and_intervals():
+    """Issue 30, section 5: the task, the seeds of every measurement and the kind of every
+    uncertainty are on the page, with the counts the files hold."""
+    raw = json.loads((LAB_RESULTS / "lab_refresh.json").read_text())
+    group = json.loads((LAB_RESULTS / "lab_group-size.json").read_text())["group_family"]
+    _, body = lab_section(lab_summary(lab_data()))
+    assert "its parity (the sum modulo 2)" in body
+    pairs = sorted({sw["pairs"] for sw in raw["sweeps"] + [raw["unsafe"]]})
+    assert f"${pairs[0]}$ to ${pairs[-1]}$ pairs of kicked runs" in body
+    assert "jackknife standard error over the pairs" in body
+    n_group = len({r["seed"] for r in group["runs"]})
+    assert {2: "two seeds", 3: "three seeds"}[n_group] + " per group size" in body
+    assert "95~\\% confidence interval" in body and "one standard error" in body

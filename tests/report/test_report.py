@@ -177,6 +177,13 @@ def test_no_software_in_the_body_of_the_document(report_dir):
     body = _body((report_dir / "equations.tex").read_text()).lower()
     for word in LIBRARY_NAMES:
         assert not re.search(rf"\b{word}\b", body), word
+    # the package's own vocabulary (issue 30, section 4): results and sections, not records and
+    # chapters; no file, test or version of the package
+    for phrase in (r"\brecords?\b", r"\bchapters?\b", r"committed result", r"\bits book\b",
+                   r"mutation tests?", r"version 0\.\d", r"scipy\.linalg"):
+        m = re.search(phrase, body)
+        assert m is None, body[max(0, m.start() - 60):m.end() + 20]
+    assert "committed result files" not in (report_dir / "report.md").read_text()
     appendix = (report_dir / "equations.tex").read_text()
     assert "SymPy" in appendix and "mpmath" in appendix      # named once, in the appendix
 
@@ -474,6 +481,35 @@ def test_every_caption_states_its_error_bars(report_dir):
         assert re.search(r"\$\\pm 2\$ standard (errors|deviations)|90 % (forecast )?interval|[Tt]heory only",
                          cap), stem
         assert "pm 1$ standard" not in cap, stem
+
+
+def test_the_derivations_appendix_is_appendix_b_and_is_cited(report_dir):
+    """Issue 30, section 3: the appendix of derivations is in the PDF, after the notation (so the
+    introduction's "Appendix B" is it), with displayed chains and no proof tags."""
+    tex = (report_dir / "equations.tex").read_text()
+    appendices = re.findall(r"\\section\{([^}]*)\}", tex[tex.index("\\appendix"):])
+    assert appendices[:2] == ["Notation", "How the results follow"], appendices
+    assert "Appendix B derives the central results" in tex and "textasciitilde" not in tex
+    part = tex[tex.index("\\label{app:derivations}"):tex.index("\\label{app:verification}")]
+    assert part.count("\\begin{align*}") >= 17 and "\\verified" not in part
+
+
+def test_report_md_tables_have_one_cell_per_column(report_dir):
+    """No "|" inside a cell breaks a table of report.md (issue 30, section 5): every row of a
+    table has as many cells as its header."""
+    lines = (report_dir / "report.md").read_text().split("\n")
+    tables, i = 0, 0
+    while i < len(lines):
+        if lines[i].startswith("|"):
+            j = i
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            cells = [len(re.split(r"(?<!\\)\|", row.strip())) for row in lines[i:j]]
+            assert len(set(cells)) == 1, (i + 1, cells)
+            tables, i = tables + 1, j
+        else:
+            i += 1
+    assert tables >= 3
 
 
 def test_report_md_numbers_the_references_as_the_pdf(report_dir):

@@ -140,6 +140,12 @@ def _effective_lag() -> Derived:
                   units="steps", assumptions=_STALE + r"; matching to $O((\eta K)^{2})$",
                   level="L2", references=_PAPER, title="Effective lag of a refresh window")
     expr = out.expr
+    out.step(r"the root of $P(\lambda)$ [[eq:discrete.refresh_characteristic_polynomial]] near $1$, "
+             r"as a series in $a$", 1 + c1v * S.a + c2v * S.a**2, r"\lambda_{\mathrm{slow}}",
+             order=S.a**3)
+    out.step(r"the window factor of the reduced oscillator with lag $\ell$, as a series in $a$",
+             1 + w1 * S.a + w2 * S.a**2, r"e^{k s_{\mathrm{slow}}}", order=S.a**3)
+    out.step(r"the lag that makes the coefficients of $a^{2}$ equal", ell_eff, r"\bar{\ell}")
     w1e, w2e = _l3_window_factor_series(expr)
     out.check(r"first order: $e^{k s_{\mathrm{slow}}}$ and the exact slow eigenvalue agree for "
               r"every lag (coefficient $-k/(1 - \mu)$)", "sympy", prove_zero(w1e - c1v),

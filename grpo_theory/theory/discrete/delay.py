@@ -138,6 +138,22 @@ def _register_delay_threshold(dv: int):
                       references=_PAPER + ("schur1917", "cohn1922"),
                       title=f"Largest stable step stiffness with a constant delay $d = {dv}$")
         expr = out.expr
+        cubic = sp.degree(P, lam) == 3
+        out.step(rf"[[eq:discrete.delay_characteristic_polynomial]] at $d = {dv}$, all of "
+                 r"the stiffness through the sampling policy" + (
+                     r", written $\lambda^{3} + c_{2} \lambda^{2} + c_{1} \lambda + c_{0}$" if cubic
+                     else r", written $\lambda^{2} + c_{1} \lambda + c_{0}$"),
+                 P, r"\lambda P_{0}(\lambda)" if dv == 0 else rf"P_{{{dv}}}(\lambda)")
+        for kind, cond in (("flip", flip_cond), ("complex", cx_cond)):
+            if solved[kind] == sp.oo:
+                continue
+            lhs = {("flip", False): "1 - c_{1} + c_{0}", ("flip", True): rf"-P_{{{dv}}}(-1)",
+                   ("complex", False): "1 - c_{0}",
+                   ("complex", True): "1 - c_{0}^{2} - (c_{1} - c_{0} c_{2})"}[kind, cubic]
+            out.step(f"the Schur--Cohn condition of the {kind} boundary", cond, lhs)
+            out.step("its positive root in $a$", solved[kind], rf"a_{{\mathrm{{{kind}}}}}")
+            if kind in shown:
+                out.step("the numerator rationalised", shown[kind])
         for kind, form in shown.items():
             out.check(rf"the {kind} boundary shown is the root in $a$ of its Schur–Cohn condition",
                       "sympy", prove_equal(form, solved[kind]),

@@ -107,6 +107,10 @@ def _refresh_monodromy() -> Derived:
         assumptions=_STALE + r"; $a = \eta K$; $\mu \in [0, 1)$; $k \ge 1$ steps per window",
         level="L2", references=_PAPER + ("polyak1964",), title="Monodromy of a refresh window")
     expr = out.expr
+    out.step(r"the velocity after $j$ steps of the window, the force frozen at $x_{0}$ "
+             r"(a geometric sum)", vj, "v_{j}")
+    out.step(r"the sum of the window's velocities", xk, "x_{k}")
+    out.step(r"the derivatives of $(x_{k}, v_{k})$ in $(x_{0}, v_{0})$", sp.ImmutableMatrix(derived), "M")
     out.show(sp.ImmutableMatrix([[1 - S.a * S.S_2, S.S_1],
                                  [-S.a * (1 - S.mu**S.k_ref) / (1 - S.mu), S.mu**S.k_ref]]),
              _sums_where(with_s2=True, defined_in=""))
@@ -151,6 +155,7 @@ def _refresh_trace() -> Derived:
                   units="dimensionless", assumptions=_STALE, level="L2", title="Trace of the monodromy")
     tr = out.expr
     q, S1, S2 = _geometric_sums()
+    out.step(r"the trace of $M$, simplified", derived, r"\operatorname{tr} M")
     out.show(1 + S.mu**S.k_ref - S.a * S.S_2, _sums_where(with_s2=True))
     out.check(r"it is the trace of the monodromy matrix", "sympy",
               prove_equal(tr, derived), f"derived form ${_tex(derived)}$")
@@ -170,6 +175,7 @@ def _refresh_det() -> Derived:
                   title="Determinant of the monodromy")
     det = out.expr
     q, S1, S2 = _geometric_sums()
+    out.step(r"the determinant of $M$, simplified", derived, r"\det M")
     out.show(S.mu**S.k_ref + S.a * (S.S_1 - S.k_ref * S.mu**S.k_ref) / (1 - S.mu), _sums_where())
     out.check(r"it is the determinant of the monodromy matrix", "sympy",
               prove_equal(det, derived), f"derived form ${_tex(derived)}$")
@@ -203,6 +209,7 @@ def _refresh_charpoly() -> Derived:
     out.show((lam - 1) * (lam - q) + S.a * (k * (lam - q) - S.S_1 * (lam - 1)) / (1 - mu),
              _sums_where())
     M = get("discrete.refresh_monodromy").expr
+    out.step(r"the trace and the determinant of $M$ inserted", lam**2 - tr * lam + det, r"P(\lambda)")
     out.check(r"it equals $\lambda^{2} - \operatorname{tr} M\,\lambda + \det M$",
               "sympy", prove_equal(expr, lam**2 - tr * lam + det))
     out.check(r"$P(\lambda) = \det(\lambda I - M)$", "sympy",
@@ -231,6 +238,8 @@ def _refresh_flip() -> Derived:
                   units=_ETA_K, assumptions=_STALE, level="L2", references=_PAPER + ("jury1964",),
                   title="Flip threshold of a refresh window")
     a_flip = out.expr
+    out.step(r"$P(\lambda)$ at $\lambda = -1$, expanded: affine in $a$", jury, "P(-1)")
+    out.step(r"the root in $a$ of $P(-1) = 0$", solved, r"a_{\mathrm{flip}}")
     out.show(2 * (1 - mu) * (1 + q) / (k * (1 + q) - 2 * _S1_SYM), _sums_where())
     out.check(r"it is the root in $a$ of $P(-1) = 0$", "sympy",
               prove_equal(a_flip, solved), f"solved form ${_tex(solved)}$")
@@ -275,6 +284,8 @@ def _refresh_complex() -> Derived:
                   references=_PAPER + ("jury1964",),
                   title="Complex-pair threshold of a refresh window")
     a_cx = out.expr
+    out.step(r"the determinant of $M$", det, r"\det M")
+    out.step(r"the root in $a$ of $\det M = 1$", solved, r"a_{\mathrm{complex}}")
     out.show((1 - mu) * (1 - q) / (_S1_SYM - k * q), _sums_where())
     out.check(r"it is the root in $a$ of $\det M = 1$", "sympy",
               prove_equal(a_cx, solved), f"solved form ${_tex(solved)}$")
@@ -336,6 +347,14 @@ def _refresh_critical() -> Derived:
                   level="L2", references=_PAPER + ("polyak1964",),
                   title="Critical damping of a refresh window")
     chosen = out.expr
+    out.step(r"with the trace and the determinant of $M$: a quadratic in $a$",
+             G2 * S.a**2 + G1 * S.a + G0, r"\operatorname{tr}(M)^{2} - 4 \det M")
+    out.step(r"its smaller root, the quadratic being $g_{2} a^{2} + g_{1} a + g_{0}$ with $g_{2} > 0$",
+             generic_root, r"a_{c}")
+    out.step(r"the discriminant of the quadratic, the square of a product of positive square roots",
+             R**2 * pq[P]**2 * pq[Q]**2, r"g_{1}^{2} - 4 g_{2} g_{0}")
+    out.step(r"the root with this square root, simplified as a rational function of $\mu$ and the "
+             r"two square roots", in_pq.subs(pq), r"a_{c}")
     # the S_1 form: with u = 1 - mu, k = P^2/u, S_1 = Q^2/u and 1 - mu^k = Q^2/mu it is a
     # rational identity in P, Q, u (P, Q, u > 0 for 0 < mu < 1)
     u = sp.Symbol("u", positive=True)
