@@ -267,8 +267,9 @@ def lab_section(s: dict) -> tuple[str, str]:
         f"{_m('K')} carries the softmax metric factor {_m('kappa')} $= {st['kappa']:g}$ of a table of two "
         "logits; on the network the kernel's top eigenvalue per prompt takes its place, so the "
         f"bandit's {_m('K')} divided by {_m('kappa')} and multiplied by that eigenvalue, "
-        f"{_n(pl['stiffness_bandit'], 4)}$/{st['kappa']:g} \\times$ {_n(st['kernel_top_over_n'], 4)} $=$ "
-        f"{_n(st['kernel'], 4)}, is the stiffness per unit learning rate along that mode. A kick of the policy along the mode, trained in both "
+        "$" + " ".join((_n(pl['stiffness_bandit'], 4).strip("$"), f"/ {st['kappa']:g} \\times",
+                        _n(st['kernel_top_over_n'], 4).strip("$"), "=",
+                        _n(st['kernel'], 4).strip("$"))) + "$, is the stiffness per unit learning rate along that mode. A kick of the policy along the mode, trained in both "
         "signs with the same random numbers, gives the linear response "
         + (f"{_n(st['response'], 4)} $\\pm$ {_n(st['se'], 2)}, a difference of "
            f"${100 * rel:+.1f}\\,\\%$ ({abs(st['response'] - st['kernel']) / st['se']:.1f} standard "

@@ -88,9 +88,13 @@ def _delay_displayed_boundaries():
     return {2: {"complex": 2 * ((1 - mu) / (1 + mu + sp.sqrt((1 - mu)**2 + 4)))}}
 
 
-def _boundary_words(what, e):
+def _boundary_words(what, e, other):
+    """One boundary in words: its formula when it is short; a fraction (nested, when set inline)
+    is named as the minimum's other argument, which the displayed equation shows."""
     if e == sp.oo:
         return f"{what}: none"
+    if other != sp.oo and r"\frac" in _tex(e) and r"\frac" not in _tex(other):
+        return f"{what}: the other argument of the minimum"
     return f"{what}: ${_tex(e)}$"
 
 
@@ -131,8 +135,8 @@ def _register_delay_threshold(dv: int):
                       rf"Exact stability threshold of the step stiffness $a = \eta K$ for a constant "
                       rf"delay $d = {dv}$, stale surrogate, from the Schur–Cohn conditions: the smaller "
                       rf"of two boundaries. "
-                      rf"{_boundary_words(r'Flip boundary (a real root at $-1$)', flip)}; "
-                      rf"{_boundary_words('complex boundary (a complex pair on the unit circle)', complex_)}.",
+                      rf"{_boundary_words(r'Flip boundary (a real root at $-1$)', flip, complex_)}; "
+                      rf"{_boundary_words('complex boundary (a complex pair on the unit circle)', complex_, flip)}.",
                       units=_ETA_K,
                       assumptions=_STALE + rf"; delay $d = {dv}$", level="L2",
                       references=_PAPER + ("schur1917", "cohn1922"),
