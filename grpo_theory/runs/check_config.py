@@ -26,8 +26,9 @@ but not :math:`K`.  So :func:`check_config` answers in two layers:
 **With a stiffness** (``stiffness=K`` given, or measured by ``from_log`` from a
 *different* run's log: from its reward's relaxation, or, where the reward shows none, from
 the per-step fluctuations of its entropy or KL about the plateau,
-:mod:`grpo_theory.runs.policy_response`; where neither route applies K is unknown, with both
-routes' reasons): :math:`\eta K` and its interval, the verdict
+:mod:`grpo_theory.runs.policy_response`, only where the reward over the steps read is at a
+plateau, :func:`off_plateau`; where neither route applies K is unknown, with both routes'
+reasons): :math:`\eta K` and its interval, the verdict
 (``True`` only if every K of the interval and every admissible split is stable,
 ``False`` only if every one is unstable, else ``None``), the margin, the largest
 stable refresh interval, the regime, and the collapse risk of the bandit run
