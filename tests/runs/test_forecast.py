@@ -104,6 +104,12 @@ def test_last_value_baseline_against_a_hand_computation():
     fc = forecast(t, yy + 0.003 * t, 0.4, FAST)
     expect = math.sqrt(np.mean((np.mean((yy + 0.003 * t)[36:40]) - (yy + 0.003 * t)[40:]) ** 2))
     assert fc.baselines["last_value"]["holdout_rmse"] == pytest.approx(expect)
+    # the forecast's own level (the constant family) is the same level: one definition
+    from grpo_theory.runs.forecast import LevelFit
+
+    for n, k in ((9, 1), (40, 4), (200, 5)):
+        lv = LevelFit(np.arange(float(n)), np.arange(float(n)))
+        assert lv.k == k and lv.level == pytest.approx(np.mean(np.arange(n - k, n)))
 
 
 def test_scalerl_sigmoid_recovers_known_parameters():
