@@ -26,8 +26,9 @@ but not :math:`K`.  So :func:`check_config` answers in two layers:
 **With a stiffness** (``stiffness=K`` given, or measured by ``from_log`` from a
 *different* run's log: from its reward's relaxation, or, where the reward shows none, from
 the per-step fluctuations of its entropy or KL about the plateau,
-:mod:`grpo_theory.runs.policy_response`; where neither route applies K is unknown, with both
-routes' reasons): :math:`\eta K` and its interval, the verdict
+:mod:`grpo_theory.runs.policy_response`, only where the reward over the steps read is at a
+plateau, :func:`off_plateau`; where neither route applies K is unknown, with both routes'
+reasons): :math:`\eta K` and its interval, the verdict
 (``True`` only if every K of the interval and every admissible split is stable,
 ``False`` only if every one is unstable, else ``None``), the margin, the largest
 stable refresh interval, the regime, and the collapse risk of the bandit run
@@ -68,7 +69,8 @@ from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.theory.oscillator import coefficients
 from grpo_theory.validate import ParameterError, check_int, check_real
 
-__all__ = ["ConfigCheck", "StiffnessNotMeasured", "check_config", "config_model", "p_ref_for_plateau",
+__all__ = ["ConfigCheck", "StiffnessNotMeasured", "check_config", "config_model", "off_plateau",
+           "p_ref_for_plateau",
            "variant_thresholds", "stiffness_from_log", "read_config", "map_config"]
 
 #: plateau levels across its 95 % interval whose splits the fluctuation route weighs
@@ -331,6 +333,55 @@ def _logged_learning_rate(log, first, last, where):
         else (None, None)
 
 
+#: fewest rewards over the steps read for the plateau's trend test (``fit``'s own minimum)
+PLATEAU_MIN_POINTS = 8
+
+
+def off_plateau(log, reward, first, last) -> str | None:
+    r"""Why the steps ``first``..``last`` of ``log`` are not at a plateau, or ``None``.
+
+    The fluctuation route's model is the stiff mode's deviation *about a fixed point*
+    (:mod:`grpo_theory.runs.policy_response`): a window in which the policy moves away from
+    its plateau reads as a slow mode (a trend or a jump is what a random walk, :math:`\eta K
+    \to 0`, explains best), so a run thrown off its plateau would be called stable.  The
+    assumption is checked on the reward over the steps read, with the package's own tests and
+    their bars, fixed before any run was looked at: ``fit``'s trend rule (the gain between the
+    end levels, :func:`grpo_theory.runs.curves.curve_gain`, significant at
+    :data:`~grpo_theory.runs.curves.TREND_Z` sd of its noise, either sign: the reward is still
+    moving) and ``diagnose``'s collapse test on those steps
+    (:func:`grpo_theory.runs.diagnostics.collapse`: a rise then a fall, a fall to the floor or
+    below half of the highest level, each beyond 4 noise sd; or a divergence with a falling
+    reward).  Fewer than :data:`PLATEAU_MIN_POINTS` rewards there: the trend is not tested (the
+    collapse test states its own minimum)."""
+    import dataclasses
+
+    from grpo_theory.runs.curves import TREND_Z, curve_gain, gain_basis
+    from grpo_theory.runs.diagnostics import collapse
+
+    rs, rv = log.series(reward)
+    sel = (rs >= first) & (rs <= last)
+    v = rv[sel]
+    why = []
+    if v.size >= PLATEAU_MIN_POINTS:
+        g = curve_gain(v)
+        if g["gain_sd"] > 0 and abs(g["gain"]) > TREND_Z * g["gain_sd"]:
+            why.append(f"{reward} {'falls' if g['gain'] < 0 else 'rises'} by {abs(g['gain']):.3g} "
+                       f"over steps {first:g}-{last:g}, {abs(g['gain']) / g['gain_sd']:.1f} sd of "
+                       f"its noise ({gain_basis(g)}; the trend bar is {TREND_Z:g} sd, fit's)")
+    window = dataclasses.replace(log, metrics={
+        n: (st[(st >= first) & (st <= last)], va[(st >= first) & (st <= last)])
+        for n, (st, va) in log.metrics.items()})
+    c = collapse(window, reward)
+    if c.get("flag"):
+        why.append(f"{reward} collapses over steps {first:g}-{last:g} (diagnose's collapse test: "
+                   + c["evidence"].split(";")[0] + ")")
+    if not why:
+        return None
+    return ("the policy is not at a plateau over the steps read (" + "; ".join(why) + "), and the "
+            "model reads fluctuations about one: a run moving off its plateau reads as a slow, "
+            "stable mode, so K is not measured from these steps")
+
+
 def _stiffness_from_fluctuations(log, path, reward, reasons, *, learning_rate, config) -> dict:
     r"""K from the per-step fluctuations of a policy observable about the plateau, where the
     reward curve shows no relaxation (:mod:`grpo_theory.runs.policy_response`: the exact L2
@@ -483,6 +534,9 @@ def _stiffness_from_fluctuations(log, path, reward, reasons, *, learning_rate, c
                    f"{min(g[1] for g in grid):.3g}-{max(g[1] for g in grid):.3g}; "
                    f"{len(cands)} of {len(grid)} kept by the joint 95 % set of eta K and phi, "
                    "each checked)")
+    off = off_plateau(log, reward, r["first_step"], r["last_step"])
+    if off:
+        refuse(off)
     p_ref = p_mid
     phi = r["fresh_fraction"]
     candidates = [{"p_ref": c["p_ref"], "fresh_fraction": c["fresh_fraction"],

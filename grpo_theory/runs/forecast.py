@@ -2,8 +2,8 @@ r"""Forecast of a reward curve from a prefix: the curve, its 90 % band, the end 
 the time to 90 % of it, each with an interval; calibrated on the prefix's own future.
 
 Families, simplest first
-    ``constant`` (the level carried forward: the mean of the last :math:`k = \min(10, n/3)`
-    prefix points, :math:`k \ge 3`), ``exponential`` and the mean-field families (3
+    ``constant`` (the level carried forward: the naive forecast, the mean of the last
+    :math:`k = \max(1, \min(5, n/10))` prefix points, the ``last_value`` baseline's level), ``exponential`` and the mean-field families (3
     parameters), the difficulty mixture (4), the L3 oscillator (5) — the curve formulas of
     :mod:`grpo_theory.runs.curves`.  Where the relaxation families do not apply to the prefix
     (too noisy, flat or falling: :func:`grpo_theory.runs.curves.applicability`) only the level
@@ -109,7 +109,7 @@ Z90 = 1.6448536269514722
 #: prefix fraction ``(fraction, scale)`` (linear in between, the nearest outside).  The scorecard
 #: reports its coverage leave-one-repository-out: every run's band scaled by the quantile of the
 #: *other* repositories' scores (``benchmarks/scorecard.py``).
-CONFORMAL_SCALE = ((0.2, 1.097), (0.5, 0.890))
+CONFORMAL_SCALE = ((0.2, 1.070), (0.5, 0.904))
 
 
 def conformal_scale_at(train_fraction: float) -> float:
@@ -128,11 +128,16 @@ BASELINES = ("last_value", "exponential", "scalerl_sigmoid", "entropy_law")
 # Baselines (empirical laws; sources in the module docstring)
 # ----------------------------------------------------------------------------------
 
+def level_window(n: int) -> int:
+    """Points the level carried forward averages: ``max(1, min(5, n // 10))`` of a prefix of
+    ``n`` (the one definition, for the naive baseline and for the forecast's ``constant``)."""
+    return max(1, min(5, int(n) // 10))
+
+
 def last_value(y_train) -> float:
-    """The naive forecast: the mean of the last ``max(1, min(5, n // 10))`` prefix points."""
+    """The naive forecast: the mean of the last :func:`level_window` prefix points."""
     y_train = np.asarray(y_train, dtype=float)
-    k = max(1, min(5, y_train.size // 10))
-    return float(np.mean(y_train[-k:]))
+    return float(np.mean(y_train[-level_window(y_train.size):]))
 
 
 def scalerl_sigmoid(c, r0, a, c_mid, b):
@@ -234,7 +239,8 @@ PARAM_DRAWS = 200
 
 
 class LevelFit:
-    """The level carried forward: the mean of the last ``k`` points, its noise and uncertainty."""
+    """The level carried forward: the naive forecast (:func:`last_value`, the mean of the last
+    ``k`` = :func:`level_window` points), its noise and uncertainty."""
 
     model = "constant"
     param_names = ("level",)
@@ -244,7 +250,7 @@ class LevelFit:
         t = np.asarray(t, dtype=float)
         y = np.asarray(y, dtype=float)
         self.n = int(y.size)
-        self.k = max(3, min(self.n // 3, 10))
+        self.k = level_window(self.n)
         self.t0 = float(t[0])
         self.level = float(np.mean(y[-self.k:]))
         self.sigma = noise_sd(y) if y.size >= 3 else 0.0
@@ -516,11 +522,14 @@ def conformal_scale(records, level=0.9, *, weight="points"):
 
 
 def _short_prefix(f, tt, yt, th, yh, reward_range, entropy, calibration) -> ForecastResult:
-    r"""A prefix of 2-4 points: the level (their mean) with the Student-t prediction interval of
-    one new point, :math:`\bar y \pm t_{0.95,\,n-1}\,s\sqrt{1 + 1/n}` (``s`` the points' sample
-    sd, which also holds any trend inside the prefix), cut to the reward's range.  Nothing can be
-    checked out of sample, so no calibration; declined where the points do not spread (no
-    width for the band)."""
+    r"""A prefix of 2-4 points: the level carried forward (:func:`last_value`, the mean of the
+    last :math:`k` = :func:`level_window` points: the last point) with the Student-t
+    prediction interval of one new point about it, :math:`\hat y \pm t_{0.95,\,n-1}\,s
+    \sqrt{1 + 1/k}` (``s`` the points' sample sd, which also holds any trend inside the prefix;
+    on i.i.d. noise it covers 0.91-0.93, a little above 0.9, because the last point is one of
+    those ``s`` is taken from), cut to the reward's range.  Nothing can be checked out of
+    sample, so no calibration; declined where the points do not spread (no width for the
+    band)."""
     from scipy.stats import t as student_t
 
     n = int(yt.size)
@@ -536,12 +545,12 @@ def _short_prefix(f, tt, yt, th, yh, reward_range, entropy, calibration) -> Fore
         return ForecastResult(applicable=False, best=None, fits={}, holdout_rmse={}, kappa=None,
                               reasons=[f"a prefix of {n} equal points: no spread to size a band "
                                        "from"], fallback=[why], **base)
-    level = float(np.mean(yt))
-    half = calibration * float(student_t.ppf(0.95, n - 1)) * s * math.sqrt(1.0 + 1.0 / n)
+    level, k = last_value(yt), level_window(n)
+    half = calibration * float(student_t.ppf(0.95, n - 1)) * s * math.sqrt(1.0 + 1.0 / k)
     pred = np.full(th.shape, min(max(level, bounds[0]), bounds[1]))
     lower = np.maximum(pred - half, bounds[0])
     upper = np.minimum(pred + half, bounds[1])
-    se = s / math.sqrt(n)
+    se = s / math.sqrt(k)
     hw = float(student_t.ppf(0.95, n - 1)) * se
     return ForecastResult(
         applicable=True, reasons=[], fallback=[why], best="constant", fits={},
@@ -549,7 +558,7 @@ def _short_prefix(f, tt, yt, th, yh, reward_range, entropy, calibration) -> Fore
         end_level={"step": float(th[-1]), "value": float(pred[-1]),
                    "interval": [float(lower[-1]), float(upper[-1])]},
         plateau={"value": level, "interval": [max(level - hw, bounds[0]), min(level + hw, bounds[1])],
-                 "note": "the level carried forward (mean of the prefix)"},
+                 "note": "the level carried forward (the last value)"},
         time_to_90=None, prediction=pred, lower=lower, upper=upper,
         half=np.full(th.shape, half), calibration=calibration, **base)
 

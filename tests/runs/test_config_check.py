@@ -632,3 +632,43 @@ def test_a_kl_coefficient_under_another_name_is_called_out(tmp_path, key):
     ok = map_config(*read_config(_write(tmp_path, "ok.yaml", "training:\n  num_generations: 2\n"
                                         "  beta: 0.05\n  kl_penalty: low_var_kl\n")))
     assert ok["kl"]["value"] == "k3" and "warning" not in ok["kl"]
+
+
+def _reward_log(values, entropy=None):
+    from grpo_theory.runs.logs.base import TrainingLog
+
+    s = np.arange(1.0, len(values) + 1)
+    m = {"reward": (s, np.asarray(values, dtype=float))}
+    if entropy is not None:
+        m["entropy"] = (s, np.asarray(entropy, dtype=float))
+    return TrainingLog(metrics=m, default_metric="reward")
+
+
+def test_the_fluctuation_route_checks_its_plateau_on_the_window():
+    # the route models fluctuations about a fixed point: a window whose reward falls (a trend
+    # beyond fit's 4 sd, or a collapse below half of the high) is declined; a stationary one
+    # passes.  Synthetic windows of 30 steps, batch noise sd 0.03 (the 4-sd bar of a 30-point
+    # gain is then about 0.07; the falls below are 0.2 and 0.45, the stationary run has none)
+    rng = np.random.default_rng(3)
+    noise = 0.03 * rng.standard_normal(30)
+    assert cc.off_plateau(_reward_log(0.5 + noise), "reward", 1, 30) is None
+    drift = cc.off_plateau(_reward_log(np.linspace(0.8, 0.6, 30) + noise), "reward", 1, 30)
+    assert drift and "reward falls by" in drift and "not at a plateau" in drift
+    thrown = np.r_[[0.9, 0.92, 0.9], np.full(27, 0.45)] + noise
+    why = cc.off_plateau(_reward_log(thrown), "reward", 1, 30)
+    assert "collapses over steps 1-30" in why
+    # only the steps read count: the fall after step 12 is outside a window of steps 1-12
+    late = np.r_[np.full(12, 0.5), np.linspace(0.5, 0.2, 18)] + noise
+    assert cc.off_plateau(_reward_log(late), "reward", 1, 12) is None
+    assert cc.off_plateau(_reward_log(late), "reward", 1, 30)
+
+
+def test_from_log_declines_a_run_thrown_off_its_plateau(tmp_path):
+    # lab plateau_overshoot: a 0.898 plateau pushed to eta K ~ 7 (> 2) and thrown off it within
+    # three steps; its entropy's fluctuations read eta K ~ 0.03 (a trend reads as a slow mode),
+    # which would call it stable.  The window is not at a plateau: K unknown, no verdict
+    cfg, prefix = _lab_prefix_dir(tmp_path, "lab_plateau_overshoot_s0")
+    r = check_config(cfg, from_log=prefix)
+    assert r.stiffness is None and r.prediction["stable"] is None
+    why = next(u for u in r.prediction["unknown"] if u.startswith("stiffness K: not measured"))
+    assert "not at a plateau" in why

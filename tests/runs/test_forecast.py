@@ -104,6 +104,12 @@ def test_last_value_baseline_against_a_hand_computation():
     fc = forecast(t, yy + 0.003 * t, 0.4, FAST)
     expect = math.sqrt(np.mean((np.mean((yy + 0.003 * t)[36:40]) - (yy + 0.003 * t)[40:]) ** 2))
     assert fc.baselines["last_value"]["holdout_rmse"] == pytest.approx(expect)
+    # the forecast's own level (the constant family) is the same level: one definition
+    from grpo_theory.runs.forecast import LevelFit
+
+    for n, k in ((9, 1), (40, 4), (200, 5)):
+        lv = LevelFit(np.arange(float(n)), np.arange(float(n)))
+        assert lv.k == k and lv.level == pytest.approx(np.mean(np.arange(n - k, n)))
 
 
 def test_scalerl_sigmoid_recovers_known_parameters():
@@ -242,20 +248,23 @@ def test_fit_json_contract_and_dense_reward(tmp_path, capsys):
 
 
 def test_a_prefix_of_two_to_four_points_gets_the_level_with_a_student_t_band():
-    # 4 points of a plateau in noise: the level is their mean, the band the Student-t interval
-    # of a new point, t(0.95, 3) s sqrt(1 + 1/4) (t(0.95, 3) = 2.3533634, from tables)
+    # 4 points of a plateau in noise: the level carried forward is the last value (the naive
+    # forecast's window of max(1, min(5, 4 // 10)) = 1 point, the one definition of the level),
+    # the band the Student-t interval of a new point about it, t(0.95, 3) s sqrt(1 + 1/1)
+    # (t(0.95, 3) = 2.3533634, from tables)
     rng = np.random.default_rng(7)
     t = np.arange(20.0)
     y = 0.5 + 0.05 * rng.standard_normal(20)
     fc = forecast(t, y, 0.2, calibration=1.0)            # the band from the prefix alone
     assert fc.applicable and fc.best == "constant" and fc.n_train == 4
     s = np.std(y[:4], ddof=1)
-    assert fc.upper[0] - fc.prediction[0] == pytest.approx(2.3533634 * s * math.sqrt(1.25))
-    assert fc.prediction[0] == pytest.approx(np.mean(y[:4]))
-    # that interval covers 90 % of new points (Monte Carlo over 20000 prefixes of 4 points)
+    assert fc.upper[0] - fc.prediction[0] == pytest.approx(2.3533634 * s * math.sqrt(2.0))
+    assert fc.prediction[0] == pytest.approx(y[3]) == pytest.approx(last_value(y[:4]))
+    # that interval covers a little over 90 % of new points (Monte Carlo over 20000 prefixes of
+    # 4 points: the last point is one of those s is taken from, so not exactly 0.9)
     z = rng.standard_normal((20000, 5))
-    half = 2.3533634 * np.std(z[:, :4], ddof=1, axis=1) * math.sqrt(1.25)
-    assert np.mean(np.abs(z[:, 4] - z[:, :4].mean(axis=1)) <= half) == pytest.approx(0.9, abs=0.01)
+    half = 2.3533634 * np.std(z[:, :4], ddof=1, axis=1) * math.sqrt(2.0)
+    assert 0.9 <= np.mean(np.abs(z[:, 4] - z[:, 3]) <= half) <= 0.94
     # equal points leave no spread to size a band from: declined, with the reason
     fc = forecast(t, np.r_[np.full(4, 0.5), np.linspace(0.5, 0.6, 16)], 0.2)
     assert not fc.applicable and "no spread" in fc.reasons[0]
