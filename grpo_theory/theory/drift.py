@@ -30,7 +30,7 @@ import itertools
 import mpmath
 import numpy as np
 import sympy as sp
-from scipy.special import expit
+from grpo_theory.theory.lazy_scipy import expit
 
 from grpo_theory.model import KL_KINDS, NORMALIZATIONS, SURROGATES, GRPOModel
 from grpo_theory.theory import symbols as S

@@ -20,8 +20,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import sympy as sp
-from scipy.optimize import brentq
-from scipy.special import expit
+from grpo_theory.theory.lazy_scipy import brentq, expit
 
 from grpo_theory.model import NORMALIZATIONS, SURROGATES, GRPOModel
 from grpo_theory.results import Result, jsonable

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import brentq
+from grpo_theory.theory.lazy_scipy import brentq
 import sympy as sp
 
 from grpo_theory.theory import symbols as S
