@@ -206,7 +206,7 @@ def _reward() -> Derived:
     var = c1**2 * v + 2 * c1 * c2 * 0 + c2**2 * (3 * v**2 - v**2)
     out.check(r"second-order error propagation: $\operatorname{Var} p = (p^{*} q^{*})^{2} "
               r"\operatorname{Var} z + O\big((\operatorname{Var} z)^{2}\big)$", "sympy",
-              prove_zero(var.coeff(v, 1) * var_z - expr))
+              prove_zero(sp.simplify(var.coeff(v, 1) * var_z - expr)))
     import mpmath
 
     errs = []
