@@ -23,7 +23,7 @@ import functools
 import mpmath
 import numpy as np
 import sympy as sp
-from scipy.special import expit
+from grpo_theory.theory.lazy_scipy import expit
 
 from grpo_theory.model import NORMALIZATIONS
 from grpo_theory.theory import symbols as S

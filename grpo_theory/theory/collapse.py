@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
-from scipy.special import expit
+from grpo_theory.theory.lazy_scipy import expit
 
 from grpo_theory.model import GRPOModel
 from grpo_theory.results import Result

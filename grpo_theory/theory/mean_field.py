@@ -15,7 +15,7 @@ logits.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
+from grpo_theory.theory.lazy_scipy import expit
 
 from grpo_theory.model import GRPOModel
 from grpo_theory.theory.drift import drift, update_variance

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 
 import numpy as np
-import scipy.linalg
 import sympy as sp
 
 from grpo_theory.theory import symbols as S
+from grpo_theory.theory.lazy_scipy import solve_discrete_lyapunov
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
 from grpo_theory.theory.printing import latex
 from grpo_theory.theory.printing import sci as _sci
@@ -164,5 +164,5 @@ def window_phase_variances(learning_rate, momentum, stiffness, noise_variance, r
     # a window map past 1e308 (e.g. learning_rate=1e308; LinAlgError before) grows: unstable
     if not np.all(np.isfinite(M)) or np.max(np.abs(np.linalg.eigvals(M))) >= 1:
         return np.full(k, np.inf)
-    sigma0 = scipy.linalg.solve_discrete_lyapunov(M, cov[k][:2, :2])
+    sigma0 = solve_discrete_lyapunov(M, cov[k][:2, :2])
     return np.array([(lin[j] @ sigma0 @ lin[j].T + cov[j])[0, 0] for j in range(k)])

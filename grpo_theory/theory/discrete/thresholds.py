@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import brentq
+from grpo_theory.theory.lazy_scipy import brentq
 
 from grpo_theory.results import Result
 from grpo_theory.theory import oscillator
