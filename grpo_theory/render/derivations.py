@@ -17,12 +17,13 @@ import re
 import sympy as sp
 
 from grpo_theory.prose import tex_label, to_tex
+from grpo_theory.render.measure import _terms, display_width
 from grpo_theory.theory.derived import Derived, get
-from grpo_theory.theory.printing import Printer, latex
+from grpo_theory.theory.printing import latex
 
 __all__ = ["derivation_chain", "derivations_appendix", "records_with_steps", "ATLAS_DRIFT"]
 
-#: widest displayed line (the units of :func:`grpo_theory.render.latex.display_width`)
+#: widest displayed line (the units of :func:`grpo_theory.render.measure.display_width`)
 _LINE = 72.0
 
 #: the drift record whose fixed points the atlas continues (std normalization, analytic KL,
@@ -48,7 +49,6 @@ def _phrase(text: str) -> str:
 
 
 def _width(tex: str) -> float:
-    from grpo_theory.render.latex import display_width
     return display_width(tex)
 
 
@@ -69,7 +69,6 @@ def _expr_rows(lhs: str | None, expr, body: str) -> list[str]:
     head = (lhs or "") + " &= "
     if _width(head + body) <= _LINE or isinstance(expr, sp.MatrixBase):
         return [head + body]
-    from grpo_theory.render.latex import _terms
     prefix, inner, suffix = "", expr, ""
     if isinstance(expr, sp.Mul):
         adds = [f for f in expr.args if isinstance(f, sp.Add)]
