@@ -252,6 +252,40 @@ def _fig_deepnet(out_dir, full, notes):
 # the report
 # ----------------------------------------------------------------------------------
 
+def _side_stages(out, full, crosscheck):
+    """The deep network's figure and the cross-checks: what :func:`build_report` runs in a second
+    process (their notes and reused stages are returned, not appended in that process)."""
+    notes, reused = [], []
+    deep = reuse("deepnet", _fig_deepnet, full, out_dir=out, notes=notes, reused=reused)
+    cc = reuse("crosschecks", run_crosschecks, quick=not full, seed=0,
+               reused=reused) if crosscheck else None
+    return deep, cc, notes, reused
+
+
+def _start_side_stages(out, full, crosscheck):
+    """:func:`_side_stages` in a forked process (``None`` where there is no ``fork``: then the
+    stages run in this process, in order)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    try:
+        ex = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+        return ex, ex.submit(_side_stages, out, full, crosscheck)
+    except (ValueError, OSError):   # pragma: no cover - no fork here
+        return None
+
+
+def _side_result(side):
+    """The side process's result; ``None`` when there was none (the stages then run here).
+    An error of a stage is raised here, as it would have been in this process."""
+    if side is None:
+        return None
+    ex, future = side
+    try:
+        return future.result()
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
 def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODEL,
                  crosscheck: bool = True, crosschecks: CrosscheckReport | None = None,
                  prewarm: bool = True) -> ReportResult:
@@ -288,6 +322,10 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     reused = []             # the stages read back from the cache (:mod:`.warm`)
     nums = reuse("numbers", _numbers, model, reused=reused)
     done("numbers")
+    # the deep network and the cross-checks (independent of the figures) run in a second
+    # process meanwhile, on the core the figures leave idle
+    side = (_start_side_stages(out, full, crosscheck and crosschecks is None)
+            if prewarm else None)
     figs = {}
     stage("atlas")
     figs["atlas"], atlas = reuse("atlas", _fig_atlas, out_dir=out, reused=reused)
@@ -319,13 +357,20 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     figs["log_fit"], nums["log_fit"] = reuse("log_fit", _fig_log, out_dir=out, reused=reused)
     done("log fit")
     stage("deep network")
-    figs["deepnet"], nums["deepnet"] = reuse("deepnet", _fig_deepnet, full, out_dir=out, notes=notes,
-                                             reused=reused)
+    side_result = _side_result(side)
+    if side_result is not None:
+        (figs["deepnet"], nums["deepnet"]), side_cc, side_notes, side_reused = side_result
+        notes.extend(side_notes)
+        reused.extend(side_reused)
+    else:
+        figs["deepnet"], nums["deepnet"] = reuse("deepnet", _fig_deepnet, full, out_dir=out,
+                                                 notes=notes, reused=reused)
+        side_cc = None
     done("deep network")
     stage("cross-checks")       # before the equations: the paper has their table
-    cc = (crosschecks if crosschecks is not None
-          else reuse("crosschecks", run_crosschecks, quick=not full, seed=0, reused=reused)
-          ) if crosscheck else None
+    if crosscheck and crosschecks is None and side_cc is None:
+        side_cc = reuse("crosschecks", run_crosschecks, quick=not full, seed=0, reused=reused)
+    cc = (crosschecks if crosschecks is not None else side_cc) if crosscheck else None
     if not crosscheck:
         notes.append("cross-checks skipped (crosscheck=False).")
     nums["crosschecks"] = cc.to_dict() if cc is not None else None
