@@ -108,25 +108,16 @@ def _stable_for_long_windows(a, mu, phi):
 _K_SCAN_DOUBLINGS = 62
 
 
-def _max_k_general(a, mu, phi):
-    """Largest stable k (numeric monodromy; the stable k form {1..k_max}); ``math.inf`` when
-    stable for every k: stable at k = 2^62 and, by the long-window limit
-    (:func:`_stable_for_long_windows`), for every larger k.
-
-    Doubling then bisection on the bits of k: the powers A^(2^j) of the per-step map come from
-    successive squaring, and the bisection composes them (one 3x3 product per step).
-    """
-    if a < FLOAT_RESOLVED_ETA_K:
-        return _max_k_general_mp(a, mu, phi)
-
-    def stable(power):
-        return float(_radius_2x2(_window_map(power))) < 1
-
-    powers = [_per_step_maps(np.asarray(a, float), mu, np.asarray(phi, float))[0]]
-    if not stable(powers[0]):
+def _scan_k(A, mul, stable, a, mu, phi):
+    """Largest k with ``stable(A^k)``, the stable k forming {1..k_max}: doubling then bisection on
+    the bits of k (the powers A^(2^j) from successive squaring, composed by ``mul``); ``math.inf``
+    when stable at k = 2^62 and, by the long-window limit (:func:`_stable_for_long_windows`), for
+    every larger k."""
+    powers = [A]
+    if not stable(A):
         return 0
     for _ in range(_K_SCAN_DOUBLINGS):          # is k = 2^j stable?
-        square = powers[-1] @ powers[-1]
+        square = mul(powers[-1], powers[-1])
         if not stable(square):
             break
         powers.append(square)
@@ -138,10 +129,20 @@ def _max_k_general(a, mu, phi):
     # stable at k = 2^J (powers[J]), unstable at 2^(J+1): add the lower bits while stable
     k, power = 2 ** (len(powers) - 1), powers[-1]
     for j in range(len(powers) - 2, -1, -1):
-        candidate = power @ powers[j]
+        candidate = mul(power, powers[j])
         if stable(candidate):
             k, power = k + 2 ** j, candidate
     return k
+
+
+def _max_k_general(a, mu, phi):
+    """Largest stable k (numeric monodromy, :func:`_scan_k` in double precision; in mpmath below
+    :data:`FLOAT_RESOLVED_ETA_K`)."""
+    if a < FLOAT_RESOLVED_ETA_K:
+        return _max_k_general_mp(a, mu, phi)
+    A = _per_step_maps(np.asarray(a, float), mu, np.asarray(phi, float))[0]
+    return _scan_k(A, np.matmul, lambda power: float(_radius_2x2(_window_map(power))) < 1,
+                   a, mu, phi)
 
 
 #: below this eta K the window radius 1 - O(eta K k) is not resolved in double precision over
@@ -150,11 +151,8 @@ FLOAT_RESOLVED_ETA_K = 1e-6
 
 
 def _max_k_general_mp(a, mu, phi):
-    """:func:`_max_k_general` in mpmath, at a precision that resolves 1 - radius = O(eta K k).
-
-    The same doubling and bisection; the only difference is the arithmetic, with
-    30 digits beyond those that eta K itself consumes.
-    """
+    """:func:`_scan_k` in mpmath, at a precision that resolves 1 - radius = O(eta K k): 30 digits
+    beyond those that eta K itself consumes."""
     import mpmath
 
     with mpmath.workdps(30 + max(0, math.ceil(-math.log10(a)))):
@@ -164,32 +162,14 @@ def _max_k_general_mp(a, mu, phi):
         A[1, 0], A[1, 1], A[1, 2] = -af, mu, -as_
         A[2, 2] = 1
 
-        def stable(power):
+        def stable(power):            # the window map P A^k E: x_s = x at the refresh
             m00, m01 = power[0, 0] + power[0, 2], power[0, 1]
             m10, m11 = power[1, 0] + power[1, 2], power[1, 1]
             tr, det = m00 + m11, m00 * m11 - m01 * m10
             root = mpmath.sqrt(mpmath.mpc(tr * tr - 4 * det))
             return max(abs((tr + root) / 2), abs((tr - root) / 2)) < 1
 
-        powers = [A]
-        if not stable(A):
-            return 0
-        for _ in range(_K_SCAN_DOUBLINGS):
-            square = powers[-1] * powers[-1]
-            if not stable(square):
-                break
-            powers.append(square)
-        else:
-            if _stable_for_long_windows(a, mu, phi):
-                return math.inf
-            raise ParameterError("learning_rate", a, "an eta K whose refresh threshold lies below "
-                                 "k = 2^62 or in the long-window limit")
-        k, power = 2 ** (len(powers) - 1), powers[-1]
-        for j in range(len(powers) - 2, -1, -1):
-            candidate = power * powers[j]
-            if stable(candidate):
-                k, power = k + 2 ** j, candidate
-        return k
+        return _scan_k(A, lambda x, y: x * y, stable, a, mu, phi)
 
 
 def max_stable_refresh_interval(learning_rate, momentum, stiffness, *, fresh_fraction=0.0):
