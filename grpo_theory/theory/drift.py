@@ -501,13 +501,13 @@ def _ea_std_corr() -> Derived:
                   r"$p_{\mathrm{old}}$)",
                   level="L1", title="The $1/G$ correction to the expected advantage mass")
     expr = out.expr
-    out.step(r"the advantage mass of a group with $n = u G$ correct samples", phi, r"A_{+}(u G)")
-    out.step(r"to first order in $h = 1/G$ at a fixed fraction $u$, the coefficient of $h$ factored",
+    out.step(r"the advantage mass of a group with $n = \hat{p} G$ correct samples", phi, r"A_{+}(\hat{p} G)")
+    out.step(r"to first order in $h = 1/G$ at a fixed fraction $\hat{p}$, the coefficient of $h$ factored",
              trunc, order=h**2)
     out.step(r"$\mathcal{A}^{(1)}$ is the coefficient of $h$ in the mean of this over the binomial "
              r"$n/G$ (mean $p_{\mathrm{old}}$, variance $p_{\mathrm{old}} q_{\mathrm{old}} h$) to "
              r"second order, $A(p_{\mathrm{old}}) + \tfrac{1}{2} p_{\mathrm{old}} q_{\mathrm{old}} h\, "
-             r"\partial_{u}^{2} A(p_{\mathrm{old}})$ with $A$ the expansion above; "
+             r"\partial_{\hat{p}}^{2} A(p_{\mathrm{old}})$ with $A$ the expansion above; "
              r"its $O(1)$ term, simplified, is the large-$G$ limit", sp.simplify(ser.coeff(h, 0)),
              r"\mathcal{A}_{\infty}")
     out.show(-SD_INF * (SD_INF * (1 + 4 * _PO * _QO) + S.eps * (3 + 4 * _PO * _QO + 8 * S.eps * SD_INF))
@@ -937,8 +937,8 @@ def _noise_coeff() -> Derived:
                               r"$p$, whose binomial variance is $p q/G$",
                   level="L1", title="Noise of the update at large $G$")
     expr = out.expr
-    out.step(r"the update of a group with a fraction $u$ of correct samples, as $G \to \infty$",
-             phi_inf, r"\lim_{G \to \infty} \kappa A_{+}(u G)")
+    out.step(r"the update of a group with a fraction $\hat{p}$ of correct samples, as $G \to \infty$",
+             phi_inf, r"\lim_{G \to \infty} \kappa A_{+}(\hat{p} G)")
     out.step(r"its slope at $u = p$, squared, times $G$ times the binomial variance $p q/G$ of $n/G$",
              sp.Subs(sp.Derivative(phi_inf, u) ** 2 * u * (1 - u), u, _P), r"\sigma_{1}^{2}")
     out.step("differentiated and simplified", expr)

@@ -21,7 +21,7 @@ z_star = sp.Symbol("z_star", real=True)             #: logit at a fixed point
 p = sp.Symbol("p", positive=True)                   #: success probability sigma(z)
 p_ref = sp.Symbol("p_ref", positive=True)           #: success probability of pi_ref
 p_star = sp.Symbol("p_star", positive=True)         #: success probability at a fixed point
-u = sp.Symbol("u", positive=True)                   #: fraction of correct samples n/G
+u = sp.Symbol(r"\hat{p}", positive=True)           #: fraction of correct samples n/G (printed p-hat; u is an integration variable)
 
 # --- GRPO hyper-parameters -------------------------------------------------------
 G = sp.Symbol("G", integer=True, positive=True)     #: group size
