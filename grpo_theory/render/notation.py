@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+import functools
 import re
 
 from grpo_theory.prose import latex_argument, math_to_plain, split_math, to_tex
@@ -339,7 +340,13 @@ def symbols_in(tex: str) -> list[str]:
 
 def table_symbols() -> dict[str, str]:
     """The table's symbols as :func:`symbols_in` reads them -> their key.  Each entry must read
-    as exactly one symbol (a function's arguments are left out: ``x(t)`` is ``x``)."""
+    as exactly one symbol (a function's arguments are left out: ``x(t)`` is ``x``).  A new
+    dict each call; the reading itself is computed once (the table is a constant)."""
+    return dict(_table_symbols())
+
+
+@functools.cache
+def _table_symbols() -> dict[str, str]:
     out = {}
     for key in NOTATION:
         tex = re.sub(r"\{?\\left\(.*\\right\)\}?$", "", latex_of(key))   # x(t) -> x
@@ -359,7 +366,7 @@ def table_symbols() -> dict[str, str]:
 def unknown_symbols(tex: str) -> list[str]:
     """The symbols of a LaTeX math string that are not in the notation table (an indexed
     symbol is known when its base and its index letters are)."""
-    known = table_symbols()
+    known = _table_symbols()
     bad = []
     for sym in symbols_in(tex):
         if sym in known:
