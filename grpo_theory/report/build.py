@@ -274,11 +274,11 @@ def _start_side_stages(out, full, crosscheck):
         return None
 
 
-def _side_result(side):
-    """The side process's result; ``None`` when there was none (the stages then run here).
-    An error of a stage is raised here, as it would have been in this process."""
+def _side_result(side, out, full, crosscheck):
+    """:func:`_side_stages`'s result: the forked process's (an error of a stage is raised here,
+    as it would have been in this process), or, where none was started, computed here."""
     if side is None:
-        return None
+        return _side_stages(out, full, crosscheck)
     ex, future = side
     try:
         return future.result()
@@ -324,8 +324,8 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     done("numbers")
     # the deep network and the cross-checks (independent of the figures) run in a second
     # process meanwhile, on the core the figures leave idle
-    side = (_start_side_stages(out, full, crosscheck and crosschecks is None)
-            if prewarm else None)
+    run_cc = crosscheck and crosschecks is None
+    side = _start_side_stages(out, full, run_cc) if prewarm else None
     figs = {}
     stage("atlas")
     figs["atlas"], atlas = reuse("atlas", _fig_atlas, out_dir=out, reused=reused)
@@ -356,20 +356,13 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     stage("log fit")
     figs["log_fit"], nums["log_fit"] = reuse("log_fit", _fig_log, out_dir=out, reused=reused)
     done("log fit")
-    stage("deep network")
-    side_result = _side_result(side)
-    if side_result is not None:
-        (figs["deepnet"], nums["deepnet"]), side_cc, side_notes, side_reused = side_result
-        notes.extend(side_notes)
-        reused.extend(side_reused)
-    else:
-        figs["deepnet"], nums["deepnet"] = reuse("deepnet", _fig_deepnet, full, out_dir=out,
-                                                 notes=notes, reused=reused)
-        side_cc = None
+    stage("deep network")       # (with the cross-checks when they run here, not forked)
+    (figs["deepnet"], nums["deepnet"]), side_cc, side_notes, side_reused = _side_result(
+        side, out, full, run_cc)
+    notes.extend(side_notes)
+    reused.extend(side_reused)
     done("deep network")
     stage("cross-checks")       # before the equations: the paper has their table
-    if crosscheck and crosschecks is None and side_cc is None:
-        side_cc = reuse("crosschecks", run_crosschecks, quick=not full, seed=0, reused=reused)
     cc = (crosschecks if crosschecks is not None else side_cc) if crosscheck else None
     if not crosscheck:
         notes.append("cross-checks skipped (crosscheck=False).")
