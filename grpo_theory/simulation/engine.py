@@ -201,6 +201,18 @@ def _prompt_offsets(model, settings, mask, rng: np.random.Generator) -> np.ndarr
     return offsets
 
 
+class _Unreachable(ParameterError):
+    """A success probability outside the range ``(lo, hi)`` the logits can reach."""
+
+    def __init__(self, p, lo, hi):
+        self.lo, self.hi = lo, hi
+        super().__init__("success probability", p, f"{self.range_text()}, the range reachable "
+                                                   "with these rewards")
+
+    def range_text(self) -> str:
+        return f"inside ({self.lo:.6g}, {self.hi:.6g})"
+
+
 def _mean_success(u, mask, rewards, offsets):
     logits = np.where(mask, u, 0.0) + offsets
     logp = _k.log_softmax(logits)
@@ -228,23 +240,19 @@ def logits_for_success(p: float, *, rewards, correct_mask=None, offsets=None) ->
     f_lo = _mean_success(lo_u, mask, rewards, offsets) - p
     f_hi = _mean_success(hi_u, mask, rewards, offsets) - p
     if not (f_lo < 0 < f_hi):
-        lo = f_lo + p
-        hi = f_hi + p
-        raise ParameterError("success probability", p,
-                             f"inside ({lo:.6g}, {hi:.6g}), the range reachable with "
-                             "these rewards")
+        raise _Unreachable(p, f_lo + p, f_hi + p)
     u = brentq(lambda v: _mean_success(v, mask, rewards, offsets) - p, lo_u, hi_u,
                xtol=1e-14, rtol=4 * np.finfo(float).eps)
     return np.where(mask, u, 0.0)
 
 
-def _unreachable(name, p, exc, st):
+def _unreachable(name, p, exc: _Unreachable, st):
     """The error for a success probability the logits cannot reach: where the prompts' offsets
     narrow the reachable range, the spread is the parameter to change."""
     if st.difficulty_spread > 0:
         return ParameterError("difficulty_spread", st.difficulty_spread,
                               f"small enough that {name} = {p:g} is reachable (with this spread "
-                              f"the prompt-averaged success can only lie {exc.allowed.split(', the')[0]})")
+                              f"the prompt-averaged success can only lie {exc.range_text()})")
     return ParameterError(name, p, exc.allowed)
 
 
@@ -294,14 +302,14 @@ def simulate(model: GRPOModel, *, steps: int, runs: int = 256, seed: int = 0, p0
         try:
             theta_ref = logits_for_success(model.p_ref, rewards=rewards, correct_mask=mask,
                                            offsets=offsets)
-        except ParameterError as exc:
+        except _Unreachable as exc:
             raise _unreachable("p_ref", model.p_ref, exc, st) from None
     if st.theta0 is not None:
         theta0 = np.broadcast_to(np.asarray(st.theta0, dtype=float), (R, K)).copy()
     elif st.p0 is not None:
         try:
             start = logits_for_success(st.p0, rewards=rewards, correct_mask=mask, offsets=offsets)
-        except ParameterError as exc:
+        except _Unreachable as exc:
             raise _unreachable("p0", st.p0, exc, st) from None
         theta0 = np.broadcast_to(start, (R, K)).copy()
     else:
