@@ -34,8 +34,7 @@ from grpo_theory.theory.lazy_scipy import solve_continuous_lyapunov, solve_discr
 from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
 from grpo_theory.theory.printing import latex
 from grpo_theory.theory.printing import sci as _sci
-from grpo_theory.theory.discrete import continuous_lag
-from grpo_theory.theory.discrete.thresholds import FLOAT_RESOLVED_ETA_K
+from grpo_theory.theory.discrete import continuous_lag, max_stable_refresh_interval
 from grpo_theory.theory.drift import update_variance
 from grpo_theory.theory.fixed_points import stable_fixed_point
 from grpo_theory.theory.reuse import window_phase_variances
@@ -344,11 +343,15 @@ def fluctuation(model: GRPOModel) -> Fluctuation:
                               fresh_fraction=fp.fresh_fraction, reuse=mode,
                               window_batches=model.window_batches)
     if not math.isfinite(var):
-        aK = model.learning_rate * fp.stiffness
-        if aK < FLOAT_RESOLVED_ETA_K:      # the radius 1 - O(eta K) rounds to 1, not unstable
+        # infinite where the float radius reaches 1; whether the map is unstable is decided
+        # exactly (the refresh scan resolves 1 - O(eta K k) in mpmath where floats cannot)
+        k_max = max_stable_refresh_interval(model.learning_rate, model.momentum, fp.stiffness,
+                                            fresh_fraction=fp.fresh_fraction)
+        if k_max >= model.refresh_interval:
             return Fluctuation(mode, B, fp.p, s2,
-                               reason=f"ηK = {aK:.3g} is too small for the window map's "
-                                      "variance to be resolved in double precision")
+                               reason=f"ηK = {model.learning_rate * fp.stiffness:.3g} is too "
+                                      "small for the window map's variance to be resolved in "
+                                      "double precision; the map is stable")
         return Fluctuation(mode, B, fp.p, s2,
                            reason="the window map is unstable: no stationary state")
     if model.kl == "k1_reward":  # the shifted rewards are equal at z*: every advantage is 0
