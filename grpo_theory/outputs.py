@@ -116,8 +116,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):
-        return True                 # another user's live process, or no way to tell: kept
+    except OSError:                 # another user's live process, or no way to tell: kept
+        return True
     return True
 
 

@@ -48,33 +48,20 @@ def _phrase(text: str) -> str:
     return tex
 
 
-def _width(tex: str) -> float:
-    return display_width(tex)
-
-
 def _order_tex(order) -> str:
     return "" if order is None else f" + O\\left({latex(order)}\\right)"
 
 
-def _rows(lhs: str | None, expr, order=None) -> list[str]:
-    """``lhs &= expr`` (``&= expr`` when ``lhs`` is None; ``+ O(order)`` after a truncated
-    expansion) as align rows, broken before top-level terms when the line is too wide (a
-    product of factors and one long sum inside the sum)."""
-    rows = _expr_rows(lhs, expr, latex(expr))
-    rows[-1] += _order_tex(order)
-    return rows
-
-
 def _expr_rows(lhs: str | None, expr, body: str) -> list[str]:
     head = (lhs or "") + " &= "
-    if _width(head + body) <= _LINE or isinstance(expr, sp.MatrixBase):
+    if display_width(head + body) <= _LINE or isinstance(expr, sp.MatrixBase):
         return [head + body]
     prefix, inner, suffix = "", expr, ""
     if isinstance(expr, sp.Mul):
         adds = [f for f in expr.args if isinstance(f, sp.Add)]
         rest = [f for f in expr.args if not isinstance(f, sp.Add)]
         if (len(adds) == 1 and not any(f.is_Pow and f.exp.is_negative for f in rest)
-                and _width(latex(adds[0])) > 0.5 * _LINE):
+                and display_width(latex(adds[0])) > 0.5 * _LINE):
             prefix = (latex(sp.Mul(*rest)) + r" \left(") if rest else r"\left("
             inner, suffix = adds[0], r"\right)"
     if not isinstance(inner, sp.Add):
@@ -82,7 +69,7 @@ def _expr_rows(lhs: str | None, expr, body: str) -> list[str]:
     rows, current = [], head + prefix
     for sign, tex in _terms(inner):
         piece = (f" {sign} " if sign else "") + tex
-        if _width(current + piece) > _LINE and _width(current) > 12:
+        if display_width(current + piece) > _LINE and display_width(current) > 12:
             rows.append(current + (r"\right." if prefix else ""))
             current = "&\\qquad " + (r"\left. " if prefix else "") + piece.lstrip()
         else:

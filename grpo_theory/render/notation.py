@@ -16,10 +16,10 @@ the documents' prose.
 
 from __future__ import annotations
 
-import sympy as sp
-
 import functools
 import re
+
+import sympy as sp
 
 from grpo_theory.prose import latex_argument, math_to_plain, split_math, to_tex
 from grpo_theory.theory import symbols as S
