@@ -77,37 +77,43 @@ class MissingExtra(ParameterError):
         return self.message
 
 
+def _interval_text(low, high, low_open, high_open, allowed=None) -> str:
+    """What :func:`check_real` allows, in words (``allowed`` when given; built only when a
+    value is refused)."""
+    if allowed is not None:
+        return allowed
+    lo = "" if low is None else ("(" if low_open else "[") + f"{low}"
+    hi = "" if high is None else f"{high}" + (")" if high_open else "]")
+    if low is not None and high is not None:
+        return f"a real number in {lo}, {hi}"
+    if low is not None:
+        return f"a real number {'>' if low_open else '>='} {low}"
+    if high is not None:
+        return f"a real number {'<' if high_open else '<='} {high}"
+    return "a finite real number"
+
+
 def check_real(name: str, value, *, low=None, high=None, low_open=False,
                high_open=False, allowed: str | None = None) -> float:
     """Return ``float(value)`` after checking it is finite and inside the interval.
 
     ``low_open``/``high_open`` make the corresponding end exclusive.
     """
-    if allowed is None:
-        lo = "" if low is None else ("(" if low_open else "[") + f"{low}"
-        hi = "" if high is None else f"{high}" + (")" if high_open else "]")
-        if low is not None and high is not None:
-            allowed = f"a real number in {lo}, {hi}"
-        elif low is not None:
-            allowed = f"a real number {'>' if low_open else '>='} {low}"
-        elif high is not None:
-            allowed = f"a real number {'<' if high_open else '<='} {high}"
-        else:
-            allowed = "a finite real number"
     if isinstance(value, bool) or not isinstance(value, Real):
         try:
             value_f = float(value)
         except (TypeError, ValueError):
-            raise ParameterError(name, value, allowed) from None
+            raise ParameterError(name, value, _interval_text(low, high, low_open, high_open, allowed)) from None
     else:
         value_f = float(value)
     if not math.isfinite(value_f):   # inf or nan: say that it must be finite
+        allowed = _interval_text(low, high, low_open, high_open, allowed)
         raise ParameterError(name, value, allowed if "finite" in allowed else
                              allowed.replace("a real number", "a finite real number", 1))
     if low is not None and (value_f < low or (low_open and value_f == low)):
-        raise ParameterError(name, value, allowed)
+        raise ParameterError(name, value, _interval_text(low, high, low_open, high_open, allowed))
     if high is not None and (value_f > high or (high_open and value_f == high)):
-        raise ParameterError(name, value, allowed)
+        raise ParameterError(name, value, _interval_text(low, high, low_open, high_open, allowed))
     return value_f
 
 

@@ -58,6 +58,7 @@ Detectors and their thresholds (justified in ``docs/logs_and_fitting.md``):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -162,7 +163,9 @@ def _smooth(values, window):
         return v.copy()
     h = w // 2
     out = np.empty_like(v)
-    for i in range(v.size):
+    if v.size > 2 * h:         # the full windows at once; the shrinking ones at the ends
+        out[h: v.size - h] = np.median(np.lib.stride_tricks.sliding_window_view(v, 2 * h + 1), axis=1)
+    for i in [*range(min(h, v.size)), *range(max(h, v.size - h), v.size)]:
         out[i] = np.median(v[max(0, i - h): i + h + 1])
     return out
 
@@ -689,6 +692,20 @@ def _alternation_ratio(x, lag):
     return np.mean(d1 * d1, axis=-1) / np.maximum(np.mean(d2 * d2, axis=-1), 1e-300)
 
 
+@functools.lru_cache(maxsize=64)
+def _alternation_null(n):
+    r"""The white-noise null of :func:`alternation` for logs of ``n`` points: ``{L: (mean,
+    sd)}`` of :math:`\log V_L` over the fixed-seed draws, for every lag it can try (the same
+    for every log of that length, so computed once per length)."""
+    z = np.random.default_rng(0).standard_normal((_ALT_DRAWS, n))
+    out = {}
+    for L in range(1, min(n // 6, _ALT_MAX_LAG) + 1):
+        if n - 2 * L >= 5:
+            null = np.log(_alternation_ratio(z, L))
+            out[L] = (float(np.mean(null)), float(np.std(null)))
+    return out
+
+
 def alternation(steps, values, *, alpha=ALTERNATION_ALPHA, edge=ALTERNATION_EDGE):
     r"""Deviations that flip sign every :math:`L` points: the signature of a window eigenvalue at
     or beyond :math:`-1` (L2 chapter: a real eigenvalue crossing :math:`-1`, or a complex pair near
@@ -716,12 +733,11 @@ def alternation(steps, values, *, alpha=ALTERNATION_ALPHA, edge=ALTERNATION_EDGE
     lags = [L for L in range(1, min(n // 6, _ALT_MAX_LAG) + 1) if n - 2 * L >= 5]
     if n < 12 or np.std(x) == 0 or not lags:
         return None
-    z = np.random.default_rng(0).standard_normal((_ALT_DRAWS, n))
+    null = _alternation_null(n)
     best = (1.0, None, None)
     for L in lags:
         obs = float(_alternation_ratio(x, L))
-        null = np.log(_alternation_ratio(z, L))
-        m, sd = float(np.mean(null)), float(np.std(null))
+        m, sd = null[L]
         p = 0.5 * math.erfc((math.log(max(obs, 1e-300)) - m) / (sd * math.sqrt(2.0))) if sd > 0 else 1.0
         if p < best[0] or best[1] is None:
             best = (p, L, obs)
