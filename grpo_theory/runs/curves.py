@@ -38,7 +38,6 @@ are lower bounds there).  :math:`\mathrm{AIC} = n\ln(\mathrm{RSS}/n) + 2p`,
 
 from __future__ import annotations
 
-import inspect
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -51,8 +50,8 @@ from grpo_theory.progress import progress
 from grpo_theory.results import jsonable
 from grpo_theory.theory.closed_forms import no_kl_logit
 from grpo_theory.theory.derived import get
-from grpo_theory.theory.oscillator import _check_traj_args, single_exponential, trajectory_rows
-from grpo_theory.validate import ParameterError, check_choice, check_real
+from grpo_theory.theory.oscillator import single_exponential, trajectory
+from grpo_theory.validate import ParameterError, check_choice
 
 __all__ = [
     "applicability",
@@ -87,30 +86,9 @@ def _single_exponential(t, plateau, initial, tau):
     return single_exponential(t, plateau, initial, tau)
 
 
-def _exponential_rows(t, P):
-    """:func:`_single_exponential` for the parameter sets ``P`` (R, 3) at once: (R, n), row by
-    row the same arithmetic (the lambdified law, element by element); ``tau`` > 0 by the fit's
-    bounds."""
-    plateau, initial, tau = (P[:, j:j + 1] for j in range(3))
-    return get("oscillator.single_exponential").numeric(np.asarray(t, dtype=float), plateau, initial, tau)
-
-
-def _oscillator_rows(t, P):
-    """The oscillator curve for the parameter sets ``P`` (R, 5) at once: (R, n)
-    (:func:`grpo_theory.theory.oscillator.trajectory_rows`; omega0 > 0 by the fit's bounds)."""
-    plateau, initial, slope0, omega0, zeta = (P[:, j:j + 1] for j in range(5))
-    return plateau + trajectory_rows(t, 1.0, 2.0 * zeta * omega0, omega0 * omega0,
-                                     initial - plateau, slope0)
-
-
 def _oscillator_curve(t, plateau, initial, slope0, omega0, zeta):
-    # through the rows route, so that a fit's residuals and its Jacobian's columns (evaluated
-    # together, see fit_curve) are the same arithmetic
-    _check_traj_args(1.0, 2.0 * zeta * omega0, omega0 * omega0)   # trajectory's checks
-    check_real("x0", initial - plateau)
-    check_real("v0", slope0)
-    x = _oscillator_rows(t, np.array([[plateau, initial, slope0, omega0, zeta]], dtype=float))[0]
-    return x.reshape(np.shape(t)) if np.ndim(t) else x[0]
+    return plateau + trajectory(t, 1.0, 2.0 * zeta * omega0, omega0 * omega0,
+                                initial - plateau, slope0)
 
 
 def _sigmoid(z):
@@ -155,7 +133,6 @@ class _Spec:
     plateau: Callable        # params dict -> float
     reading: Callable        # params dict -> dict
     formula: str
-    rows: Callable | None = None   # (t, P (R, p)) -> (R, n): R parameter sets in one call
 
 
 def _scale(t, y):
@@ -294,11 +271,10 @@ def _mix_reading(p):
 SPECS = {
     "exponential": _Spec("exponential", ("plateau", "initial", "tau"), _single_exponential,
                          _exp_starts, _exp_bounds, lambda p: p["plateau"], _exp_reading,
-                         "R(t) = R_inf - (R_inf - R_0) exp(-t/tau)", _exponential_rows),
+                         "R(t) = R_inf - (R_inf - R_0) exp(-t/tau)"),
     "oscillator": _Spec("oscillator", ("plateau", "initial", "slope0", "omega0", "zeta"),
                         _oscillator_curve, _osc_starts, _osc_bounds, lambda p: p["plateau"],
-                        _osc_reading, "R = R_inf + x(t), x'' + 2 zeta omega0 x' + omega0^2 x = 0",
-                        _oscillator_rows),
+                        _osc_reading, "R = R_inf + x(t), x'' + 2 zeta omega0 x' + omega0^2 x = 0"),
 }
 for _norm in NORMALIZATIONS:
     SPECS[f"mean_field_{_norm}"] = _Spec(
@@ -427,10 +403,6 @@ def finite_sorted(t, y):
     return t[ok][order], y[ok][order]
 
 
-#: scipy >= 1.16 takes ``workers`` (a map for the finite-difference Jacobian's evaluations)
-_LSQ_WORKERS = "workers" in inspect.signature(optimize.least_squares).parameters
-
-
 def _max_nfev(model, p_count):
     # the 4-parameter mixture is expensive per evaluation and weakly identified in its spread:
     # cap it (the reported standard errors say how well the spread is determined)
@@ -464,24 +436,13 @@ def fit_curve(t, y, model: str = "exponential", *, starts=None) -> FitResult:
         r[~np.isfinite(r)] = 1e6
         return r
 
-    extra = {}
-    if spec.rows is not None and _LSQ_WORKERS:
-        def columns(fun, points):
-            # scipy's finite-difference Jacobian asks for the residuals at p + h_j e_j one
-            # column at a time (through ``workers``, a map); the curve evaluates them all in one
-            # call, and scipy forms the differences from them as before
-            r = np.asarray(spec.rows(ts, np.array(list(points), dtype=float)), dtype=float) - y
-            r[~np.isfinite(r)] = 1e6
-            return list(r)
-        extra["workers"] = columns
-
     best = None
     for p0 in p0s:
         p0 = np.clip(np.asarray(p0, dtype=float), lo + 1e-12 * (hi - lo), hi - 1e-12 * (hi - lo))
         try:
             with np.errstate(all="ignore"):
                 sol = optimize.least_squares(resid, p0, bounds=(lo, hi), x_scale="jac",
-                                             method="trf", max_nfev=_max_nfev(model, p_count), **extra)
+                                             method="trf", max_nfev=_max_nfev(model, p_count))
         except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - defensive
             continue
         cost = float(np.sum(sol.fun ** 2))

@@ -831,53 +831,25 @@ def trajectory(t, mass, damping, spring, x0, v0=0.0):
     x0 = check_real("x0", x0)
     v0 = check_real("v0", v0)
     t = np.asarray(t, dtype=float)
-    if t.ndim == 0:
-        return trajectory_rows(np.atleast_1d(t), m, g, k, x0, v0)[0, 0]
-    return trajectory_rows(t, m, g, k, x0, v0)[0].reshape(t.shape)
-
-
-def _full_rows(x, shape):
-    """``x`` as a writable array of ``shape`` (a regime that does not read every parameter
-    returns fewer rows)."""
-    return x if x.shape == shape else np.array(np.broadcast_to(x, shape))
-
-
-def trajectory_rows(t, mass, damping, spring, x0, v0):
-    r""":func:`trajectory` for R parameter sets at once, unchecked: ``t`` of shape (n,), the
-    parameters scalars or arrays of shape (R, 1) (mass and spring > 0, all finite: the caller's
-    bounds); returns (R, n), row i element for element :func:`trajectory` of set i (the same
-    lambdified regimes, chosen per row, the same arithmetic).  What a least-squares fit calls
-    for its finite-difference Jacobian, all columns in one call (``runs.curves``)."""
-    t = np.asarray(t, dtype=float).ravel()
-    m, g, k, x0, v0 = (np.reshape(np.asarray(a, dtype=float), (-1, 1)) for a in (mass, damping, spring, x0, v0))
-    rows = max(m.shape[0], g.shape[0], k.shape[0], x0.shape[0], v0.shape[0])
-    disc = (g * g - 4 * m * k)[:, 0]
-    if rows > 1 and not ((disc > 0).all() or (disc < 0).all() or (disc == 0).all()):
-        out = np.empty((rows, t.size))           # regimes differ between rows: one call each
-        for sel in (disc > 0, disc < 0, disc == 0):
-            if sel.any():
-                out[sel] = trajectory_rows(t, *(a if a.shape[0] == 1 else a[sel] for a in (m, g, k, x0, v0)))
-        return out
-    d = disc[0]
-    if d > 0:
+    scalar = t.ndim == 0
+    t = np.atleast_1d(t)
+    disc = g * g - 4 * m * k
+    if scalar:
+        return trajectory(t, m, g, k, x0, v0)[0]
+    if disc > 0:
         # cosh/sinh form while w t is moderate (accurate near critical damping), the
         # proven-equal two-mode form beyond (no overflow of cosh at large t).
-        big = np.abs((np.sqrt(disc)[:, None] / (2 * m)) * t) > 20.0
-        if not big.any():
-            return _full_rows(get("oscillator.trajectory_overdamped").numeric(t, m, g, k, x0, v0),
-                                   (rows, t.size))
-        far = _full_rows(get("oscillator.trajectory_overdamped_modes").numeric(t, m, g, k, x0, v0),
-                              (rows, t.size))
-        if big.all():
-            return far
-        with np.errstate(over="ignore", invalid="ignore"):   # cosh overflows where it is not used
-            near = get("oscillator.trajectory_overdamped").numeric(t, m, g, k, x0, v0)
-        return np.where(big, far, near)
-    if d < 0:
-        return _full_rows(get("oscillator.trajectory_underdamped").numeric(t, m, g, k, x0, v0),
-                               (rows, t.size))
-    return _full_rows(get("oscillator.trajectory_critical").numeric(t, m, g, x0, v0) + 0 * t,
-                           (rows, t.size))
+        w = np.sqrt(disc) / (2 * m)
+        big = np.abs(w * t) > 20.0
+        out = np.empty_like(t)
+        if np.any(~big):
+            out[~big] = get("oscillator.trajectory_overdamped").numeric(t[~big], m, g, k, x0, v0)
+        if np.any(big):
+            out[big] = get("oscillator.trajectory_overdamped_modes").numeric(t[big], m, g, k, x0, v0)
+        return out
+    if disc < 0:
+        return get("oscillator.trajectory_underdamped").numeric(t, m, g, k, x0, v0)
+    return get("oscillator.trajectory_critical").numeric(t, m, g, x0, v0) + 0 * t
 
 
 @dataclass(frozen=True)

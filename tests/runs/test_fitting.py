@@ -361,22 +361,3 @@ def test_a_family_whose_plateau_misses_the_reward_range_is_never_best():
     d = diagnose(log)
     assert d.curve["regime"] is None and "outside the reward's range" in d.curve["summary"]
     assert "overdamped" not in json.dumps(d.diagnostics["dynamical_instability"])
-
-
-@pytest.mark.parametrize("model", ["exponential", "oscillator"])
-def test_the_jacobian_in_one_call_is_the_fit_column_by_column(model, monkeypatch):
-    """fit_curve hands scipy a map that evaluates the finite-difference Jacobian's columns in one
-    call of the curve; scipy forms the same differences, so the fit is the column-by-column
-    fit's (the same parameters, standard errors and cost, to the last bit)."""
-    import grpo_theory.runs.curves as C
-
-    rng = np.random.default_rng(3)
-    t = np.arange(120.0)
-    y = 0.8 - 0.5 * np.exp(-t / 25) * np.cos(t / 9) + 0.02 * rng.standard_normal(t.size)
-    batched = fit_curve(t, y, model)
-    monkeypatch.setattr(C, "_LSQ_WORKERS", False)       # scipy's own column-by-column map
-    plain = fit_curve(t, y, model)
-    assert C.SPECS[model].rows is not None
-    assert batched.params == plain.params and batched.r2 == plain.r2
-    assert batched.stderr == plain.stderr or all(
-        a == b or (a != a and b != b) for a, b in zip(batched.stderr.values(), plain.stderr.values()))

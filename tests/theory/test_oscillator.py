@@ -177,24 +177,3 @@ def test_trajectory_cli_is_a_typed_result(capsys):
                  "--times", "0,1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["x"][1] == pytest.approx(2 * math.exp(-1)) and out["regime"] == "critical"
-
-
-def test_trajectory_rows_are_the_trajectories_row_by_row():
-    """R parameter sets in one call (what a fit's Jacobian uses) give, row by row and bit for
-    bit, :func:`trajectory` of each set; the sets span the three regimes and both overdamped
-    forms (w t beyond 20), and a set exactly at critical damping."""
-    import numpy as np
-
-    from grpo_theory.theory.oscillator import trajectory, trajectory_rows
-
-    t = np.linspace(0.0, 400.0, 301)
-    sets = np.array([[1.0, 0.3, 1.0, 1.0, 0.0], [2.0, 50.0, 0.5, -0.2, 0.3], [1.0, 2.0, 1.0, 0.7, -1.0],
-                     [0.5, 0.05, 2.0, 0.1, 0.2], [1.0, 3.0, 0.1, 1.0, 0.0]])
-    rows = trajectory_rows(t, *(sets[:, j:j + 1] for j in range(5)))
-    assert rows.shape == (5, t.size)
-    for i, s in enumerate(sets):
-        assert np.array_equal(rows[i], trajectory(t, *s)), i
-    one = trajectory_rows(t, *sets[1])                       # scalars: one row
-    assert np.array_equal(one[0], trajectory(t, *sets[1]))
-    # a control: a changed parameter changes its row
-    assert not np.array_equal(trajectory_rows(t, *(sets[:1, j:j + 1] * (1.001 if j == 2 else 1) for j in range(5)))[0], rows[0])
