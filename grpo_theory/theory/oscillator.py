@@ -824,7 +824,7 @@ def trajectory(t, mass, damping, spring, x0, v0=0.0):
     r"""Closed-form :math:`x(t)` of :math:`m\ddot x+\gamma\dot x+\kappa_s x=0`, :math:`x(0)=x_0`, :math:`\dot x(0)=v_0`.
 
     Vectorised over ``t`` (steps).  Each regime is lambdified from its sympy
-    derivation; exactly at :math:`\gamma^2 = 4m\kappa_s` the critical branch (derived
+    derivation; at :math:`\gamma^2 = 4m\kappa_s` (within rounding) the critical branch (derived
     as the exact limit) is used, so the function is valid there too.
     """
     m, g, k = _check_traj_args(mass, damping, spring)
@@ -834,9 +834,12 @@ def trajectory(t, mass, damping, spring, x0, v0=0.0):
     scalar = t.ndim == 0
     t = np.atleast_1d(t)
     disc = g * g - 4 * m * k
+    # within rounding of gamma^2 = 4 m k the regimes' own radicands (gamma**2 - 4*k*m, computed
+    # in another order) can come out 0 or of the other sign: the critical branch, their limit
+    tie = 8 * np.finfo(float).eps * (g * g + 4 * m * k)
     if scalar:
         return trajectory(t, m, g, k, x0, v0)[0]
-    if disc > 0:
+    if disc > tie:
         # cosh/sinh form while w t is moderate (accurate near critical damping), the
         # proven-equal two-mode form beyond (no overflow of cosh at large t).
         w = np.sqrt(disc) / (2 * m)
@@ -847,7 +850,7 @@ def trajectory(t, mass, damping, spring, x0, v0=0.0):
         if np.any(big):
             out[big] = get("oscillator.trajectory_overdamped_modes").numeric(t[big], m, g, k, x0, v0)
         return out
-    if disc < 0:
+    if disc < -tie:
         return get("oscillator.trajectory_underdamped").numeric(t, m, g, k, x0, v0)
     return get("oscillator.trajectory_critical").numeric(t, m, g, x0, v0) + 0 * t
 

@@ -177,3 +177,20 @@ def test_trajectory_cli_is_a_typed_result(capsys):
                  "--times", "0,1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["x"][1] == pytest.approx(2 * math.exp(-1)) and out["regime"] == "critical"
+
+
+def test_critical_damping_written_as_two_sqrt_mk_is_finite():
+    """gamma = 2 sqrt(m k) computed in floating point lands within rounding of the boundary,
+    where the regimes' own radicands can be 0 or of the wrong sign: the critical branch answers
+    (it was NaN), and it agrees with the damping just inside either regime."""
+    import numpy as np
+
+    from grpo_theory.theory.oscillator import trajectory
+
+    t = np.array([0.0, 1.0, 10.0, 50.0])
+    for m, k in ((1.0, 0.4600799062739125), (0.7, 1.3), (2.0, 1e-4)):
+        g = 2 * np.sqrt(m * k)
+        x = trajectory(t, m, g, k, 0.3, 0.1)
+        assert np.all(np.isfinite(x)), (m, k, x)
+        for side in (1 - 1e-7, 1 + 1e-7):
+            assert np.allclose(trajectory(t, m, g * side, k, 0.3, 0.1), x, rtol=1e-5, atol=1e-9)
