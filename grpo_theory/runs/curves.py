@@ -38,6 +38,8 @@ are lower bounds there).  :math:`\mathrm{AIC} = n\ln(\mathrm{RSS}/n) + 2p`,
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -418,6 +420,23 @@ def fit_curve(t, y, model: str = "exponential", *, starts=None) -> FitResult:
     """
     check_choice("model", model, MODEL_NAMES)
     t, y = finite_sorted(t, y)
+    key = (model, hashlib.blake2b(t.tobytes() + b"|" + y.tobytes(), digest_size=16).digest(),
+           None if starts is None else repr(np.asarray(starts, dtype=float).tolist()))
+    if key not in _FITTED:
+        _FITTED[key] = _fit_curve(t, y, model, starts)
+        while len(_FITTED) > _FITTED_KEEP:
+            _FITTED.pop(next(iter(_FITTED)))
+    return copy.deepcopy(_FITTED[key])
+
+
+#: the fits made in this process, by family, data and starts (``fit``, ``diagnose`` and
+#: ``check-config`` read one log's curve with the same families: it is fitted once); a copy is
+#: returned, so that a caller that changes its result changes nothing here
+_FITTED: dict = {}
+_FITTED_KEEP = 64
+
+
+def _fit_curve(t, y, model, starts) -> FitResult:
     spec = SPECS[model]
     p_count = len(spec.params)
     if t.size < p_count + 2:
