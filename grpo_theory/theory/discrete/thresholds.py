@@ -20,9 +20,17 @@ from grpo_theory.validate import ParameterError
 
 # --- thresholds ------------------------------------------------------------------------
 
-def _first_crossing(radius, a_hi=16.0):
-    """Smallest a > 0 with radius(a) = 1 (radius < 1 just above 0), or inf."""
+def _first_crossing(radius, a_hi=16.0, radii=None):
+    """Smallest a > 0 with radius(a) = 1 (radius < 1 just above 0), or inf: the first point of
+    a geometric grid where the radius reaches 1, then Brent's method in the grid cell before it.
+    ``radii``: the radius on an array of a at once (the grid in one call)."""
     grid = np.geomspace(1e-9, a_hi, 481)
+    if radii is not None:
+        above = np.flatnonzero(np.asarray(radii(grid[1:])) >= 1)
+        if not above.size:
+            return math.inf
+        i = int(above[0]) + 1
+        return brentq(lambda x: radius(x) - 1, grid[i - 1], grid[i], xtol=1e-15, rtol=1e-13)
     prev = grid[0]
     for av in grid[1:]:
         if radius(av) >= 1:
@@ -47,9 +55,13 @@ def _threshold_a(mu, k, phi, lag_model, delay):
     """(a*, binding) for the configuration; a = eta K."""
     if lag_model == "refresh" and phi == 0.0:
         return _stale_refresh_a_star(mu, k)
+    radii = None
     if lag_model == "refresh":
         def radius(av):
             return float(_radius_2x2(_general_monodromy(av, mu, k, phi)))
+
+        def radii(grid):
+            return _radius_2x2(_general_monodromy(grid, mu, k, phi))
 
         def eigs(av):
             return np.linalg.eigvals(_general_monodromy(av, mu, k, phi))
@@ -59,7 +71,7 @@ def _threshold_a(mu, k, phi, lag_model, delay):
 
         def eigs(av):
             return _delay_eigs(av, mu, delay, phi)
-    a_star = _first_crossing(radius)
+    a_star = _first_crossing(radius, radii=radii)
     if not math.isfinite(a_star):
         return a_star, "none"
     return a_star, _classify_boundary(eigs(a_star))
