@@ -73,10 +73,14 @@ def shared(tmp_path_factory, worker_id):
 
 @pytest.fixture(scope="session")
 def quick_crosschecks(shared):
-    """The quick cross-check run (seed 0), once for the whole test run."""
+    """The quick cross-check run (seed 0), once for the whole test run: the report's own stage
+    (``report.warm.reuse``, the same call as ``grpo-theory report``'s), so that the report made
+    from the installed wheel (tests/installed.py: the same package files, the same cache) and
+    these tests compute it once between them, whichever comes first."""
     from grpo_theory.crosscheck import run_crosschecks
+    from grpo_theory.report.warm import reuse
 
-    return shared("quick-crosschecks", lambda: run_crosschecks(quick=True, seed=0, progress=False))
+    return shared("quick-crosschecks", lambda: reuse("crosschecks", run_crosschecks, quick=True, seed=0))
 
 
 @pytest.fixture(scope="session")
