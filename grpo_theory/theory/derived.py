@@ -371,8 +371,8 @@ def _disproved(expr) -> bool:
     proof attempt at once instead of letting simplification search.  Never proves anything;
     an expression that cannot be evaluated is left to the symbolic route."""
     symbols = sorted(expr.free_symbols, key=str)
-    if not symbols or len(symbols) > 40:
-        return False
+    if not symbols or len(symbols) > 40 or expr.has(AppliedUndef):
+        return False      # an undefined function has no value (doit would try to integrate it)
     for seed in (0, 1):
         point = {}
         for i, sym in enumerate(symbols):

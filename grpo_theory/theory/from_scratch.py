@@ -18,12 +18,13 @@ import sympy as sp
 __all__ = ["minus_record"]
 
 
-def minus_record(mine, name: str, by_name: dict | None = None):
+def minus_record(mine, name: str, by_name: dict | None = None, *, simplify: bool = True):
     """``mine`` minus the record ``name``, simplified (0 when they agree; a sympy Matrix of
     zeros for a matrix record).  The record's arguments are replaced by the symbols of
     ``mine`` with the same name, or by ``by_name[arg name]``; an argument found in neither
     is left as the record's own symbol, so a missed match shows in the difference instead of
-    being hidden."""
+    being hidden.  ``simplify=False``: the difference as it is, for a comparison that sympy
+    cannot close (nested radicals), to be evaluated numerically instead."""
     from grpo_theory import get
 
     record = get(name)
@@ -35,4 +36,4 @@ def minus_record(mine, name: str, by_name: dict | None = None):
         raise ValueError(f"by_name: {', '.join(unknown)} not an argument of {name} "
                          f"(its arguments: {', '.join(a.name for a in record.args)})")
     theirs = record.expr.xreplace({a: page[a.name] for a in record.args if a.name in page})
-    return sp.simplify(mine - theirs)
+    return sp.simplify(mine - theirs) if simplify else mine - theirs

@@ -15,6 +15,11 @@ def test_an_independent_derivation_gives_zero_and_a_wrong_one_does_not():
     by_hand = eta * s2 * (1 + mu) / (K * (1 - mu) * (2 * (1 + mu) - eta * K))
     assert minus_record(by_hand, "noise.ar2_variance", {"sigma^2": s2}) == 0
     assert minus_record(2 * by_hand, "noise.ar2_variance", {"sigma^2": s2}) != 0
+    # simplify=False: the difference as it is (here it cancels on its own), zero at a point
+    raw = minus_record(by_hand, "noise.ar2_variance", {"sigma^2": s2}, simplify=False)
+    assert raw.subs({eta: 0.3, K: 1.1, s2: 0.7, mu: 0.4}) == pytest.approx(0, abs=1e-15)
+    assert minus_record(2 * by_hand, "noise.ar2_variance", {"sigma^2": s2},
+                        simplify=False).subs({eta: 0.3, K: 1.1, s2: 0.7, mu: 0.4}) != pytest.approx(0, abs=1e-6)
 
 
 def test_an_unmatched_argument_shows_in_the_difference_and_a_wrong_name_is_refused():
