@@ -41,6 +41,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -422,11 +423,15 @@ def fit_curve(t, y, model: str = "exponential", *, starts=None) -> FitResult:
     t, y = finite_sorted(t, y)
     key = (model, hashlib.blake2b(t.tobytes() + b"|" + y.tobytes(), digest_size=16).digest(),
            None if starts is None else repr(np.asarray(starts, dtype=float).tolist()))
-    if key not in _FITTED:
-        _FITTED[key] = _fit_curve(t, y, model, starts)
-        while len(_FITTED) > _FITTED_KEEP:
-            _FITTED.pop(next(iter(_FITTED)))
-    return copy.deepcopy(_FITTED[key])
+    with _FITTED_LOCK:
+        kept = _FITTED.get(key)
+    if kept is None:
+        kept = _fit_curve(t, y, model, starts)
+        with _FITTED_LOCK:
+            _FITTED[key] = kept
+            while len(_FITTED) > _FITTED_KEEP:
+                _FITTED.pop(next(iter(_FITTED)))
+    return copy.deepcopy(kept)
 
 
 #: the fits made in this process, by family, data and starts (``fit``, ``diagnose`` and
@@ -434,6 +439,7 @@ def fit_curve(t, y, model: str = "exponential", *, starts=None) -> FitResult:
 #: returned, so that a caller that changes its result changes nothing here
 _FITTED: dict = {}
 _FITTED_KEEP = 64
+_FITTED_LOCK = threading.Lock()      # a trainer's callback may fit on another thread
 
 
 def _fit_curve(t, y, model, starts) -> FitResult:
