@@ -99,21 +99,25 @@ def check_real(name: str, value, *, low=None, high=None, low_open=False,
 
     ``low_open``/``high_open`` make the corresponding end exclusive.
     """
+    def refused(finite=False):
+        text = _interval_text(low, high, low_open, high_open, allowed)
+        if finite and "finite" not in text:   # inf or nan: say that it must be finite
+            text = text.replace("a real number", "a finite real number", 1)
+        return ParameterError(name, value, text)
+
     if isinstance(value, bool) or not isinstance(value, Real):
         try:
             value_f = float(value)
         except (TypeError, ValueError):
-            raise ParameterError(name, value, _interval_text(low, high, low_open, high_open, allowed)) from None
+            raise refused() from None
     else:
         value_f = float(value)
-    if not math.isfinite(value_f):   # inf or nan: say that it must be finite
-        allowed = _interval_text(low, high, low_open, high_open, allowed)
-        raise ParameterError(name, value, allowed if "finite" in allowed else
-                             allowed.replace("a real number", "a finite real number", 1))
+    if not math.isfinite(value_f):
+        raise refused(finite=True)
     if low is not None and (value_f < low or (low_open and value_f == low)):
-        raise ParameterError(name, value, _interval_text(low, high, low_open, high_open, allowed))
+        raise refused()
     if high is not None and (value_f > high or (high_open and value_f == high)):
-        raise ParameterError(name, value, _interval_text(low, high, low_open, high_open, allowed))
+        raise refused()
     return value_f
 
 

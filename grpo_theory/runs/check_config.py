@@ -368,9 +368,9 @@ def off_plateau(log, reward, first, last) -> str | None:
             why.append(f"{reward} {'falls' if g['gain'] < 0 else 'rises'} by {abs(g['gain']):.3g} "
                        f"over steps {first:g}-{last:g}, {abs(g['gain']) / g['gain_sd']:.1f} sd of "
                        f"its noise ({gain_basis(g)}; the trend bar is {TREND_Z:g} sd, fit's)")
-    window = dataclasses.replace(log, metrics={
-        n: (st[(st >= first) & (st <= last)], va[(st >= first) & (st <= last)])
-        for n, (st, va) in log.metrics.items()})
+    inside = {n: (st >= first) & (st <= last) for n, (st, _) in log.metrics.items()}
+    window = dataclasses.replace(log, metrics={n: (st[inside[n]], va[inside[n]])
+                                               for n, (st, va) in log.metrics.items()})
     c = collapse(window, reward)
     if c.get("flag"):
         why.append(f"{reward} collapses over steps {first:g}-{last:g} (diagnose's collapse test: "

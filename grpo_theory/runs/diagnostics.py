@@ -692,6 +692,12 @@ def _alternation_ratio(x, lag):
     return np.mean(d1 * d1, axis=-1) / np.maximum(np.mean(d2 * d2, axis=-1), 1e-300)
 
 
+def _alternation_lags(n):
+    """The lags :func:`alternation` tries on ``n`` points: 1 to min(n/6, 24), each leaving at
+    least 5 differences at twice the lag."""
+    return [L for L in range(1, min(n // 6, _ALT_MAX_LAG) + 1) if n - 2 * L >= 5]
+
+
 @functools.lru_cache(maxsize=64)
 def _alternation_null(n):
     r"""The white-noise null of :func:`alternation` for logs of ``n`` points: ``{L: (mean,
@@ -699,10 +705,9 @@ def _alternation_null(n):
     for every log of that length, so computed once per length)."""
     z = np.random.default_rng(0).standard_normal((_ALT_DRAWS, n))
     out = {}
-    for L in range(1, min(n // 6, _ALT_MAX_LAG) + 1):
-        if n - 2 * L >= 5:
-            null = np.log(_alternation_ratio(z, L))
-            out[L] = (float(np.mean(null)), float(np.std(null)))
+    for L in _alternation_lags(n):
+        null = np.log(_alternation_ratio(z, L))
+        out[L] = (float(np.mean(null)), float(np.std(null)))
     return out
 
 
@@ -730,7 +735,7 @@ def alternation(steps, values, *, alpha=ALTERNATION_ALPHA, edge=ALTERNATION_EDGE
     ok = np.isfinite(x)
     x, s = x[ok], s[ok]
     n = x.size
-    lags = [L for L in range(1, min(n // 6, _ALT_MAX_LAG) + 1) if n - 2 * L >= 5]
+    lags = _alternation_lags(n)
     if n < 12 or np.std(x) == 0 or not lags:
         return None
     null = _alternation_null(n)

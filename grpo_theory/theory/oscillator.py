@@ -833,12 +833,12 @@ def trajectory(t, mass, damping, spring, x0, v0=0.0):
     t = np.asarray(t, dtype=float)
     scalar = t.ndim == 0
     t = np.atleast_1d(t)
+    if scalar:
+        return trajectory(t, m, g, k, x0, v0)[0]
     disc = g * g - 4 * m * k
     # within rounding of gamma^2 = 4 m k the regimes' own radicands (gamma**2 - 4*k*m, computed
     # in another order) can come out 0 or of the other sign: the critical branch, their limit
     tie = 8 * np.finfo(float).eps * (g * g + 4 * m * k)
-    if scalar:
-        return trajectory(t, m, g, k, x0, v0)[0]
     if disc > tie:
         # cosh/sinh form while w t is moderate (accurate near critical damping), the
         # proven-equal two-mode form beyond (no overflow of cosh at large t).

@@ -209,12 +209,15 @@ for _dv in (0, 1, 2):
 # --- delay --------------------------------------------------------------------------
 
 def _delay_companion_numeric(a, mu, d, phi):
+    """The delay-d companion matrix at eta K = ``a``, one per element of an array ``a`` (shape
+    ``a.shape + (n, n)``)."""
+    a = np.asarray(a, dtype=float)
     n = max(d + 1, 2)
-    A = np.zeros((n, n))
-    A[0, 0] += 1 + mu - phi * a
-    A[0, 1] += -mu
-    A[0, d] += -(1 - phi) * a
-    A[np.arange(1, n), np.arange(0, n - 1)] = 1
+    A = np.zeros(a.shape + (n, n))
+    A[..., 0, 0] += 1 + mu - phi * a
+    A[..., 0, 1] += -mu
+    A[..., 0, d] += -(1 - phi) * a
+    A[..., np.arange(1, n), np.arange(0, n - 1)] = 1
     return A
 
 

@@ -20,23 +20,16 @@ from grpo_theory.validate import ParameterError
 
 # --- thresholds ------------------------------------------------------------------------
 
-def _first_crossing(radius, a_hi=16.0, radii=None):
+def _first_crossing(radii, a_hi=16.0):
     """Smallest a > 0 with radius(a) = 1 (radius < 1 just above 0), or inf: the first point of
-    a geometric grid where the radius reaches 1, then Brent's method in the grid cell before it.
-    ``radii``: the radius on an array of a at once (the grid in one call)."""
+    a geometric grid where the radius reaches 1 (``radii``: the radius on an array of a, the
+    grid in one call), then Brent's method in the grid cell before it."""
     grid = np.geomspace(1e-9, a_hi, 481)
-    if radii is not None:
-        above = np.flatnonzero(np.asarray(radii(grid[1:])) >= 1)
-        if not above.size:
-            return math.inf
-        i = int(above[0]) + 1
-        return brentq(lambda x: radius(x) - 1, grid[i - 1], grid[i], xtol=1e-15, rtol=1e-13)
-    prev = grid[0]
-    for av in grid[1:]:
-        if radius(av) >= 1:
-            return brentq(lambda x: radius(x) - 1, prev, av, xtol=1e-15, rtol=1e-13)
-        prev = av
-    return math.inf
+    above = np.flatnonzero(np.asarray(radii(grid[1:])) >= 1)
+    if not above.size:
+        return math.inf
+    i = int(above[0]) + 1
+    return brentq(lambda x: float(radii(x)) - 1, grid[i - 1], grid[i], xtol=1e-15, rtol=1e-13)
 
 
 def _classify_boundary(eigs, tol=1e-6):
@@ -55,23 +48,19 @@ def _threshold_a(mu, k, phi, lag_model, delay):
     """(a*, binding) for the configuration; a = eta K."""
     if lag_model == "refresh" and phi == 0.0:
         return _stale_refresh_a_star(mu, k)
-    radii = None
     if lag_model == "refresh":
-        def radius(av):
-            return float(_radius_2x2(_general_monodromy(av, mu, k, phi)))
-
-        def radii(grid):
-            return _radius_2x2(_general_monodromy(grid, mu, k, phi))
+        def radii(av):
+            return _radius_2x2(_general_monodromy(av, mu, k, phi))
 
         def eigs(av):
             return np.linalg.eigvals(_general_monodromy(av, mu, k, phi))
     else:
-        def radius(av):
-            return float(np.max(np.abs(_delay_eigs(av, mu, delay, phi))))
+        def radii(av):
+            return np.max(np.abs(_delay_eigs(av, mu, delay, phi)), axis=-1)
 
         def eigs(av):
             return _delay_eigs(av, mu, delay, phi)
-    a_star = _first_crossing(radius, radii=radii)
+    a_star = _first_crossing(radii)
     if not math.isfinite(a_star):
         return a_star, "none"
     return a_star, _classify_boundary(eigs(a_star))
