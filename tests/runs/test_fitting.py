@@ -363,7 +363,7 @@ def test_a_family_whose_plateau_misses_the_reward_range_is_never_best():
     assert "overdamped" not in json.dumps(d.diagnostics["dynamical_instability"])
 
 
-def test_a_curve_fitted_again_in_one_process_is_read_back_as_a_copy():
+def test_a_curve_fitted_again_in_one_process_is_read_back_as_a_copy(monkeypatch):
     """fit_curve keeps its fits for the process (fit, diagnose and check-config read one log's
     curve): the same data give the same fit without a second least-squares run, a copy each
     time (changing one changes nothing kept), and other data or starts are fitted anew."""
@@ -374,18 +374,15 @@ def test_a_curve_fitted_again_in_one_process_is_read_back_as_a_copy():
     a = fit_curve(t, y, "exponential")
     calls = []
     real = C.optimize.least_squares
-    try:
-        C.optimize.least_squares = lambda *a_, **k: calls.append(1) or real(*a_, **k)
-        b = fit_curve(t, y, "exponential")
-        assert calls == [] and b.params == a.params and b is not a
-        b.params["tau"] = -1.0
-        assert fit_curve(t, y, "exponential").params == a.params
-        y2 = y.copy()
-        y2[-1] += 1e-9
-        fit_curve(t, y2, "exponential")
-        assert calls, "other data must be fitted"
-        n = len(calls)
-        fit_curve(t, y, "exponential", starts=[[0.8, 0.3, 10.0]])
-        assert len(calls) > n, "other starts must be fitted"
-    finally:
-        C.optimize.least_squares = real
+    monkeypatch.setattr(C.optimize, "least_squares", lambda *a_, **k: calls.append(1) or real(*a_, **k))
+    b = fit_curve(t, y, "exponential")
+    assert calls == [] and b.params == a.params and b is not a
+    b.params["tau"] = -1.0
+    assert fit_curve(t, y, "exponential").params == a.params
+    y2 = y.copy()
+    y2[-1] += 1e-9
+    fit_curve(t, y2, "exponential")
+    assert calls, "other data must be fitted"
+    n = len(calls)
+    fit_curve(t, y, "exponential", starts=[[0.8, 0.3, 10.0]])
+    assert len(calls) > n, "other starts must be fitted"
