@@ -413,17 +413,31 @@ def _rational_zero(expr) -> bool:
         return False
 
 
+def opaque_integrals(expr):
+    """``expr`` with every integral of an undefined function (``b(w)``, ``D(w)``: nothing
+    sympy can integrate) replaced by a symbol of its own.  An identity proven for arbitrary
+    values of those integrals holds for their values; and simplification no longer tries to
+    integrate them (``simplify`` and ``equals`` call ``doit``: on a false identity about the
+    mean first-passage time that search took 20 s and could only fail)."""
+    if not isinstance(expr, sp.Basic) or not expr.has(sp.Integral):
+        return expr
+    ints = sorted((i for i in expr.atoms(sp.Integral) if i.function.has(AppliedUndef)),
+                  key=sp.default_sort_key)
+    return expr.xreplace({i: sp.Dummy(f"I{j}") for j, i in enumerate(ints)})
+
+
 def prove_zero(expr, *, simplifier=None) -> bool:
     """True when sympy proves ``expr == 0`` identically (not at sample points).  A
     counterexample at a sample point (:func:`_disproved`) answers False at once; then the
     rational-function route (:func:`_rational_zero`), then simplification (``simplifier``,
-    when given, replaces both)."""
+    when given, replaces both), each on :func:`opaque_integrals` of ``expr``."""
     expr = sp.sympify(expr)
     if expr == 0:
         return True
     if isinstance(expr, sp.Basic) and not isinstance(expr, sp.MatrixBase):
         if _disproved(expr):
             return False
+        expr = opaque_integrals(expr)
         if simplifier is None and _rational_zero(expr):
             return True
     for simp in (simplifier,) if simplifier else (sp.simplify, lambda e: sp.simplify(sp.expand(e)),
