@@ -53,7 +53,7 @@ from grpo_theory.progress import progress
 from grpo_theory.results import jsonable
 from grpo_theory.theory.closed_forms import no_kl_logit
 from grpo_theory.theory.derived import get
-from grpo_theory.theory.oscillator import single_exponential, trajectory
+from grpo_theory.theory.oscillator import _trajectory, single_exponential
 from grpo_theory.validate import ParameterError, check_choice
 
 __all__ = [
@@ -90,8 +90,12 @@ def _single_exponential(t, plateau, initial, tau):
 
 
 def _oscillator_curve(t, plateau, initial, slope0, omega0, zeta):
-    return plateau + trajectory(t, 1.0, 2.0 * zeta * omega0, omega0 * omega0,
-                                initial - plateau, slope0)
+    # the fit's bounds keep omega0 > 0 and zeta > 0 (mass 1, damping and spring positive): the
+    # trajectory's argument checks are skipped (a fit evaluates the curve thousands of times)
+    t = np.asarray(t, dtype=float)
+    x = _trajectory(np.atleast_1d(t), 1.0, 2.0 * zeta * omega0, omega0 * omega0,
+                    float(initial) - float(plateau), float(slope0))
+    return plateau + (x[0] if t.ndim == 0 else x)
 
 
 def _sigmoid(z):
