@@ -9,6 +9,7 @@ proof log.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from grpo_theory.progress import progress
 from grpo_theory.render.latex import PdflatexError, write_equations
 from grpo_theory.results import Result
 from grpo_theory.theory.chapters import CHAPTERS, chapter
-from grpo_theory.theory.derived import Derived, all_names, get
+from grpo_theory.theory.derived import Derived, all_names, get, timings, warm_cache
 from grpo_theory.prose import math_to_plain, to_plain
 
 __all__ = ["ChainResult", "derive_chain", "record_summary"]
@@ -101,10 +102,24 @@ def derive_chain(only: str | None = None, *, out_dir=None, compile_pdf: bool = T
     keys = [c.key for c in CHAPTERS] if only is None else [chapter(only).key]
     names = [n for key in keys for n in all_names(chapter(key).key)]
     records = []
-    for name in progress(names, total=len(names), desc="derive"):
+    bar = progress(total=len(names), desc="derive")
+    counted = set()
+
+    def tick(name):
+        if name in names and name not in counted:
+            counted.add(name)
+            bar.update(1)
+
+    # the records missing from the disk cache, derived in one process per core first (each
+    # once; the times are the workers' own)
+    warm_cache(workers=os.cpu_count() or 1, names=names, on_done=tick)
+    for name in names:
         start = time.perf_counter()
         d = get(name)
-        records.append(record_summary(d, time.perf_counter() - start))
+        seconds = timings().get(name) or time.perf_counter() - start
+        records.append(record_summary(d, seconds))
+        tick(name)
+    bar.close()
     tex = error = log = None
     if out_dir is not None:
         try:

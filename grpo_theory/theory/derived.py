@@ -23,7 +23,7 @@ import os
 import pickle
 import re
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -572,6 +572,65 @@ def is_cached(name: str) -> bool | None:
     return None if path is None else path.exists()
 
 
+def _load(path):
+    """The record pickled at ``path``, or None (absent, stale or corrupt: recomputed)."""
+    if path is None or not path.exists():
+        return None
+    try:
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    except Exception:  # a stale or corrupt cache entry is recomputed
+        return None
+
+
+class _Busy(BaseException):
+    """Raised in a :func:`warm_cache` worker that needs a record another worker is computing:
+    the worker puts its own record back and takes another, instead of computing that record a
+    second time.  (A BaseException, so that no ``except Exception`` on the way swallows it.)"""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+#: seconds spent in the records derived inside each build in progress (innermost last)
+_NESTED: list[float] = []
+
+#: set in :func:`warm_cache`'s workers: a record locked by another worker raises :class:`_Busy`
+_WARMING = False
+
+
+@contextlib.contextmanager
+def _computing(path, name):
+    """Hold the record's lock file (next to its cache file) while computing it, so that two
+    processes on one cache (the test workers, the book's build, two commands) never derive the
+    same record at once: a second one waits, then loads what the first wrote (a warm-up worker
+    is told :class:`_Busy` instead).  Without a disk cache or ``fcntl`` there is nothing to share."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX
+        fcntl = None
+    if path is None or fcntl is None:
+        yield
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path.with_suffix(".lock"), "a+b")
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if _WARMING:
+                raise _Busy(name) from None
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+    finally:
+        fh.close()          # releases the lock
+
+
 def get(name: str) -> Derived:
     """The derived result ``name`` (computed once per process, cached on disk)."""
     if name in _COMPUTED:
@@ -581,35 +640,46 @@ def get(name: str) -> Derived:
     if name not in _REGISTRY:
         raise KeyError(f"no derivation named {name!r}; known: {', '.join(sorted(_REGISTRY))}")
     path = _cache_path(name)
-    if path is not None and path.exists():
-        try:
-            with open(path, "rb") as fh:
-                result = pickle.load(fh)
-            _COMPUTED[name] = result
-            _TIMINGS.setdefault(name, 0.0)
-            return result
-        except Exception:  # a stale or corrupt cache entry is recomputed
-            pass
-    start = time.perf_counter()
-    result = _REGISTRY[name]()
-    _TIMINGS[name] = time.perf_counter() - start
-    if not isinstance(result, Derived) or result.name != name:
-        raise TypeError(f"derivation {name!r} must return a Derived named {name!r}")
+    result = _load(path)
+    if result is None:
+        with _computing(path, name):
+            result = _load(path)            # written by another process meanwhile
+            if result is None:
+                _NESTED.append(0.0)
+                start = time.perf_counter()
+                try:
+                    result = _REGISTRY[name]()
+                finally:
+                    inner = _NESTED.pop()
+                elapsed = time.perf_counter() - start
+                _TIMINGS[name] = elapsed - inner        # its own work, not its dependencies'
+                if _NESTED:
+                    _NESTED[-1] += elapsed
+                if not isinstance(result, Derived) or result.name != name:
+                    raise TypeError(f"derivation {name!r} must return a Derived named {name!r}")
+                _store(path, result)
     _COMPUTED[name] = result
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            with open(tmp, "wb") as fh:
-                pickle.dump(result, fh)
-            os.replace(tmp, path)
-        except OSError:
-            pass
+    _TIMINGS.setdefault(name, 0.0)
     return result
 
 
+def _store(path, result) -> None:
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        with open(tmp, "wb") as fh:
+            pickle.dump(result, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 def timings() -> dict[str, float]:
-    """Seconds spent computing each derivation in this process (0 when loaded from cache)."""
+    """Seconds spent deriving each record (its own work: the records it derived on the way are
+    counted apart) in this process or, for this process, in :func:`warm_cache`'s workers (0
+    when loaded from an earlier cache)."""
     return dict(_TIMINGS)
 
 
@@ -618,22 +688,69 @@ def _cost_hint(name):  # slow ones first so the workers finish together
 
 
 def _warm_one(name):
+    """A warm-up worker's task: ``(name, other, seconds)``: ``other`` is None when done (or
+    failed: a failing derivation is reported where it is used, not here), else the record
+    another worker is computing that this one needs; ``seconds``: the time of each record this
+    task derived."""
+    global _WARMING
+    _WARMING = True
+    before = {n for n, t in _TIMINGS.items() if t > 0}
+    blocked = None
     try:
         get(name)
-    except Exception:  # a failing derivation is reported where it is used, not here
+    except _Busy as busy:
+        blocked = busy.name
+    except Exception:
         pass
-    return name
+    return name, blocked, {n: t for n, t in _TIMINGS.items() if t > 0 and n not in before}
 
 
-def warm_cache(workers: int = 2) -> int:
-    """Compute every derivation missing from the disk cache in ``workers`` forked processes,
-    slow ones first, so that later :func:`get` calls load them; returns how many were missing.
+def warm_cache(workers: int = 2, *, names=None, on_done=None) -> int:
+    """Compute every derivation missing from the disk cache (of ``names``, default all) in
+    ``workers`` forked processes, slow ones first, so that later :func:`get` calls load them;
+    returns how many were missing.  The time each took is kept as if this process had derived
+    it (:func:`timings`); ``on_done(name)`` is called as each one is stored.
+
+    No record is derived twice: a worker that needs a record another one is computing (its lock
+    is held, :func:`_computing`) puts its own back and takes the next; the one put back is
+    handed out again once the record it waited for is in the cache.
 
     An optimisation only: without a disk cache, on a platform without ``fork`` or with fewer
     than 2 workers nothing happens and :func:`get` computes on demand."""
-    todo = [n for n in all_names() if is_cached(n) is False]
+    todo = [n for n in (all_names() if names is None else names) if is_cached(n) is False]
     if workers < 2 or len(todo) < 4:
         return len(todo)
+    try:
+        ctx = multiprocessing.get_context("fork")
+        queue = sorted(todo, key=_cost_hint)
+        waiting: dict[str, list[str]] = {}      # record being computed -> records put back
+        with ProcessPoolExecutor(workers, mp_context=ctx) as ex:
+            running = {}
+            while queue or running:
+                while queue and len(running) < workers:
+                    name = queue.pop(0)
+                    if is_cached(name) is False:
+                        running[ex.submit(_warm_one, name)] = name
+                if not running:
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    name = running.pop(fut)
+                    _, blocked_on, seconds = fut.result()
+                    for done_name, t in seconds.items():
+                        _TIMINGS.setdefault(done_name, t)
+                        if on_done is not None:
+                            on_done(done_name)
+                    if blocked_on is not None:
+                        waiting.setdefault(blocked_on, []).append(name)
+                for other in [k for k in waiting if is_cached(k) is not False]:
+                    queue[:0] = waiting.pop(other)      # what it waited for is done
+                if not queue and not running and waiting:   # pragma: no cover - defensive
+                    queue = [n for names in waiting.values() for n in names]
+                    waiting.clear()
+    except Exception:  # pragma: no cover - pre-warming is an optimisation only
+        pass
+    return len(todo)
     try:
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(workers, mp_context=ctx) as ex:

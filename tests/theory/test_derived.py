@@ -78,3 +78,67 @@ def test_every_record_has_a_title_and_finite_checks_name_their_cases():
         for v in d.verifications:
             if v.method == "sympy" and not v.cases:
                 assert not listed.search(v.claim), (name, v.claim)
+
+
+# -- one derivation per record across processes ---------------------------------------------
+
+def _logging_records(monkeypatch, tmp_path, names):
+    """Records ``lk.*`` registered for the test (``lk.base`` takes half a second; every other
+    one uses it); each build appends its name to ``tmp_path/built`` (from any process).  The
+    disk cache is a fresh directory and ``all_names`` lists only these records."""
+    import time
+
+    from grpo_theory.theory import derived as D
+
+    monkeypatch.setenv("GRPO_THEORY_CACHE", str(tmp_path / "cache"))
+    log = tmp_path / "built"
+
+    def record(name, needs_base):
+        def build():
+            if needs_base:
+                D.get("lk.base")
+            else:
+                time.sleep(0.5)
+            with open(log, "a") as fh:
+                fh.write(name + "\n")
+            return D.Derived(name, sp.Integer(1), (), name, "a test record")
+        return build
+
+    for name in names:
+        monkeypatch.setitem(D._REGISTRY, name, record(name, name != "lk.base"))
+    monkeypatch.setattr(D, "all_names", lambda chapter=None: list(names))
+    for name in names:
+        D._COMPUTED.pop(name, None)
+    return log
+
+
+def test_two_processes_never_derive_one_record_twice(monkeypatch, tmp_path):
+    """Two processes ask for the same slow record on an empty cache: one derives it, the other
+    waits for its lock and loads what the first wrote."""
+    import multiprocessing
+
+    from grpo_theory.theory import derived as D
+
+    log = _logging_records(monkeypatch, tmp_path, ["lk.base"])
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=D.get, args=("lk.base",)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0
+    assert log.read_text().split() == ["lk.base"]
+    assert D.is_cached("lk.base")
+
+
+def test_the_warm_up_derives_each_record_once_and_all_of_them(monkeypatch, tmp_path):
+    """warm_cache with 2 workers: while one derives lk.base, the other's records that need it
+    are put back (not derived a second time) and handed out once lk.base is in the cache."""
+    from grpo_theory.theory import derived as D
+
+    names = ["lk.base", "lk.top1", "lk.top2", "lk.top3", "lk.top4"]
+    log = _logging_records(monkeypatch, tmp_path, names)
+    assert D.warm_cache(2) == 5
+    built = log.read_text().split()
+    assert sorted(built) == sorted(names) and built[0] == "lk.base"
+    assert all(D.is_cached(n) for n in names)
