@@ -13,9 +13,9 @@ reference, made once per session, on this file's xdist worker):
   are the serial run's, bit for bit; and a task that fails on its worker is run twice, then
   reported.
 
-Opt-in (``--run-distributed``; marker ``distributed``): about 100 s of two cores, which the
-suite's 5-minute budget cannot hold.  In the ``lab`` xdist group (the quick run's), so a run
-makes each once, on one worker.
+In the default suite (marker ``distributed``: ``-m "not distributed"`` leaves them out), in
+the ``lab`` xdist group (the quick run's), so a run makes each once, on one worker.  Ray is in
+the ``test`` extra (the core package; the tests start a local instance without a dashboard).
 """
 
 from __future__ import annotations
