@@ -225,18 +225,20 @@ def _fit(z, kw):
             "profile": (A_GRID, ll - l_max)}
 
 
-def _block_statistic(z, a, ratio, n_head, kw):
-    """Sum of squared standardized one-step innovations of ``z[n_head:]`` under the model at
-    ``(a, ratio)`` with the level, x0 and scale estimated from ``z[:n_head]``."""
+def _block_statistics(z, cands, n_head, kw):
+    """For each ``(a, ratio)`` of ``cands``: the sum of squared standardized one-step
+    innovations of ``z[n_head:]`` under the model at ``(a, ratio)`` with the level, x0 and scale
+    estimated from ``z[:n_head]`` (all candidates in one pass of the filter)."""
     m = int(kw["window_batches"])
-    maps = _maps(np.array([a]), kw["momentum"], kw["fresh_fraction"], m)
-    _, _, E, F = _filter(z, maps, np.array([ratio]), k=kw["refresh_interval"], m=m,
-                         phase=kw["phase"], keep=True)
-    E, F = E[:, 0], F[:, 0]
-    head = np.einsum("ti,tj->ij", E[:n_head], E[:n_head] / F[:n_head, None])[None]
-    _, beta, s2 = _loglik(n_head, np.array([np.sum(np.log(F[:n_head]))]), head)
-    nu = E[n_head:, 0] - E[n_head:, 1:] @ beta[0]
-    return float(np.sum(nu ** 2 / (s2[0] * F[n_head:])))
+    a = np.array([c[0] for c in cands], dtype=float)
+    maps = _maps(a, kw["momentum"], kw["fresh_fraction"], m)
+    _, _, E, F = _filter(z, maps, np.array([c[1] for c in cands], dtype=float),
+                         k=kw["refresh_interval"], m=m, phase=kw["phase"], keep=True)
+    # E: (n, P, 3), F: (n, P)
+    head = np.einsum("tpi,tpj->pij", E[:n_head], E[:n_head] / F[:n_head, :, None])
+    _, beta, s2 = _loglik(n_head, np.sum(np.log(F[:n_head]), axis=0), head)
+    nu = E[n_head:, :, 0] - np.einsum("tpi,pi->tp", E[n_head:, :, 1:], beta)
+    return np.sum(nu ** 2 / (s2[None, :] * F[n_head:]), axis=0)
 
 
 def _block_rejects(z, n_head, kw):
@@ -247,7 +249,7 @@ def _block_rejects(z, n_head, kw):
     drop = float(stats.chi2.ppf(LINEAR_RANGE_LEVEL, 1)) / 2
     cands = [(a_hat, r_hat)] + [(float(A_SCAN[j]), float(ratio[j]))
                                 for j in np.nonzero(ll >= l_max - drop)[0]]
-    stat = min(_block_statistic(z, a, r, n_head, kw) for a, r in cands)
+    stat = float(np.min(_block_statistics(z, cands, n_head, kw)))
     crit = float(stats.chi2.ppf(LINEAR_RANGE_LEVEL, z.size - n_head))
     return stat > crit, stat, crit
 
