@@ -9,16 +9,20 @@ proof log.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_theory.progress import progress
 from grpo_theory.render.latex import PdflatexError, write_equations
 from grpo_theory.results import Result
 from grpo_theory.theory.chapters import CHAPTERS, chapter
-from grpo_theory.theory.derived import Derived, all_names, get, timings, warm_cache
+from grpo_theory.theory.derived import (Derived, all_names, get, side_cache_path, timings,
+                                        warm_cache)
 from grpo_theory.prose import math_to_plain, to_plain
 
 __all__ = ["ChainResult", "derive_chain", "record_summary"]
@@ -30,6 +34,60 @@ def record_summary(d: Derived, seconds: float = 0.0) -> dict:
             "assumptions": d.assumptions, "units": d.units, "level": d.level,
             "verified": d.verified, "seconds": round(seconds, 3),
             "verifications": [vars(v) for v in d.verifications]}
+
+
+def record_lines(r: dict) -> list[str]:
+    """The printed form of one record's summary, below its ``---`` header line."""
+    lines = [f"    {to_plain(r['description'])}", f"      {math_to_plain(r['latex'])}"]
+    if r["units"]:
+        lines.append(f"    units: {to_plain(r['units'])}")
+    if r["assumptions"]:
+        lines.append(f"    assumptions: {to_plain(r['assumptions'])}")
+    for v in r["verifications"]:
+        mark = "ok  " if v["passed"] else "FAIL"
+        detail = f" -- {to_plain(v['detail'])}" if v["detail"] else ""
+        lines.append(f"    [{mark}] ({v['method']}) {to_plain(v['claim'])}{detail}")
+    if not r["verifications"]:
+        lines.append("    (quoted from the literature)" if r["level"] == "literature"
+                     else "    (definition; checked where it is used)")
+    return lines
+
+
+@functools.cache
+def _summary_tag() -> str:
+    """The cached summaries' file suffix: it changes with the code that renders them (this
+    module and the prose helpers; the LaTeX printer is in the record's own cache key)."""
+    from grpo_theory import prose
+
+    h = hashlib.sha256()
+    for file in (__file__, prose.__file__):
+        h.update(Path(file).read_bytes())
+    return f"summary-{h.hexdigest()[:12]}.json"
+
+
+def _cached_summary(name: str):
+    """``(summary, lines)`` of ``name`` from the disk cache, or None: a cached ``derive`` reads
+    these instead of unpickling and printing every record (a third of its time)."""
+    path = side_cache_path(name, _summary_tag())
+    if path is None or not path.exists():
+        return None
+    try:
+        blob = json.loads(path.read_text(encoding="utf-8"))
+        return blob["summary"], blob["lines"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _store_summary(name: str, summary: dict, lines: list[str]) -> None:
+    path = side_cache_path(name, _summary_tag())
+    if path is None:
+        return
+    try:
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps({"summary": summary, "lines": lines}), encoding="utf-8")
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError):
+        pass
 
 
 def _is_ok(rec: dict) -> bool:
@@ -47,6 +105,8 @@ class ChainResult(Result):
     equations_tex: Path | None = None
     pdflatex_error: str | None = None
     pdflatex_log: Path | None = None
+    #: each record's printed lines (:func:`record_lines`), when they were read from the cache
+    texts: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def all_verified(self) -> bool:
@@ -70,23 +130,14 @@ class ChainResult(Result):
 
     def __str__(self) -> str:
         lines = []
+        texts = self.texts or (None,) * len(self.records)
         for key in self.chapters:
             ch = chapter(key)
             lines += ["=" * 78, ch.title, "=" * 78, to_plain(ch.narrative)]
-            for r in (r for r in self.records if r["name"].split(".")[0] == key):
-                lines += ["", f"--- {r['name']}  [{r['level'] or '-'}]  ({r['seconds']:.2f} s)",
-                          f"    {to_plain(r['description'])}", f"      {math_to_plain(r['latex'])}"]
-                if r["units"]:
-                    lines.append(f"    units: {to_plain(r['units'])}")
-                if r["assumptions"]:
-                    lines.append(f"    assumptions: {to_plain(r['assumptions'])}")
-                for v in r["verifications"]:
-                    mark = "ok  " if v["passed"] else "FAIL"
-                    detail = f" -- {to_plain(v['detail'])}" if v["detail"] else ""
-                    lines.append(f"    [{mark}] ({v['method']}) {to_plain(v['claim'])}{detail}")
-                if not r["verifications"]:
-                    lines.append("    (quoted from the literature)" if r["level"] == "literature"
-                                 else "    (definition; checked where it is used)")
+            for r, text in zip(self.records, texts):
+                if r["name"].split(".")[0] == key:
+                    lines += ["", f"--- {r['name']}  [{r['level'] or '-'}]  ({r['seconds']:.2f} s)",
+                              *(text or record_lines(r))]
         n_checks = sum(len(r["verifications"]) for r in self.records)
         lines += ["", f"{len(self.records)} results, {n_checks} checks, "
                   + ("all verified" if self.all_verified else "SOME CHECKS FAILED")
@@ -113,11 +164,20 @@ def derive_chain(only: str | None = None, *, out_dir=None, compile_pdf: bool = T
     # the records missing from the disk cache, derived in one process per core first (each
     # once; the times are the workers' own)
     warm_cache(workers=os.cpu_count() or 1, names=names, on_done=tick)
+    texts = []
     for name in names:
         start = time.perf_counter()
-        d = get(name)
-        seconds = timings().get(name) or time.perf_counter() - start
-        records.append(record_summary(d, seconds))
+        cached = None if timings().get(name) else _cached_summary(name)
+        if cached is not None:          # derived in an earlier run: its summary, as printed
+            summary, lines = cached
+            summary = dict(summary, seconds=round(time.perf_counter() - start, 3))
+        else:
+            d = get(name)
+            summary = record_summary(d, timings().get(name) or time.perf_counter() - start)
+            lines = record_lines(summary)
+            _store_summary(name, dict(summary, seconds=0.0), lines)
+        records.append(summary)
+        texts.append(tuple(lines))
         tick(name)
     bar.close()
     tex = error = log = None
@@ -126,4 +186,4 @@ def derive_chain(only: str | None = None, *, out_dir=None, compile_pdf: bool = T
             tex = write_equations(out_dir, compile_pdf=compile_pdf, names=names)
         except PdflatexError as exc:    # equations.tex and the log are delivered; exit 1
             tex, error, log = exc.tex, exc.error, exc.log
-    return ChainResult(tuple(keys), tuple(records), tex, error, log)
+    return ChainResult(tuple(keys), tuple(records), tex, error, log, texts=tuple(texts))

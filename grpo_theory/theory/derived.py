@@ -566,6 +566,14 @@ def _cache_path(name: str) -> Path | None:
     return base / chapter / _chapter_hash(chapter) / f"{name}.pkl"
 
 
+def side_cache_path(name: str, tag: str) -> Path | None:
+    """A file beside ``name``'s disk-cache entry, for something computed from the record alone
+    (``tag`` names it and must change with whatever else it depends on); ``None`` without a
+    disk cache.  It lives in the chapter's hashed directory, so it goes stale with the record."""
+    path = _cache_path(name)
+    return None if path is None else path.with_name(f"{name}.{tag}")
+
+
 def is_cached(name: str) -> bool | None:
     """Whether ``name`` is in the disk cache (``None`` when the cache is disabled)."""
     path = _cache_path(name)

@@ -1,0 +1,38 @@
+"""``derive``'s summaries (grpo_theory.render.chain): a cached run prints what a fresh one
+prints, read from the summaries kept beside the records instead of the records themselves."""
+
+import json
+
+from grpo_theory.render import chain
+from grpo_theory.theory import derived
+
+
+def _plain(result):
+    """The printed chain without the per-record seconds."""
+    return [line.rsplit("  (", 1)[0] if line.startswith("--- ") else line
+            for line in str(result).splitlines()]
+
+
+def test_a_cached_derive_prints_and_reports_what_a_fresh_one_does(monkeypatch, tmp_path):
+    names = derived.all_names("oscillator")
+    records = {name: derived.get(name) for name in names}     # from the session's cache
+    monkeypatch.setenv("GRPO_THEORY_CACHE", str(tmp_path))
+    monkeypatch.setattr(derived, "_TIMINGS", {})   # none derived in this run: summaries are kept
+    for name, record in records.items():      # the records in a fresh cache, no summaries yet
+        derived._store(derived._cache_path(name), record)
+    first = chain.derive_chain("oscillator", compile_pdf=False)
+    kept = [derived.side_cache_path(n, chain._summary_tag()) for n in names]
+    assert all(p.exists() for p in kept)
+
+    def no_records(name):                     # a cached run does not unpickle the records
+        raise AssertionError(f"{name} loaded")
+
+    monkeypatch.setattr(chain, "get", no_records)
+    second = chain.derive_chain("oscillator", compile_pdf=False)
+    assert _plain(second) == _plain(first)
+    strip = [{k: v for k, v in r.items() if k != "seconds"} for r in second.to_dict()["results"]]
+    assert strip == [{k: v for k, v in r.items() if k != "seconds"}
+                     for r in json.loads(first.to_json())["results"]]
+    # a summary written by other rendering code is not read
+    monkeypatch.setattr(chain, "_summary_tag", lambda: "summary-other.json")
+    assert chain._cached_summary(names[0]) is None
