@@ -162,8 +162,8 @@ def derive_chain(only: str | None = None, *, out_dir=None, compile_pdf: bool = T
             bar.update(1)
 
     # the records missing from the disk cache, derived in one process per core first (each
-    # once; the times are the workers' own)
-    warm_cache(workers=os.cpu_count() or 1, names=names, on_done=tick)
+    # once; the times are the workers' own); at most 8: each worker holds its own sympy caches
+    warm_cache(workers=min(os.cpu_count() or 1, 8), names=names, on_done=tick)
     texts = []
     for name in names:
         start = time.perf_counter()
