@@ -107,8 +107,8 @@ def _logging_records(monkeypatch, tmp_path, names):
     for name in names:
         monkeypatch.setitem(D._REGISTRY, name, record(name, name != "lk.base"))
     monkeypatch.setattr(D, "all_names", lambda chapter=None: list(names))
-    for name in names:
-        D._COMPUTED.pop(name, None)
+    monkeypatch.setattr(D, "_COMPUTED", {})       # this process's records and times: the
+    monkeypatch.setattr(D, "_TIMINGS", {})        # test's own, restored after it
     return log
 
 
