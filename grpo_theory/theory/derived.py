@@ -10,7 +10,10 @@ computed expressions and their verification records are cached on disk (keyed
 per chapter by a hash of the chapter's source, the theory modules it imports and
 the sympy version), so a second process
 gets the whole chain in well under a second.  Set ``GRPO_THEORY_CACHE=0`` to
-disable the disk cache, or to a directory to move it.
+disable the disk cache, or to a directory to move it.  Processes that share the cache never
+derive one record twice: the one deriving it holds a lock file beside its entry, and the others
+wait for it and load it (:func:`get`); :func:`warm_cache` derives the missing records in several
+processes at once.
 """
 
 from __future__ import annotations
