@@ -607,6 +607,9 @@ class _Busy(BaseException):
 #: seconds spent in the records derived inside each build in progress (innermost last)
 _NESTED: list[float] = []
 
+#: seconds a process waits for another one deriving the same record before deriving it itself
+LOCK_WAIT = 300.0
+
 #: set in :func:`warm_cache`'s workers: a record locked by another worker raises :class:`_Busy`
 _WARMING = False
 
@@ -636,7 +639,17 @@ def _computing(path, name):
         except BlockingIOError:
             if _WARMING:
                 raise _Busy(name) from None
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            # wait for the other process; one stopped or stuck beyond LOCK_WAIT seconds (a
+            # record takes a few) is not waited for: this one derives the record itself
+            deadline = time.monotonic() + LOCK_WAIT
+            while True:
+                time.sleep(0.05)
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        break
         yield
     finally:
         fh.close()          # releases the lock

@@ -142,3 +142,23 @@ def test_the_warm_up_derives_each_record_once_and_all_of_them(monkeypatch, tmp_p
     built = log.read_text().split()
     assert sorted(built) == sorted(names) and built[0] == "lk.base"
     assert all(D.is_cached(n) for n in names)
+
+
+def test_a_record_locked_too_long_is_derived_anyway(monkeypatch, tmp_path):
+    """A process that holds a record's lock beyond LOCK_WAIT (stopped, stuck) is not waited for
+    for ever: the record is derived here."""
+    import fcntl
+    import time
+
+    from grpo_theory.theory import derived as D
+
+    log = _logging_records(monkeypatch, tmp_path, ["lk.base"])
+    monkeypatch.setattr(D, "LOCK_WAIT", 0.3)
+    path = D._cache_path("lk.base")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a+b") as held:   # another holder (flock: per open file)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        start = time.monotonic()
+        D.get("lk.base")
+        assert time.monotonic() - start >= 0.3
+    assert log.read_text().split() == ["lk.base"]
