@@ -22,7 +22,7 @@ from grpo_theory.render.latex import PdflatexError, write_equations
 from grpo_theory.results import Result
 from grpo_theory.theory.chapters import CHAPTERS, chapter
 from grpo_theory.theory.derived import (Derived, all_names, get, side_cache_path, timings,
-                                        warm_cache)
+                                        warm_cache, write_cache_file)
 from grpo_theory.prose import math_to_plain, to_plain
 
 __all__ = ["ChainResult", "derive_chain", "record_summary"]
@@ -80,14 +80,8 @@ def _cached_summary(name: str):
 
 def _store_summary(name: str, summary: dict, lines: list[str]) -> None:
     path = side_cache_path(name, _summary_tag())
-    if path is None:
-        return
-    try:
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps({"summary": summary, "lines": lines}), encoding="utf-8")
-        os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):
-        pass
+    if path is not None:
+        write_cache_file(path, json.dumps({"summary": summary, "lines": lines}).encode("utf-8"))
 
 
 def _is_ok(rec: dict) -> bool:

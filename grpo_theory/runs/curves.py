@@ -92,10 +92,8 @@ def _single_exponential(t, plateau, initial, tau):
 def _oscillator_curve(t, plateau, initial, slope0, omega0, zeta):
     # the fit's bounds keep omega0 > 0 and zeta > 0 (mass 1, damping and spring positive): the
     # trajectory's argument checks are skipped (a fit evaluates the curve thousands of times)
-    t = np.asarray(t, dtype=float)
-    x = _trajectory(np.atleast_1d(t), 1.0, 2.0 * zeta * omega0, omega0 * omega0,
-                    float(initial) - float(plateau), float(slope0))
-    return plateau + (x[0] if t.ndim == 0 else x)
+    return plateau + _trajectory(t, 1.0, 2.0 * zeta * omega0, omega0 * omega0,
+                                 float(initial) - float(plateau), float(slope0))
 
 
 def _sigmoid(z):

@@ -31,6 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX: no lock, each process derives its own
+    fcntl = None
+
 import mpmath
 import sympy as sp
 from sympy.core.function import AppliedUndef
@@ -620,10 +625,6 @@ def _computing(path, name):
     processes on one cache (the test workers, the book's build, two commands) never derive the
     same record at once: a second one waits, then loads what the first wrote (a warm-up worker
     is told :class:`_Busy` instead).  Without a disk cache or ``fcntl`` there is nothing to share."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not on POSIX
-        fcntl = None
     if path is None or fcntl is None:
         yield
         return
@@ -688,13 +689,18 @@ def get(name: str) -> Derived:
 
 
 def _store(path, result) -> None:
-    if path is None:
-        return
+    if path is not None:
+        write_cache_file(path, pickle.dumps(result))
+
+
+def write_cache_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to the cache file ``path`` atomically (a temporary file of this process,
+    then ``os.replace``: a reader never sees half a file); a cache that cannot be written is
+    skipped."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        with open(tmp, "wb") as fh:
-            pickle.dump(result, fh)
+        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+        tmp.write_bytes(data)
         os.replace(tmp, path)
     except OSError:
         pass
@@ -769,7 +775,9 @@ def warm_cache(workers: int = 2, *, names=None, on_done=None) -> int:
                         waiting.setdefault(blocked_on, []).append(name)
                 for other in [k for k in waiting if is_cached(k) is not False]:
                     queue[:0] = waiting.pop(other)      # what it waited for is done
-                if not queue and not running and waiting:   # pragma: no cover - defensive
+                if not queue and not running and waiting:
+                    # what they waited for was not stored (its derivation failed): hand them
+                    # out anyway, each then fails where it is used
                     queue = [n for names in waiting.values() for n in names]
                     waiting.clear()
     except Exception:  # pragma: no cover - pre-warming is an optimisation only

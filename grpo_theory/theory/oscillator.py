@@ -830,16 +830,15 @@ def trajectory(t, mass, damping, spring, x0, v0=0.0):
     m, g, k = _check_traj_args(mass, damping, spring)
     x0 = check_real("x0", x0)
     v0 = check_real("v0", v0)
-    t = np.asarray(t, dtype=float)
-    if t.ndim == 0:
-        return _trajectory(np.atleast_1d(t), m, g, k, x0, v0)[0]
     return _trajectory(t, m, g, k, x0, v0)
 
 
 def _trajectory(t, m, g, k, x0, v0):
-    """:func:`trajectory` for inputs already checked (floats, m > 0, k > 0; ``t`` an array of
-    at least one dimension): a curve fit evaluates it thousands of times with parameters its
-    bounds keep valid."""
+    """:func:`trajectory` for parameters already checked (floats, m > 0, k > 0): a curve fit
+    evaluates it thousands of times with parameters its bounds keep valid."""
+    t = np.asarray(t, dtype=float)
+    if t.ndim == 0:
+        return _trajectory(np.atleast_1d(t), m, g, k, x0, v0)[0]
     disc = g * g - 4 * m * k
     # within rounding of gamma^2 = 4 m k the regimes' own radicands (gamma**2 - 4*k*m, computed
     # in another order) can come out 0 or of the other sign: the critical branch, their limit
