@@ -109,7 +109,9 @@ _COMMAND_NAMES = frozenset(m.replace("_", "-") for m in COMMAND_MODULES)
 def _main(argv=None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     command = next((w for w in words if not w.startswith("-")), None)
-    parser = build_parser(only=command)
+    # no command (``--version``, ``--help``, nothing): no command's options are needed, and
+    # adding them all would import every library they read
+    parser = build_parser(only=command or "")
     args = parser.parse_args(argv)
     mod = getattr(args, "_module", None)
     if mod is None:              # no command: the help, as a usage error (exit 2)

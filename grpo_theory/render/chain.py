@@ -18,18 +18,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_theory.progress import progress
-from grpo_theory.render.latex import PdflatexError, write_equations
 from grpo_theory.results import Result
+from grpo_theory.theory.cache import (chapter_names, side_cache_path, store_chapter_names,
+                                      write_cache_file)
 from grpo_theory.theory.chapters import CHAPTERS, chapter
-from grpo_theory.theory.derived import (Derived, all_names, get, side_cache_path, timings,
-                                        warm_cache, write_cache_file)
 from grpo_theory.prose import math_to_plain, to_plain
+
+# sympy and the registry (theory.derived, render.latex) are imported where records are derived
+# or LaTeX is written: a cached run prints from the summaries without loading sympy
 
 __all__ = ["ChainResult", "derive_chain", "record_summary"]
 
 
-def record_summary(d: Derived, seconds: float = 0.0) -> dict:
-    """The JSON-ready summary of one derived record (name, LaTeX, proof log, ...)."""
+def record_summary(d, seconds: float = 0.0) -> dict:
+    """The JSON-ready summary of one derived record (a :class:`~grpo_theory.theory.derived.
+    Derived`: name, LaTeX, proof log, ...)."""
     return {"name": d.name, "latex": d.latex(), "description": d.description,
             "assumptions": d.assumptions, "units": d.units, "level": d.level,
             "verified": d.verified, "seconds": round(seconds, 3),
@@ -141,11 +144,56 @@ class ChainResult(Result):
         return "\n".join(lines)
 
 
+def _from_cache(keys):
+    """``(names, summaries, lines)`` of the chapters ``keys`` when every one of their records
+    has its summary in the disk cache (each chapter's names kept beside its records), else
+    None: then the chain is derived (or its records unpickled)."""
+    names, summaries, texts = [], [], []
+    for key in keys:
+        kept = chapter_names(key)
+        if not kept:
+            return None
+        for name in kept:
+            start = time.perf_counter()
+            cached = _cached_summary(name)
+            if cached is None:
+                return None
+            summary, lines = cached
+            names.append(name)
+            summaries.append(dict(summary, seconds=round(time.perf_counter() - start, 3)))
+            texts.append(tuple(lines))
+    return names, summaries, texts
+
+
 def derive_chain(only: str | None = None, *, out_dir=None, compile_pdf: bool = True) -> ChainResult:
     """Derive every chapter (or the chapter ``only``); with ``out_dir`` also write
-    ``equations.tex`` (and the PDF when ``pdflatex`` exists) for the derived records."""
+    ``equations.tex`` (and the PDF when ``pdflatex`` exists) for the derived records.  When
+    every record's printed summary is in the disk cache, they are read and nothing is derived
+    (sympy is loaded only to write ``equations.tex``)."""
     keys = [c.key for c in CHAPTERS] if only is None else [chapter(only).key]
-    names = [n for key in keys for n in all_names(chapter(key).key)]
+    hit = _from_cache(keys)
+    if hit is not None:
+        names, records, texts = hit
+    else:
+        names, records, texts = _derive(keys)
+    tex = error = log = None
+    if out_dir is not None:
+        from grpo_theory.render.latex import PdflatexError, write_equations
+
+        try:
+            tex = write_equations(out_dir, compile_pdf=compile_pdf, names=names)
+        except PdflatexError as exc:    # equations.tex and the log are delivered; exit 1
+            tex, error, log = exc.tex, exc.error, exc.log
+    return ChainResult(tuple(keys), tuple(records), tex, error, log, texts=tuple(texts))
+
+
+def _derive(keys):
+    """``(names, summaries, lines)`` of the chapters ``keys``, each record derived (the missing
+    ones in one process per core first) or loaded from the disk cache."""
+    from grpo_theory.theory.derived import all_names, get, timings, warm_cache
+
+    by_chapter = {key: all_names(key) for key in keys}
+    names = [n for key in keys for n in by_chapter[key]]
     records = []
     bar = progress(total=len(names), desc="derive")
     counted = set()
@@ -174,10 +222,7 @@ def derive_chain(only: str | None = None, *, out_dir=None, compile_pdf: bool = T
         texts.append(tuple(lines))
         tick(name)
     bar.close()
-    tex = error = log = None
-    if out_dir is not None:
-        try:
-            tex = write_equations(out_dir, compile_pdf=compile_pdf, names=names)
-        except PdflatexError as exc:    # equations.tex and the log are delivered; exit 1
-            tex, error, log = exc.tex, exc.error, exc.log
-    return ChainResult(tuple(keys), tuple(records), tex, error, log, texts=tuple(texts))
+    for key, kept in by_chapter.items():     # read by the next run's _from_cache
+        if chapter_names(key) != kept:
+            store_chapter_names(key, kept)
+    return names, records, texts

@@ -17,13 +17,24 @@ One module (or package) per chapter, in the order of :data:`.chapters.CHAPTERS`:
 
 Beside the chapters: :mod:`.symbols` (every symbol with its assumptions), :mod:`.derived`
 (the registry of :class:`~.derived.Derived` records: expression, LaTeX, lambdified numerics,
-proof log, per-chapter disk cache), :mod:`.chapters` (the chapter list), :mod:`.stability`
+proof log, per-chapter disk cache; where its files are: :mod:`.cache`, without sympy), :mod:`.chapters` (the chapter list), :mod:`.stability`
 (the one route to the stability of a model) and :mod:`.atlas` (the two-parameter
 bifurcation atlas).  Rendering (``equations.tex``, the printed chain, the theory page, the
 findings) lives above, in :mod:`grpo_theory.render`.
 """
 
 from grpo_theory.theory.chapters import CHAPTERS, Chapter
-from grpo_theory.theory.derived import Derived, Verification, all_names, get
 
 __all__ = ["CHAPTERS", "Chapter", "Derived", "Verification", "all_names", "get"]
+
+_FROM_DERIVED = ("Derived", "Verification", "all_names", "get")
+
+
+def __getattr__(name):
+    """The registry's names, imported on first use (PEP 562): importing a theory module that
+    needs no sympy (:mod:`.chapters`, :mod:`.cache`) does not load sympy and the registry."""
+    if name in _FROM_DERIVED:
+        from grpo_theory.theory import derived
+
+        return getattr(derived, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

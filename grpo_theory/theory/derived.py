@@ -20,15 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import multiprocessing
-import os
 import pickle
-import re
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 try:
@@ -41,6 +37,8 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from grpo_theory.prose import to_markdown, to_plain
+from grpo_theory.theory.cache import (_cache_base, _cache_path, _chapter_hash,  # noqa: F401
+                                      is_cached, side_cache_path, write_cache_file)
 from grpo_theory.theory.chapters import import_chapters
 from grpo_theory.theory.printing import latex
 
@@ -510,84 +508,6 @@ def all_names(chapter: str | None = None) -> list[str]:
     return [n for n in _REGISTRY if chapter is None or n.split(".")[0] == chapter]
 
 
-def _cache_base() -> Path | None:
-    setting = os.environ.get("GRPO_THEORY_CACHE", "")
-    if setting.strip().lower() in {"0", "false", "off", "no"}:
-        return None
-    if setting:
-        return Path(setting)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "grpo_theory"
-
-
-_THEORY_DIR = Path(__file__).parent
-_SHARED_SOURCES = ("derived", "symbols", "printing")
-_IMPORT_RE = re.compile(r"grpo_theory\.theory(?:\.(\w+)| import ([\w, ]+))")
-
-
-def _source_files(module: str) -> list[Path]:
-    """The files of a theory module: ``theory/<module>.py``, or every ``.py`` file of the
-    package ``theory/<module>/`` (a chapter split by concept); empty when neither exists."""
-    path = _THEORY_DIR / module
-    if path.is_dir():
-        return sorted(path.rglob("*.py"))
-    single = path.with_suffix(".py")
-    return [single] if single.exists() else []
-
-
-def _theory_imports(module: str) -> set[str]:
-    """Theory modules (top-level names under ``grpo_theory.theory``) that ``module`` imports,
-    read from its source files."""
-    found = set()
-    for file in _source_files(module):
-        for a, b in _IMPORT_RE.findall(file.read_text()):
-            names = [a] if a else [n.strip().split(" as ")[0] for n in b.split(",")]
-            found.update(n for n in names if _source_files(n))
-    return found
-
-
-@functools.cache
-def _chapter_hash(chapter: str) -> str:
-    """Hash of what a chapter's derivations depend on: its source files (all files of a
-    chapter split into a package), the theory modules it imports (transitively), the
-    registry and the symbols, and the sympy version.  Editing one chapter re-derives that
-    chapter and those that import it, not the whole chain."""
-    seen, todo = set(), [chapter]
-    while todo:
-        m = todo.pop()
-        if m in seen or not _source_files(m):
-            continue
-        seen.add(m)
-        todo.extend(_theory_imports(m) - seen)
-    h = hashlib.sha256(sp.__version__.encode())
-    for name in sorted(seen | set(_SHARED_SOURCES)):
-        for file in _source_files(name):
-            h.update(file.relative_to(_THEORY_DIR).as_posix().encode())
-            h.update(file.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _cache_path(name: str) -> Path | None:
-    base = _cache_base()
-    if base is None:
-        return None
-    chapter = name.split(".")[0]
-    return base / chapter / _chapter_hash(chapter) / f"{name}.pkl"
-
-
-def side_cache_path(name: str, tag: str) -> Path | None:
-    """A file beside ``name``'s disk-cache entry, for something computed from the record alone
-    (``tag`` names it and must change with whatever else it depends on); ``None`` without a
-    disk cache.  It lives in the chapter's hashed directory, so it goes stale with the record."""
-    path = _cache_path(name)
-    return None if path is None else path.with_name(f"{name}.{tag}")
-
-
-def is_cached(name: str) -> bool | None:
-    """Whether ``name`` is in the disk cache (``None`` when the cache is disabled)."""
-    path = _cache_path(name)
-    return None if path is None else path.exists()
-
-
 def _load(path):
     """The record pickled at ``path``, or None (absent, stale or corrupt: recomputed)."""
     if path is None or not path.exists():
@@ -691,19 +611,6 @@ def get(name: str) -> Derived:
 def _store(path, result) -> None:
     if path is not None:
         write_cache_file(path, pickle.dumps(result))
-
-
-def write_cache_file(path: Path, data: bytes) -> None:
-    """Write ``data`` to the cache file ``path`` atomically (a temporary file of this process,
-    then ``os.replace``: a reader never sees half a file); a cache that cannot be written is
-    skipped."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 def timings() -> dict[str, float]:

@@ -286,13 +286,13 @@ def test_derive_pdflatex_failure_delivers_the_tex_and_names_the_log(tmp_path, ca
 
 
 def test_an_interrupted_derive_leaves_nothing(tmp_path, capsys, monkeypatch):
-    import grpo_theory.render.chain as chain
+    import grpo_theory.render.latex as latex
 
     def half_written(out_dir, **kwargs):
         (out_dir / "equations.tex").write_text("\\documentclass")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(chain, "write_equations", half_written)
+    monkeypatch.setattr(latex, "write_equations", half_written)
     assert main(["derive", "--only", "oscillator", "--no-pdf", "--out",
                  str(tmp_path / "a" / "eq")]) == 130
     _interrupted(capsys, "derive")

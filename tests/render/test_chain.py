@@ -1,7 +1,11 @@
 """``derive``'s summaries (grpo_theory.render.chain): a cached run prints what a fresh one
-prints, read from the summaries kept beside the records instead of the records themselves."""
+prints, read from the summaries kept beside the records instead of the records themselves,
+without loading sympy."""
 
 import json
+import os
+import subprocess
+import sys
 
 from grpo_theory.render import chain
 from grpo_theory.theory import derived
@@ -27,7 +31,7 @@ def test_a_cached_derive_prints_and_reports_what_a_fresh_one_does(monkeypatch, t
     def no_records(name):                     # a cached run does not unpickle the records
         raise AssertionError(f"{name} loaded")
 
-    monkeypatch.setattr(chain, "get", no_records)
+    monkeypatch.setattr(derived, "get", no_records)
     second = chain.derive_chain("oscillator", compile_pdf=False)
     assert _plain(second) == _plain(first)
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in second.to_dict()["results"]]
@@ -36,3 +40,28 @@ def test_a_cached_derive_prints_and_reports_what_a_fresh_one_does(monkeypatch, t
     # a summary written by other rendering code is not read
     monkeypatch.setattr(chain, "_summary_tag", lambda: "summary-other.json")
     assert chain._cached_summary(names[0]) is None
+
+
+def test_a_cached_derive_does_not_load_sympy_and_a_missing_summary_is_derived(monkeypatch,
+                                                                             tmp_path):
+    names = derived.all_names("noise")
+    records = {name: derived.get(name) for name in names}     # from the session's cache
+    monkeypatch.setenv("GRPO_THEORY_CACHE", str(tmp_path))
+    monkeypatch.setattr(derived, "_TIMINGS", {})
+    for name, record in records.items():
+        derived._store(derived._cache_path(name), record)
+    first = chain.derive_chain("noise", compile_pdf=False)     # writes summaries and names
+    code = ("import sys; from grpo_theory.render.chain import derive_chain; "
+            "r = derive_chain('noise', compile_pdf=False); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sympy', 'mpmath'))); "
+            "print(str(r))")
+    env = dict(os.environ, GRPO_THEORY_CACHE=str(tmp_path), GRPO_THEORY_PROGRESS="0")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True).stdout.split("\n", 1)
+    assert out[0] == "[]"                      # neither sympy nor mpmath was imported
+    assert _plain(out[1].rstrip("\n")) == _plain(first)
+    # one summary gone: that record is loaded from its pickle, the rest printed the same
+    derived.side_cache_path(names[1], chain._summary_tag()).unlink()
+    third = chain.derive_chain("noise", compile_pdf=False)
+    assert _plain(third) == _plain(first)
+    assert derived.side_cache_path(names[1], chain._summary_tag()).exists()
