@@ -46,6 +46,7 @@ __all__ = [
     "on_simplex",
     "drift",
     "drift_components",
+    "force_parts",
     "expected_advantage",
     "degenerate_probability",
     "update_variance",
@@ -851,11 +852,23 @@ def drift_components(model: GRPOModel, z, z_old=None, *, clip: bool = True):
     raises ``ParameterError`` where a ratio leaves the model's clip range (the clipped loss
     is not modelled); ``clip=False`` asks explicitly for the unclipped ratio loss.
     """
+    kap, R, dR, dRo, A, dA, Phi, dPhi, dPhio = force_parts(model, z, z_old, clip=clip)
+    beta = model.effective_kl_coef
+    F = kap * (R * A - beta * Phi)
+    dF = kap * (dR * A - beta * dPhi)
+    dFo = kap * (dRo * A + R * dA - beta * dPhio)
+    return {"F": np.asarray(F, float), "dF_dz": np.asarray(dF, float), "dF_dzold": np.asarray(dFo, float)}
+
+
+def force_parts(model: GRPOModel, z, z_old=None, *, clip: bool = True):
+    r"""The pieces of the drift :math:`F = \kappa\,[R\,\mathcal A - \beta\,\Phi]` at ``(z,
+    z_old)``: ``(kappa, R, dR/dz, dR/dz_old, A, dA/dz_old, Phi, dPhi/dz, dPhi/dz_old)`` (the
+    model's ``kl_coef`` is not used; see :func:`drift_components` for the checks)."""
     z = np.asarray(z, dtype=float)
     zo = z if z_old is None else np.asarray(z_old, dtype=float)
     if not (np.all(np.isfinite(z)) and np.all(np.isfinite(zo))):
         raise ParameterError("z", z, "finite logits")
-    beta, G, eps = model.effective_kl_coef, model.group_size, model.adv_eps
+    G, eps = model.group_size, model.adv_eps
     kap = geometric_factor(model.actions, model.correct)
     p, q = expit(z), expit(-z)
     po, qo = expit(zo), expit(-zo)
@@ -872,10 +885,7 @@ def drift_components(model: GRPOModel, z, z_old=None, *, clip: bool = True):
         dA = _binomial_sum(pc["dA_sum"], G, po, qo, eps)
     R, dR, dRo = (np.broadcast_to(pc[k](*args), z.shape) for k in ("R", "dR_dz", "dR_dzo"))
     Phi, dPhi, dPhio = (np.broadcast_to(pc[k](*args), z.shape) for k in ("Phi", "dPhi_dz", "dPhi_dzo"))
-    F = kap * (R * A - beta * Phi)
-    dF = kap * (dR * A - beta * dPhi)
-    dFo = kap * (dRo * A + R * dA - beta * dPhio)
-    return {"F": np.asarray(F, float), "dF_dz": np.asarray(dF, float), "dF_dzold": np.asarray(dFo, float)}
+    return kap, R, dR, dRo, A, dA, Phi, dPhi, dPhio
 
 
 def drift(model: GRPOModel, z, z_old=None, *, clip: bool = True):

@@ -27,7 +27,8 @@ from grpo_theory.results import Result, jsonable
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import Derived, derivation, get, prove_zero
 from grpo_theory.theory.printing import latex, root
-from grpo_theory.theory.drift import d_dz, drift_components, drift_expr, on_policy, on_simplex
+from grpo_theory.theory.drift import (d_dz, drift_components, drift_expr, force_parts, on_policy,
+                                      on_simplex)
 from grpo_theory.validate import ParameterError, check_real
 
 __all__ = [
@@ -392,10 +393,14 @@ def level_set(model: GRPOModel, z):
     (the model's ``kl_coef`` is not used); a saddle-node (fold) is a zero of :math:`B'`, and a
     point of the level set is stable where :math:`dF/dz = d\mathcal A - B\,d\Phi < 0`.  NaN
     where both forces underflow (extreme z)."""
-    c0 = drift_components(model.replace(kl_coef=0.0), z)
-    c1 = drift_components(model.replace(kl_coef=1.0), z)
-    A, dA = c0["F"], c0["dF_dz"] + c0["dF_dzold"]
-    Phi, dPhi = A - c1["F"], dA - (c1["dF_dz"] + c1["dF_dzold"])
+    # one evaluation of the pieces: F = kappa [R A - beta Phi] (beta per unit kl_coef: 0 with
+    # kl "none", where B is then undefined)
+    kap, R, dR, dRo, Ad, dAd, Ph, dPh, dPho = force_parts(model, z)
+    unit = model.replace(kl_coef=1.0).effective_kl_coef
+    A = np.asarray(kap * R * Ad, float)
+    dA = np.asarray(kap * (dR * Ad + dRo * Ad + R * dAd), float)
+    Phi = np.asarray(kap * unit * Ph, float)
+    dPhi = np.asarray(kap * unit * (dPh + dPho), float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         B = A / Phi
         dB = (dA / Phi) - B * (dPhi / Phi)
