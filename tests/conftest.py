@@ -91,23 +91,3 @@ def installed(tmp_path_factory):
     from installed import build_and_install
 
     return build_and_install(tmp_path_factory.mktemp("installed"))
-
-
-def pytest_addoption(parser):
-    parser.addoption("--run-distributed", action="store_true", default=False,
-                     help="run the tests marked distributed (the lab's quick bracket under "
-                          "accelerate launch with 2 processes: about 43 s of CPU, which the "
-                          "suite's 5-minute budget cannot hold; the README's command leaves it "
-                          "out)")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Tests marked ``distributed`` are deselected unless ``--run-distributed`` is given."""
-    if config.getoption("--run-distributed"):
-        return
-    keep, drop = [], []
-    for item in items:
-        (drop if item.get_closest_marker("distributed") else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep

@@ -13,11 +13,11 @@ reference, made once per session, on this file's xdist worker):
   are the serial run's, bit for bit; and a task that fails on its worker is run twice, then
   reported.
 
-The Ray tests are in the default suite (Ray, the core package, is in the ``test`` extra; one
-local instance without a dashboard); the two-process test is opt-in (``--run-distributed``,
-marker ``distributed``): its launcher and two processes importing torch and TRL cost about 43 s
-of CPU, which the suite's 5-minute budget cannot hold on 2 cores.  All are in the ``lab`` xdist
-group (the quick run's), so a run makes each once, on one worker.
+All are in the default suite (Ray, the core package, is in the ``test`` extra; one local
+instance without a dashboard).  The two-process test (marker ``distributed``) is the costliest:
+its launcher and two processes importing torch and TRL cost about 45 s of CPU (``-m 'not
+distributed'`` leaves it out of a local run).  All are in the ``lab`` xdist group (the quick
+run's), so a run makes each once, on one worker.
 """
 
 from __future__ import annotations
