@@ -252,33 +252,49 @@ def _fig_deepnet(out_dir, full, notes):
 # the report
 # ----------------------------------------------------------------------------------
 
-def _side_stages(out, full, crosscheck):
-    """The deep network's figure and the cross-checks: what :func:`build_report` runs in a second
-    process (their notes and reused stages are returned, not appended in that process)."""
-    notes, reused = [], []
-    deep = reuse("deepnet", _fig_deepnet, full, out_dir=out, notes=notes, reused=reused)
-    cc = reuse("crosschecks", run_crosschecks, quick=not full, seed=0,
-               reused=reused) if crosscheck else None
-    return deep, cc, notes, reused
+#: the reusable stages (:func:`.warm.reuse`'s names) in the report's order
+_STAGE_ORDER = ("numbers", "atlas", "phase", "trajectories", "fluctuation", "bifurcation",
+                "log_fit", "deepnet", "crosschecks")
 
 
-def _start_side_stages(out, full, crosscheck):
+def _side_stages(out, full, crosscheck, model):
+    """The 1/G law's figure, the deep network's and the cross-checks: what :func:`build_report`
+    runs in a second process beside the other figures (about half of the stages' work each), in
+    a dict with their notes, reused stages and seconds (returned, not appended in that
+    process)."""
+    notes, reused, seconds = [], [], {}
+
+    def timed(name, *args, **kwargs):
+        start = time.perf_counter()
+        value = reuse(*args, reused=reused, **kwargs)
+        seconds[name] = time.perf_counter() - start
+        return value
+
+    fluct = timed("1/G law", "fluctuation", _fig_fluctuation, model, full, out_dir=out)
+    deep = timed("deep network", "deepnet", _fig_deepnet, full, out_dir=out, notes=notes)
+    cc = (timed("cross-checks", "crosschecks", run_crosschecks, quick=not full, seed=0)
+          if crosscheck else None)
+    return {"fluctuation": fluct, "deepnet": deep, "crosschecks": cc,
+            "notes": notes, "reused": reused, "seconds": seconds}
+
+
+def _start_side_stages(out, full, crosscheck, model):
     """:func:`_side_stages` in a forked process (``None`` where there is no ``fork``: then the
     stages run in this process, in order)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     try:
         ex = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
-        return ex, ex.submit(_side_stages, out, full, crosscheck)
+        return ex, ex.submit(_side_stages, out, full, crosscheck, model)
     except (ValueError, OSError):   # pragma: no cover - no fork here
         return None
 
 
-def _side_result(side, out, full, crosscheck):
+def _side_result(side, out, full, crosscheck, model):
     """:func:`_side_stages`'s result: the forked process's (an error of a stage is raised here,
     as it would have been in this process), or, where none was started, computed here."""
     if side is None:
-        return _side_stages(out, full, crosscheck)
+        return _side_stages(out, full, crosscheck, model)
     ex, future = side
     try:
         return future.result()
@@ -299,9 +315,10 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     out.mkdir(parents=True, exist_ok=True)
     rr = ReportResult(out_dir=out)
     notes = rr.notes
+    # the 1/G law, the deep network and the cross-checks run in a second process
+    # (their seconds are that process's; "second process" is the wait for it here)
     stages = ["derivations", "numbers", "atlas", "phase diagrams", "trajectories",
-              "1/G law", "bifurcations", "log fit", "deep network", "cross-checks", "equations",
-              "report"]
+              "bifurcations", "log fit", "second process", "equations", "report"]
     bar = progress(total=len(stages), desc="report")
     timings = {}
 
@@ -322,10 +339,10 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     reused = []             # the stages read back from the cache (:mod:`.warm`)
     nums = reuse("numbers", _numbers, model, reused=reused)
     done("numbers")
-    # the deep network and the cross-checks (independent of the figures) run in a second
-    # process meanwhile, on the core the figures leave idle
+    # the 1/G law, the deep network and the cross-checks (independent of the other figures) run
+    # in a second process meanwhile, on the core the figures leave idle
     run_cc = crosscheck and crosschecks is None
-    side = _start_side_stages(out, full, run_cc) if prewarm else None
+    side = _start_side_stages(out, full, run_cc, model) if prewarm else None
     figs = {}
     stage("atlas")
     figs["atlas"], atlas = reuse("atlas", _fig_atlas, out_dir=out, reused=reused)
@@ -345,10 +362,8 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     figs["trajectories"], nums["trajectories"] = reuse("trajectories", _fig_trajectories, model, full,
                                                        out_dir=out, notes=notes, reused=reused)
     done("trajectories")
-    stage("1/G law")
-    figs["fluctuation"], nums["fluctuation_law"], nums["fluctuation_setup"] = reuse(
-        "fluctuation", _fig_fluctuation, model, full, out_dir=out, reused=reused)
-    done("1/G law")
+    # the second process's results keep their places in report.json and the file list
+    figs["fluctuation"] = nums["fluctuation_law"] = nums["fluctuation_setup"] = None
     stage("bifurcations")
     figs["bifurcation"], nums["bifurcations"] = reuse("bifurcation", _fig_bifurcation, model, full,
                                                       out_dir=out, reused=reused)
@@ -356,18 +371,19 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     stage("log fit")
     figs["log_fit"], nums["log_fit"] = reuse("log_fit", _fig_log, out_dir=out, reused=reused)
     done("log fit")
-    stage("deep network")       # (with the cross-checks when they run here, not forked)
-    (figs["deepnet"], nums["deepnet"]), side_cc, side_notes, side_reused = _side_result(
-        side, out, full, run_cc)
-    notes.extend(side_notes)
-    reused.extend(side_reused)
-    done("deep network")
-    stage("cross-checks")       # before the equations: the paper has their table
-    cc = (crosschecks if crosschecks is not None else side_cc) if crosscheck else None
+    stage("second process")     # (its stages run here, in order, where there is no fork)
+    got = _side_result(side, out, full, run_cc, model)
+    figs["fluctuation"], nums["fluctuation_law"], nums["fluctuation_setup"] = got["fluctuation"]
+    figs["deepnet"], nums["deepnet"] = got["deepnet"]
+    notes.extend(got["notes"])
+    reused.extend(got["reused"])
+    reused.sort(key=_STAGE_ORDER.index)
+    done("second process")
+    timings.update(got["seconds"])
+    cc = (crosschecks if crosschecks is not None else got["crosschecks"]) if crosscheck else None
     if not crosscheck:
         notes.append("cross-checks skipped (crosscheck=False).")
     nums["crosschecks"] = cc.to_dict() if cc is not None else None
-    done("cross-checks")
     stage("equations")          # after the figures: the document includes them
     nums["lab"] = lab_summary(lab_data())
     caps = captions(nums, model.to_dict())
