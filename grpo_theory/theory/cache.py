@@ -26,7 +26,12 @@ __all__ = ["chapter_names", "is_cached", "side_cache_path", "store_chapter_names
 def _sympy_version() -> str:
     """The installed sympy's version (its distribution's metadata: ``sympy.__version__``
     without importing sympy)."""
-    return metadata.version("sympy")
+    try:
+        return metadata.version("sympy")
+    except metadata.PackageNotFoundError:     # pragma: no cover - sympy without its metadata
+        import sympy
+
+        return sympy.__version__
 
 
 def _cache_base() -> Path | None:
