@@ -162,3 +162,15 @@ def test_a_record_locked_too_long_is_derived_anyway(monkeypatch, tmp_path):
         D.get("lk.base")
         assert time.monotonic() - start >= 0.3
     assert log.read_text().split() == ["lk.base"]
+
+
+def test_every_record_is_registered_by_its_own_chapter():
+    """A chapter's list of record names is kept in the chapter's hashed cache directory
+    (theory/cache.py), which changes with the chapter's own files and what they import: so a
+    record ``chapter.name`` must be registered by that chapter's module (or package)."""
+    from grpo_theory.theory import derived as D
+
+    D.all_names()
+    strays = [(name, fn.__module__) for name, fn in D._REGISTRY.items()
+              if not (fn.__module__ + ".").startswith(f"grpo_theory.theory.{name.split('.')[0]}.")]
+    assert strays == []
