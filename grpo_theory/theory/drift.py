@@ -233,7 +233,6 @@ def _ratio_factor() -> Derived:
     stale = (n * a_c * g_c + (G - n) * a_w * g_w) / G
     ratio = (n * a_c * (_P / _PO) * g_c + (G - n) * a_w * (_Q / _QO) * g_w) / G
     A_plus = _advantage_sum("std")
-    R = sp.simplify(on_simplex(ratio / A_plus))
     R = _P * _Q / (_PO * _QO)
     out = Derived("drift.ratio_factor", R, (_P, _Q, _PO, _QO), r"\Psi",
                   r"Factor $\Psi$ by which the importance ratio $\pi_{\theta}/\pi_{\mathrm{old}}$ "
