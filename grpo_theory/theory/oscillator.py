@@ -31,7 +31,7 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import (Derived, _rational_zero, derivation, get, prove_equal, prove_zero,
-                                        record_numeric)
+                                        record_numeric, taylor)
 from grpo_theory.theory.printing import latex, root
 from grpo_theory.results import Result
 from grpo_theory.validate import ParameterError, check_real
@@ -513,7 +513,7 @@ def _slow_start() -> Derived:
     out.check(r"slow start from rest ($v_{0} = 0$): $x(t) = x_{0} + \ddot{x}(0) t^{2}/2 + O(t^{3})$ "
               r"in every regime, a quadratic departure (the single exponential departs linearly, "
               r"$-x_{0} t/\tau$)", "sympy",
-              all(prove_zero(sp.series(e.subs(S.v0, 0), S.t, 0, 3).removeO()
+              all(prove_zero(taylor(e.subs(S.v0, 0), S.t, 3)
                              - S.x0 - x2.subs(S.v0, 0) * S.t**2 / 2)
                   for e in (over, _underdamped_expr())))
     return out
