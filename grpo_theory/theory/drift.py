@@ -976,7 +976,7 @@ def _noise_rare() -> Derived:
     G, qq = S.G, _Q
     w_one_failure = G * (1 - qq) ** (G - 1) * qq                  # C(G, G-1) p^(G-1) q
     u = S.kappa * advantage_sum_expr("std").subs(S.n, G - 1)      # its per-group logit update
-    lead = sp.series(w_one_failure, qq, 0, 2).removeO()
+    lead = taylor(w_one_failure, qq, 2)
     expr = sp.simplify(lead.coeff(qq, 1) * u**2)
     out = Derived("drift.update_variance_rare_failure", expr, (S.G, S.kappa, S.eps),
                   r"\lim_{q \to 0} \frac{\operatorname{Var}}{q}",

@@ -73,7 +73,7 @@ def _continuum():
     (computed once per process: the mass, damping and spring records each take their part)."""
     s = S.s
     chi = discrete_characteristic_function()
-    series = sp.series(chi, s, 0, 3).removeO()
+    series = taylor(chi, s, 3)
     poly = sp.Poly(sp.expand(series), s)
     c0, c1, c2 = (poly.coeff_monomial(s**i) for i in range(3))
     # The s^2 coefficient is (1+mu)/2 + eta K_s ell^2/2: the second term is second order

@@ -87,8 +87,8 @@ def _slow_eigenvalue() -> Derived:
     kspring = get("oscillator.spring").expr.subs(S.eta, S.a / S.K)
     slow = (-g + sp.sqrt(g**2 - 4 * m * kspring)) / (2 * m)
     r = sp.Symbol("r", positive=True)            # r = 1 - mu > 0
-    s1 = sp.simplify(sp.series(slow.subs(S.mu, 1 - r), S.a, 0, 2).removeO())
-    per_window = sp.series(sp.exp(S.k_ref * s1), S.a, 0, 2).removeO().subs(r, 1 - S.mu)
+    s1 = sp.simplify(taylor(slow.subs(S.mu, 1 - r), S.a, 2))
+    per_window = taylor(sp.exp(S.k_ref * s1), S.a, 2).subs(r, 1 - S.mu)
     s1 = s1.subs(r, 1 - S.mu)
     out.check(r"agrees with the L3 model to first order: $e^{k s_{\mathrm{slow}}} = 1 - a k/(1 - \mu) "
               r"+ O(a^{2})$ with $s_{\mathrm{slow}} = -\kappa_{s}/\gamma$", "sympy",
