@@ -451,28 +451,22 @@ def _ea_std_limit() -> Derived:
     return out
 
 
-def _delta_method_mean(phi_u, G=S.G):
-    """E[phi(n/G)] to O(1/G): phi(p) + phi''(p) p q / (2 G) (binomial central moments)."""
-    u = S.u
-    return phi_u.subs(u, _PO) + sp.diff(phi_u, u, 2).subs(u, _PO) * _PO * (1 - _PO) / (2 * G)
-
-
 @functools.cache
 def _std_correction_expansion():
     """The expansion of the delta-method mean in h = 1/G to O(h) and its O(h) coefficient
     (the costly part of the derivation; cached so that a mutation test's second rebuild of the
     record re-runs the checks, not the series).
 
-    The series is taken of A_+(u G) at a fixed fraction u (to O(h)), before the delta method:
-    the method applied to that truncation is a polynomial in h whose first two Taylor
-    coefficients are those of the delta-method mean (its second derivative enters at O(h)
-    only through its O(1) part).  The same coefficients as the series of the whole mean, in a
-    third of the time."""
+    The series is taken of A_+(u G) at a fixed fraction u (to O(h)), before the delta method
+    E[phi(n/G)] = phi(p) + phi''(p) p q/(2 G) + O(1/G^2) (binomial central moments): applied to
+    that truncation T0(u) + h T1(u) it gives T0(p) + h (T1(p) + T0''(p) p q/2) + O(h^2) (the
+    second derivative enters at O(h) only through the O(1) part T0, so T1'' is not computed).
+    The same coefficients as the series of the whole mean."""
     u, h = S.u, S.h
     phi = advantage_sum_expr("std").subs(S.n, u * S.G)
     trunc = sp.series(phi.subs(S.G, 1 / h), h, 0, 2).removeO()      # A_+(u/h) to O(h)
-    approx = _delta_method_mean(trunc, G=1 / h)                      # a polynomial in h
-    ser = approx.subs(h, 0) + h * sp.diff(approx, h).subs(h, 0)
+    T0, T1 = trunc.coeff(h, 0), trunc.coeff(h, 1)
+    ser = T0.subs(u, _PO) + h * (T1.subs(u, _PO) + sp.diff(T0, u, 2).subs(u, _PO) * _PO * (1 - _PO) / 2)
     # the truncation with its h coefficient factored (for the derivations appendix)
     shown = (phi, trunc.coeff(h, 0) + h * sp.factor(trunc.coeff(h, 1)))
     # the O(h) coefficient over one denominator and factored (sympy.polys: an equivalent form,
