@@ -52,8 +52,10 @@ def _rational_in_w(expr):
         sp.sympify(expr).rewrite(sp.exp).subs(S.z, 2 * sp.log(w)), force=True), force=True))
 
 
+@functools.cache
 def _time_integral(normalization):
-    """T(z) with dT/dz = 1/g(z) (so T(z) - T(z0) = r t), derived by sympy integration."""
+    """T(z) with dT/dz = 1/g(z) (so T(z) - T(z0) = r t), derived by sympy integration (once per
+    process: the std trajectory and its inverse both use it)."""
     g = _force_in_z(normalization)
     if normalization == "std":
         g_simple = 1 / (2 * sp.cosh(S.z / 2))

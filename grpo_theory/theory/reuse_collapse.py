@@ -46,6 +46,7 @@ symmetric rewards) for items 2-4, any number of actions for item 1; SGD, no KL t
 
 from __future__ import annotations
 
+import functools
 import math
 
 import mpmath
@@ -137,8 +138,10 @@ def _logprob_step() -> Derived:
 # 2. the batch's noise over a window: k, not sqrt(k)
 # ----------------------------------------------------------------------------------
 
+@functools.cache
 def _binomial_moment(k):
-    """E[n^k] for n ~ Bin(G, p_old), from the moment generating function (symbolic G)."""
+    """E[n^k] for n ~ Bin(G, p_old), from the moment generating function (symbolic G; each
+    moment once per process: the variance uses the second twice)."""
     t = sp.Symbol("t")
     M = (_QO + _PO * sp.exp(t)) ** S.G
     return sp.simplify(sp.diff(M, t, k).subs(t, 0).subs(_QO, 1 - _PO))
