@@ -546,12 +546,12 @@ def _per_step_maps(a, mu, phi):
 
 
 #: E embeds (x, v) as (x, v, x_s = x) at a refresh; P keeps (x, v): the window's M = P A^k E
-_EMBED = np.array([[1, 0], [0, 1], [1, 0]], dtype=float)
+_EMBED_NP = np.array([[1, 0], [0, 1], [1, 0]], dtype=float)
 
 
 def _window_map(power):
     """P A^k E from A^k (any leading batch shape)."""
-    return (power @ _EMBED)[..., :2, :]
+    return (power @ _EMBED_NP)[..., :2, :]
 
 
 def _general_monodromy(a, mu, k, phi):
