@@ -25,7 +25,7 @@ from grpo_theory.theory.lazy_scipy import brentq, expit
 from grpo_theory.model import NORMALIZATIONS, SURROGATES, GRPOModel
 from grpo_theory.results import Result, jsonable
 from grpo_theory.theory import symbols as S
-from grpo_theory.theory.derived import Derived, derivation, get, prove_zero
+from grpo_theory.theory.derived import Derived, derivation, get, prove_zero, taylor
 from grpo_theory.theory.printing import latex, root
 from grpo_theory.theory.drift import (d_dz, drift_components, drift_expr, force_parts, on_policy,
                                       on_simplex)
@@ -191,7 +191,7 @@ def _mroueh_agree() -> Derived:
     odds = sp.simplify(f / (1 - f))
     theirs = sp.simplify(sp.expand_log(sp.log(odds * (1 - _PR) / _PR), force=True))
     # the series in epsilon, taken in a stand-in h (sympy's series wants a plain symbol)
-    derived = sp.series((ours - theirs).subs(S.eps, S.h), S.h, 0, 2).removeO().subs(S.h, S.eps)
+    derived = taylor((ours - theirs).subs(S.eps, S.h), S.h, 2).subs(S.h, S.eps)
     out = Derived("fixed_points.mroueh_agreement", sp.simplify(derived), (_P, _Q, S.beta, S.eps),
                   r"h_{\mathrm{here}}(p) - h_{\mathrm{Mroueh}}(p)",
                   r"Difference of the two fixed-point conditions at one $p$, written as "

@@ -31,7 +31,7 @@ from grpo_theory.results import Result
 from grpo_theory.theory import oscillator
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.lazy_scipy import solve_continuous_lyapunov, solve_discrete_lyapunov
-from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
+from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, taylor
 from grpo_theory.theory.printing import latex
 from grpo_theory.theory.printing import sci as _sci
 from grpo_theory.theory.discrete import continuous_lag, max_stable_refresh_interval
@@ -200,7 +200,7 @@ def _reward() -> Derived:
               prove_equal(slope, ps * (1 - ps)))
     # second-order delta method for Gaussian eps: Var sigma(z*+eps) = p'^2 v + O(v^2)
     eps_, v = sp.symbols("epsilon_ v", positive=True)
-    ser = sp.series(S.sigmoid(zstar + eps_), eps_, 0, 3).removeO()
+    ser = taylor(S.sigmoid(zstar + eps_), eps_, 3)
     c1, c2 = ser.coeff(eps_, 1), ser.coeff(eps_, 2)
     # moments of N(0, v): E eps = 0, E eps^2 = v, E eps^3 = 0, E eps^4 = 3 v^2
     var = c1**2 * v + 2 * c1 * c2 * 0 + c2**2 * (3 * v**2 - v**2)

@@ -46,6 +46,7 @@ symmetric rewards) for items 2-4, any number of actions for item 1; SGD, no KL t
 
 from __future__ import annotations
 
+import functools
 import math
 
 import mpmath
@@ -53,7 +54,7 @@ import sympy as sp
 
 from grpo_theory.theory import symbols as S
 from grpo_theory.theory.derived import (Derived, derivation, get, prove_equal, prove_zero,
-                                        record_numeric)
+                                        record_numeric, taylor)
 from grpo_theory.validate import ParameterError, check_int, check_real
 
 __all__ = ["passes_to_clip", "saturation_probability", "trust_region_number",
@@ -137,8 +138,10 @@ def _logprob_step() -> Derived:
 # 2. the batch's noise over a window: k, not sqrt(k)
 # ----------------------------------------------------------------------------------
 
+@functools.cache
 def _binomial_moment(k):
-    """E[n^k] for n ~ Bin(G, p_old), from the moment generating function (symbolic G)."""
+    """E[n^k] for n ~ Bin(G, p_old), from the moment generating function (symbolic G; each
+    moment once per process: the variance uses the second twice)."""
     t = sp.Symbol("t")
     M = (_QO + _PO * sp.exp(t)) ** S.G
     return sp.simplify(sp.diff(M, t, k).subs(t, 0).subs(_QO, 1 - _PO))
@@ -348,8 +351,8 @@ def _sat_kl() -> Derived:
 
     hi = kl(_PO * (1 + x))                 # the upper clip binds last (p_old >= 1/2)
     lo = kl(_PO + x * (1 - _PO))           # the lower clip binds last (p_old <= 1/2)
-    lead_hi = sp.simplify(sp.series(hi, x, 0, 3).removeO())
-    lead_lo = sp.simplify(sp.series(lo, x, 0, 3).removeO())
+    lead_hi = sp.simplify(taylor(hi, x, 3))     # (sympy's series of each took 0.7 s)
+    lead_lo = sp.simplify(taylor(lo, x, 3))
     expr = eps_c**2 * sp.Max(_PO, _QO) ** 2 / (2 * _PO * _QO)
     out = Derived("reuse_collapse.saturated_batch_kl", expr, (eps_c, _PO, _QO),
                   r"\mathrm{KL}_{\mathrm{sat}}",
@@ -474,7 +477,7 @@ def _passes_to_clip() -> Derived:
     out.check(r"after $j_{\mathrm{clip}}$ passes of $\eta\kappa A_{+}$ (the log-prob push, in "
               r"the one-logit picture) the ratio $p/p_{\mathrm{old}}$ is exactly $1 + \epsilon_{\mathrm{high}}$",
               "sympy", prove_zero(p_moved / _PO - (1 + eps_h)))
-    lead = sp.series(expr, eps_h, 0, 2).removeO()
+    lead = taylor(expr, eps_h, 2)
     out.check(r"to first order $j_{\mathrm{clip}} = \epsilon_{\mathrm{high}}/(\eta\kappa A_{+} q_{\mathrm{old}})$",
               "sympy", prove_zero(lead - eps_h / (S.eta * S.kappa * A_plus * (1 - _PO))))
     return out

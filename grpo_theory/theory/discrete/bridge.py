@@ -8,7 +8,7 @@ import math
 import sympy as sp
 
 from grpo_theory.theory import symbols as S
-from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero
+from grpo_theory.theory.derived import Derived, derivation, get, prove_equal, prove_zero, taylor
 from grpo_theory.theory.discrete._shared import _ETA_K, _PAPER, _STALE, _tex
 from grpo_theory.theory.discrete.delay import _delay_poly_expr
 
@@ -66,7 +66,7 @@ def _slow_eigenvalue() -> Derived:
     P = get("discrete.refresh_characteristic_polynomial").expr
     c1, c2 = sp.symbols("c1 c2")
     lam = 1 + c1 * S.a + c2 * S.a**2
-    ser = sp.expand(sp.series(P.subs(S.lam, lam), S.a, 0, 3).removeO())
+    ser = sp.expand(taylor(P.subs(S.lam, lam), S.a, 3))
     (c1v,) = sp.solve(ser.coeff(S.a, 1), c1)
 
     out = Derived("discrete.refresh_slow_eigenvalue", 1 - S.a * S.k_ref / (1 - S.mu),
@@ -87,8 +87,8 @@ def _slow_eigenvalue() -> Derived:
     kspring = get("oscillator.spring").expr.subs(S.eta, S.a / S.K)
     slow = (-g + sp.sqrt(g**2 - 4 * m * kspring)) / (2 * m)
     r = sp.Symbol("r", positive=True)            # r = 1 - mu > 0
-    s1 = sp.simplify(sp.series(slow.subs(S.mu, 1 - r), S.a, 0, 2).removeO())
-    per_window = sp.series(sp.exp(S.k_ref * s1), S.a, 0, 2).removeO().subs(r, 1 - S.mu)
+    s1 = sp.simplify(taylor(slow.subs(S.mu, 1 - r), S.a, 2))
+    per_window = taylor(sp.exp(S.k_ref * s1), S.a, 2).subs(r, 1 - S.mu)
     s1 = s1.subs(r, 1 - S.mu)
     out.check(r"agrees with the L3 model to first order: $e^{k s_{\mathrm{slow}}} = 1 - a k/(1 - \mu) "
               r"+ O(a^{2})$ with $s_{\mathrm{slow}} = -\kappa_{s}/\gamma$", "sympy",
@@ -96,7 +96,7 @@ def _slow_eigenvalue() -> Derived:
     # same for the delay model: slow root per step is independent of d at first order
     Pd = _delay_poly_expr(S.d).subs({S.K_fresh: 0, S.K_stale: S.K, S.eta: S.a / S.K})
     for dv in (1, 2, 5):
-        serd = sp.expand(sp.series(Pd.subs(S.d, dv).subs(S.lam, 1 + c1 * S.a), S.a, 0, 2).removeO())
+        serd = sp.expand(taylor(Pd.subs(S.d, dv).subs(S.lam, 1 + c1 * S.a), S.a, 2))
         (cd,) = sp.solve(serd.coeff(S.a, 1), c1)
         out.check(rf"delay $d = {dv}$: slow root per step $1 - a/(1 - \mu) + O(a^{{2}})$, as in L3",
                   "sympy", prove_equal(cd, -1 / (1 - S.mu)))
@@ -107,7 +107,7 @@ def _slow_eigenvalue_series(order=3):
     """(c1, c2) of the slow monodromy eigenvalue 1 + c1 a + c2 a^2 + O(a^3), from P(lambda)."""
     P = get("discrete.refresh_characteristic_polynomial").expr
     c1, c2 = sp.symbols("c1 c2")
-    ser = sp.expand(sp.series(P.subs(S.lam, 1 + c1 * S.a + c2 * S.a**2), S.a, 0, order).removeO())
+    ser = sp.expand(taylor(P.subs(S.lam, 1 + c1 * S.a + c2 * S.a**2), S.a, order))
     (c1v,) = sp.solve(ser.coeff(S.a, 1), c1)
     (c2v,) = sp.solve(ser.coeff(S.a, 2).subs(c1, c1v), c2)
     return sp.simplify(c1v), sp.simplify(c2v)
@@ -120,10 +120,10 @@ def _l3_window_factor_series(ell):
     g = get("oscillator.damping").expr.subs({S.K_stale: S.a / S.eta, S.ell: ell})
     kspring = get("oscillator.spring").expr.subs(S.K, S.a / S.eta)
     root = d1 * S.a + d2 * S.a**2
-    e = sp.expand(sp.series(m * root**2 + g * root + kspring, S.a, 0, 3).removeO())
+    e = sp.expand(taylor(m * root**2 + g * root + kspring, S.a, 3))
     (d1v,) = sp.solve(e.coeff(S.a, 1), d1)
     (d2v,) = sp.solve(e.coeff(S.a, 2).subs(d1, d1v), d2)
-    w = sp.expand(sp.series(sp.exp(S.k_ref * (d1v * S.a + d2v * S.a**2)), S.a, 0, 3).removeO())
+    w = sp.expand(taylor(sp.exp(S.k_ref * (d1v * S.a + d2v * S.a**2)), S.a, 3))
     return sp.simplify(w.coeff(S.a, 1)), sp.simplify(w.coeff(S.a, 2))
 
 

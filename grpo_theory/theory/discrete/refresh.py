@@ -140,14 +140,17 @@ def _refresh_monodromy() -> Derived:
     return out
 
 
-def _trace_det():
-    M = get("discrete.refresh_monodromy").expr
-    return sp.simplify(M.trace()), sp.simplify(M.det())
+def _simplified_trace():
+    return sp.simplify(get("discrete.refresh_monodromy").expr.trace())
+
+
+def _simplified_det():
+    return sp.simplify(get("discrete.refresh_monodromy").expr.det())
 
 
 @derivation("discrete.refresh_trace")
 def _refresh_trace() -> Derived:
-    derived, _ = _trace_det()
+    derived = _simplified_trace()
     mu, q = S.mu, S.mu**S.k_ref
     display = 1 + q - S.a * _stiffness_sum() / (1 - mu)**2
     out = Derived("discrete.refresh_trace", display, (S.a, S.mu, S.k_ref), r"\operatorname{tr} M",
@@ -166,7 +169,7 @@ def _refresh_trace() -> Derived:
 
 @derivation("discrete.refresh_determinant")
 def _refresh_det() -> Derived:
-    _, derived = _trace_det()
+    derived = _simplified_det()
     mu, k, q = S.mu, S.k_ref, S.mu**S.k_ref
     display = q + S.a * (mu * (1 - q) - k * q * (1 - mu)) / (1 - mu)**2
     out = Derived("discrete.refresh_determinant", display, (S.a, S.mu, S.k_ref), r"\det M",
@@ -543,12 +546,12 @@ def _per_step_maps(a, mu, phi):
 
 
 #: E embeds (x, v) as (x, v, x_s = x) at a refresh; P keeps (x, v): the window's M = P A^k E
-_EMBED = np.array([[1, 0], [0, 1], [1, 0]], dtype=float)
+_EMBED_NP = np.array([[1, 0], [0, 1], [1, 0]], dtype=float)
 
 
 def _window_map(power):
     """P A^k E from A^k (any leading batch shape)."""
-    return (power @ _EMBED)[..., :2, :]
+    return (power @ _EMBED_NP)[..., :2, :]
 
 
 def _general_monodromy(a, mu, k, phi):
