@@ -87,6 +87,13 @@ def _store_summary(name: str, summary: dict, lines: list[str]) -> None:
         write_cache_file(path, json.dumps({"summary": summary, "lines": lines}).encode("utf-8"))
 
 
+def _summarize(name: str, d) -> None:
+    """Keep the summary of the record ``d`` just derived (in a warm-up worker, which has it in
+    hand: the process printing the chain then reads the summary instead of the record)."""
+    summary = record_summary(d)
+    _store_summary(name, summary, record_lines(summary))
+
+
 def _is_ok(rec: dict) -> bool:
     return rec["verified"] or rec["level"] == "literature" or not rec["verifications"]
 
@@ -205,14 +212,15 @@ def _derive(keys):
 
     # the records missing from the disk cache, derived in one process per core first (each
     # once; the times are the workers' own); at most 8: each worker holds its own sympy caches
-    warm_cache(workers=min(os.cpu_count() or 1, 8), names=names, on_done=tick)
+    warm_cache(workers=min(os.cpu_count() or 1, 8), names=names, on_done=tick, after=_summarize)
     texts = []
     for name in names:
         start = time.perf_counter()
-        cached = None if timings().get(name) else _cached_summary(name)
-        if cached is not None:          # derived in an earlier run: its summary, as printed
+        cached = _cached_summary(name)
+        if cached is not None:          # kept by a warm-up worker or an earlier run, as printed
             summary, lines = cached
-            summary = dict(summary, seconds=round(time.perf_counter() - start, 3))
+            seconds = timings().get(name) or time.perf_counter() - start
+            summary = dict(summary, seconds=round(seconds, 3))
         else:
             d = get(name)
             summary = record_summary(d, timings().get(name) or time.perf_counter() - start)

@@ -649,11 +649,11 @@ def _cost_hint(name):
     return 0 if name.startswith(_SLOW_FIRST) else 1
 
 
-def _warm_one(name):
+def _warm_one(name, after=None):
     """A warm-up worker's task: ``(name, other, seconds)``: ``other`` is None when done (or
     failed: a failing derivation is reported where it is used, not here), else the record
     another worker is computing that this one needs; ``seconds``: the time of each record this
-    task derived."""
+    task derived.  ``after(name, record)`` is called in the worker for each of them."""
     global _WARMING
     _WARMING = True
     before = {n for n, t in _TIMINGS.items() if t > 0}
@@ -664,14 +664,19 @@ def _warm_one(name):
         blocked = busy.name
     except Exception:
         pass
-    return name, blocked, {n: t for n, t in _TIMINGS.items() if t > 0 and n not in before}
+    derived = {n: t for n, t in _TIMINGS.items() if t > 0 and n not in before}
+    if after is not None:
+        for n in derived:
+            after(n, _COMPUTED[n])
+    return name, blocked, derived
 
 
-def warm_cache(workers: int = 2, *, names=None, on_done=None) -> int:
+def warm_cache(workers: int = 2, *, names=None, on_done=None, after=None) -> int:
     """Compute every derivation missing from the disk cache (of ``names``, default all) in
     ``workers`` forked processes, slow ones first, so that later :func:`get` calls load them;
     returns how many were missing.  The time each took is kept as if this process had derived
-    it (:func:`timings`); ``on_done(name)`` is called as each one is stored.
+    it (:func:`timings`); ``on_done(name)`` is called as each one is stored; ``after(name,
+    record)`` (a module-level function) in the worker that derived it, with the record in hand.
 
     No record is derived twice: a worker that needs a record another one is computing (its lock
     is held, :func:`_computing`) puts its own back and takes the next; the one put back is
@@ -692,7 +697,7 @@ def warm_cache(workers: int = 2, *, names=None, on_done=None) -> int:
                 while queue and len(running) < workers:
                     name = queue.pop(0)
                     if is_cached(name) is False:
-                        running[ex.submit(_warm_one, name)] = name
+                        running[ex.submit(_warm_one, name, after)] = name
                 if not running:
                     break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -712,13 +717,6 @@ def warm_cache(workers: int = 2, *, names=None, on_done=None) -> int:
                     # out anyway, each then fails where it is used
                     queue = [n for names in waiting.values() for n in names]
                     waiting.clear()
-    except Exception:  # pragma: no cover - pre-warming is an optimisation only
-        pass
-    return len(todo)
-    try:
-        ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(workers, mp_context=ctx) as ex:
-            list(ex.map(_warm_one, sorted(todo, key=_cost_hint), chunksize=1))
     except Exception:  # pragma: no cover - pre-warming is an optimisation only
         pass
     return len(todo)

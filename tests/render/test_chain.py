@@ -65,3 +65,22 @@ def test_a_cached_derive_does_not_load_sympy_and_a_missing_summary_is_derived(mo
     third = chain.derive_chain("noise", compile_pdf=False)
     assert _plain(third) == _plain(first)
     assert derived.side_cache_path(names[1], chain._summary_tag()).exists()
+
+
+def test_the_warm_up_workers_keep_the_summaries_of_what_they_derive(monkeypatch, tmp_path):
+    names = derived.all_names("noise")
+    others = [n for n in derived.all_names() if n.split(".")[0] != "noise"]
+    records = {name: derived.get(name) for name in others + names}   # the session's cache
+    monkeypatch.setenv("GRPO_THEORY_CACHE", str(tmp_path))
+    monkeypatch.setattr(derived, "_TIMINGS", {})
+    monkeypatch.setattr(derived, "_COMPUTED", {})
+    for name in others:                 # everything but the chapter, which the workers derive
+        derived._store(derived._cache_path(name), records[name])
+    assert derived.warm_cache(workers=2, names=names, after=chain._summarize) == len(names)
+    for name in names:                  # written in the workers, as the record prints
+        summary, lines = chain._cached_summary(name)
+        want = chain.record_summary(records[name])
+        assert lines == chain.record_lines(want)
+        assert {k: v for k, v in summary.items() if k != "seconds"} == \
+            {k: v for k, v in want.items() if k != "seconds"}
+    assert set(derived.timings()) == set(names)     # derived there, not here
