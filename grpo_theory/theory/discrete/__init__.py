@@ -49,7 +49,7 @@ The chapter is a package, one module per concept:
   :func:`linear_stability`, the L2 answer at a given stiffness;
 * :mod:`.tables` — the phase diagram and the tables of the continuous thresholds' errors.
 
-The derivation cache hashes every file of the package (``derived._chapter_hash``).
+The derivation cache hashes every file of the package (``cache._chapter_hash``).
 """
 
 from grpo_theory.theory.discrete.refresh import (critical_momentum, monodromy, refresh_thresholds,
