@@ -174,3 +174,20 @@ def test_every_record_is_registered_by_its_own_chapter():
     strays = [(name, fn.__module__) for name, fn in D._REGISTRY.items()
               if not (fn.__module__ + ".").startswith(f"grpo_theory.theory.{name.split('.')[0]}.")]
     assert strays == []
+
+
+def test_taylor_is_the_series_of_an_analytic_expression_and_refuses_the_others():
+    """``derived.taylor`` (derivatives at 0) against sympy's own ``series``, and its refusal where
+    the expression is not analytic at 0 (a coefficient is not finite)."""
+    from grpo_theory.theory.derived import taylor
+
+    x, a, b = sp.symbols("x a b", positive=True)
+    for expr in (sp.log(1 + a * x) / (1 + b * x), sp.exp(a * x) * sp.cos(b * x),
+                 (1 + x) ** a, sp.sqrt(1 + a * x) - sp.atan(b * x) ** 2):
+        got = taylor(expr, x, 5)
+        assert sp.expand(got - sp.series(expr, x, 0, 5).removeO()) == 0, expr
+    assert sp.expand(taylor(sp.exp(x), x, 4) - (1 + x + x**2 / 2 + x**3 / 6)) == 0
+    assert sp.expand(taylor(sp.exp(x), x, 4) - (1 + x + x**2 / 2 + x**3 / 5)) != 0
+    for expr in (sp.log(x), sp.sqrt(x), x * sp.log(x), 1 / x):
+        with pytest.raises(ValueError, match="not analytic"):
+            taylor(expr, x, 3)
