@@ -386,16 +386,16 @@ def _sat_kl() -> Derived:
                                                                             1 - _PO) - lead_lo)))
     out.check(r"the displayed form is the larger of the two (the threshold that binds last)",
               "sympy", ok2)
-    mpmath.mp.dps = 80
     errs = []
-    for pv in ("0.3", "0.7", "0.55"):
-        pv, ev = mpmath.mpf(pv), mpmath.mpf("1e-27")
-        ps = max(pv * (1 + ev), pv + ev * (1 - pv))
-        exact = pv * mpmath.log(pv / ps) + (1 - pv) * mpmath.log((1 - pv) / (1 - ps))
-        ours = mpmath.mpf(str(sp.N(expr.subs({eps_c: sp.Float("1e-27", 80),
-                                               _PO: sp.Float(str(pv), 80),
-                                               _QO: 1 - sp.Float(str(pv), 80)}), 80)))
-        errs.append(abs(exact - ours) / exact)
+    with mpmath.workdps(80):            # local: the process's precision is left as it was
+        for pv in ("0.3", "0.7", "0.55"):
+            pv, ev = mpmath.mpf(pv), mpmath.mpf("1e-27")
+            ps = max(pv * (1 + ev), pv + ev * (1 - pv))
+            exact = pv * mpmath.log(pv / ps) + (1 - pv) * mpmath.log((1 - pv) / (1 - ps))
+            ours = mpmath.mpf(str(sp.N(expr.subs({eps_c: sp.Float("1e-27", 80),
+                                                   _PO: sp.Float(str(pv), 80),
+                                                   _QO: 1 - sp.Float(str(pv), 80)}), 80)))
+            errs.append(abs(exact - ours) / exact)
     record_numeric(out, r"the exact KL at $p_{\mathrm{sat}}$ for $\epsilon_{\mathrm{clip}} = 10^{-27}$ "
                    r"equals the leading order (the neglected terms are $O(\epsilon_{\mathrm{clip}})$ "
                    r"relative) at $p_{\mathrm{old}} = 0.3, 0.55, 0.7$", errs, digits=25, precision=80)
@@ -435,15 +435,16 @@ def _ratio_passes() -> Derived:
     # mpmath: the passes as the quadrature of dj/dz = p_old q_old / (u p q) from z_old (the
     # closed form is not used), at two settings (an ODE integration of z(j) gave the same
     # digits in 8 s; the quadrature takes milliseconds)
-    mpmath.mp.dps = 30
     fn = sp.lambdify((z, z0, S.eta, S.kappa, A_plus, _PO, _QO), expr, "mpmath")
     errs = []
-    for z0v, uv, z1v in (("-1", "0.05", "2.5"), ("0.5", "0.2", "3")):
-        z0v, uv, z1v = mpmath.mpf(z0v), mpmath.mpf(uv), mpmath.mpf(z1v)
-        po = 1 / (1 + mpmath.exp(-z0v))
-        passes = mpmath.quad(lambda y: po * (1 - po) / (uv * (1 / (1 + mpmath.exp(-y)))
-                                                        * (1 - 1 / (1 + mpmath.exp(-y)))), [z0v, z1v])
-        errs.append(abs(fn(z1v, z0v, 1, 1, uv, po, 1 - po) - passes) / passes)
+    with mpmath.workdps(30):            # local: the process's precision is left as it was
+        for z0v, uv, z1v in (("-1", "0.05", "2.5"), ("0.5", "0.2", "3")):
+            z0v, uv, z1v = mpmath.mpf(z0v), mpmath.mpf(uv), mpmath.mpf(z1v)
+            po = 1 / (1 + mpmath.exp(-z0v))
+            passes = mpmath.quad(lambda y: po * (1 - po) / (uv * (1 / (1 + mpmath.exp(-y)))
+                                                            * (1 - 1 / (1 + mpmath.exp(-y)))),
+                                 [z0v, z1v])
+            errs.append(abs(fn(z1v, z0v, 1, 1, uv, po, 1 - po) - passes) / passes)
     record_numeric(out, r"the solution against an independent high-precision quadrature of the "
                    r"passes per unit logit, the inverse of the pass-by-pass push, at two settings",
                    errs, digits=25, precision=30)

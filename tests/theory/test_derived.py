@@ -191,3 +191,17 @@ def test_taylor_is_the_series_of_an_analytic_expression_and_refuses_the_others()
     for expr in (sp.log(x), sp.sqrt(x), x * sp.log(x), 1 / x):
         with pytest.raises(ValueError, match="not analytic"):
             taylor(expr, x, 3)
+
+
+def test_building_the_high_precision_records_leaves_mpmath_s_precision_as_it_was():
+    """A record's numeric check sets its working precision locally (``mpmath.workdps``): building
+    the chapter whose checks run at 80 and 30 digits leaves the process's precision unchanged
+    (it had set ``mpmath.mp.dps`` globally, for whatever ran next)."""
+    import mpmath
+
+    from grpo_theory.theory.derived import build
+
+    before = mpmath.mp.dps
+    for name in all_names("reuse_collapse"):
+        build(name)
+        assert mpmath.mp.dps == before, name
