@@ -396,7 +396,7 @@ def level_set(model: GRPOModel, z):
     # one evaluation of the pieces: F = kappa [R A - beta Phi] (beta per unit kl_coef: 0 with
     # kl "none", where B is then undefined)
     kap, R, dR, dRo, Ad, dAd, Ph, dPh, dPho = force_parts(model, z)
-    unit = model.replace(kl_coef=1.0).effective_kl_coef
+    unit = 0.0 if model.kl == "none" else 1.0
     A = np.asarray(kap * R * Ad, float)
     dA = np.asarray(kap * (dR * Ad + dRo * Ad + R * dAd), float)
     Phi = np.asarray(kap * unit * Ph, float)
