@@ -90,12 +90,15 @@ def _chapter_hash(chapter: str) -> str:
     return h.hexdigest()[:16]
 
 
-def _cache_path(name: str) -> Path | None:
+def _chapter_dir(chapter: str) -> Path | None:
+    """The chapter's directory in the disk cache, named by its hash (``None`` without a cache)."""
     base = _cache_base()
-    if base is None:
-        return None
-    chapter = name.split(".")[0]
-    return base / chapter / _chapter_hash(chapter) / f"{name}.pkl"
+    return None if base is None else base / chapter / _chapter_hash(chapter)
+
+
+def _cache_path(name: str) -> Path | None:
+    folder = _chapter_dir(name.split(".")[0])
+    return None if folder is None else folder / f"{name}.pkl"
 
 
 def side_cache_path(name: str, tag: str) -> Path | None:
@@ -112,7 +115,6 @@ def is_cached(name: str) -> bool | None:
     return None if path is None else path.exists()
 
 
-
 def write_cache_file(path: Path, data: bytes) -> None:
     """Write ``data`` to the cache file ``path`` atomically (a temporary file of this process,
     then ``os.replace``: a reader never sees half a file); a cache that cannot be written is
@@ -127,8 +129,8 @@ def write_cache_file(path: Path, data: bytes) -> None:
 
 
 def _names_path(chapter: str) -> Path | None:
-    base = _cache_base()
-    return None if base is None else base / chapter / _chapter_hash(chapter) / "names.json"
+    folder = _chapter_dir(chapter)
+    return None if folder is None else folder / "names.json"
 
 
 def chapter_names(chapter: str) -> list[str] | None:
