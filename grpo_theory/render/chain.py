@@ -87,11 +87,14 @@ def _store_summary(name: str, summary: dict, lines: list[str]) -> None:
         write_cache_file(path, json.dumps({"summary": summary, "lines": lines}).encode("utf-8"))
 
 
-def _summarize(name: str, d) -> None:
-    """Keep the summary of the record ``d`` just derived (in a warm-up worker, which has it in
-    hand: the process printing the chain then reads the summary instead of the record)."""
+def _summarize(name: str, d):
+    """Keep the summary of the record ``d`` (seconds 0) and its printed lines, and return both:
+    a warm-up worker calls it with each record it derives, so that the process printing the
+    chain reads the summary instead of unpickling the record."""
     summary = record_summary(d)
-    _store_summary(name, summary, record_lines(summary))
+    lines = record_lines(summary)
+    _store_summary(name, summary, lines)
+    return summary, lines
 
 
 def _is_ok(rec: dict) -> bool:
@@ -216,17 +219,10 @@ def _derive(keys):
     texts = []
     for name in names:
         start = time.perf_counter()
-        cached = _cached_summary(name)
-        if cached is not None:          # kept by a warm-up worker or an earlier run, as printed
-            summary, lines = cached
-            seconds = timings().get(name) or time.perf_counter() - start
-            summary = dict(summary, seconds=round(seconds, 3))
-        else:
-            d = get(name)
-            summary = record_summary(d, timings().get(name) or time.perf_counter() - start)
-            lines = record_lines(summary)
-            _store_summary(name, dict(summary, seconds=0.0), lines)
-        records.append(summary)
+        # kept by a warm-up worker or an earlier run, as printed; else loaded (or derived) here
+        summary, lines = _cached_summary(name) or _summarize(name, get(name))
+        seconds = timings().get(name) or time.perf_counter() - start
+        records.append(dict(summary, seconds=round(seconds, 3)))
         texts.append(tuple(lines))
         tick(name)
     bar.close()
