@@ -252,11 +252,6 @@ def _fig_deepnet(out_dir, full, notes):
 # the report
 # ----------------------------------------------------------------------------------
 
-#: the reusable stages (:func:`.warm.reuse`'s names) in the report's order
-_STAGE_ORDER = ("numbers", "atlas", "phase", "trajectories", "fluctuation", "bifurcation",
-                "log_fit", "deepnet", "crosschecks")
-
-
 def _side_stages(out, full, crosscheck, model):
     """The 1/G law's figure, the deep network's and the cross-checks: what :func:`build_report`
     runs in a second process beside the other figures (about half of the stages' work each), in
@@ -376,8 +371,7 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     figs["fluctuation"], nums["fluctuation_law"], nums["fluctuation_setup"] = got["fluctuation"]
     figs["deepnet"], nums["deepnet"] = got["deepnet"]
     notes.extend(got["notes"])
-    reused.extend(got["reused"])
-    reused.sort(key=_STAGE_ORDER.index)
+    reused.extend(got["reused"])          # this process's stages, then the second one's
     done("second process")
     timings.update(got["seconds"])
     cc = (crosschecks if crosschecks is not None else got["crosschecks"]) if crosscheck else None
