@@ -261,7 +261,9 @@ class FitReport(Result):
                 others = [m for m in iv.get("families") or [] if m != fc["best"]]
                 lines.append(("  90 % band: Student-t from the prefix's spread" if short else
                               f"  90 % band: the family's predictive sd x max(1, kappa = "
-                              f"{f(iv['kappa'])}) x the conformal scale {f(iv.get('calibration'))}"
+                              f"{f(iv['kappa'])})"
+                              + ("" if iv.get("calibration") == 1.0 else
+                                 f" x the calibration {f(iv.get('calibration'))}")
                               + (
                                   " with the spread of " + ", ".join(others) + " (within one "
                                   "standard error of the best rolling-origin error)"

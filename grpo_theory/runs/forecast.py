@@ -29,10 +29,13 @@ The 90 % band
     weights would: :math:`\pm 1.645\sqrt{\max(1, \kappa)^2 s(h)^2 + d(h)^2}` with
     :math:`d(h)^2` the mean squared distance of their curves from the forecast, cut to the
     reward's range.  Where the simplest family extrapolates a plateau the others do not, the
-    band says so.  Last, the half-width is multiplied by a split-conformal scale over
-    repositories (:data:`CONFORMAL_SCALE`, learned from the labelled runs' held-out points, its
-    coverage measured leave-one-repository-out by the scorecard); nothing else is tuned on the
-    benchmark.
+    band says so.  Nothing is learned from other runs: the band's one calibration is the
+    prefix's own rolling-origin errors (:math:`\kappa`), so its coverage on any benchmark is out
+    of sample.  A split-conformal scale learned from labelled runs' held-out points
+    (:func:`conformal_scale`) was measured leave-one-repository-out by the scorecard and lowered
+    the pooled coverage (repositories differ more than a scale common to them can fix), so it is
+    not applied; ``calibration`` multiplies the half-width by a scale a user has learned from
+    their own runs.
 
 Binary rewards
     With a reward in [0, 1] every prediction, band, end level and plateau is cut to [0, 1];
@@ -83,10 +86,8 @@ __all__ = [
     "MIN_TRAIN_POINTS",
     "ORIGINS",
     "Z90",
-    "CONFORMAL_SCALE",
     "ForecastResult",
     "conformal_scale",
-    "conformal_scale_at",
     "LevelFit",
     "entropy_law",
     "fit_entropy_law",
@@ -100,24 +101,6 @@ __all__ = [
 
 #: Central 90 % of a normal: the half-width is this many standard deviations.
 Z90 = 1.6448536269514722
-#: Split-conformal scale of the 90 % band, over repositories (Vovk et al., *Algorithmic Learning in
-#: a Random World*, 2005; Lei et al., *JASA* 113, 2018): the band's half-width from the prefix
-#: (below) is multiplied by the 90 % quantile, with the finite-sample correction, of the scores
-#: ``|y - forecast| / half-width`` of the held-out points of the labelled runs
-#: (``benchmarks/real_runs`` and ``benchmarks/lab_runs``; :func:`conformal_scale`, every point a
-#: unit), one scale per
-#: prefix fraction ``(fraction, scale)`` (linear in between, the nearest outside).  The scorecard
-#: reports its coverage leave-one-repository-out: every run's band scaled by the quantile of the
-#: *other* repositories' scores (``benchmarks/scorecard.py``).
-CONFORMAL_SCALE = ((0.2, 1.070), (0.5, 0.904))
-
-
-def conformal_scale_at(train_fraction: float) -> float:
-    """The split-conformal scale (:data:`CONFORMAL_SCALE`) at a prefix fraction."""
-    fs, qs = zip(*CONFORMAL_SCALE)
-    return float(np.interp(train_fraction, fs, qs))
-
-
 #: Rolling origins, as fractions of the training prefix.
 ORIGINS = (0.5, 0.65, 0.8)
 #: Names of the baselines, in the order they are reported.
@@ -479,9 +462,9 @@ class ForecastResult:
                          "holdout_coverage": self.interval_coverage,
                          "families": list(self.band_families),
                          "calibration": self.calibration,
-                         "method": "c 1.645 sqrt(kappa^2 s^2 + spread^2): c the split-conformal "
-                                   "scale over repositories (forecast.CONFORMAL_SCALE), s the "
-                                   "family's predictive "
+                         "method": "c 1.645 sqrt(kappa^2 s^2 + spread^2): c the calibration "
+                                   "factor (1 unless one is given: nothing is learned from other "
+                                   "runs), s the family's predictive "
                                    "sd (residual noise + autocorrelation-inflated parameter "
                                    "uncertainty), kappa >= 1 the RMS of its standardized "
                                    "rolling-origin errors, spread^2 the mean squared distance of "
@@ -564,7 +547,7 @@ def _short_prefix(f, tt, yt, th, yh, reward_range, entropy, calibration) -> Fore
 
 
 def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
-            reward_range="auto", calibration=None) -> ForecastResult:
+            reward_range="auto", calibration=1.0) -> ForecastResult:
     """Fit the first ``train_fraction`` of the points (by step) and forecast the rest.
 
     ``models``: the relaxation families to consider (default all that apply to the reward);
@@ -572,13 +555,12 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     ``None`` or ``"auto"`` ((0, 1) when every reward lies in [0, 1]).  Raises
     :class:`ParameterError` when the fraction leaves fewer than :data:`MIN_LEVEL_POINTS`
     training points or no held-out point; with fewer than :data:`MIN_TRAIN_POINTS` the forecast is
-    the level with a Student-t band (:func:`_short_prefix`).  ``calibration``: the factor on the
-    band's half-width (default :func:`conformal_scale_at` the fraction; 1 gives the band from
-    the prefix alone).
+    the level with a Student-t band (:func:`_short_prefix`).  ``calibration``: a factor on the
+    band's half-width (default 1, the band from the prefix alone; e.g. a split-conformal scale
+    from :func:`conformal_scale` over a user's own runs).
     """
     f = check_real("train_fraction", train_fraction, low=0, high=1, low_open=True, high_open=True)
-    calibration = conformal_scale_at(f) if calibration is None else check_real(
-        "calibration", calibration, low=0, low_open=True)
+    calibration = check_real("calibration", calibration, low=0, low_open=True)
     t, y = finite_sorted(t, y)
     n_train = int(math.ceil(f * t.size))
     if n_train < MIN_LEVEL_POINTS or t.size - n_train < 1:

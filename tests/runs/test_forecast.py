@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+import grpo_theory.runs.forecast as F
 from grpo_theory.cli.main import main
 from grpo_theory.runs.forecast import (
     MIN_LEVEL_POINTS,
@@ -53,7 +54,7 @@ def test_interval_is_calibrated_on_synthetic_curves():
     cases = [(0, 0.2), (0, 0.5), (3, 0.2), (3, 0.5), (1, 0.5), (0, 0.2)] * 4
     for shape, frac in cases:
         t, _, y = _synthetic(rng, shape, int(rng.integers(40, 160)))
-        p = forecast(t, y, frac, FAST, calibration=1.0)     # the band from the prefix alone
+        p = forecast(t, y, frac, FAST)
         assert p.applicable, p.reasons
         ok = (p.y_holdout >= p.lower) & (p.y_holdout <= p.upper)
         assert p.interval_coverage == pytest.approx(ok.mean())
@@ -255,7 +256,7 @@ def test_a_prefix_of_two_to_four_points_gets_the_level_with_a_student_t_band():
     rng = np.random.default_rng(7)
     t = np.arange(20.0)
     y = 0.5 + 0.05 * rng.standard_normal(20)
-    fc = forecast(t, y, 0.2, calibration=1.0)            # the band from the prefix alone
+    fc = forecast(t, y, 0.2)
     assert fc.applicable and fc.best == "constant" and fc.n_train == 4
     s = np.std(y[:4], ddof=1)
     assert fc.upper[0] - fc.prediction[0] == pytest.approx(2.3533634 * s * math.sqrt(2.0))
@@ -275,12 +276,11 @@ def test_band_holds_the_spread_of_the_families_the_prefix_cannot_tell_apart(monk
     # and the oscillator within one standard error of each other: the curve is the simplest
     # family's, and the band's half-width^2 grows by exactly 1.645^2 x the mean squared distance
     # of the tied families' own curves (from their fits, recomputed here) from the forecast
-    import grpo_theory.runs.forecast as F
 
     t = np.arange(100.0)
     mu = 5.9 - 0.7 * (0.5 * np.exp(-t / 5) + 0.5 * np.exp(-t / 60))
     y = mu + 0.02 * np.random.default_rng(5).standard_normal(t.size)
-    fc = forecast(t, y, 0.3, FAST, calibration=1.0)      # the band from the prefix alone
+    fc = forecast(t, y, 0.3, FAST)
     assert fc.reward_range is None and fc.best == "exponential"
     assert sorted(fc.band_families) == ["exponential", "oscillator"]
     assert fc.to_dict()["interval"]["families"] == fc.band_families
@@ -290,28 +290,28 @@ def test_band_holds_the_spread_of_the_families_the_prefix_cannot_tell_apart(monk
     assert np.max(d2) > 0
     real_select = F._select
     monkeypatch.setattr(F, "_select", lambda ro: (lambda b, m, tied: (b, m, [b]))(*real_select(ro)))
-    alone = forecast(t, y, 0.3, FAST, calibration=1.0)
+    alone = forecast(t, y, 0.3, FAST)
     assert alone.band_families == ["exponential"]
     np.testing.assert_allclose(alone.prediction, fc.prediction)
     half, half0 = (fc.upper - fc.lower) / 2, (alone.upper - alone.lower) / 2
     np.testing.assert_allclose(half ** 2 - half0 ** 2, F.Z90 ** 2 * d2, rtol=1e-9, atol=1e-15)
 
 
-def test_the_conformal_scale_multiplies_the_band_and_nothing_else():
-    """Issue 32 section 2: the split-conformal scale widens (or narrows) the band's half-width
-    before it is cut to the range; the curve, the choice and the baselines stay."""
-    from grpo_theory.runs.forecast import CONFORMAL_SCALE, conformal_scale_at
+def test_a_calibration_multiplies_the_band_and_nothing_else():
+    """The band learns nothing from other runs by default (calibration 1: the scorecard measured
+    a scale learned from other repositories lowering the pooled coverage); a calibration a user
+    gives widens (or narrows) the half-width before it is cut to the range, and the curve, the
+    choice and the baselines stay."""
+    import inspect
 
-    (f0, q0), (f1, q1) = CONFORMAL_SCALE
-    assert conformal_scale_at(f0) == q0 and conformal_scale_at(f1) == q1
-    assert conformal_scale_at(0.01) == q0 and conformal_scale_at(0.99) == q1
-    assert conformal_scale_at((f0 + f1) / 2) == pytest.approx((q0 + q1) / 2)
-    q = conformal_scale_at(0.5)
+    assert inspect.signature(forecast).parameters["calibration"].default == 1.0
+    assert not hasattr(F, "CONFORMAL_SCALE")
     rng = np.random.default_rng(3)
     t, _, y = _synthetic(rng, 0, 40)
-    a = forecast(t, y, 0.5, ["exponential"], calibration=1.0)
-    c = forecast(t, y, 0.5, ["exponential"])
-    assert q != 1.0
+    a = forecast(t, y, 0.5, ["exponential"])
+    q = 1.37
+    c = forecast(t, y, 0.5, ["exponential"], calibration=q)
+    assert a.calibration == 1.0 and a.to_dict()["interval"]["calibration"] == 1.0
     assert np.allclose(c.half, q * a.half) and np.allclose(a.prediction, c.prediction)
     assert a.best == c.best and a.baselines == c.baselines and c.calibration == q
     lo, hi = a.reward_range or (-np.inf, np.inf)
@@ -348,3 +348,35 @@ def test_conformal_scale_quantile_with_runs_as_units():
     assert abs(q - 1.645) < 0.15
     new = np.abs(rng.standard_normal(20000))
     assert 0.88 <= np.mean(new <= q) <= 0.93
+
+
+def _scorecard():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "scorecard.py"
+    if not path.is_file():
+        pytest.skip("benchmarks/ is not shipped with the wheel")
+    spec = importlib.util.spec_from_file_location("scorecard", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_scorecard_coverage_by_repository_against_hand_counts():
+    """The scorecard's coverage of the band as shipped (a point is covered where its score is <=
+    1) and of the leave-one-repository-out conformal comparison, counted by hand."""
+    sc = _scorecard()
+    recs = {0.2: [{"run": "a1", "repo": "A", "bench": "pub", "scores": [0.5, 1.0, 1.5, 2.0]},
+                  {"run": "a2", "repo": "A", "bench": "pub", "scores": [0.1, 0.2]},
+                  {"run": "b1", "repo": "B", "bench": "lab", "scores": [3.0, 0.9, 1.2]}]}
+    c = sc.coverage_by_repo(recs)["by_fraction"][0.2]
+    # A: 0.5, 1.0, 0.1, 0.2 of 6 covered; B: 0.9 of 3
+    assert c["by_repo"]["A"] == (4 / 6, 6, 2, 1.0) and c["by_repo"]["B"] == (1 / 3, 3, 1, 1.0)
+    assert c["by_bench"]["all"]["pooled"] == 5 / 9
+    assert c["by_bench"]["all"]["per_run_mean"] == pytest.approx((2 / 4 + 1 + 1 / 3) / 3)
+    assert c["by_bench"]["pub"]["pooled"] == 4 / 6 and c["by_bench"]["lab"]["runs"] == 1
+    # leave one repository out: A's scale from B's 3 scores alone (rank ceil(4 * 0.9) = 4 > 3:
+    # the largest, 3.0), B's from A's 6 (rank ceil(7 * 0.9) = 7 > 6: the largest, 2.0)
+    lo = sc.conformal_loro(recs)["by_fraction"][0.2]["by_repo"]
+    assert lo["A"] == (1.0, 6, 2, 3.0) and lo["B"] == (2 / 3, 3, 1, 2.0)
