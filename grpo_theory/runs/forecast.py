@@ -2,9 +2,9 @@ r"""Forecast of a reward curve from a prefix: the curve, its 90 % band, the end 
 the time to 90 % of it, each with an interval; calibrated on the prefix's own future.
 
 Families, simplest first
-    ``constant`` (the level carried forward: the naive forecast, the mean of the last
-    :math:`k = \max(1, \min(5, n/10))` prefix points, the ``last_value`` baseline's level), ``exponential`` and the mean-field families (3
-    parameters), the difficulty mixture (4), the L3 oscillator (5) — the curve formulas of
+    ``constant`` (the level carried forward: the mean of the last :math:`k` prefix points, the
+    window chosen below), ``exponential`` and the mean-field families (3 parameters), the
+    difficulty mixture (4), the L3 oscillator (5) — the curve formulas of
     :mod:`grpo_theory.runs.curves`.  Where the relaxation families do not apply to the prefix
     (too noisy, flat or falling: :func:`grpo_theory.runs.curves.applicability`) only the level
     is left: the forecast falls back to it and says why, instead of declining.  It declines
@@ -14,7 +14,11 @@ Choice of family
     Rolling origin inside the prefix (fit on its first 50 / 65 / 80 %, predict the rest of it):
     among the families with errors at every usable origin, the simplest whose mean squared
     error is within one standard error of the best (the one-standard-error rule: a richer
-    family must earn its parameters on the prefix's own future).
+    family must earn its parameters on the prefix's own future).  The level's window is chosen the
+    same way first, among the naive forecast's :math:`k = \max(1, \min(5, n/10))` points and a
+    quarter or a half of the prefix (:data:`LEVEL_FRACTIONS`): the widest within one standard
+    error of the best, the smoothest the prefix's future allows (a wider window averages out
+    more noise and lags a trend more).
 
 The 90 % band
     The chosen family's predictive sd at each held-out step: the residual noise of its fit plus
@@ -89,6 +93,8 @@ __all__ = [
     "ForecastResult",
     "conformal_scale",
     "LevelFit",
+    "LEVEL_FRACTIONS",
+    "level_points",
     "entropy_law",
     "fit_entropy_law",
     "fit_scalerl_sigmoid",
@@ -221,19 +227,32 @@ COMPLEXITY = {"constant": 1, "exponential": 3, "mean_field_std": 3, "mean_field_
 PARAM_DRAWS = 200
 
 
+#: The level's candidate windows, as fractions of the prefix, narrowest first: 0 is the naive
+#: forecast's window (:func:`level_window`); the others never narrower than it
+LEVEL_FRACTIONS = (0.0, 0.25, 0.5)
+
+
+def level_points(n: int, fraction: float = 0.0) -> int:
+    """Points the level averages over a prefix of ``n`` with a window of ``fraction`` of it:
+    ``max(level_window(n), floor(fraction n))`` (``fraction`` 0: the naive forecast's)."""
+    return max(level_window(n), int(fraction * n))
+
+
 class LevelFit:
-    """The level carried forward: the naive forecast (:func:`last_value`, the mean of the last
-    ``k`` = :func:`level_window` points), its noise and uncertainty."""
+    """The level carried forward: the mean of the last ``k`` = :func:`level_points` ``(n,
+    fraction)`` points (``fraction`` 0: the naive forecast, :func:`last_value`), its noise and
+    uncertainty."""
 
     model = "constant"
     param_names = ("level",)
     formula = "R(t) = level"
 
-    def __init__(self, t, y):
+    def __init__(self, t, y, fraction=0.0):
         t = np.asarray(t, dtype=float)
         y = np.asarray(y, dtype=float)
         self.n = int(y.size)
-        self.k = level_window(self.n)
+        self.fraction = float(fraction)
+        self.k = level_points(self.n, fraction)
         self.t0 = float(t[0])
         self.level = float(np.mean(y[-self.k:]))
         self.sigma = noise_sd(y) if y.size >= 3 else 0.0
@@ -277,11 +296,12 @@ class _Curve:
         return np.sqrt(self.s ** 2 + self.inflation * ps ** 2)
 
 
-def _build(model, t, y):
+def _build(model, t, y, level_fraction=0.0):
     """The fitted family, or ``None`` where it cannot be fitted or its parameter uncertainty is
-    unknown (a singular covariance, e.g. a parameter at its bound: no band can be given)."""
+    unknown (a singular covariance, e.g. a parameter at its bound: no band can be given);
+    ``level_fraction``: the level's window (:class:`LevelFit`)."""
     if model == "constant":
-        return LevelFit(t, y) if y.size >= 3 else None
+        return LevelFit(t, y, level_fraction) if y.size >= 3 else None
     if y.size < COMPLEXITY[model] + 2:
         return None
     try:
@@ -292,9 +312,11 @@ def _build(model, t, y):
     return c if np.all(np.isfinite(probe)) else None
 
 
-def rolling_origin(t, y, models, bounds=(-np.inf, np.inf), origins=ORIGINS) -> dict:
+def rolling_origin(t, y, models, bounds=(-np.inf, np.inf), origins=ORIGINS,
+                   level_fraction=0.0) -> dict:
     """Per family: ``(errors, horizons, standardized errors)`` on the rest of the prefix from
-    each origin at which it can be fitted (standardized by its own predictive sd)."""
+    each origin at which it can be fitted (standardized by its own predictive sd); the level
+    with the window ``level_fraction`` (:class:`LevelFit`)."""
     out = {m: ([], [], []) for m in models}
     done = set()
     for frac in origins:
@@ -303,7 +325,7 @@ def rolling_origin(t, y, models, bounds=(-np.inf, np.inf), origins=ORIGINS) -> d
             continue
         done.add(n0)
         for m in models:
-            c = _build(m, t[:n0], y[:n0])
+            c = _build(m, t[:n0], y[:n0], level_fraction)
             if c is None:
                 continue
             pred = np.clip(c.predict(t[n0:]), *bounds)
@@ -330,6 +352,23 @@ def _select(ro):
     tied = [m for m in elig if mse[m] <= mse[b] + se]
     best = min(tied, key=lambda m: (COMPLEXITY[m], mse[m]))
     return best, mse, tied
+
+
+def _level_fraction(t, y, bounds):
+    r"""The level's window (:data:`LEVEL_FRACTIONS`) by rolling origin inside the prefix: the
+    widest whose mean squared error is within one standard error of the best (the
+    one-standard-error rule's choice of the smoothest: a wider window averages out more noise
+    and lags a trend more, and the prefix's own future says which costs more).  0 (the naive
+    window) where the windows cannot be told apart by errors at every origin."""
+    ro = {fr: rolling_origin(t, y, ["constant"], bounds, level_fraction=fr)["constant"][0]
+          for fr in LEVEL_FRACTIONS}
+    sizes = {e.size for e in ro.values()}
+    if len(sizes) != 1 or min(sizes) < 3:
+        return 0.0
+    mse = {fr: float(np.mean(e ** 2)) for fr, e in ro.items()}
+    b = min(LEVEL_FRACTIONS, key=lambda fr: mse[fr])
+    se = float(np.std(ro[b] ** 2) / math.sqrt(ro[b].size))
+    return max(fr for fr in LEVEL_FRACTIONS if mse[fr] <= mse[b] + se)
 
 
 def _kappa2(u, horizons, h):
@@ -587,13 +626,14 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
     candidates = (families if not fallback else []) + ["constant"]
     baselines = _baselines(tt, yt, th, yh, bounds, entropy, None)
     sigma = noise_sd(yt)
-    ro = rolling_origin(tt, yt, candidates, bounds)
+    level_fraction = _level_fraction(tt, yt, bounds)
+    ro = rolling_origin(tt, yt, candidates, bounds, level_fraction=level_fraction)
     best, mse, tied = _select(ro)
     base = dict(train_fraction=f, split_step=float(tt[-1]), n_train=n_train,
                 n_holdout=int(th.size), fallback=fallback, baselines=baselines,
                 reward_range=reward_range, noise_sd=sigma, t_holdout=th, y_holdout=yh,
                 origin_rmse={m: math.sqrt(v) for m, v in mse.items()})
-    curve = _build(best, tt, yt) if best is not None else None
+    curve = _build(best, tt, yt, level_fraction) if best is not None else None
     if curve is None:
         return ForecastResult(applicable=False, best=None, fits={}, holdout_rmse={}, kappa=None,
                           reasons=[f"too few points for a rolling-origin check ({n_train} in the "
@@ -601,7 +641,7 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
                           **base)
     fits, holdout, preds = {}, {}, {}
     for m in candidates:
-        c = curve if m == best else _build(m, tt, yt)
+        c = curve if m == best else _build(m, tt, yt, level_fraction)
         if c is not None:
             preds[m] = np.clip(c.predict(th), *bounds)
             holdout[m] = _rmse(preds[m], yh)
@@ -624,7 +664,8 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
         hw = Z90 * math.sqrt(float(k2[-1])) * curve.stderr["level"]
         plateau = {"value": curve.level, "interval": [max(curve.level - hw, bounds[0]),
                                                       min(curve.level + hw, bounds[1])],
-                   "note": "the level carried forward"}
+                   "note": f"the level carried forward: the mean of the last {curve.k} prefix "
+                           "points (the window by rolling origin)"}
         t90 = None
     else:
         fit = curve.fit

@@ -105,12 +105,37 @@ def test_last_value_baseline_against_a_hand_computation():
     fc = forecast(t, yy + 0.003 * t, 0.4, FAST)
     expect = math.sqrt(np.mean((np.mean((yy + 0.003 * t)[36:40]) - (yy + 0.003 * t)[40:]) ** 2))
     assert fc.baselines["last_value"]["holdout_rmse"] == pytest.approx(expect)
-    # the forecast's own level (the constant family) is the same level: one definition
+    # the forecast's level with the naive window (fraction 0) is the same level: one definition
     from grpo_theory.runs.forecast import LevelFit
 
     for n, k in ((9, 1), (40, 4), (200, 5)):
         lv = LevelFit(np.arange(float(n)), np.arange(float(n)))
         assert lv.k == k and lv.level == pytest.approx(np.mean(np.arange(n - k, n)))
+    # wider windows: a quarter or a half of the prefix, never narrower than the naive one
+    assert LevelFit(np.arange(40.0), np.arange(40.0), 0.25).k == 10
+    assert LevelFit(np.arange(40.0), np.arange(40.0), 0.5).level == pytest.approx(29.5)
+    assert LevelFit(np.arange(9.0), np.arange(9.0), 0.25).k == 2
+
+
+def test_the_level_window_is_the_widest_the_prefix_future_allows():
+    """The level's window by rolling origin: on a flat noisy prefix every window predicts the
+    prefix's future equally well, and the one-standard-error rule takes the widest (half the
+    prefix), whose held-out error is lower than the naive window's; on a steady rise the wide
+    windows lag, and the naive window is kept."""
+    import grpo_theory.runs.forecast as F
+
+    rng = np.random.default_rng(7)
+    t = np.arange(200.0)
+    flat = 0.5 + 0.05 * rng.standard_normal(200)
+    fc = forecast(t, flat, 0.5, FAST)
+    assert fc.best == "constant" and fc.fits["constant"].k == 50
+    assert "last 50 prefix points" in fc.plateau["note"]
+    naive = fc.baselines["last_value"]["holdout_rmse"]
+    assert fc.holdout_rmse["constant"] < naive
+    rise = 0.2 + 0.004 * t + 0.005 * rng.standard_normal(200)
+    assert F._level_fraction(t[:100], rise[:100], (0.0, 1.0)) == 0.0
+    fr = forecast(t, rise, 0.5, FAST)
+    assert fr.fits["constant"].k == 5
 
 
 def test_scalerl_sigmoid_recovers_known_parameters():
