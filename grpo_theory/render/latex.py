@@ -811,11 +811,13 @@ def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sect
     (out / "references.bib").write_text(references_bib(cited), encoding="utf-8")
     write_result_files(out, names)
     if compile_pdf and shutil.which("pdflatex") and not _reuse_pdf(out, doc, warnings):
-        for _ in range(2):  # second pass resolves references
+        for draft in (True, False):  # the second pass resolves references
             try:
-                proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
-                                       tex.name], cwd=out, capture_output=True, text=True,
-                                      timeout=300)
+                # the first pass only writes the references (equations.aux): -draftmode skips
+                # writing a PDF that the second pass overwrites
+                proc = subprocess.run(["pdflatex", *(["-draftmode"] if draft else []),
+                                       "-interaction=nonstopmode", "-halt-on-error", tex.name],
+                                      cwd=out, capture_output=True, text=True, timeout=300)
                 error = None if proc.returncode == 0 else next(
                     (ln.strip() for ln in proc.stdout.splitlines() if ln.startswith("!")),
                     f"exit code {proc.returncode}")
