@@ -137,10 +137,11 @@ def _derivation_status():
 
 
 def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_extras=None,
-                     paper=None, errors=None) -> dict:
+                     paper=None, errors=None, prepared=None) -> dict:
     """equations.tex (+ .pdf with pdflatex) and references.bib, from :mod:`grpo_theory.render.latex`.
     A pdflatex failure is recorded in ``errors["pdflatex"]`` (its first error line and the log's
-    name; the log is kept) and the rest of the report is still written."""
+    name; the log is kept) and the rest of the report is still written.  ``prepared``: what
+    :func:`_prepare_equations` computed ahead."""
     failed = [n for n, d in status.items() if isinstance(d, Exception)]
     if failed:
         notes.append("derivations that failed and are left out of equations.tex: " + ", ".join(failed))
@@ -148,7 +149,7 @@ def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_ex
     try:
         latex.write_equations(out_dir, names=[n for n in status if n not in failed],
                               extra_sections=extra_sections, chapter_extras=chapter_extras,
-                              warnings=notes, paper=paper)
+                              warnings=notes, paper=paper, prepared=prepared)
     except latex.PdflatexError as exc:
         if errors is None:
             raise
@@ -157,6 +158,12 @@ def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_ex
     if (out_dir / "equations.pdf").exists():
         files["equations.pdf"] = out_dir / "equations.pdf"
     return files
+
+
+def _prepare_equations(out_dir: Path, status):
+    """The parts of equations.tex that depend on the derivations alone, and the result files
+    (:func:`grpo_theory.render.latex.prepare_equations`), for :func:`_write_equations`."""
+    return latex.prepare_equations(out_dir, [n for n, d in status.items() if not isinstance(d, Exception)])
 
 
 def _verification_summary(status) -> dict:
@@ -375,7 +382,9 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     done("derivations")
     started_at = time.perf_counter()
     started = _start_stages(names, out, full, model) if prewarm else None
-    status = _derivation_status()       # meanwhile: the records the document prints
+    # meanwhile, here: the records the document prints, and its parts that depend on them alone
+    status = _derivation_status()
+    prepared = _prepare_equations(out, status)
     got = _stage_results(started, names, out, full, model,
                          on_done=lambda n: (bar.set_postfix_str(n), bar.update(1)))
     reused = []             # the stages read back from the cache (:mod:`.warm`), in order
@@ -420,7 +429,7 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     if collapse_text(nums):
         extras["collapse"] = "\n\n".join(x for x in (extras.get("collapse"), collapse_text(nums)) if x)
     rr.files.update(_write_equations(out, status, notes, extra_sections=extra,
-                                     chapter_extras=extras, paper=paper, errors=nums))
+                                     chapter_extras=extras, paper=paper, errors=nums, prepared=prepared))
     done("equations")
     for paths in figs.values():
         for p in paths:
