@@ -349,13 +349,15 @@ def _stage_results(started, names, out, full, model, on_done=None):
 
 def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODEL,
                  crosscheck: bool = True, crosschecks: CrosscheckReport | None = None,
-                 prewarm: bool = True) -> ReportResult:
+                 prewarm: bool = True, started: float | None = None) -> ReportResult:
     """Write the report for ``model`` (a heavy-ball model, default :data:`DEFAULT_MODEL`)
     into ``out_dir`` (created).  ``full`` uses larger ensembles and grids and the full
     cross-check run; ``crosschecks``: a cross-check run to include instead of running one
     (``crosscheck=False``: none); ``prewarm`` computes the derivations missing from the disk
-    cache in two processes first.  Returns a :class:`ReportResult`."""
-    t0 = time.perf_counter()
+    cache in two processes first; ``started``: the :func:`time.perf_counter` at which the
+    caller began (it derived the missing records itself: the report's seconds and its
+    derivations' count from there).  Returns a :class:`ReportResult`."""
+    t0 = time.perf_counter() if started is None else started
     out = check_output_dir("--out", out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rr = ReportResult(out_dir=out)
@@ -377,8 +379,10 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
         bar.update(1)
 
     stage("derivations")
+    timings["derivations"] = t0
     if prewarm:
-        warm_cache()
+        # meanwhile, here: what drawing a figure loads, for the processes forked below
+        warm_cache(meanwhile=figures.warm_up)
     done("derivations")
     started_at = time.perf_counter()
     started = _start_stages(names, out, full, model) if prewarm else None
