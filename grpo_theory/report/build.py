@@ -323,11 +323,11 @@ def _start_stages(names, out, full, model):
         return None
 
 
-def _stage_results(started, names, out, full, model, on_done=None):
+def _stage_results(pool, names, out, full, model, on_done=None):
     """Each stage's :func:`_run_stage` result by name, from the forked processes (an error of
     a stage is raised here, as it would have been in this process) or, where none were
     started, computed here in order; ``on_done(name)`` as each one is in."""
-    if started is None:
+    if pool is None:
         results = {}
         for n in names:
             results[n] = _run_stage(n, out, full, model)
@@ -335,7 +335,7 @@ def _stage_results(started, names, out, full, model, on_done=None):
                 on_done(n)
         return results
     from concurrent.futures import as_completed
-    ex, futures = started
+    ex, futures = pool
     try:
         by_future = {f: n for n, f in futures.items()}
         for f in as_completed(by_future):
@@ -385,11 +385,11 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
         warm_cache(meanwhile=figures.warm_up)
     done("derivations")
     started_at = time.perf_counter()
-    started = _start_stages(names, out, full, model) if prewarm else None
+    pool = _start_stages(names, out, full, model) if prewarm else None
     # meanwhile, here: the records the document prints, and its parts that depend on them alone
     status = _derivation_status()
     prepared = _prepare_equations(out, status)
-    got = _stage_results(started, names, out, full, model,
+    got = _stage_results(pool, names, out, full, model,
                          on_done=lambda n: (bar.set_postfix_str(n), bar.update(1)))
     reused = []             # the stages read back from the cache (:mod:`.warm`), in order
     for n in names:
