@@ -39,7 +39,7 @@ __all__ = ["REFERENCES", "NOTATION", "prose_tex", "notation", "math_label", "not
            "citation", "escape_tex", "equation_block", "METHOD_LABELS", "method_label",
            "verification_appendix", "LIBRARY_NAMES", "display_width", "document_order",
            "equation_numbers", "write_result_files", "result_tex", "notation_macros",
-           "macro_name", "result_file_name", "package_authors"]
+           "macro_name", "result_file_name", "package_authors", "record_parts", "prepare_equations"]
 
 #: How each verification method is named in the documents (only a symbolic proof is a proof).
 METHOD_LABELS = {
@@ -613,18 +613,70 @@ def package_authors() -> str:
     return author or "grpo-theory developers"
 
 
+def record_parts(names=None) -> dict:
+    """The parts of :func:`equations_document` that depend on the records ``names`` alone
+    (default: all registered ones): each chapter's heading, introduction and results, and the
+    appendices, as ``{"names": [...], "chapters": {key: (head, results)}, "appendix": [...]}``.
+    Computed apart so that a caller can compute them while it computes the rest (the report
+    does, beside its figures) and pass them to :func:`equations_document`."""
+    names = list(all_names() if names is None else names)
+    by_prefix = {}
+    for name in names:
+        by_prefix.setdefault(name.split(".")[0], []).append(name)
+    order = document_order(names)          # one numbered equation each, in this order
+    dups, numbers = _duplicates(order), equation_numbers(order)
+    chapters = {}
+    for ch in _document_chapters():
+        if ch.key not in by_prefix:
+            continue
+        head = [("\\subsection" if ch.key in MERGED_CHAPTERS else "\\section")
+                + f"{{{ch.latex_title}}}"]
+        if ch.latex_intro:
+            head.append(prose_tex(ch.latex_intro))
+        head.append(_literature_sentence(by_prefix[ch.key], order))
+        results = []
+        done = set(dups)
+        for name in by_prefix[ch.key]:
+            if name in done:
+                continue
+            prefix = next((p for p in VARIANT_TABLES if name.startswith(p)), None)
+            if prefix is None:
+                tag = numbers[name] if name in DEFINITIONS else ""
+                results.append(equation_block(get(name), str(tag),
+                                              [get(r) for r, h in dups.items() if h == name]))
+                if name in DERIVATIONS:
+                    results.append(DERIVATIONS[name]())
+                continue
+            group = [n for n in by_prefix[ch.key] if n.startswith(prefix)]
+            done.update(group)
+            results.append(variant_table(group, VARIANT_TABLES[prefix]))
+        chapters[ch.key] = (head, results)
+    from grpo_theory.render.derivations import derivations_appendix
+    appendix = ["\\appendix",
+                "\\section{Notation}\\label{app:notation}",
+                "One symbol, one meaning, in this document and its figures. Time is counted in "
+                "optimizer steps; a subscript $t$, $j$, $i$ or $n$ indexes a symbol (step, step in a "
+                "window, sample, number of correct samples).",
+                notation_table(),
+                derivations_appendix(order), verification_appendix(order), _index(order)]
+    return {"names": names, "chapters": chapters, "appendix": appendix}
+
+
 def equations_document(names=None, extra_sections=(), chapter_extras=None, *, title=None,
-                       abstract=None, front_sections=(), back_sections=()) -> str:
+                       abstract=None, front_sections=(), back_sections=(), records=None) -> str:
     """The standalone LaTeX document of the derived results (all registered ones by default).
 
     ``extra_sections`` are ``(title, latex_body)`` pairs placed after the chapters (the report
     adds the bifurcation atlas there); ``chapter_extras`` maps a chapter key to LaTeX placed
     after that chapter's introduction (the report's figures and the paragraph that refers to
     them; the chapter's figures are put out before the next section begins).
-    Both may cite keys of :data:`REFERENCES` through ``\\cite``.
+    Both may cite keys of :data:`REFERENCES` through ``\\cite``.  ``records``: the records'
+    parts computed ahead by :func:`record_parts` for the same ``names`` (else computed here).
     """
     chapter_extras = chapter_extras or {}
     names = list(all_names() if names is None else names)
+    if records is None or records["names"] != names:
+        records = record_parts(names)
     parts = [*_PREAMBLE,
              f"\\title{{{escape_tex(title or 'GRPO training dynamics: derived results')}}}",
              f"\\author{{{escape_tex(package_authors())}}}", "\\date{}",
@@ -634,37 +686,12 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None, *, ti
                  sum(isinstance(v, int) for v in set(equation_numbers(names).values())))]
     for sec_title, body in front_sections:
         parts += [f"\\section{{{to_tex(sec_title)}}}", body]
-    by_prefix = {}
-    for name in names:
-        by_prefix.setdefault(name.split(".")[0], []).append(name)
-    names = document_order(names)          # one numbered equation each, in this order
-    dups, numbers = _duplicates(names), equation_numbers(names)
-    for ch in _document_chapters():
-        if ch.key not in by_prefix:
-            continue
-        parts.append(("\\subsection" if ch.key in MERGED_CHAPTERS else "\\section")
-                     + f"{{{ch.latex_title}}}")
-        if ch.latex_intro:
-            parts.append(prose_tex(ch.latex_intro))
-        parts.append(_literature_sentence(by_prefix[ch.key], names))
-        if ch.key in chapter_extras:
-            parts.append(chapter_extras[ch.key])
-        done = set(dups)
-        for name in by_prefix[ch.key]:
-            if name in done:
-                continue
-            prefix = next((p for p in VARIANT_TABLES if name.startswith(p)), None)
-            if prefix is None:
-                tag = numbers[name] if name in DEFINITIONS else ""
-                parts.append(equation_block(get(name), str(tag),
-                                            [get(r) for r, h in dups.items() if h == name]))
-                if name in DERIVATIONS:
-                    parts.append(DERIVATIONS[name]())
-                continue
-            group = [n for n in by_prefix[ch.key] if n.startswith(prefix)]
-            done.update(group)
-            parts.append(variant_table(group, VARIANT_TABLES[prefix]))
-        if ch.key in chapter_extras:
+    for key, (head, results) in records["chapters"].items():
+        parts += head
+        if key in chapter_extras:
+            parts.append(chapter_extras[key])
+        parts += results
+        if key in chapter_extras:
             parts.append("\\floatbarrier")
     for title, body in extra_sections:
         parts.append(f"\\section{{{to_tex(title)}}}")
@@ -673,16 +700,7 @@ def equations_document(names=None, extra_sections=(), chapter_extras=None, *, ti
             parts.append("\\floatbarrier")
     for sec_title, body in back_sections:
         parts += [f"\\section{{{to_tex(sec_title)}}}", body]
-    parts.append("\\appendix")
-    parts += ["\\section{Notation}\\label{app:notation}",
-              "One symbol, one meaning, in this document and its figures. Time is counted in "
-              "optimizer steps; a subscript $t$, $j$, $i$ or $n$ indexes a symbol (step, step in a "
-              "window, sample, number of correct samples).",
-              notation_table()]
-    from grpo_theory.render.derivations import derivations_appendix
-    parts.append(derivations_appendix(names))
-    parts.append(verification_appendix(names))
-    parts.append(_index(names))
+    parts += records["appendix"]
     doc = "\n\n".join(parts)
     keys = ["shao2024deepseekmath"]
     for group in re.findall(r"\\cite\{([^}]*)\}", doc):
@@ -796,26 +814,41 @@ class PdflatexError(RuntimeError):
         super().__init__(f"pdflatex failed on {self.tex.name}: {error} (see {self.log})")
 
 
+def prepare_equations(out_dir, names=None) -> dict:
+    """What :func:`write_equations` computes from the records ``names`` alone, done ahead (the
+    report does it beside its figures): the result files written into ``out_dir``
+    (:func:`write_result_files`) and the document's record parts returned
+    (:func:`record_parts`), for ``write_equations(..., prepared=...)``."""
+    names = list(all_names() if names is None else names)
+    write_result_files(out_dir, names)
+    return record_parts(names)
+
+
 def write_equations(out_dir, *, compile_pdf: bool = True, names=None, extra_sections=(),
-                    chapter_extras=None, warnings=None, paper=None) -> Path:
+                    chapter_extras=None, warnings=None, paper=None, prepared=None) -> Path:
     """Write ``equations.tex`` (and ``equations.pdf`` when pdflatex exists) and
     ``references.bib`` (the papers the document cites) into ``out_dir``.  ``warnings`` (a
-    list) receives one line per line of the PDF wider than the text by more than 1 pt."""
+    list) receives one line per line of the PDF wider than the text by more than 1 pt.
+    ``prepared``: :func:`prepare_equations`'s result for the same ``out_dir`` and ``names``."""
     names = list(all_names() if names is None else names)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tex = out / "equations.tex"
-    doc = equations_document(names, extra_sections, chapter_extras, **(paper or {}))
+    records = prepared if prepared is not None and prepared["names"] == names else None
+    doc = equations_document(names, extra_sections, chapter_extras, **(paper or {}), records=records)
     tex.write_text(doc, encoding="utf-8")
     cited = [k for k in REFERENCES if f"{{{k}" in doc or f",{k}" in doc]
     (out / "references.bib").write_text(references_bib(cited), encoding="utf-8")
-    write_result_files(out, names)
+    if records is None:
+        write_result_files(out, names)
     if compile_pdf and shutil.which("pdflatex") and not _reuse_pdf(out, doc, warnings):
-        for _ in range(2):  # second pass resolves references
+        for draft in (True, False):  # the second pass resolves references
             try:
-                proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
-                                       tex.name], cwd=out, capture_output=True, text=True,
-                                      timeout=300)
+                # the first pass only writes the references (equations.aux): -draftmode skips
+                # writing a PDF that the second pass overwrites
+                proc = subprocess.run(["pdflatex", *(["-draftmode"] if draft else []),
+                                       "-interaction=nonstopmode", "-halt-on-error", tex.name],
+                                      cwd=out, capture_output=True, text=True, timeout=300)
                 error = None if proc.returncode == 0 else next(
                     (ln.strip() for ln in proc.stdout.splitlines() if ln.startswith("!")),
                     f"exit code {proc.returncode}")

@@ -137,10 +137,11 @@ def _derivation_status():
 
 
 def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_extras=None,
-                     paper=None, errors=None) -> dict:
+                     paper=None, errors=None, prepared=None) -> dict:
     """equations.tex (+ .pdf with pdflatex) and references.bib, from :mod:`grpo_theory.render.latex`.
     A pdflatex failure is recorded in ``errors["pdflatex"]`` (its first error line and the log's
-    name; the log is kept) and the rest of the report is still written."""
+    name; the log is kept) and the rest of the report is still written.  ``prepared``: what
+    :func:`_prepare_equations` computed ahead."""
     failed = [n for n, d in status.items() if isinstance(d, Exception)]
     if failed:
         notes.append("derivations that failed and are left out of equations.tex: " + ", ".join(failed))
@@ -148,7 +149,7 @@ def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_ex
     try:
         latex.write_equations(out_dir, names=[n for n in status if n not in failed],
                               extra_sections=extra_sections, chapter_extras=chapter_extras,
-                              warnings=notes, paper=paper)
+                              warnings=notes, paper=paper, prepared=prepared)
     except latex.PdflatexError as exc:
         if errors is None:
             raise
@@ -157,6 +158,12 @@ def _write_equations(out_dir: Path, status, notes, extra_sections=(), chapter_ex
     if (out_dir / "equations.pdf").exists():
         files["equations.pdf"] = out_dir / "equations.pdf"
     return files
+
+
+def _prepare_equations(out_dir: Path, status):
+    """The parts of equations.tex that depend on the derivations alone, and the result files
+    (:func:`grpo_theory.render.latex.prepare_equations`), for :func:`_write_equations`."""
+    return latex.prepare_equations(out_dir, [n for n, d in status.items() if not isinstance(d, Exception)])
 
 
 def _verification_summary(status) -> dict:
@@ -252,69 +259,115 @@ def _fig_deepnet(out_dir, full, notes):
 # the report
 # ----------------------------------------------------------------------------------
 
-def _side_stages(out, full, crosscheck, model):
-    """The 1/G law's figure, the deep network's and the cross-checks: what :func:`build_report`
-    runs in a second process beside the other figures (about half of the stages' work each), in
-    a dict with their notes, reused stages and seconds (returned, not appended in that
-    process)."""
-    notes, reused, seconds = [], [], {}
+#: the stages after the derivations, in the order their results stand in report.json, the
+#: notes and the reused list (none reads another's result: they may run in any order)
+_STAGES = ("numbers", "atlas", "phase diagrams", "trajectories", "bifurcations", "log fit",
+           "1/G law", "deep network", "cross-checks")
+#: the stages that add notes
+_TAKE_NOTES = ("trajectories", "deep network")
 
-    def timed(name, *args, **kwargs):
-        start = time.perf_counter()
-        value = reuse(*args, reused=reused, **kwargs)
-        seconds[name] = time.perf_counter() - start
-        return value
-
-    fluct = timed("1/G law", "fluctuation", _fig_fluctuation, model, full, out_dir=out)
-    deep = timed("deep network", "deepnet", _fig_deepnet, full, out_dir=out, notes=notes)
-    cc = (timed("cross-checks", "crosschecks", run_crosschecks, quick=not full, seed=0)
-          if crosscheck else None)
-    return {"fluctuation": fluct, "deepnet": deep, "crosschecks": cc,
-            "notes": notes, "reused": reused, "seconds": seconds}
+#: each stage's seconds on a quiet 2-core machine (cold, default ensembles): the order in which
+#: two processes take them, the longest first, so that neither waits long for the other
+_STAGE_COST = {"cross-checks": 7.4, "deep network": 6.4, "atlas": 6.1, "1/G law": 3.5,
+               "log fit": 1.5, "phase diagrams": 1.4, "trajectories": 1.3, "numbers": 1.0,
+               "bifurcations": 1.0}
 
 
-def _start_side_stages(out, full, crosscheck, model):
-    """:func:`_side_stages` in a forked process (``None`` where there is no ``fork``: then the
-    stages run in this process, in order)."""
+def _stage_call(name, out, full, model):
+    """``(key, function, args, kwargs)`` of stage ``name`` for :func:`reuse` (the arguments
+    are the stage's key: the same as they always were)."""
+    if name == "numbers":
+        return "numbers", _numbers, (model,), {}
+    if name == "atlas":
+        return "atlas", _fig_atlas, (), {"out_dir": out}
+    if name == "phase diagrams":
+        return "phase", _fig_phase, (model, full), {"out_dir": out}
+    if name == "trajectories":
+        return "trajectories", _fig_trajectories, (model, full), {"out_dir": out}
+    if name == "bifurcations":
+        return "bifurcation", _fig_bifurcation, (model, full), {"out_dir": out}
+    if name == "log fit":
+        return "log_fit", _fig_log, (), {"out_dir": out}
+    if name == "1/G law":
+        return "fluctuation", _fig_fluctuation, (model, full), {"out_dir": out}
+    if name == "deep network":
+        return "deepnet", _fig_deepnet, (full,), {"out_dir": out}
+    if name == "cross-checks":
+        return "crosschecks", run_crosschecks, (), {"quick": not full, "seed": 0}
+    raise KeyError(name)
+
+
+def _run_stage(name, out, full, model):
+    """Stage ``name`` (computed, or read back by :func:`reuse`): ``(value, notes, reused,
+    seconds)``, the notes it added and whether it was read back returned, not appended (it
+    may run in another process)."""
+    key, fn, args, kwargs = _stage_call(name, out, full, model)
+    notes, reused = [], []
+    start = time.perf_counter()
+    value = reuse(key, fn, *args, reused=reused, **({"notes": notes} if name in _TAKE_NOTES else {}),
+                  **kwargs)
+    return value, notes, reused, time.perf_counter() - start
+
+
+def _start_stages(names, out, full, model):
+    """The stages ``names`` submitted to two forked processes, the longest first (each process
+    takes the next one as it finishes one): ``(executor, {name: future})``, or ``None`` where
+    there is no ``fork`` (then :func:`_stage_results` runs them in this process, in order)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     try:
-        ex = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
-        return ex, ex.submit(_side_stages, out, full, crosscheck, model)
+        ex = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
+        order = sorted(names, key=lambda n: -_STAGE_COST.get(n, 0.0))
+        return ex, {n: ex.submit(_run_stage, n, out, full, model) for n in order}
     except (ValueError, OSError):   # pragma: no cover - no fork here
         return None
 
 
-def _side_result(side, out, full, crosscheck, model):
-    """:func:`_side_stages`'s result: the forked process's (an error of a stage is raised here,
-    as it would have been in this process), or, where none was started, computed here."""
-    if side is None:
-        return _side_stages(out, full, crosscheck, model)
-    ex, future = side
+def _stage_results(pool, names, out, full, model, on_done=None):
+    """Each stage's :func:`_run_stage` result by name, from the forked processes (an error of
+    a stage is raised here, as it would have been in this process) or, where none were
+    started, computed here in order; ``on_done(name)`` as each one is in."""
+    if pool is None:
+        results = {}
+        for n in names:
+            results[n] = _run_stage(n, out, full, model)
+            if on_done is not None:
+                on_done(n)
+        return results
+    from concurrent.futures import as_completed
+    ex, futures = pool
     try:
-        return future.result()
+        by_future = {f: n for n, f in futures.items()}
+        for f in as_completed(by_future):
+            f.result()
+            if on_done is not None:
+                on_done(by_future[f])
+        return {n: futures[n].result() for n in names}
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
 
 
 def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODEL,
                  crosscheck: bool = True, crosschecks: CrosscheckReport | None = None,
-                 prewarm: bool = True) -> ReportResult:
+                 prewarm: bool = True, started: float | None = None) -> ReportResult:
     """Write the report for ``model`` (a heavy-ball model, default :data:`DEFAULT_MODEL`)
     into ``out_dir`` (created).  ``full`` uses larger ensembles and grids and the full
     cross-check run; ``crosschecks``: a cross-check run to include instead of running one
     (``crosscheck=False``: none); ``prewarm`` computes the derivations missing from the disk
-    cache in two processes first.  Returns a :class:`ReportResult`."""
-    t0 = time.perf_counter()
+    cache in two processes first; ``started``: the :func:`time.perf_counter` at which the
+    caller began (it derived the missing records itself: the report's seconds and its
+    derivations' count from there).  Returns a :class:`ReportResult`."""
+    t0 = time.perf_counter() if started is None else started
     out = check_output_dir("--out", out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rr = ReportResult(out_dir=out)
     notes = rr.notes
-    # the 1/G law, the deep network and the cross-checks run in a second process
-    # (their seconds are that process's; "second process" is the wait for it here)
-    stages = ["derivations", "numbers", "atlas", "phase diagrams", "trajectories",
-              "bifurcations", "log fit", "second process", "equations", "report"]
-    bar = progress(total=len(stages), desc="report")
+    run_cc = crosscheck and crosschecks is None
+    names = [n for n in _STAGES if n != "cross-checks" or run_cc]
+    # the figures, the key numbers and the cross-checks (none reads another's result) run in
+    # two forked processes after the derivations, the longest first; each stage's seconds are
+    # those of the process that ran it, "stages" the wait for them all here
+    bar = progress(total=len(names) + 3, desc="report")     # + derivations, equations, report
     timings = {}
 
     def stage(name):
@@ -326,21 +379,28 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
         bar.update(1)
 
     stage("derivations")
+    timings["derivations"] = t0
     if prewarm:
-        warm_cache()
-    status = _derivation_status()
+        # meanwhile, here: what drawing a figure loads, for the processes forked below
+        warm_cache(meanwhile=figures.warm_up)
     done("derivations")
-    stage("numbers")
-    reused = []             # the stages read back from the cache (:mod:`.warm`)
-    nums = reuse("numbers", _numbers, model, reused=reused)
-    done("numbers")
-    # the 1/G law, the deep network and the cross-checks (independent of the other figures) run
-    # in a second process meanwhile, on the core the figures leave idle
-    run_cc = crosscheck and crosschecks is None
-    side = _start_side_stages(out, full, run_cc, model) if prewarm else None
+    started_at = time.perf_counter()
+    pool = _start_stages(names, out, full, model) if prewarm else None
+    # meanwhile, here: the records the document prints, and its parts that depend on them alone
+    status = _derivation_status()
+    prepared = _prepare_equations(out, status)
+    got = _stage_results(pool, names, out, full, model,
+                         on_done=lambda n: (bar.set_postfix_str(n), bar.update(1)))
+    reused = []             # the stages read back from the cache (:mod:`.warm`), in order
+    for n in names:
+        notes.extend(got[n][1])
+        reused.extend(got[n][2])
+        timings[n] = got[n][3]
+    timings["stages"] = time.perf_counter() - started_at
+    value = {n: got[n][0] for n in names}
+    nums = value["numbers"]
     figs = {}
-    stage("atlas")
-    figs["atlas"], atlas = reuse("atlas", _fig_atlas, out_dir=out, reused=reused)
+    figs["atlas"], atlas = value["atlas"]
     nums["atlas"] = {**atlas["atlas"].to_dict(), "fold_limit": atlas["fold_limit"].to_dict(),
                      "criticality": atlas["criticality"],
                      "resonances": [{**{k: v for k, v in r.items() if k != "eigenvalues"},
@@ -349,32 +409,15 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
                                     for r in atlas["resonances"]],
                      # where the drawn fold curve ends (a choice of the computation)
                      "continuation_end_p_ref": float(atlas["p_ref_plane"]["p_ref"].min())}
-    done("atlas")
-    stage("phase diagrams")
-    figs["phase"] = reuse("phase", _fig_phase, model, full, out_dir=out, reused=reused)
-    done("phase diagrams")
-    stage("trajectories")
-    figs["trajectories"], nums["trajectories"] = reuse("trajectories", _fig_trajectories, model, full,
-                                                       out_dir=out, notes=notes, reused=reused)
-    done("trajectories")
-    # the second process's results keep their places in report.json and the file list
+    figs["phase"] = value["phase diagrams"]
+    figs["trajectories"], nums["trajectories"] = value["trajectories"]
+    # (report.json and the file list keep the order they always had)
     figs["fluctuation"] = nums["fluctuation_law"] = nums["fluctuation_setup"] = None
-    stage("bifurcations")
-    figs["bifurcation"], nums["bifurcations"] = reuse("bifurcation", _fig_bifurcation, model, full,
-                                                      out_dir=out, reused=reused)
-    done("bifurcations")
-    stage("log fit")
-    figs["log_fit"], nums["log_fit"] = reuse("log_fit", _fig_log, out_dir=out, reused=reused)
-    done("log fit")
-    stage("second process")     # (its stages run here, in order, where there is no fork)
-    got = _side_result(side, out, full, run_cc, model)
-    figs["fluctuation"], nums["fluctuation_law"], nums["fluctuation_setup"] = got["fluctuation"]
-    figs["deepnet"], nums["deepnet"] = got["deepnet"]
-    notes.extend(got["notes"])
-    reused.extend(got["reused"])          # this process's stages, then the second one's
-    done("second process")
-    timings.update(got["seconds"])
-    cc = (crosschecks if crosschecks is not None else got["crosschecks"]) if crosscheck else None
+    figs["bifurcation"], nums["bifurcations"] = value["bifurcations"]
+    figs["log_fit"], nums["log_fit"] = value["log fit"]
+    figs["fluctuation"], nums["fluctuation_law"], nums["fluctuation_setup"] = value["1/G law"]
+    figs["deepnet"], nums["deepnet"] = value["deep network"]
+    cc = (crosschecks if crosschecks is not None else value["cross-checks"]) if crosscheck else None
     if not crosscheck:
         notes.append("cross-checks skipped (crosscheck=False).")
     nums["crosschecks"] = cc.to_dict() if cc is not None else None
@@ -390,7 +433,7 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
     if collapse_text(nums):
         extras["collapse"] = "\n\n".join(x for x in (extras.get("collapse"), collapse_text(nums)) if x)
     rr.files.update(_write_equations(out, status, notes, extra_sections=extra,
-                                     chapter_extras=extras, paper=paper, errors=nums))
+                                     chapter_extras=extras, paper=paper, errors=nums, prepared=prepared))
     done("equations")
     for paths in figs.values():
         for p in paths:

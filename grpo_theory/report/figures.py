@@ -31,7 +31,7 @@ from grpo_theory.render.latex import math_label
 from grpo_theory.report.data import family_words
 from grpo_theory.theory.discrete import REGIME_CODES
 
-__all__ = ["STYLE", "style", "save", "phase_diagram", "trajectories", "fluctuation_law",
+__all__ = ["STYLE", "style", "save", "warm_up", "phase_diagram", "trajectories", "fluctuation_law",
            "bifurcation", "log_fit", "atlas_folds", "atlas_discrete"]
 
 #: rcParams of every report figure (serif text, small sizes for a two-column paper).
@@ -82,6 +82,22 @@ def style():
     plt = _plt()
     with plt.rc_context(STYLE):
         yield plt
+
+
+def warm_up() -> None:
+    """Load what drawing and saving a figure loads once per process (pyplot, the PNG and PDF
+    backends, the fonts, the mathtext parser), by drawing a small figure into memory: the report
+    calls it before it forks the processes that draw its figures, which then find it loaded."""
+    import io
+
+    with style() as plt:
+        fig, ax = plt.subplots(figsize=(1.0, 1.0))
+        ax.plot([1.0, 2.0], [1.0, 2.0], label="$x$")
+        ax.set_xlabel(f"{math_label('beta')} and text")
+        ax.legend()
+        for fmt in ("png", "pdf"):
+            fig.savefig(io.BytesIO(), format=fmt)
+        plt.close(fig)
 
 
 def save(fig, out_dir, stem) -> list[Path]:

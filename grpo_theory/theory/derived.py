@@ -671,7 +671,7 @@ def _warm_one(name, after=None):
     return name, blocked, derived
 
 
-def warm_cache(workers: int = 2, *, names=None, on_done=None, after=None) -> int:
+def warm_cache(workers: int = 2, *, names=None, on_done=None, after=None, meanwhile=None) -> int:
     """Compute every derivation missing from the disk cache (of ``names``, default all) in
     ``workers`` forked processes, slow ones first, so that later :func:`get` calls load them;
     returns how many were missing.  The time each took is kept as if this process had derived
@@ -682,11 +682,16 @@ def warm_cache(workers: int = 2, *, names=None, on_done=None, after=None) -> int
     is held, :func:`_computing`) puts its own back and takes the next; the one put back is
     handed out again once the record it waited for is in the cache.
 
+    ``meanwhile()`` is called once in this process while the workers derive (once they are all
+    started: nothing is forked while it runs; not at all when nothing is derived); what it raises
+    is raised here, once the workers are done.
+
     An optimisation only: without a disk cache, on a platform without ``fork`` or with fewer
     than 2 workers nothing happens and :func:`get` computes on demand."""
     todo = [n for n in (all_names() if names is None else names) if is_cached(n) is False]
     if workers < 2 or len(todo) < 4:
         return len(todo)
+    failed = None
     try:
         ctx = multiprocessing.get_context("fork")
         queue = sorted(todo, key=_cost_hint)
@@ -698,6 +703,12 @@ def warm_cache(workers: int = 2, *, names=None, on_done=None, after=None) -> int
                     name = queue.pop(0)
                     if is_cached(name) is False:
                         running[ex.submit(_warm_one, name, after)] = name
+                if meanwhile is not None:
+                    call, meanwhile = meanwhile, None
+                    try:
+                        call()
+                    except Exception as exc:    # raised once the workers are done
+                        failed = exc
                 if not running:
                     break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -719,4 +730,6 @@ def warm_cache(workers: int = 2, *, names=None, on_done=None, after=None) -> int
                     waiting.clear()
     except Exception:  # pragma: no cover - pre-warming is an optimisation only
         pass
+    if failed is not None:
+        raise failed
     return len(todo)

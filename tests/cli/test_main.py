@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -106,6 +107,7 @@ def test_report_command_is_one_call_of_build_report(monkeypatch, tmp_path, capsy
     # built in a temporary sibling of DIR, moved into place at the end (issue 29 item 4)
     out = seen.pop("out")
     assert out.parent == tmp_path.parent and out.name.startswith(f".{tmp_path.name}.")
+    assert seen.pop("started") <= time.perf_counter()      # the derivations' start, counted in
     assert seen == {"full": True, "crosscheck": False} and not out.exists()
     assert f"report written to {tmp_path} " in capsys.readouterr().out
 

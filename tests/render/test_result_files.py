@@ -46,3 +46,22 @@ def test_a_minimal_article_inputs_three_results(tmp_path):
         assert f"\\newlabel{{{get(n).label}}}" in aux
     assert "(1)" in subprocess.run(["pdftotext", "paper.pdf", "-"], cwd=tmp_path, capture_output=True,
                                    text=True).stdout if shutil.which("pdftotext") else True
+
+
+def test_the_parts_prepared_ahead_write_the_same_files(tmp_path):
+    """The report computes the records' parts of equations.tex and the result files while its
+    figures are drawn (prepare_equations) and passes them to write_equations: the same files as
+    write_equations computing them itself, a chapter's extra text after its introduction and
+    before its results."""
+    names = [n for n in L.all_names() if n.split(".")[0] in ("discrete", "fixed_points")][:12]
+    extras = {"fixed_points": "EXTRA TEXT OF THE CHAPTER"}
+    L.write_equations(tmp_path / "a", compile_pdf=False, names=names, chapter_extras=extras)
+    prepared = L.prepare_equations(tmp_path / "b", names)
+    L.write_equations(tmp_path / "b", compile_pdf=False, names=names, chapter_extras=extras,
+                      prepared=prepared)
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
+    doc = (tmp_path / "b" / "equations.tex").read_text()
+    first = next(n for n in L.document_order(names) if n.startswith("fixed_points."))
+    assert doc.index("EXTRA TEXT OF THE CHAPTER") < doc.index("\\label{" + L.tex_label(get(first).label))

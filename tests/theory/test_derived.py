@@ -144,6 +144,35 @@ def test_the_warm_up_derives_each_record_once_and_all_of_them(monkeypatch, tmp_p
     assert all(D.is_cached(n) for n in names)
 
 
+def test_the_warm_up_runs_meanwhile_here_while_the_workers_derive(monkeypatch, tmp_path):
+    """warm_cache(meanwhile=f) calls f once in this process while the workers derive (the report
+    imports its modules then), not at all when nothing is missing, and raises what f raised."""
+    import os
+
+    from grpo_theory.theory import derived as D
+
+    names = ["lk.base", "lk.top1", "lk.top2", "lk.top3", "lk.top4"]
+    log = _logging_records(monkeypatch, tmp_path, names)
+    calls = []
+
+    def meanwhile():
+        calls.append((os.getpid(), log.read_text().split() if log.exists() else []))
+
+    assert D.warm_cache(2, meanwhile=meanwhile) == 5
+    # here, before any record was stored (lk.base sleeps 0.5 s, the others need it)
+    assert calls == [(os.getpid(), [])] and all(D.is_cached(n) for n in names)
+    assert D.warm_cache(2, meanwhile=meanwhile) == 0 and len(calls) == 1    # nothing to derive
+    for n in names:
+        D._cache_path(n).unlink()
+
+    def fails():
+        raise ValueError("meanwhile failed")
+
+    with pytest.raises(ValueError, match="meanwhile failed"):
+        D.warm_cache(2, meanwhile=fails)
+    assert all(D.is_cached(n) for n in names)      # the workers finished first
+
+
 def test_a_record_locked_too_long_is_derived_anyway(monkeypatch, tmp_path):
     """A process that holds a record's lock beyond LOCK_WAIT (stopped, stuck) is not waited for
     for ever: the record is derived here."""
