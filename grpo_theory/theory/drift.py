@@ -1010,7 +1010,11 @@ def _noise_rare() -> Derived:
     # at O(q); every other non-degenerate group has weight O(q^2), and the mean update is O(q).
     G, qq = S.G, _Q
     w_one_failure = G * (1 - qq) ** (G - 1) * qq                  # C(G, G-1) p^(G-1) q
-    u = S.kappa * advantage_sum_expr("std").subs(S.n, G - 1)      # its per-group logit update
+    # its per-group logit update, at n = G - 1 written through m = G - 1 > 0 (a group with one
+    # failure and a success has G >= 2): sqrt(m) sqrt(1/m) is then 1 whatever order sympy meets
+    # the factors in (through G - 1 itself the printed form depended on the hash seed)
+    m = sp.Symbol("m", positive=True)
+    u = (S.kappa * advantage_sum_expr("std").subs({S.n: m, G: m + 1})).subs(m, G - 1)
     lead = taylor(w_one_failure, qq, 2)
     expr = sp.simplify(lead.coeff(qq, 1) * u**2)
     out = Derived("drift.update_variance_rare_failure", expr, (S.G, S.kappa, S.eps),

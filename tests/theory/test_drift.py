@@ -176,3 +176,21 @@ def test_ratio_drift_refuses_where_the_clip_binds():
     # the model's clip range is the one that binds: a clip wide enough for the ratios 1.42
     # (correct action) and 0.43 (wrong action) accepts the point
     assert np.isfinite(D.drift(m.replace(clip_low=0.9, clip_high=0.5), 1.5, 0.3))
+
+
+def test_the_rare_failure_steps_print_the_same_under_every_hash_seed():
+    """The one-failure group's update is built through m = G - 1 > 0, so sqrt(m) sqrt(1/m) folds
+    to 1 whatever order sympy meets its factors in; built through G - 1 itself it printed
+    sqrt(G - 1) sqrt(1/(G - 1)) under most hash seeds (2 among them) and 1/sqrt(G) under others.
+    The record is rebuilt in a process with hash seed 2, from the cached records it reads."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from grpo_theory.theory.drift import _noise_rare\n"
+            "print([str(e) for _, _, e, _ in _noise_rare().steps])\n")
+    env = dict(os.environ, PYTHONHASHSEED="2")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert "sqrt(1/(G - 1))" not in out
+    assert "kappa*(G - 1)/(G**2*(epsilon + 1/sqrt(G)))" in out
