@@ -248,7 +248,9 @@ class FitReport(Result):
                 lines.append(f"{head}; " + ("the level of the prefix (too short for a rolling-"
                                             "origin choice)" if short else
                                             f"family by rolling origin: {fc['best']}")
-                             + f", holdout RMSE {f(fc['holdout_rmse'])}")
+                             + f", holdout RMSE {f(fc['holdout_rmse'])}"
+                             + (f" ({fc['plateau']['note']})" if not short
+                                and fc["best"] == "constant" else ""))
                 if fc["fallback"]:
                     lines.append("  the relaxation families do not apply, the level is carried "
                                  "forward: " + "; ".join(fc["fallback"]))

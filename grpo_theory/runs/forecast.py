@@ -665,7 +665,7 @@ def forecast(t, y, train_fraction: float, models=None, *, entropy=None,
         plateau = {"value": curve.level, "interval": [max(curve.level - hw, bounds[0]),
                                                       min(curve.level + hw, bounds[1])],
                    "note": f"the level carried forward: the mean of the last {curve.k} prefix "
-                           "points (the window by rolling origin)"}
+                           "points, a window chosen by rolling origin"}
         t90 = None
     else:
         fit = curve.fit

@@ -138,6 +138,18 @@ def test_the_level_window_is_the_widest_the_prefix_future_allows():
     assert fr.fits["constant"].k == 5
 
 
+def test_fit_names_the_level_s_window(tmp_path, capsys):
+    """``fit``'s forecast line says which window the level averages (chosen by rolling origin)."""
+    rng = np.random.default_rng(7)
+    path = tmp_path / "flat.csv"
+    path.write_text("step,reward\n" + "".join(
+        f"{s},{v:.5f}\n" for s, v in enumerate(0.5 + 0.05 * rng.standard_normal(200))))
+    assert main(["fit", str(path), "--train-fraction", "0.5"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("forecast:"))
+    assert "family by rolling origin: constant" in line
+    assert "the mean of the last 50 prefix points, a window chosen by rolling origin" in line
+
+
 def test_scalerl_sigmoid_recovers_known_parameters():
     # R0 + (A - R0) / (1 + (C_mid / C)^B) written out in the test, C = step + 1
     r0, a, c_mid, b = 0.1, 0.8, 30.0, 2.0
