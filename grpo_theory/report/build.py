@@ -261,8 +261,8 @@ def _fig_deepnet(out_dir, full, notes):
 
 #: the stages after the derivations, in the order their results stand in report.json, the
 #: notes and the reused list (none reads another's result: they may run in any order)
-_STAGES = ("numbers", "atlas", "phase diagrams", "trajectories", "bifurcations", "log fit",
-           "1/G law", "deep network", "cross-checks")
+_STAGES = ("numbers", "atlas", "phase diagrams", "trajectories", "1/G law", "bifurcations",
+           "log fit", "deep network", "cross-checks")
 #: the stages that add notes
 _TAKE_NOTES = ("trajectories", "deep network")
 
@@ -411,11 +411,9 @@ def build_report(out_dir, *, full: bool = False, model: GRPOModel = DEFAULT_MODE
                      "continuation_end_p_ref": float(atlas["p_ref_plane"]["p_ref"].min())}
     figs["phase"] = value["phase diagrams"]
     figs["trajectories"], nums["trajectories"] = value["trajectories"]
-    # (report.json and the file list keep the order they always had)
-    figs["fluctuation"] = nums["fluctuation_law"] = nums["fluctuation_setup"] = None
+    figs["fluctuation"], nums["fluctuation_law"], nums["fluctuation_setup"] = value["1/G law"]
     figs["bifurcation"], nums["bifurcations"] = value["bifurcations"]
     figs["log_fit"], nums["log_fit"] = value["log fit"]
-    figs["fluctuation"], nums["fluctuation_law"], nums["fluctuation_setup"] = value["1/G law"]
     figs["deepnet"], nums["deepnet"] = value["deep network"]
     cc = (crosschecks if crosschecks is not None else value["cross-checks"]) if crosscheck else None
     if not crosscheck:

@@ -251,7 +251,6 @@ class LevelFit:
         t = np.asarray(t, dtype=float)
         y = np.asarray(y, dtype=float)
         self.n = int(y.size)
-        self.fraction = float(fraction)
         self.k = level_points(self.n, fraction)
         self.t0 = float(t[0])
         self.level = float(np.mean(y[-self.k:]))
@@ -346,12 +345,19 @@ def _select(ro):
             or [m for m, c in counts.items() if c >= 3])
     if not elig:
         return None, {}, []
-    mse = {m: float(np.mean(ro[m][0] ** 2)) for m in elig}
-    b = min(elig, key=lambda m: mse[m])
-    se = float(np.std(ro[b][0] ** 2) / math.sqrt(ro[b][0].size))
-    tied = [m for m in elig if mse[m] <= mse[b] + se]
+    mse, tied = _within_one_se({m: ro[m][0] for m in elig})
     best = min(tied, key=lambda m: (COMPLEXITY[m], mse[m]))
     return best, mse, tied
+
+
+def _within_one_se(errors: dict):
+    """The one-standard-error rule's candidates: ``(mse, tied)``, each candidate's mean squared
+    rolling-origin error and, in ``errors``' order, those within one standard error (of the
+    squared errors' mean) of the best; the caller picks among ``tied``."""
+    mse = {k: float(np.mean(e ** 2)) for k, e in errors.items()}
+    b = min(errors, key=lambda k: mse[k])
+    se = float(np.std(errors[b] ** 2) / math.sqrt(errors[b].size))
+    return mse, [k for k in errors if mse[k] <= mse[b] + se]
 
 
 def _level_fraction(t, y, bounds):
@@ -365,10 +371,7 @@ def _level_fraction(t, y, bounds):
           for fr in LEVEL_FRACTIONS}
     if ro[LEVEL_FRACTIONS[0]].size < 3:
         return 0.0
-    mse = {fr: float(np.mean(e ** 2)) for fr, e in ro.items()}
-    b = min(LEVEL_FRACTIONS, key=lambda fr: mse[fr])
-    se = float(np.std(ro[b] ** 2) / math.sqrt(ro[b].size))
-    return max(fr for fr in LEVEL_FRACTIONS if mse[fr] <= mse[b] + se)
+    return max(_within_one_se(ro)[1])
 
 
 def _kappa2(u, horizons, h):
