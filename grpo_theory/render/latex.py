@@ -487,8 +487,9 @@ def verification_appendix(names) -> str:
         "the derivation itself.",
         f"\\paragraph{{High-precision numerics ({counts['mpmath']} claims).}} An independent "
         "computation in arbitrary-precision arithmetic (mpmath~\\cite{mpmath}) at 30 to 50 "
-        "significant digits: integration of the differential equation by its Taylor series "
-        "for the closed-form trajectories, root finding for the first "
+        "significant digits: the matrix exponential of the oscillator's first-order system "
+        "for its closed-form trajectories, integration of the differential equation by its "
+        "Taylor series for the logit's trajectories without KL, root finding for the first "
         "extremum of the oscillator, Gaussian quadrature for the reward fluctuation, and "
         "Richardson extrapolation in $G$ for the large-$G$ expansions. The number of agreeing "
         "digits is stated with each claim.",
