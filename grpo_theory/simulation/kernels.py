@@ -234,7 +234,7 @@ def _binomial_place(u, cdf_rows, group_size, flip):
     above_i = above.view(np.int8)
     for cdf in cdf_rows:
         np.greater(u, cdf, out=above)
-        if not above.any():
+        if not np.count_nonzero(above):   # cheaper than above.any() on small arrays
             break
         n += above_i
     return np.where(flip, group_size - n, n).astype(np.int64)
