@@ -334,7 +334,8 @@ def _sigmoid_parts(x, need_sp=True):
     if not need_sp:
         # 1/(1 + e^{-x}): e^{-x} = inf for x < -709 gives q = 0, the correctly rounded value
         with np.errstate(over="ignore"):
-            q = np.exp(-x)
+            q = np.negative(x)
+            np.exp(q, out=q)
         q += 1.0
         return np.reciprocal(q, out=q), None
     e = np.exp(-np.abs(x))
@@ -346,9 +347,15 @@ def _sigmoid_parts(x, need_sp=True):
 
 
 def _softplus_neg(x):
-    """The ``sp`` of :func:`_sigmoid_parts` alone (the same operations), :math:`\\log(1 + e^{-x})`."""
-    sp = np.log1p(np.exp(-np.abs(x)))
-    sp += np.maximum(-x, 0.0)
+    """The ``sp`` of :func:`_sigmoid_parts` alone (the same operations, in one work array:
+    on arrays of 10^4-10^5 entries a fresh one per operation costs more than the operation),
+    :math:`\\log(1 + e^{-x})`."""
+    sp = np.abs(x)
+    np.negative(sp, out=sp)
+    np.exp(sp, out=sp)
+    np.log1p(sp, out=sp)
+    m = np.negative(x)
+    sp += np.maximum(m, 0.0, out=m)
     return sp
 
 
@@ -391,8 +398,11 @@ def _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, dr, *, group_size, norm
         k0 = kl_coef * (n0 / G) * (1.0 - np.exp(lr0 + sp))
         k1 = kl_coef * ((G - n0) / G) * (1.0 - np.exp(lr1 + x + sp))
         g0 = g0 + k0 * (1.0 - q) - k1 * q
-    if kl == "exact":
-        g0 = g0 + kl_coef * q * (1.0 - q) * u_minus_ref[:, None]
+    if kl == "exact":   # g0 is this function's own array here: added in place
+        k = kl_coef * q
+        k *= 1.0 - q
+        k *= u_minus_ref[:, None]
+        g0 += k
     g0 = g0[:, 0] if g0.shape[1] == 1 else g0.mean(axis=1)
     zvf = zero_var[:, 0].astype(float) if zero_var.shape[1] == 1 else zero_var.mean(axis=1)
     if clip_frac is None:
@@ -433,20 +443,28 @@ def _log(w):
         return np.log(w)
 
 
-def _log_mean_exp(a, axis):
-    r""":math:`\log` of the mean of :math:`e^a` over ``axis`` (``-inf`` entries allowed)."""
+def _log_mean_exp(a, axis, overwrite=False):
+    r""":math:`\log` of the mean of :math:`e^a` over ``axis`` (``-inf`` entries allowed);
+    ``overwrite``: ``a`` is a temporary, used as the work array (the same operations)."""
     m = a.max(axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
+    if overwrite:
+        a -= m
+        w = np.exp(a, out=a)
+    else:
+        w = np.exp(a - m)
     with np.errstate(divide="ignore"):
-        s = np.log(np.exp(a - m).mean(axis=axis, keepdims=True))
+        s = np.log(w.mean(axis=axis, keepdims=True))
     return np.squeeze(s + m, axis=axis)
 
 
-def _z_from_logs(logp_hit, logp_miss, axis):
+def _z_from_logs(logp_hit, logp_miss, axis, overwrite=False):
     r"""``z = log p − log(1 − p)`` with ``p`` the mean over ``axis`` of :math:`e^{logp\_hit}`
     and ``1 − p`` that of :math:`e^{logp\_miss}`, both in the log domain, so ``z``
-    stays finite when ``p`` rounds to 0 or 1 (only degenerate rewards give ±inf)."""
-    return _log_mean_exp(logp_hit, axis) - _log_mean_exp(logp_miss, axis)
+    stays finite when ``p`` rounds to 0 or 1 (only degenerate rewards give ±inf).
+    ``overwrite``: both are temporaries, used as work arrays."""
+    return (_log_mean_exp(logp_hit, axis, overwrite)
+            - _log_mean_exp(logp_miss, axis, overwrite))
 
 
 def _two_action_state(x, q, sp, x_ref, lr1, r0, r1, out, t, z_is_x):
@@ -466,14 +484,16 @@ def _two_action_state(x, q, sp, x_ref, lr1, r0, r1, out, t, z_is_x):
         else:
             if sp is None:
                 sp = _softplus_neg(x)
-            lq, l1q = -sp, -x - sp                 # log π(0), log π(1)
+            l1q = np.negative(x)                   # log π(1) = −x − sp, log π(0) = −sp
+            l1q -= sp
+            lq = -sp
             if r0 == 1.0 and r1 == 0.0:
                 # log(1·π(0) + 0·π(1)) = log π(0): logaddexp(a, −inf) is a + log1p(0) = a
                 hit, miss = lq, l1q
             else:
                 hit = np.logaddexp(_log(r0) + lq, _log(r1) + l1q)
                 miss = np.logaddexp(_log(1.0 - r0) + lq, _log(1.0 - r1) + l1q)
-            out["z"][t] = _z_from_logs(hit, miss, 1)
+            out["z"][t] = _z_from_logs(hit, miss, 1, overwrite=True)
     if "entropy" in out or "kl" in out:
         h = (1.0 - q) * x
         h += sp
