@@ -268,7 +268,7 @@ _TAKE_NOTES = ("trajectories", "deep network")
 
 #: each stage's seconds on a quiet 2-core machine (cold, default ensembles): the order in which
 #: two processes take them, the longest first, so that neither waits long for the other
-_STAGE_COST = {"cross-checks": 7.4, "deep network": 6.4, "atlas": 6.1, "1/G law": 3.5,
+_STAGE_COST = {"cross-checks": 5.2, "deep network": 6.4, "atlas": 6.1, "1/G law": 3.5,
                "log fit": 1.5, "phase diagrams": 1.4, "trajectories": 1.3, "numbers": 1.0,
                "bifurcations": 1.0}
 

@@ -209,6 +209,37 @@ def group_loss(theta, theta_old, theta_ref, offsets, rewards, counts, *, group_s
 INVERSE_CDF_MAX_GROUP = 64
 
 
+#: :func:`binomial_table` is used for repeated draws (a refresh window) when its ``G`` rows hold
+#: at most this many entries (16 MiB); above it every draw rebuilds the CDF (:func:`binomial_counts`)
+BINOMIAL_TABLE_MAX_ENTRIES = 1 << 21
+
+
+def _binomial_start(group_size, q):
+    """``(s, ratio, pmf)`` of :func:`binomial_counts`: :math:`s = \\min(q, 1-q)` (``np.minimum``
+    equals ``np.where(q > 0.5, 1 - q, q)`` bit for bit: for q > 1/2, 1 − q is exact),
+    :math:`s/(1-s)` and :math:`f(0) = (1-s)^G`."""
+    s = np.minimum(q, 1.0 - q)
+    ratio = s / (1.0 - s)
+    pmf = 1.0 - s
+    pmf **= group_size
+    return s, ratio, pmf
+
+
+def _binomial_place(u, cdf_rows, group_size, flip):
+    """The counts ``n = #{k < G : u > F(k)}`` from the CDF rows ``F(0), F(1), ...`` (an
+    iterator: the rows are read only while some entry is not placed), mirrored to ``G - n``
+    where ``flip``; int64."""
+    n = np.zeros(u.shape, dtype=np.int8)          # G <= 64: counts fit in int8
+    above = np.empty(u.shape, dtype=bool)
+    above_i = above.view(np.int8)
+    for cdf in cdf_rows:
+        np.greater(u, cdf, out=above)
+        if not np.count_nonzero(above):   # cheaper than above.any() on small arrays
+            break
+        n += above_i
+    return np.where(flip, group_size - n, n).astype(np.int64)
+
+
 def binomial_counts(rng, group_size, q):
     r"""Binomial(G, q) counts, elementwise, from one uniform per entry (inverse CDF).
 
@@ -221,25 +252,50 @@ def binomial_counts(rng, group_size, q):
     (:math:`G\min(q, 1-q) < 30`, one double per draw, the same recursion) it reproduces
     ``rng.binomial``'s draws from the same stream, up to rare rounding differences in the
     running sum — vectorised over the entries instead of one C loop per entry.
+    :func:`binomial_table` and :func:`binomial_draw` give the same draws from the same
+    stream, with the CDF built once for repeated draws at one ``q``.
     """
     if group_size > INVERSE_CDF_MAX_GROUP:
         return rng.binomial(group_size, q)
     u = rng.random(np.shape(q))
-    flip = q > 0.5
-    s = np.where(flip, 1.0 - q, q)
-    ratio = s / (1.0 - s)
-    pmf = (1.0 - s) ** group_size
+    _, ratio, pmf = _binomial_start(group_size, q)
+    return _binomial_place(u, _cdf_rows(group_size, ratio, pmf), group_size, q > 0.5)
+
+
+def _cdf_rows(group_size, ratio, pmf):
+    """The CDF rows F(0), F(1), ... of :func:`binomial_counts`, each computed when asked for
+    (in place: a row is valid until the next one is asked for)."""
     cdf = pmf.copy()
-    n = np.zeros(np.shape(q), dtype=np.int64)
     for k in range(group_size):
-        above = u > cdf
-        if not above.any():
-            break
-        n += above
+        yield cdf
         pmf *= ratio
         pmf *= (group_size - k) / (k + 1.0)
         cdf += pmf
-    return np.where(flip, group_size - n, n)
+
+
+def binomial_table(group_size, q):
+    """The CDF rows :math:`F(0..G-1)` of :func:`binomial_counts` at ``q``, computed once, for
+    :func:`binomial_draw` (``None`` for ``G > INVERSE_CDF_MAX_GROUP``: then the draw is
+    ``rng.binomial``).  Holds ``G`` arrays of ``q``'s shape."""
+    if group_size > INVERSE_CDF_MAX_GROUP:
+        return None
+    _, ratio, pmf = _binomial_start(group_size, q)
+    cdf = np.empty((group_size,) + np.shape(q))
+    cdf[0] = pmf
+    for k in range(1, group_size):      # the same products and sums as binomial_counts
+        pmf *= ratio
+        pmf *= (group_size - k + 1) / float(k)
+        np.add(cdf[k - 1], pmf, out=cdf[k:k + 1])
+    return cdf, q > 0.5
+
+
+def binomial_draw(rng, group_size, q, table):
+    """:func:`binomial_counts` ``(rng, group_size, q)`` from ``table = binomial_table(group_size,
+    q)``: the same counts from the same stream, without rebuilding the CDF."""
+    if table is None:
+        return rng.binomial(group_size, q)
+    cdf, flip = table
+    return _binomial_place(rng.random(np.shape(q)), cdf, group_size, flip)
 
 
 @functools.lru_cache(maxsize=64)
@@ -278,7 +334,8 @@ def _sigmoid_parts(x, need_sp=True):
     if not need_sp:
         # 1/(1 + e^{-x}): e^{-x} = inf for x < -709 gives q = 0, the correctly rounded value
         with np.errstate(over="ignore"):
-            q = np.exp(-x)
+            q = np.negative(x)
+            np.exp(q, out=q)
         q += 1.0
         return np.reciprocal(q, out=q), None
     e = np.exp(-np.abs(x))
@@ -287,6 +344,19 @@ def _sigmoid_parts(x, need_sp=True):
     sp = np.log1p(e)
     sp += np.maximum(-x, 0.0)
     return q, sp
+
+
+def _softplus_neg(x):
+    """The ``sp`` of :func:`_sigmoid_parts` alone (the same operations, in one work array:
+    on arrays of 10^4-10^5 entries a fresh one per operation costs more than the operation),
+    :math:`\\log(1 + e^{-x})`."""
+    sp = np.abs(x)
+    np.negative(sp, out=sp)
+    np.exp(sp, out=sp)
+    np.log1p(sp, out=sp)
+    m = np.negative(x)
+    sp += np.maximum(m, 0.0, out=m)
+    return sp
 
 
 def _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, dr, *, group_size, normalization,
@@ -328,8 +398,11 @@ def _two_action_core(x, q, sp, x_old, sp_old, x_ref, n0, dr, *, group_size, norm
         k0 = kl_coef * (n0 / G) * (1.0 - np.exp(lr0 + sp))
         k1 = kl_coef * ((G - n0) / G) * (1.0 - np.exp(lr1 + x + sp))
         g0 = g0 + k0 * (1.0 - q) - k1 * q
-    if kl == "exact":
-        g0 = g0 + kl_coef * q * (1.0 - q) * u_minus_ref[:, None]
+    if kl == "exact":   # g0 is this function's own array here: added in place
+        k = kl_coef * q
+        k *= 1.0 - q
+        k *= u_minus_ref[:, None]
+        g0 += k
     g0 = g0[:, 0] if g0.shape[1] == 1 else g0.mean(axis=1)
     zvf = zero_var[:, 0].astype(float) if zero_var.shape[1] == 1 else zero_var.mean(axis=1)
     if clip_frac is None:
@@ -370,20 +443,28 @@ def _log(w):
         return np.log(w)
 
 
-def _log_mean_exp(a, axis):
-    r""":math:`\log` of the mean of :math:`e^a` over ``axis`` (``-inf`` entries allowed)."""
+def _log_mean_exp(a, axis, overwrite=False):
+    r""":math:`\log` of the mean of :math:`e^a` over ``axis`` (``-inf`` entries allowed);
+    ``overwrite``: ``a`` is a temporary, used as the work array (the same operations)."""
     m = a.max(axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
+    if overwrite:
+        a -= m
+        w = np.exp(a, out=a)
+    else:
+        w = np.exp(a - m)
     with np.errstate(divide="ignore"):
-        s = np.log(np.exp(a - m).mean(axis=axis, keepdims=True))
+        s = np.log(w.mean(axis=axis, keepdims=True))
     return np.squeeze(s + m, axis=axis)
 
 
-def _z_from_logs(logp_hit, logp_miss, axis):
+def _z_from_logs(logp_hit, logp_miss, axis, overwrite=False):
     r"""``z = log p − log(1 − p)`` with ``p`` the mean over ``axis`` of :math:`e^{logp\_hit}`
     and ``1 − p`` that of :math:`e^{logp\_miss}`, both in the log domain, so ``z``
-    stays finite when ``p`` rounds to 0 or 1 (only degenerate rewards give ±inf)."""
-    return _log_mean_exp(logp_hit, axis) - _log_mean_exp(logp_miss, axis)
+    stays finite when ``p`` rounds to 0 or 1 (only degenerate rewards give ±inf).
+    ``overwrite``: both are temporaries, used as work arrays."""
+    return (_log_mean_exp(logp_hit, axis, overwrite)
+            - _log_mean_exp(logp_miss, axis, overwrite))
 
 
 def _two_action_state(x, q, sp, x_ref, lr1, r0, r1, out, t, z_is_x):
@@ -402,11 +483,17 @@ def _two_action_state(x, q, sp, x_ref, lr1, r0, r1, out, t, z_is_x):
             out["z"][t] = x[:, 0]
         else:
             if sp is None:
-                _, sp = _sigmoid_parts(x)
-            lq, l1q = -sp, -x - sp                 # log π(0), log π(1)
-            hit = np.logaddexp(_log(r0) + lq, _log(r1) + l1q)
-            miss = np.logaddexp(_log(1.0 - r0) + lq, _log(1.0 - r1) + l1q)
-            out["z"][t] = _z_from_logs(hit, miss, 1)
+                sp = _softplus_neg(x)
+            l1q = np.negative(x)                   # log π(1) = −x − sp, log π(0) = −sp
+            l1q -= sp
+            lq = -sp
+            if r0 == 1.0 and r1 == 0.0:
+                # log(1·π(0) + 0·π(1)) = log π(0): logaddexp(a, −inf) is a + log1p(0) = a
+                hit, miss = lq, l1q
+            else:
+                hit = np.logaddexp(_log(r0) + lq, _log(r1) + l1q)
+                miss = np.logaddexp(_log(1.0 - r0) + lq, _log(1.0 - r1) + l1q)
+            out["z"][t] = _z_from_logs(hit, miss, 1, overwrite=True)
     if "entropy" in out or "kl" in out:
         h = (1.0 - q) * x
         h += sp
@@ -633,14 +720,23 @@ def _run_two_action(plan, rng, steps_iter):
     q, sp = _sigmoid_parts(x, need_sp)
     _two_action_state(x, q, sp, x_ref, lr1, r0, r1, state_out, 0, z_is_x)
     bound, active, diverged_at, frozen, reuse, stored = _loop_state(plan, R)
+    # refresh windows: π_old is fixed between refreshes, so its parts (and, for fresh batches,
+    # the CDF table of its binomial draws) are computed once per window
+    windowed = plan.lag_model == "refresh" and plan.refresh_interval > 1
+    use_table = (windowed and not reuse
+                 and G * x.size <= BINOMIAL_TABLE_MAX_ENTRIES)
+    x_old = table = None
     for t in steps_iter:
         if on_policy:
             x_old, q_old, sp_old = x, q, sp
-        else:
+        elif not windowed or t % plan.refresh_interval == 0 or x_old is None:
             u_old = _lagged(plan, t, u, ring, old)
             x_old = u_old[:, None] + delta
             q_old, sp_old = _sigmoid_parts(x_old, need_sp)
-        if not reuse:
+            table = binomial_table(G, q_old) if use_table else None
+        if use_table:
+            n0 = binomial_draw(rng, G, q_old, table)
+        elif not reuse:
             n0 = binomial_counts(rng, G, q_old)
         else:   # the window draws its m batches at its first m steps, then cycles
             j = t % plan.refresh_interval

@@ -52,3 +52,17 @@ def test_trajectories_match_numpy_binomial(monkeypatch):
     # variances: SE of log(s1^2/s2^2) is sqrt(2/(R-1) + 2/(R-1)) for near-normal samples
     log_ratio = np.log(new.var(axis=0, ddof=1) / ref.var(axis=0, ddof=1))
     assert np.all(np.abs(log_ratio) < 4 * math.sqrt(4 / (new.shape[0] - 1)))
+
+
+@pytest.mark.parametrize("G", [1, 2, 8, 33, K.INVERSE_CDF_MAX_GROUP, K.INVERSE_CDF_MAX_GROUP + 1])
+def test_table_draws_are_binomial_counts(G):
+    # the CDF built once (a refresh window's repeated draws) gives binomial_counts' draws from
+    # the same stream, draw after draw, at the edges q = 0, 1/2, 1 and for a scalar q
+    q = np.concatenate([[0.0, 0.5, 1.0, 0.5 + 2.0**-53],
+                        np.random.default_rng(7).uniform(0, 1, 997)]).reshape(-1, 1)
+    for qq in (q, 0.3):
+        table = K.binomial_table(G, qq)
+        a, b = np.random.default_rng(11), np.random.default_rng(11)
+        for _ in range(3):
+            np.testing.assert_array_equal(K.binomial_draw(a, G, qq, table),
+                                          K.binomial_counts(b, G, qq))
