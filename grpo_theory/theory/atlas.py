@@ -98,9 +98,10 @@ class FoldCurve:
 
 
 def _grad(z, r, G, model, h=1e-6):
-    gz = (fold_test(z + h, r, G, model) - fold_test(z - h, r, G, model)) / (2 * h)
+    # central differences; the two z-neighbours share (p_ref, G): one evaluation of both
+    gzp, gzm = fold_test(np.array([z + h, z - h]), r, G, model)
     gr = (fold_test(z, r + h, G, model) - fold_test(z, r - h, G, model)) / (2 * h)
-    return np.array([float(gz), float(gr)])
+    return np.array([float((gzp - gzm) / (2 * h)), float(gr)])
 
 
 def _tangent(y, G, model, prev=None):
@@ -155,8 +156,7 @@ def continue_folds(group_size=64, *, p_ref_start=0.3, ds=0.04, max_steps=400, mo
 def _cusp(path, G, model) -> dict:
     """Bisection on the p_ref component of the tangent between the two path points where it
     changes sign (p_ref is extremal along the fold curve at the cusp)."""
-    tr = np.array([_tangent(y, G, model)[1] * np.sign(_tangent(y, G, model)[0] or 1)
-                   for y in path])
+    tr = np.array([t[1] * np.sign(t[0] or 1) for t in (_tangent(y, G, model) for y in path)])
     idx = np.nonzero(np.sign(tr[:-1]) * np.sign(tr[1:]) < 0)[0]
     if idx.size == 0:
         raise ValueError("the continued fold curve has no cusp")
