@@ -281,11 +281,8 @@ def binomial_table(group_size, q):
         return None
     _, ratio, pmf = _binomial_start(group_size, q)
     cdf = np.empty((group_size,) + np.shape(q))
-    cdf[0] = pmf
-    for k in range(1, group_size):      # the same products and sums as binomial_counts
-        pmf *= ratio
-        pmf *= (group_size - k + 1) / float(k)
-        np.add(cdf[k - 1], pmf, out=cdf[k:k + 1])
+    for k, row in enumerate(_cdf_rows(group_size, ratio, pmf)):    # binomial_counts' own rows
+        cdf[k] = row
     return cdf, q > 0.5
 
 
