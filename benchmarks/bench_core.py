@@ -197,15 +197,15 @@ def bench_report(repeat: int = 2) -> None:
             for run in [label] + (["warm"] * repeat if label == "cold" else []):
                 wall, cpu, _, rc = _run(cmd, env, cwd=ROOT)
                 stages = json.loads((Path(out) / "report.json").read_text()).get("timings_seconds", {})
+                floor = "" if run == "warm" else _report_floor(wall, cpu, stages)
                 if run != "warm":
                     COLD["report" if run == "cold" else "report (plain install)"] = wall
-                    floors = {run: _report_floor(wall, cpu, stages)}
                 status = "ok" if rc == 0 else f"exit {rc}"
                 print(f"(d) report {run:5s}: {wall:7.2f} s wall, {cpu:6.2f} s CPU ({status}; goal "
                       f"{'<= 10' if run == 'warm' else '<= 30'} s); stages: "
                       + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()))
                 if run not in rows or wall < rows[run][0]:
-                    rows[run] = (wall, cpu, floors.get(run, ""))
+                    rows[run] = (wall, cpu, floor)
     TABLE.append(("`grpo-theory report`, cold (empty cache, PDF compiled; torch installed: the "
                   "deep-network section computed)",
                   f"{rows['cold'][0]:.1f} s ({rows['cold'][1]:.1f} s CPU)", rows["cold"][2], "<= 30 s"))

@@ -266,11 +266,12 @@ _STAGES = ("numbers", "atlas", "phase diagrams", "trajectories", "1/G law", "bif
 #: the stages that add notes
 _TAKE_NOTES = ("trajectories", "deep network")
 
-#: each stage's seconds on a quiet 2-core machine (cold, default ensembles): the order in which
-#: two processes take them, the longest first, so that neither waits long for the other
-_STAGE_COST = {"cross-checks": 5.2, "deep network": 6.4, "atlas": 6.1, "1/G law": 3.5,
-               "log fit": 1.5, "phase diagrams": 1.4, "trajectories": 1.3, "numbers": 1.0,
-               "bifurcations": 1.0}
+#: each stage's seconds on a quiet 2-core machine (cold, default ensembles; bench_core.py,
+#: 2026-11-29): the order in which two processes take them, the longest first, so that neither
+#: waits long for the other
+_STAGE_COST = {"deep network": 4.8, "atlas": 4.3, "cross-checks": 3.2, "1/G law": 2.3,
+               "log fit": 1.5, "phase diagrams": 1.4, "trajectories": 1.0, "bifurcations": 0.8,
+               "numbers": 0.2}
 
 
 def _stage_call(name, out, full, model):
